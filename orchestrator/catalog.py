@@ -1,0 +1,159 @@
+"""App specs: how to launch an app under nsys. Built-in YAML files ship in ``orchestrator/apps/``;
+a user folder (``$ORCHESTRATE_APPS_DIR`` or ``~/.config/orchestrate/apps``) adds or overrides them."""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import AppSpecError
+
+BUILTIN_DIR = Path(__file__).parent / "apps"
+KNOWN_TRACES = frozenset({
+    "cuda", "nvtx", "osrt", "opengl", "opengl-annotations", "cublas", "cublas-verbose", "cudnn",
+    "cusparse", "cusparse-verbose", "vulkan", "vulkan-annotations", "mpi", "oshmem", "ucx", "openacc",
+    "openmp", "nvvideo", "none",
+})
+SAMPLE_MODES = ("cpu", "none", "process-tree", "system-wide")
+XVFB_POLICIES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    name: str
+    command: tuple[str, ...]
+    description: str = ""
+    workdir: str | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+    trace: tuple[str, ...] = ("osrt", "nvtx")
+    sample: str = "cpu"
+    cpuctxsw: str | None = None
+    duration_s: float = 5.0
+    delay_s: float = 0.0
+    needs_display: bool = False
+    xvfb: str | None = None
+    frame_delimiter: str | None = None
+    nsys_args: tuple[str, ...] = field(default=())
+    source: str = "<built-in>"
+
+
+_FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
+           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args"}
+
+
+def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
+    return AppSpecError(f"{source}: '{key}' must be {expected}, not {value!r}", f"fix '{key}' in {source}")
+
+
+def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(str(v) for v in value)
+    raise _fail(source, key, "a list of strings", value)
+
+
+def _number(value: Any, key: str, source: str, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise _fail(source, key, f"a number >= {minimum:g}", value)
+    return float(value)
+
+
+def parse_app_spec(data: Any, source: str) -> AppSpec:
+    if not isinstance(data, dict):
+        raise AppSpecError(f"{source}: an app spec must be a mapping", "see the app catalog in the README")
+    unknown = sorted(set(data) - _FIELDS)
+    if unknown:
+        raise AppSpecError(f"{source}: unknown key '{unknown[0]}'", "known keys: " + ", ".join(sorted(_FIELDS)))
+    for required in ("name", "command"):
+        if not data.get(required):
+            raise AppSpecError(f"{source}: '{required}' is missing", f"add '{required}' to {source}")
+    env = data.get("env") or {}
+    if not isinstance(env, dict):
+        raise _fail(source, "env", "a mapping of names to strings", env)
+    trace = _string_list(data.get("trace", ["osrt", "nvtx"]), "trace", source)
+    bad = [t for t in trace if t not in KNOWN_TRACES]
+    if bad:
+        raise AppSpecError(f"{source}: unknown trace '{bad[0]}'", "known: " + ", ".join(sorted(KNOWN_TRACES)))
+    sample = data.get("sample", "cpu")
+    if sample not in SAMPLE_MODES:
+        raise _fail(source, "sample", "one of " + ", ".join(SAMPLE_MODES), sample)
+    xvfb = data.get("xvfb")
+    if xvfb is not None and xvfb not in XVFB_POLICIES:
+        raise _fail(source, "xvfb", "one of " + ", ".join(XVFB_POLICIES), xvfb)
+    if not isinstance(data.get("needs_display", False), bool):
+        raise _fail(source, "needs_display", "true or false", data["needs_display"])
+    return AppSpec(
+        name=str(data["name"]),
+        command=_string_list(data["command"], "command", source),
+        description=str(data.get("description", "")).strip(),
+        workdir=data.get("workdir"),
+        env=tuple(sorted((str(k), str(v)) for k, v in env.items())),
+        trace=trace,
+        sample=sample,
+        cpuctxsw=data.get("cpuctxsw"),
+        duration_s=_number(data.get("duration_s", 5), "duration_s", source, 0.1),
+        delay_s=_number(data.get("delay_s", 0), "delay_s", source, 0),
+        needs_display=bool(data.get("needs_display", False)),
+        xvfb=xvfb,
+        frame_delimiter=data.get("frame_delimiter"),
+        nsys_args=_string_list(data.get("nsys_args", []), "nsys_args", source),
+        source=source,
+    )
+
+
+def user_apps_dir() -> Path:
+    configured = os.environ.get("ORCHESTRATE_APPS_DIR")
+    return Path(configured) if configured else Path.home() / ".config" / "orchestrate" / "apps"
+
+
+def load_catalog(extra_dir: Path | None = None) -> dict[str, AppSpec]:
+    catalog: dict[str, AppSpec] = {}
+    for folder in (BUILTIN_DIR, extra_dir or user_apps_dir()):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
+            try:
+                data = yaml.safe_load(path.read_text())
+            except yaml.YAMLError:
+                raise AppSpecError(f"{path} is not valid YAML", "fix the syntax there") from None
+            spec = parse_app_spec(data, str(path))
+            catalog[spec.name] = spec
+    return catalog
+
+
+def find_app(name: str, catalog: dict[str, AppSpec]) -> AppSpec:
+    if name not in catalog:
+        raise AppSpecError(f"no app '{name}' in the catalog (known: {', '.join(sorted(catalog))})",
+                           f"add {user_apps_dir()}/{name}.yaml or use --app-cmd")
+    return catalog[name]
+
+
+def adhoc_app(command_line: str, needs_display: bool) -> AppSpec:
+    argv = tuple(shlex.split(command_line))
+    if not argv:
+        raise AppSpecError("--app-cmd is empty", "give the command line to profile, e.g. --app-cmd './app -x'")
+    return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source="--app-cmd")
+
+
+def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: float | None = None,
+                   trace: str | None = None, sample: str | None = None) -> AppSpec:
+    changes: dict[str, Any] = {}
+    if duration_s is not None:
+        changes["duration_s"] = _number(duration_s, "--duration", "the command line", 0.1)
+    if delay_s is not None:
+        changes["delay_s"] = _number(delay_s, "--delay", "the command line", 0)
+    if trace is not None:
+        changes["trace"] = _string_list(trace.replace(",", " "), "--trace", "the command line")
+        bad = [t for t in changes["trace"] if t not in KNOWN_TRACES]
+        if bad:
+            raise AppSpecError(f"unknown trace '{bad[0]}' in --trace", "known: " + ", ".join(sorted(KNOWN_TRACES)))
+    if sample is not None:
+        if sample not in SAMPLE_MODES:
+            raise AppSpecError(f"--sample must be one of {', '.join(SAMPLE_MODES)}", "fix --sample")
+        changes["sample"] = sample
+    return replace(spec, **changes)

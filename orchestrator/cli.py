@@ -1,0 +1,136 @@
+"""The orchestrate command: parse, call one function, render, map errors to exit codes.
+
+The only module that prints or exits.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .catalog import adhoc_app, find_app, load_catalog, with_overrides
+from .console import RichProgress
+from .errors import EXIT_CODES, OrchestratorError, UsageError
+from .inventory import load_inventory
+from .profile_run import ProfileRequest, profile
+from .transport import ConnectOptions
+
+DEFAULT_DEBUG_LOG = Path(tempfile.gettempdir()) / "orchestrate-debug.log"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit code 2, like every other usage error
+        raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="orchestrate", description="Remote Nsight Systems profiling for Jetson boards.",
+                     epilog="exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()))
+    parser.add_argument("--version", action="version", version=f"orchestrate {__version__}")
+    parser.add_argument("--debug-log", type=Path, default=DEFAULT_DEBUG_LOG,
+                        help=f"where unexpected errors write their traceback (default {DEFAULT_DEBUG_LOG})")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    prof = sub.add_parser("profile", help="profile one app on one target and bring the report back",
+                          description="Connect, deploy the agent, preflight, capture under nsys, pull the "
+                                      "verified report and export it to SQLite. Prints the run folder.")
+    prof.add_argument("--target", required=True, help="host name from the inventory ('local' needs no board)")
+    which = prof.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app", help="app name from the catalog (see 'orchestrate apps')")
+    which.add_argument("--app-cmd", help="profile this command line instead of a catalog app")
+    prof.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
+    prof.add_argument("--inventory", help="inventory YAML (default $ORCHESTRATE_INVENTORY, ./inventory.yaml, "
+                                          "else a built-in one with just 'local')")
+    prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
+    prof.add_argument("--duration", type=float, help="seconds to capture (default: the app spec's)")
+    prof.add_argument("--delay", type=float, help="seconds to wait before capturing (default: the app spec's)")
+    prof.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
+    prof.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
+    prof.add_argument("--grace", type=float, default=30.0,
+                      help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
+    prof.add_argument("--apps-dir", type=Path, help="extra folder of app specs (default ~/.config/orchestrate/apps)")
+    _add_ssh_options(prof)
+    prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
+
+    apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
+    apps.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+
+    targets = sub.add_parser("targets", help="list the inventory's targets",
+                             description="List the hosts of the inventory, with their groups.")
+    targets.add_argument("--inventory", help="inventory YAML")
+    return parser
+
+
+def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ssh-config", type=Path, help="ssh config file (default ~/.ssh/config)")
+    parser.add_argument("--known-hosts", type=Path, help="known_hosts file (default ~/.ssh/known_hosts)")
+    parser.add_argument("--accept-new-host-key", action="store_true",
+                        help="record an unknown host key in known_hosts instead of refusing (never a changed one)")
+
+
+def cmd_profile(args: argparse.Namespace, console: Console) -> int:
+    host = load_inventory(args.inventory).host(args.target)
+    if args.app:
+        spec = find_app(args.app, load_catalog(args.apps_dir))
+    else:
+        spec = adhoc_app(args.app_cmd, args.needs_display)
+    spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample)
+    request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
+                             connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
+    progress = RichProgress(console)
+    try:
+        outcome = profile(request, progress)
+    finally:
+        progress.close()
+    print(outcome.run_dir)
+    return 0
+
+
+def cmd_apps(args: argparse.Namespace, console: Console) -> int:
+    table = Table("app", "command", "traces", "sample", "duration", "display", "source")
+    for spec in load_catalog(args.apps_dir).values():
+        table.add_row(spec.name, " ".join(spec.command), ",".join(spec.trace), spec.sample, f"{spec.duration_s:g} s",
+                      "yes" if spec.needs_display else "no", spec.source)
+    Console().print(table)
+    return 0
+
+
+def cmd_targets(args: argparse.Namespace, console: Console) -> int:
+    inventory = load_inventory(args.inventory)
+    table = Table("target", "connection", "address", "user", "groups", title=inventory.source)
+    for host in inventory.hosts.values():
+        table.add_row(host.name, host.connection, host.address or host.name, host.user or "root (default)",
+                      ",".join(host.groups))
+    Console().print(table)
+    return 0
+
+
+COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets}
+
+
+def main(argv: list[str] | None = None) -> int:
+    console = Console(stderr=True)
+    debug_log = DEFAULT_DEBUG_LOG
+    try:
+        args = build_parser().parse_args(argv)
+        debug_log = args.debug_log
+        return COMMANDS[args.command](args, console)
+    except OrchestratorError as exc:
+        console.print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        console.print("[bold red]interrupted[/]")
+        return 130
+    except Exception:  # a bug: short notice here, the traceback in the debug log
+        logging.basicConfig(filename=debug_log, level=logging.DEBUG)
+        logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())
+        console.print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; please report it)",
+                      highlight=False, soft_wrap=True)
+        return 1

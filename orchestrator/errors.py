@@ -1,0 +1,118 @@
+"""One error root for everything a user can cause or fix; each kind has its own exit code.
+
+The CLI turns an ``OrchestratorError`` into one line on stderr and ``exit_code``; anything else is a
+bug and gets a short notice plus a traceback in the debug log.
+"""
+from __future__ import annotations
+
+
+class OrchestratorError(Exception):
+    """A failure the user can act on. ``hint`` says what to do about it."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(OrchestratorError):
+    exit_code = 2
+
+
+class InventoryError(OrchestratorError):
+    exit_code = 3
+
+
+class AppSpecError(OrchestratorError):
+    exit_code = 3
+
+
+class ConnectError(OrchestratorError):
+    """The host could not be reached (refused, timed out, name not resolved)."""
+
+    exit_code = 4
+
+
+class AuthError(OrchestratorError):
+    exit_code = 5
+
+
+class HostKeyError(OrchestratorError):
+    """The host's key is unknown or differs from known_hosts."""
+
+    exit_code = 6
+
+
+class PreflightError(OrchestratorError):
+    exit_code = 7
+
+
+class NsysMissingError(PreflightError):
+    exit_code = 8
+
+
+class AppNotFoundError(PreflightError):
+    exit_code = 9
+
+
+class AppFailedError(OrchestratorError):
+    """The app exited non-zero on its own, before the capture was due to end."""
+
+    exit_code = 10
+
+
+class WatchdogError(OrchestratorError):
+    """nsys or the app outlived the capture and had to be stopped."""
+
+    exit_code = 11
+
+
+class DiskFullError(OrchestratorError):
+    exit_code = 12
+
+
+class TransferError(OrchestratorError):
+    """A pulled file did not arrive intact (checksum or size mismatch, SFTP failure)."""
+
+    exit_code = 13
+
+
+class RemoteCommandError(OrchestratorError):
+    exit_code = 14
+
+
+class AgentError(RemoteCommandError):
+    """The remote agent could not run or answered with a failure."""
+
+    exit_code = 14
+
+
+class ReportError(OrchestratorError):
+    """A report could not be imported or exported."""
+
+    exit_code = 15
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    1: "unexpected internal error (see the debug log)",
+    2: "bad command-line usage",
+    3: "invalid inventory or app spec",
+    4: "host unreachable (refused, timed out, unknown name)",
+    5: "SSH authentication refused",
+    6: "host key unknown or changed",
+    7: "preflight found a blocking problem on the target",
+    8: "nsys not found or too old on the target",
+    9: "the app's executable was not found on the target",
+    10: "the app exited with a non-zero status",
+    11: "the watchdog had to stop nsys or the app",
+    12: "not enough disk space on the target or the host",
+    13: "a pulled file failed verification or the transfer broke",
+    14: "a remote command or the agent failed",
+    15: "the report could not be imported or exported",
+}

@@ -1,0 +1,72 @@
+"""Pure builders of nsys command lines: a spec in, an argv list out."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .catalog import AppSpec
+
+# The app is started through this POSIX shell line: it records the app's PID (the watchdog finds
+# the app's session by it: nsys starts the app in a session of its own) and sends the app's output
+# to files, then exec's the app so nsys traces the app itself.
+LAUNCH_WRAPPER = 'echo $$ >"$1"; out=$2; err=$3; shift 3; exec "$@" >"$out" 2>"$err"'
+
+
+@dataclass(frozen=True)
+class RemoteRunPaths:
+    """Where one run's files live on the target."""
+
+    run_dir: str
+
+    @property
+    def report_base(self) -> str:
+        return f"{self.run_dir}/report"
+
+    @property
+    def pid_file(self) -> str:
+        return f"{self.run_dir}/app.pid"
+
+    @property
+    def app_stdout(self) -> str:
+        return f"{self.run_dir}/app.stdout.log"
+
+    @property
+    def app_stderr(self) -> str:
+        return f"{self.run_dir}/app.stderr.log"
+
+    @property
+    def nsys_log(self) -> str:
+        return f"{self.run_dir}/nsys.log"
+
+
+def whole_seconds(value: float) -> int:
+    """nsys takes whole seconds; round up so a capture is never shorter than asked."""
+    return max(1, math.ceil(value))
+
+
+def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths) -> list[str]:
+    argv = [
+        nsys, "profile",
+        "--trace=" + ",".join(spec.trace),
+        "--sample=" + spec.sample,
+        "--output=" + paths.report_base,
+        "--force-overwrite=true",
+        f"--duration={whole_seconds(spec.duration_s)}",
+    ]
+    if spec.delay_s:
+        argv.append(f"--delay={whole_seconds(spec.delay_s)}")
+    if spec.cpuctxsw:
+        argv.append("--cpuctxsw=" + spec.cpuctxsw)
+    argv += list(spec.nsys_args)
+    argv += ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch",
+             paths.pid_file, paths.app_stdout, paths.app_stderr]
+    argv += list(spec.command)
+    return argv
+
+
+def export_sqlite_argv(nsys: str, report: str, sqlite: str) -> list[str]:
+    return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", sqlite, report]
+
+
+def import_argv(importer: str, qdstrm: str) -> list[str]:
+    return [importer, "-i", qdstrm]

@@ -1,0 +1,40 @@
+"""The local run folder: its id, its layout and its run.json."""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+def run_id(target: str, app: str, now: datetime | None = None) -> str:
+    """'20261129T231500Z-nano01-gl2posenet': sorts by time, names what ran where."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("_") or "x" for part in (target, app)]
+    return "-".join([stamp, *safe])
+
+
+def create_run_dir(out_dir: Path, identifier: str) -> Path:
+    """Make a new, empty run folder; a second run in the same second gets a numeric suffix."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    candidate, n = out_dir / identifier, 1
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = out_dir / f"{identifier}-{n}"
+
+
+def write_run_json(run_dir: Path, record: dict[str, Any]) -> Path:
+    path = run_dir / "run.json"
+    partial = run_dir / ".run.json.part"
+    partial.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    partial.replace(path)
+    return path
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "run.json").read_text())

@@ -1,0 +1,5 @@
+import sys
+
+from remote_agent.main import main
+
+sys.exit(main())

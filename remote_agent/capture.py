@@ -1,0 +1,250 @@
+"""Run ``nsys profile`` under a watchdog, with a private Xvfb when asked.
+
+nsys 2022.4 was seen to hang after writing its report and to ignore --duration with the OpenGL trace
+on Mesa; apps that ignore SIGTERM outlive nsys (nsys starts the app in a session of its own). So the
+agent owns the deadline: past delay + duration + grace it interrupts nsys (which then writes what it
+has), then terminates, then kills nsys's process group and the app's session.
+"""
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+
+# Seconds nsys may linger after printing "Generated:" before it counts as hung.
+AFTER_REPORT_GRACE_S = 20.0
+# Seconds between escalation steps (SIGINT -> SIGTERM -> SIGKILL).
+SIGNAL_STEP_S = 10.0
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+
+
+def session_members(sid):
+    """PIDs of live processes whose session id is sid (from /proc/<pid>/stat)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/{}/stat".format(name)) as handle:
+                stat = handle.read()
+        except (OSError, IOError):
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        # fields: state, ppid, pgrp, session, ...; zombies are already gone for our purpose
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            members.append(int(name))
+    return members
+
+
+def signal_session(sid, sig):
+    for pid in session_members(sid):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def read_pid_file(path):
+    try:
+        with open(path) as handle:
+            return int(handle.read().strip() or 0) or None
+    except (OSError, IOError, ValueError):
+        return None
+
+
+class NsysOutput(object):
+    """Copies nsys's combined output to a log and notes the lines the watchdog cares about."""
+
+    def __init__(self, stream, log_path):
+        self.stream = stream
+        self.log_path = log_path
+        self.generated_at = None
+        self.generated = []
+        self.program_not_found = False
+        self.thread = threading.Thread(target=self._pump)
+        self.thread.daemon = True
+
+    def start(self):
+        self.thread.start()
+
+    def _pump(self):
+        expecting_paths = False
+        with open(self.log_path, "w") as log:
+            for line in iter(self.stream.readline, ""):
+                log.write(line)
+                log.flush()
+                stripped = line.strip()
+                if stripped.startswith("Program not found"):
+                    self.program_not_found = True
+                if stripped.startswith("Generated:"):
+                    expecting_paths = True
+                    self.generated_at = time.time()
+                    continue
+                if expecting_paths and stripped.startswith("/"):
+                    self.generated.append(stripped)
+                else:
+                    expecting_paths = False
+
+
+def start_xvfb(log_path, timeout_s=15.0):
+    """Start Xvfb on a free display number (it picks and reports it through -displayfd)."""
+    read_fd, write_fd = os.pipe()
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
+        stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
+    os.close(write_fd)
+    deadline = time.time() + timeout_s
+    number = b""
+    while time.time() < deadline:
+        ready, _, _ = select.select([read_fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(read_fd, 16)
+            if not chunk:
+                break
+            number += chunk
+            if number.endswith(b"\n"):
+                break
+        if proc.poll() is not None:
+            break
+    os.close(read_fd)
+    if not number.strip().isdigit():
+        stop_process_group(proc)
+        raise RuntimeError("Xvfb did not start (see {})".format(log_path))
+    return proc, ":" + number.strip().decode()
+
+
+def stop_process_group(proc, term_wait_s=5.0):
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, term_wait_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def find_reports(report_base):
+    return {suffix: report_base + suffix for suffix in REPORT_SUFFIXES if os.path.isfile(report_base + suffix)}
+
+
+class Watchdog(object):
+    """Escalates signals to nsys's process group and the app's session, recording every step."""
+
+    def __init__(self, proc, pid_file):
+        self.proc = proc
+        self.pid_file = pid_file
+        self.actions = []
+
+    def app_session(self):
+        return read_pid_file(self.pid_file)
+
+    def record(self, reason, sig, target):
+        self.actions.append({"reason": reason, "signal": signal.Signals(sig).name, "target": target,
+                             "at": time.time()})
+
+    def stop_nsys(self, reason, first_signal=signal.SIGINT):
+        """SIGINT lets nsys stop collecting and write the report; TERM and KILL follow if it lingers."""
+        sequence = [first_signal, signal.SIGTERM, signal.SIGKILL]
+        for sig in sequence[sequence.index(first_signal):]:
+            if self.proc.poll() is not None:
+                return
+            self.record(reason, sig, "nsys")
+            try:
+                os.killpg(self.proc.pid, sig)
+            except OSError:
+                pass
+            if sig == signal.SIGKILL:
+                app = self.app_session()
+                if app:
+                    signal_session(app, signal.SIGKILL)
+            try:
+                self.proc.wait(timeout=SIGNAL_STEP_S)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def stop_leftover_app(self, deadline):
+        """The app (or a child) may outlive nsys; past the deadline it is terminated, then killed."""
+        app = self.app_session()
+        if not app:
+            return []
+        while session_members(app) and time.time() < deadline:
+            time.sleep(0.2)
+        left = session_members(app)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if not left:
+                break
+            self.record("app outlived the capture", sig, "app")
+            signal_session(app, sig)
+            end = time.time() + (SIGNAL_STEP_S if sig == signal.SIGTERM else 5.0)
+            while session_members(app) and time.time() < end:
+                time.sleep(0.2)
+            left = session_members(app)
+        return left
+
+
+def capture(request, emit):
+    run_dir = request["run_dir"]
+    scratch = os.path.join(run_dir, "scratch")
+    os.makedirs(scratch, mode=0o700, exist_ok=True)
+    env = os.environ.copy()
+    env.update(request.get("env") or {})
+    # nsys writes its raw stream under TMPDIR first; /tmp on a board may be a small tmpfs.
+    env["TMPDIR"] = scratch
+    xvfb = None
+    display = request.get("display") or {}
+    if display.get("mode") == "xvfb":
+        xvfb, env["DISPLAY"] = start_xvfb(os.path.join(run_dir, "xvfb.log"))
+    elif display.get("mode") == "use":
+        env["DISPLAY"] = display["display"]
+    budget = float(request.get("delay_s") or 0) + float(request["duration_s"]) + float(request["grace_s"])
+    started = time.time()
+    deadline = started + budget
+    emit("capture_started", display=env.get("DISPLAY"), deadline_s=budget)
+    cwd = os.path.expanduser(request["cwd"]) if request.get("cwd") else None
+    proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                            start_new_session=True)
+    output = NsysOutput(proc.stdout, os.path.join(run_dir, "nsys.log"))
+    output.start()
+    watchdog = Watchdog(proc, request["pid_file"])
+    last_beat = 0.0
+    try:
+        while proc.poll() is None:
+            now = time.time()
+            if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
+                emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
+                last_beat = now
+            if output.generated_at and now - output.generated_at > AFTER_REPORT_GRACE_S:
+                watchdog.stop_nsys("nsys hung after writing the report", signal.SIGTERM)
+            elif now > deadline:
+                watchdog.stop_nsys("capture outlived delay + duration + grace")
+            time.sleep(0.1)
+        nsys_exit = proc.wait()
+        nsys_ended = time.time()
+        leftovers = watchdog.stop_leftover_app(max(deadline, nsys_ended))
+    finally:
+        if proc.poll() is None:
+            watchdog.stop_nsys("agent interrupted", signal.SIGKILL)
+        if xvfb is not None:
+            stop_process_group(xvfb)
+    output.thread.join(timeout=5.0)
+    return {
+        "nsys_exit": nsys_exit,
+        "nsys_elapsed_s": round(nsys_ended - started, 3),
+        "elapsed_s": round(time.time() - started, 3),
+        "watchdog": watchdog.actions,
+        "leftover_pids": leftovers,
+        "program_not_found": output.program_not_found,
+        "generated": output.generated,
+        "reports": find_reports(request["report_base"]),
+        "display": env.get("DISPLAY"),
+        "app_pid": read_pid_file(request["pid_file"]),
+    }

@@ -1,0 +1,144 @@
+"""Facts about the target: pure parsers of board files plus the probes that read them.
+
+Python 3.6+, stdlib only. Every probe tolerates a missing file: a PC has no Jetson files.
+"""
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+
+from . import nsys_locate
+
+# L4T release -> JetPack release, for the releases boards are commonly seen with.
+L4T_TO_JETPACK = {
+    "32.2.1": "4.2.2", "32.3.1": "4.3", "32.4.3": "4.4", "32.4.4": "4.4.1", "32.5.0": "4.5",
+    "32.5.1": "4.5.1", "32.5.2": "4.5.1", "32.6.1": "4.6", "32.7.1": "4.6.1", "32.7.2": "4.6.2",
+    "32.7.3": "4.6.3", "32.7.4": "4.6.4", "32.7.5": "4.6.5", "32.7.6": "4.6.6",
+    "35.1.0": "5.0.2", "35.2.1": "5.1", "35.3.1": "5.1.1", "35.4.1": "5.1.2", "35.5.0": "5.1.3",
+    "35.6.0": "5.1.4", "35.6.1": "5.1.5", "36.2.0": "6.0 DP", "36.3.0": "6.0", "36.4.0": "6.1",
+    "36.4.3": "6.2", "36.4.4": "6.2.1",
+}
+
+_TEGRA_RE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+)")
+
+
+def parse_nv_tegra_release(text):
+    """'# R32 (release), REVISION: 7.1, GCID: ...' -> '32.7.1' (None when it is not such a line).
+
+    Copies pasted from markdown escape the '#' ('\\#'); that is accepted too."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    match = _TEGRA_RE.search(first.replace("\\#", "#"))
+    if not match:
+        return None
+    return "{}.{}.{}".format(*match.groups())
+
+
+def jetpack_for_l4t(l4t):
+    return L4T_TO_JETPACK.get(l4t) if l4t else None
+
+
+def parse_device_tree_string(raw):
+    """Device-tree strings are NUL-terminated (and NUL-separated for lists)."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    return [part for part in raw.split("\0") if part.strip()]
+
+
+def chip_from_compatible(entries):
+    """The last compatible entry names the SoC: 'nvidia,tegra210' -> 'tegra210'."""
+    for entry in reversed(entries):
+        name = entry.split(",")[-1].strip()
+        if name.startswith("tegra"):
+            return name
+    return None
+
+
+def parse_os_release(text):
+    values = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip('"')
+    return values
+
+
+def _read(path, binary=False):
+    try:
+        with open(path, "rb" if binary else "r") as handle:
+            return handle.read()
+    except (OSError, IOError):
+        return None
+
+
+def free_bytes(path):
+    """Free bytes on the file system holding path (or its nearest existing parent)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe) and probe != "/":
+        probe = os.path.dirname(probe)
+    stat = os.statvfs(probe)
+    return stat.f_bavail * stat.f_frsize
+
+
+def display_socket_exists(display):
+    """':1' or ':1.0' -> whether /tmp/.X11-unix/X1 exists (a local X server listens)."""
+    match = re.match(r"^[^:]*:(\d+)(?:\.\d+)?$", display or "")
+    if not match:
+        return False
+    return os.path.exists("/tmp/.X11-unix/X" + match.group(1))
+
+
+def board_facts():
+    model_raw = _read("/proc/device-tree/model", binary=True) or _read(
+        "/sys/firmware/devicetree/base/model", binary=True)
+    compat_raw = _read("/proc/device-tree/compatible", binary=True) or b""
+    tegra = _read("/etc/nv_tegra_release")
+    l4t = parse_nv_tegra_release(tegra) if tegra else None
+    model = parse_device_tree_string(model_raw)[0] if model_raw else None
+    return {
+        "model": model,
+        "chip": chip_from_compatible(parse_device_tree_string(compat_raw)),
+        "l4t": l4t,
+        "jetpack": jetpack_for_l4t(l4t),
+        "is_jetson": bool(l4t) or bool(model and "jetson" in model.lower()),
+    }
+
+
+def system_facts():
+    os_release = parse_os_release(_read("/etc/os-release") or "")
+    paranoid = _read("/proc/sys/kernel/perf_event_paranoid")
+    return {
+        "hostname": socket.gethostname(),
+        "uid": os.geteuid(),
+        "user": _user_name(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "os": os_release.get("PRETTY_NAME"),
+        "python": "{}.{}.{}".format(*sys.version_info[:3]),
+        "cpu_count": os.cpu_count(),
+        "perf_event_paranoid": int(paranoid.strip()) if paranoid and paranoid.strip().lstrip("-").isdigit() else None,
+        "xvfb": shutil.which("Xvfb"),
+        "display_env": os.environ.get("DISPLAY"),
+    }
+
+
+def _user_name():
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return None
+
+
+def nsys_facts(hint=None):
+    path, version, tried = nsys_locate.find_nsys(hint)
+    facts = {"path": path, "version": version, "tried": tried, "importer": None, "imports_itself": False}
+    if path:
+        facts["importer"] = nsys_locate.find_importer(path)
+        facts["imports_itself"] = nsys_locate.nsys_finds_importer(path)
+    return facts
+
+
+def collect(nsys_hint=None):
+    return {"system": system_facts(), "board": board_facts(), "nsys": nsys_facts(nsys_hint)}

@@ -1,0 +1,64 @@
+"""File chores on the target: checksums, removal and import, confined to the agent's work dir."""
+import hashlib
+import os
+import subprocess
+
+CHUNK = 1024 * 1024
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def inside(path, root):
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def checksums(paths):
+    answer = {}
+    for path in paths:
+        if os.path.isfile(path):
+            digest, size = sha256_of(path)
+            answer[path] = {"sha256": digest, "size": size}
+        else:
+            answer[path] = None
+    return answer
+
+
+def remove(paths, root):
+    """Remove files (and then empty folders) but only under root: a wrong path must not cost data."""
+    removed = []
+    for path in paths:
+        if not inside(path, root):
+            raise ValueError("refusing to remove {}: outside {}".format(path, root))
+        if os.path.isfile(path) or os.path.islink(path):
+            os.remove(path)
+            removed.append(path)
+        elif os.path.isdir(path):
+            for dirpath, dirnames, filenames in os.walk(path, topdown=False):
+                for name in filenames:
+                    os.remove(os.path.join(dirpath, name))
+                for name in dirnames:
+                    os.rmdir(os.path.join(dirpath, name))
+            os.rmdir(path)
+            removed.append(path)
+    return removed
+
+
+def import_qdstrm(importer, qdstrm, timeout_s=1800):
+    """Run QdstrmImporter; it writes X.nsys-rep (X.qdrep before 2021.x) beside X.qdstrm."""
+    proc = subprocess.Popen([importer, "-i", qdstrm], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True)
+    out, _ = proc.communicate(timeout=timeout_s)
+    base = qdstrm[: -len(".qdstrm")]
+    for suffix in (".nsys-rep", ".qdrep"):
+        if os.path.isfile(base + suffix):
+            return {"exit": proc.returncode, "report": base + suffix, "output": out[-2000:]}
+    return {"exit": proc.returncode, "report": None, "output": out[-2000:]}

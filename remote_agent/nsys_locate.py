@@ -1,0 +1,125 @@
+"""Finding nsys and its importer on a machine, and reading nsys's version. Pure parsers plus
+file-system probes; stdlib only, Python 3.6+."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+# Where JetPack, the CUDA toolkit and distribution packages put nsys, newest first after sorting.
+NSYS_GLOBS = (
+    "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "/usr/local/cuda*/bin/nsys",
+    "/usr/local/cuda*/nsight-systems-*/bin/nsys",
+    "/usr/lib/nsight-systems/bin/nsys",
+)
+
+_VERSION_RE = re.compile(r"(\d{4})\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-([0-9A-Za-z]+))?")
+
+
+def parse_nsys_version(text):
+    """'NVIDIA Nsight Systems version 2022.4.2.1-df9881f' -> '2022.4.2.1' (None when absent)."""
+    for line in text.splitlines():
+        if "version" in line.lower() or _VERSION_RE.match(line.strip()):
+            match = _VERSION_RE.search(line)
+            if match:
+                parts = [p for p in match.groups()[:4] if p is not None]
+                return ".".join(parts)
+    return None
+
+
+def version_tuple(version):
+    """'2022.4.2.1' -> (2022, 4, 2, 1); unknown parts sort low."""
+    if not version:
+        return ()
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def candidate_nsys_paths(hint=None, path_env=None):
+    """Every place nsys may be, in the order we trust them: the inventory's hint, PATH, known folders."""
+    seen = []
+    if hint:
+        seen.append(hint)
+    on_path = shutil.which("nsys", path=path_env)
+    if on_path:
+        seen.append(on_path)
+    for pattern in NSYS_GLOBS:
+        for path in sorted(glob.glob(pattern), reverse=True):
+            seen.append(path)
+    unique = []
+    for path in seen:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def find_nsys(hint=None):
+    """Return (path, version, tried) for the first runnable nsys; path is None when none runs."""
+    tried = []
+    for path in candidate_nsys_paths(hint):
+        tried.append(path)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        version = read_nsys_version(path)
+        if version:
+            return path, version, tried
+    return None, None, tried
+
+
+def read_nsys_version(path):
+    try:
+        proc = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True)
+        out, _ = proc.communicate(timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_nsys_version(out)
+
+
+def symlink_chain(path, limit=16):
+    """Every name a path goes through while its symlinks are followed one at a time."""
+    chain = [path]
+    while os.path.islink(path) and len(chain) < limit:
+        target = os.readlink(path)
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        chain.append(path)
+    real = os.path.realpath(path)
+    if real not in chain:
+        chain.append(real)
+    return chain
+
+
+def importer_candidates(nsys_path):
+    """QdstrmImporter lives in host-linux-* beside target-linux-*; nsys only looks beside its own
+    real location, while packages may put the host folder elsewhere (Debian: /usr/bin/nsys ->
+    /usr/lib/nsight-systems/bin/nsys -> ../target-linux-x64/nsys, importer in ../host-linux-x64)."""
+    paths = []
+    for name in symlink_chain(nsys_path):
+        root = os.path.dirname(os.path.dirname(name))
+        for found in sorted(glob.glob(os.path.join(root, "host-linux-*", "QdstrmImporter"))):
+            if found not in paths:
+                paths.append(found)
+    return paths
+
+
+def nsys_finds_importer(nsys_path):
+    """Whether nsys will import by itself: it looks for host-linux-* beside the real location of its
+    target-linux-* folder (a distribution package may split the two apart)."""
+    real = os.path.realpath(nsys_path)
+    root = os.path.dirname(os.path.dirname(real))
+    targets = glob.glob(os.path.join(root, "target-linux-*"))
+    if not targets:
+        targets = [os.path.dirname(real)]
+    for target in targets:
+        beside = os.path.dirname(os.path.realpath(target))
+        if glob.glob(os.path.join(beside, "host-linux-*", "QdstrmImporter")):
+            return True
+    return False
+
+
+def find_importer(nsys_path):
+    for path in importer_candidates(nsys_path):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None

@@ -1,0 +1,140 @@
+"""Preflight: what would make a capture fail, each finding with what, why and how to fix.
+
+Pure: ``evaluate(request, facts, probes)`` turns facts into findings; ``run`` gathers the facts.
+"""
+import os
+import shutil
+
+from . import facts as facts_mod
+from . import nsys_locate
+
+MIN_NSYS_VERSION = (2019, 5)
+# 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
+BYTES_PER_CAPTURE_SECOND = 40 * 1024 * 1024
+BYTES_FIXED_OVERHEAD = 200 * 1024 * 1024
+
+
+def finding(level, code, what, why, fix):
+    return {"level": level, "code": code, "what": what, "why": why, "fix": fix}
+
+
+def required_bytes(duration_s):
+    return int(BYTES_FIXED_OVERHEAD + BYTES_PER_CAPTURE_SECOND * max(duration_s or 0, 1))
+
+
+def evaluate(request, facts, probes):
+    """request: what the run needs; facts: facts.collect(); probes: app/display/disk look-ups."""
+    found = []
+    system, nsys = facts["system"], facts["nsys"]
+    sampling = request.get("sample", "cpu") not in ("none", None)
+
+    if system["uid"] != 0:
+        paranoid = system.get("perf_event_paranoid")
+        blocking = sampling and paranoid is not None and paranoid > 2
+        found.append(finding(
+            "error" if blocking else "warning", "not_root",
+            "connected as '{}', not root".format(system.get("user")),
+            "nsys needs root on Jetson for OpenGL/CUDA trace and CPU sampling (a normal user gets empty traces)",
+            "connect as root: set ansible_user: root and allow root login by key (PermitRootLogin prohibit-password)"))
+        if sampling and paranoid is not None and paranoid > 2:
+            found.append(finding(
+                "error", "perf_event_paranoid",
+                "kernel.perf_event_paranoid is {}".format(paranoid),
+                "CPU sampling by a non-root user needs perf_event_paranoid <= 2",
+                "run as root, or 'sysctl -w kernel.perf_event_paranoid=2', or use --sample none"))
+
+    if not nsys["path"]:
+        found.append(finding(
+            "error", "nsys_missing", "nsys not found (looked at: {})".format(", ".join(nsys["tried"]) or "PATH"),
+            "the capture runs 'nsys profile' on the target",
+            "install Nsight Systems (JetPack ships it under /opt/nvidia/nsight-systems) or set orchestrate_nsys in the inventory"))
+    else:
+        if nsys_locate.version_tuple(nsys["version"])[:2] < MIN_NSYS_VERSION:
+            found.append(finding(
+                "error", "nsys_too_old", "nsys {} at {} is too old".format(nsys["version"], nsys["path"]),
+                "versions before {}.{} lack the CLI options the capture uses".format(*MIN_NSYS_VERSION),
+                "install a newer Nsight Systems and point orchestrate_nsys at it"))
+        if not nsys["imports_itself"]:
+            if nsys["importer"]:
+                detail = "the agent will run {} on the target".format(nsys["importer"])
+            else:
+                detail = "the raw .qdstrm will be pulled and imported on the host"
+            found.append(finding(
+                "info", "importer_missing",
+                "nsys will not find its QdstrmImporter by itself",
+                "nsys leaves a raw .qdstrm when host-linux-* is not beside its target-linux-* folder; " + detail,
+                "nothing to do; install the full Nsight Systems host package to import where nsys runs"))
+
+    app = probes.get("app")
+    if app is not None and not app["found"]:
+        found.append(finding(
+            "error", "app_not_found", "the app '{}' was not found on the target".format(app["argv0"]),
+            "looked in {} and on PATH".format(app["cwd"] or "the working directory"),
+            "build or install the app there, or fix 'command'/'workdir' in the app spec"))
+    if request.get("cwd") and not os.path.isdir(request["cwd"]):
+        found.append(finding(
+            "error", "workdir_missing", "the app's working directory {} does not exist".format(request["cwd"]),
+            "the app is started from there (relative model paths)",
+            "create it or fix 'workdir' in the app spec"))
+
+    display = probes.get("display")
+    if display is not None and display["mode"] == "missing":
+        found.append(finding(
+            "error", "no_display",
+            "the app needs a display and none is usable ({})".format(display.get("detail")),
+            "GLES apps open an X window",
+            "start X on the board and set orchestrate_display (e.g. ':0'), or install Xvfb and allow the private Xvfb (xvfb: auto)"))
+
+    for place in probes.get("disk", []):
+        if place["free"] < place["needed"]:
+            found.append(finding(
+                "error", "low_disk", "only {} MB free in {} ({})".format(place["free"] // 2**20, place["path"], place["role"]),
+                "a {} s capture needs about {} MB there".format(request.get("duration_s"), place["needed"] // 2**20),
+                "free space there, shorten --duration, or set orchestrate_work_dir to a larger disk"))
+    return found
+
+
+def probe_app(argv0, cwd):
+    if not argv0:
+        return None
+    if os.sep in argv0:
+        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd or os.getcwd(), argv0)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        found = shutil.which(argv0) is not None
+    return {"argv0": argv0, "cwd": cwd, "found": found}
+
+
+def probe_display(needs_display, display, xvfb_policy, xvfb_path):
+    """Decide where the app's window goes: 'use' a live display, 'xvfb' a private one, or 'missing'."""
+    if not needs_display:
+        return {"mode": "none"}
+    if display and facts_mod.display_socket_exists(display):
+        return {"mode": "use", "display": display}
+    if xvfb_policy in ("auto", "always") and xvfb_path:
+        return {"mode": "xvfb", "xvfb": xvfb_path}
+    detail = "DISPLAY {} has no X server".format(display) if display else "no DISPLAY set"
+    if xvfb_policy in ("auto", "always") and not xvfb_path:
+        detail += ", and Xvfb is not installed"
+    return {"mode": "missing", "detail": detail}
+
+
+def run(request):
+    if request.get("cwd"):
+        request = dict(request, cwd=os.path.expanduser(request["cwd"]))
+    facts = facts_mod.collect(request.get("nsys"))
+    if request.get("xvfb") == "always":
+        display = probe_display(request.get("needs_display"), None, "always", facts["system"]["xvfb"])
+    else:
+        display = probe_display(request.get("needs_display"), request.get("display") or facts["system"]["display_env"],
+                                request.get("xvfb", "auto"), facts["system"]["xvfb"])
+    needed = required_bytes(request.get("duration_s"))
+    work_dir = request["work_dir"]
+    disk = [{"path": work_dir, "role": "report and nsys scratch", "needed": needed,
+             "free": facts_mod.free_bytes(work_dir)}]
+    probes = {
+        "app": probe_app(request.get("argv0"), request.get("cwd")),
+        "display": display,
+        "disk": disk,
+    }
+    return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display}

@@ -1,0 +1,100 @@
+"""A real OpenSSH server on loopback for tests and benchmarks: generated host and client keys, root
+login by key only. Several instances (one per port) make a fleet."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def keygen(path: Path) -> str:
+    """A fresh ed25519 key pair at path (replacing any old one); returns the public line."""
+    for old in (path, Path(str(path) + ".pub")):
+        old.unlink(missing_ok=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "orchestrate-test", "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL)
+    return Path(str(path) + ".pub").read_text().strip()
+
+
+@dataclass
+class Sshd:
+    root: Path
+    port: int
+    client_key: Path
+    known_hosts: Path
+    ssh_config: Path
+    host_public_key: str
+    process: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return "127.0.0.1"
+
+    def start(self) -> None:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+        log = open(self.root / "sshd.log", "ab")
+        self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+                                        stdout=log, stderr=log)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"sshd did not start: {(self.root / 'sshd.log').read_text()}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def inventory_host(self) -> dict:
+        return {
+            "ansible_host": self.address,
+            "ansible_port": self.port,
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(self.client_key),
+        }
+
+
+def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None) -> Sshd:
+    """Write keys and config under root; the caller starts and stops it."""
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o700)
+    port = port or free_port()
+    host_key = root / "ssh_host_ed25519_key"
+    host_public = keygen(host_key)
+    if client_key is None:
+        client_key = root / "client_key"
+        keygen(client_key)
+    authorized = root / "authorized_keys"
+    authorized.write_text(Path(str(client_key) + ".pub").read_text())
+    authorized.chmod(0o600)
+    sftp_server = next((p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
+                        if os.path.exists(p)), "internal-sftp")
+    (root / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {root}/sshd.pid\n"
+        f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
+        f"Subsystem sftp {sftp_server}\n")
+    known_hosts = root / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {' '.join(host_public.split()[:2])}\n")
+    ssh_config = root / "ssh_config"
+    ssh_config.write_text("# empty on purpose: keeps the developer's own ~/.ssh/config out of the tests\n")
+    return Sshd(root=root, port=port, client_key=client_key, known_hosts=known_hosts, ssh_config=ssh_config,
+                host_public_key=host_public)
