@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .catalog import adhoc_app, find_app, load_catalog, with_overrides
+from .catalog import BUILTIN_DIR, adhoc_app, find_app, load_catalog, with_overrides
 from .console import RichProgress
 from .errors import EXIT_CODES, OrchestratorError, UsageError
 from .inventory import load_inventory
@@ -96,8 +96,9 @@ def cmd_profile(args: argparse.Namespace, console: Console) -> int:
 def cmd_apps(args: argparse.Namespace, console: Console) -> int:
     table = Table("app", "command", "traces", "sample", "duration", "display", "source")
     for spec in load_catalog(args.apps_dir).values():
+        source = "built-in" if Path(spec.source).parent == BUILTIN_DIR else spec.source
         table.add_row(spec.name, " ".join(spec.command), ",".join(spec.trace), spec.sample, f"{spec.duration_s:g} s",
-                      "yes" if spec.needs_display else "no", spec.source)
+                      "yes" if spec.needs_display else "no", source)
     Console().print(table)
     return 0
 

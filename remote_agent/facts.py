@@ -7,6 +7,7 @@ import platform
 import re
 import shutil
 import socket
+import subprocess
 import sys
 
 from . import nsys_locate
@@ -21,18 +22,37 @@ L4T_TO_JETPACK = {
     "36.4.3": "6.2", "36.4.4": "6.2.1",
 }
 
-_TEGRA_RE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+)")
+_TEGRA_RE = re.compile(r"R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+)")
+_L4T_CORE_RE = re.compile(r"nvidia-l4t-core\s+(\d+)\.(\d+)\.(\d+)")
 
 
 def parse_nv_tegra_release(text):
     """'# R32 (release), REVISION: 7.1, GCID: ...' -> '32.7.1' (None when it is not such a line).
 
-    Copies pasted from markdown escape the '#' ('\\#'); that is accepted too."""
+    The leading '#' may be missing or escaped ('\\#' in copies pasted from markdown)."""
     first = text.strip().splitlines()[0] if text.strip() else ""
-    match = _TEGRA_RE.search(first.replace("\\#", "#"))
+    match = _TEGRA_RE.search(first)
     if not match:
         return None
     return "{}.{}.{}".format(*match.groups())
+
+
+def parse_l4t_core_version(text):
+    """dpkg-query's 'nvidia-l4t-core<TAB>32.7.1-20220219090432' -> '32.7.1' (the fallback source)."""
+    match = _L4T_CORE_RE.search(text or "")
+    return "{}.{}.{}".format(*match.groups()) if match else None
+
+
+def parse_nvpmodel_query(text):
+    """'nvpmodel -q' -> {'name': 'MAXN', 'id': 0}; older Xavier adds a 'NV Fan Mode:cool' line first."""
+    name, mode_id = None, None
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("NV Power Mode:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.isdigit() and name is not None and mode_id is None:
+            mode_id = int(line)
+    return {"name": name, "id": mode_id} if name else None
 
 
 def jetpack_for_l4t(l4t):
@@ -89,14 +109,27 @@ def display_socket_exists(display):
     return os.path.exists("/tmp/.X11-unix/X" + match.group(1))
 
 
+def _command_output(argv):
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+        out, _ = proc.communicate(timeout=20)
+        return out
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 def board_facts():
     model_raw = _read("/proc/device-tree/model", binary=True) or _read(
         "/sys/firmware/devicetree/base/model", binary=True)
     compat_raw = _read("/proc/device-tree/compatible", binary=True) or b""
     tegra = _read("/etc/nv_tegra_release")
     l4t = parse_nv_tegra_release(tegra) if tegra else None
+    if l4t is None and shutil.which("dpkg-query"):
+        l4t = parse_l4t_core_version(_command_output(["dpkg-query", "--show", "nvidia-l4t-core"]))
     model = parse_device_tree_string(model_raw)[0] if model_raw else None
+    nvpmodel = shutil.which("nvpmodel")
     return {
+        "power_mode": parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None,
         "model": model,
         "chip": chip_from_compatible(parse_device_tree_string(compat_raw)),
         "l4t": l4t,

@@ -1,0 +1,47 @@
+"""Shared fixtures. Integration fixtures start real services: sshd on loopback, Xvfb via the agent."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from sshd_server import Sshd, make_sshd  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def _no_developer_config(monkeypatch, tmp_path):
+    """Keep the developer's own inventory, app folder and ssh files out of every test."""
+    monkeypatch.delenv("ORCHESTRATE_INVENTORY", raising=False)
+    monkeypatch.setenv("ORCHESTRATE_APPS_DIR", str(tmp_path / "no-user-apps"))
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory) -> Sshd:
+    if os.geteuid() != 0 or not shutil.which("sshd"):
+        pytest.skip("needs root and openssh-server (the README's test command installs it)")
+    server = make_sshd(tmp_path_factory.mktemp("sshd"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def write_inventory(path: Path, hosts: dict[str, dict]) -> Path:
+    import yaml
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    return path
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The real command line, in a child process, as a user runs it."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd or REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)

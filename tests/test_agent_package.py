@@ -1,0 +1,75 @@
+"""The agent stays a stdlib-only program for Python 3.6+, and ships as a reproducible archive."""
+import ast
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.agent_client import build_agent_archive, shell_path
+
+AGENT = Path(__file__).resolve().parent.parent / "remote_agent"
+
+
+def test_agent_imports_only_the_standard_library_and_itself():
+    for source in AGENT.glob("*.py"):
+        tree = ast.parse(source.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [] if node.level else [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top == "remote_agent" or top in sys.stdlib_module_names, f"{source.name} imports {name}"
+
+
+def test_agent_source_needs_nothing_newer_than_python_3_6():
+    vermin = shutil.which("vermin")
+    if vermin is None:
+        pytest.skip("vermin not installed (pip install -e .[test])")
+    done = subprocess.run([vermin, "--no-tips", "--violations", "-t=3.6-", "--eval-annotations", str(AGENT)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_archive_is_reproducible_and_runs(tmp_path):
+    first, second = build_agent_archive(), build_agent_archive()
+    assert first == second
+    archive = tmp_path / "agent.pyz"
+    archive.write_bytes(first)
+    done = subprocess.run([sys.executable, str(archive), "version"], capture_output=True, text=True, check=True)
+    answer = json.loads(done.stdout)
+    assert answer["event"] == "result"
+    assert answer["data"]["sha256"] == hashlib.sha256(first).hexdigest()
+
+
+def test_agent_answers_failures_in_json_not_tracebacks(tmp_path):
+    archive = tmp_path / "agent.pyz"
+    archive.write_bytes(build_agent_archive())
+    done = subprocess.run([sys.executable, str(archive), "checksum"], input="{}", capture_output=True, text=True)
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert done.returncode == 1
+    assert answer["failed"] is True and answer["msg"] == "KeyError: 'paths'"
+    assert done.stderr == ""
+
+
+def test_agent_refuses_to_remove_outside_its_work_dir(tmp_path):
+    archive = tmp_path / "agent.pyz"
+    archive.write_bytes(build_agent_archive())
+    victim = tmp_path / "keep.txt"
+    victim.write_text("precious")
+    request = json.dumps({"paths": [str(victim)], "root": str(tmp_path / "work")})
+    done = subprocess.run([sys.executable, str(archive), "remove"], input=request, capture_output=True, text=True)
+    assert "refusing to remove" in json.loads(done.stdout)["msg"]
+    assert victim.read_text() == "precious"
+
+
+def test_shell_path_keeps_home_expandable():
+    assert shell_path("~/.cache/orchestrate") == '"$HOME"/.cache/orchestrate'
+    assert shell_path("/var/lib/my dir") == "'/var/lib/my dir'"

@@ -1,0 +1,111 @@
+"""The agent's pure parsers, on text captured from real boards (tests/data/jetson_samples.json)."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from remote_agent import facts, nsys_locate
+
+SAMPLES = json.loads((Path(__file__).parent / "data" / "jetson_samples.json").read_text())
+
+
+def samples(kind):
+    return [s for s in SAMPLES if s["kind"] == kind and not s.get("truncated")]
+
+
+@pytest.mark.parametrize("sample", samples("nv_tegra_release"), ids=lambda s: s["id"])
+def test_nv_tegra_release_gives_the_l4t_of_every_real_sample(sample):
+    assert facts.parse_nv_tegra_release(sample["text"]) == sample["l4t"]
+
+
+def test_l4t_maps_to_jetpack_and_unknown_stays_unknown():
+    assert facts.jetpack_for_l4t("32.7.1") == "4.6.1"
+    assert facts.jetpack_for_l4t("35.3.1") == "5.1.1"
+    assert facts.jetpack_for_l4t("36.4.3") == "6.2"
+    assert facts.jetpack_for_l4t("31.0.0") is None
+    assert facts.parse_nv_tegra_release("Ubuntu 18.04") is None
+
+
+@pytest.mark.parametrize("sample", samples("dpkg_query_l4t_core"), ids=lambda s: s["id"])
+def test_dpkg_query_fallback(sample):
+    assert facts.parse_l4t_core_version(sample["text"]) == sample["l4t"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("NV Power Mode: MAXN\n0\n", {"name": "MAXN", "id": 0}),
+    ("NV Fan Mode:cool\nNV Power Mode: MODE_30W_4CORE\n5", {"name": "MODE_30W_4CORE", "id": 5}),
+    ("", None),
+])
+def test_nvpmodel_query(text, expected):
+    assert facts.parse_nvpmodel_query(text) == expected
+
+
+def test_nvpmodel_real_samples_all_parse():
+    for sample in samples("nvpmodel_q"):
+        parsed = facts.parse_nvpmodel_query(sample["text"])
+        assert parsed["name"] and isinstance(parsed["id"], int), sample["id"]
+
+
+def test_device_tree_strings_are_nul_separated():
+    assert facts.parse_device_tree_string(b"NVIDIA Jetson Nano Developer Kit\x00") == ["NVIDIA Jetson Nano Developer Kit"]
+    compatible = facts.parse_device_tree_string(b"nvidia,p3450-0000\x00nvidia,jetson-nano\x00nvidia,tegra210\x00")
+    assert facts.chip_from_compatible(compatible) == "tegra210"
+    assert facts.chip_from_compatible(["nvidia,p3768-0000+p3767-0005", "nvidia,tegra234"]) == "tegra234"
+    assert facts.chip_from_compatible(["raspberrypi,4-model-b", "brcm,bcm2711"]) is None
+
+
+@pytest.mark.parametrize("text, version", [
+    ("NVIDIA Nsight Systems version 2022.4.2.1-df9881f\n", "2022.4.2.1"),
+    ("NVIDIA Nsight Systems version 2019.5.2.16-b54ef97\n", "2019.5.2.16"),
+    ("NVIDIA Nsight Systems version 2024.5.1.113-245134619542v0\n", "2024.5.1.113"),
+    ("bash: nsys: command not found\n", None),
+])
+def test_nsys_version(text, version):
+    assert nsys_locate.parse_nsys_version(text) == version
+
+
+def test_version_tuple_orders_releases():
+    assert nsys_locate.version_tuple("2022.4.2.1") > nsys_locate.version_tuple("2019.5.2.16")
+    assert nsys_locate.version_tuple(None) == ()
+
+
+def _debian_layout(root):
+    """The layout of Debian's nsight-systems packages, where nsys cannot find its own importer."""
+    (root / "usr/bin").mkdir(parents=True)
+    lib = root / "usr/lib/nsight-systems"
+    (lib / "bin").mkdir(parents=True)
+    (lib / "host-linux-x64").mkdir()
+    target = root / "usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64"
+    target.mkdir(parents=True)
+    (target / "nsys").write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2022.4.2.1-df9881f'\n")
+    (target / "nsys").chmod(0o755)
+    os.symlink("../x86_64-linux-gnu/nsight-systems/target-linux-x64", lib / "target-linux-x64")
+    os.symlink("../target-linux-x64/nsys", lib / "bin/nsys")
+    os.symlink("../lib/nsight-systems/bin/nsys", root / "usr/bin/nsys")
+    importer = lib / "host-linux-x64/QdstrmImporter"
+    importer.write_text("#!/bin/sh\n")
+    importer.chmod(0o755)
+    return root / "usr/bin/nsys", importer
+
+
+def test_importer_found_through_the_symlink_chain_though_nsys_misses_it(tmp_path):
+    nsys, importer = _debian_layout(tmp_path)
+    assert nsys_locate.find_importer(str(nsys)) == str(importer)
+    assert nsys_locate.nsys_finds_importer(str(nsys)) is False
+    path, version, tried = nsys_locate.find_nsys(str(nsys))
+    assert (path, version, tried[0]) == (str(nsys), "2022.4.2.1", str(nsys))
+
+
+def test_jetpack_layout_importer_beside_target(tmp_path):
+    root = tmp_path / "opt/nvidia/nsight-systems/2022.2.3"
+    (root / "target-linux-tegra-armv8").mkdir(parents=True)
+    (root / "host-linux-armv8").mkdir()
+    (root / "bin").mkdir()
+    nsys = root / "target-linux-tegra-armv8/nsys"
+    nsys.write_text("")
+    nsys.chmod(0o755)
+    (root / "host-linux-armv8/QdstrmImporter").write_text("")
+    (root / "host-linux-armv8/QdstrmImporter").chmod(0o755)
+    assert nsys_locate.nsys_finds_importer(str(nsys)) is True
+    assert nsys_locate.find_importer(str(nsys)) == str(root / "host-linux-armv8/QdstrmImporter")

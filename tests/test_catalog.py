@@ -1,0 +1,63 @@
+import pytest
+
+from orchestrator.catalog import adhoc_app, find_app, load_catalog, parse_app_spec, with_overrides
+from orchestrator.errors import AppSpecError
+
+
+def test_builtin_catalog_ships_the_three_apps():
+    catalog = load_catalog()
+    assert {"gl2posenet", "es2gears", "glmark2"} <= set(catalog)
+    posenet = catalog["gl2posenet"]
+    assert posenet.command == ("./gl2posenet", "-x")
+    assert posenet.workdir == "~/tflite_gles_app/gl2posenet"
+    assert dict(posenet.env) == {"__GL_SYNC_TO_VBLANK": "0"}
+    assert (posenet.trace, posenet.sample, posenet.needs_display, posenet.xvfb) == (("opengl", "osrt"), "cpu", True,
+                                                                                    "never")
+    assert catalog["es2gears"].frame_delimiter == "eglSwapBuffers"
+
+
+def test_user_folder_adds_and_overrides(tmp_path):
+    (tmp_path / "es2gears.yaml").write_text("name: es2gears\ncommand: es2gears_x11 -info\nduration_s: 2\n")
+    (tmp_path / "mine.yml").write_text("name: mine\ncommand: [./bench, --count, 100]\nsample: none\n")
+    catalog = load_catalog(tmp_path)
+    assert catalog["es2gears"].command == ("es2gears_x11", "-info")
+    assert catalog["es2gears"].duration_s == 2.0
+    assert catalog["mine"].command == ("./bench", "--count", "100")
+    assert catalog["gl2posenet"].source.endswith("gl2posenet.yaml")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("name: x\ncommand: [a]\ncolour: red\n", "unknown key 'colour'"),
+    ("name: x\n", "'command' is missing"),
+    ("name: x\ncommand: a\ntrace: [opengl, cudaa]\n", "unknown trace 'cudaa'"),
+    ("name: x\ncommand: a\nsample: sometimes\n", "'sample' must be one of cpu, none, process-tree, system-wide"),
+    ("name: x\ncommand: a\nduration_s: -1\n", "'duration_s' must be a number >= 0.1, not -1"),
+    ("name: x\ncommand: a\nneeds_display: maybe\n", "'needs_display' must be true or false"),
+])
+def test_bad_specs_name_the_file_and_key(tmp_path, body, message):
+    (tmp_path / "x.yaml").write_text(body)
+    with pytest.raises(AppSpecError) as err:
+        load_catalog(tmp_path)
+    assert err.value.message.startswith(str(tmp_path / "x.yaml") + ": ")
+    assert message in err.value.message
+
+
+def test_unknown_app_points_at_the_user_folder_and_app_cmd():
+    with pytest.raises(AppSpecError, match=r"no app 'posenet' in the catalog \(known: es2gears, gl2posenet, glmark2"):
+        find_app("posenet", load_catalog())
+
+
+def test_adhoc_app_and_overrides():
+    spec = adhoc_app("./detect --model 'ssd v2.pb'", needs_display=False)
+    assert (spec.name, spec.command) == ("detect", ("./detect", "--model", "ssd v2.pb"))
+    changed = with_overrides(spec, duration_s=7, delay_s=1, trace="nvtx,osrt", sample="none")
+    assert (changed.duration_s, changed.delay_s, changed.trace, changed.sample) == (7.0, 1.0, ("nvtx", "osrt"), "none")
+    with pytest.raises(AppSpecError, match="--app-cmd is empty"):
+        adhoc_app("  ", needs_display=False)
+    with pytest.raises(AppSpecError, match="unknown trace 'gl' in --trace"):
+        with_overrides(spec, trace="gl")
+
+
+def test_parse_spec_rejects_non_mapping():
+    with pytest.raises(AppSpecError, match="an app spec must be a mapping"):
+        parse_app_spec(["a"], "x.yaml")

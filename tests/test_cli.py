@@ -1,0 +1,44 @@
+import pytest
+
+from orchestrator.cli import build_parser, main
+from orchestrator.errors import EXIT_CODES
+
+
+def subcommands():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return action.choices
+
+
+def test_every_command_and_option_has_help():
+    for name, sub in subcommands().items():
+        assert sub.description, name
+        for action in sub._actions:
+            if action.dest != "help":
+                assert action.help, f"{name} {action.option_strings}"
+
+
+def test_usage_errors_are_one_line_and_exit_2(capsys):
+    assert main(["profile", "--target", "local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith("error: orchestrate profile: one of the arguments --app --app-cmd is required")
+
+
+def test_unknown_app_exits_3_with_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["profile", "--target", "local", "--app", "nope"]) == 3
+    assert "error: no app 'nope' in the catalog" in capsys.readouterr().err
+
+
+def test_exit_codes_are_distinct_and_documented():
+    assert len(EXIT_CODES) == len(set(EXIT_CODES.values()))
+    assert set(range(0, 16)) == set(EXIT_CODES)
+
+
+@pytest.mark.parametrize("command", ["apps", "targets"])
+def test_listing_commands(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([command]) == 0
+    out = capsys.readouterr().out
+    assert ("es2gears" if command == "apps" else "local") in out

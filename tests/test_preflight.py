@@ -1,0 +1,111 @@
+"""Preflight findings from facts, and how the host maps them and capture results to errors."""
+import pytest
+
+from orchestrator.catalog import AppSpec
+from orchestrator.errors import (AppFailedError, AppNotFoundError, DiskFullError, NsysMissingError, PreflightError,
+                                 ReportError, WatchdogError)
+from orchestrator.profile_run import classify_capture, raise_for_findings
+from remote_agent import preflight
+
+NSYS_OK = {"path": "/usr/bin/nsys", "version": "2022.4.2.1", "tried": ["/usr/bin/nsys"],
+           "importer": "/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter", "imports_itself": True}
+
+
+def facts(uid=0, paranoid=2, nsys=None):
+    return {"system": {"uid": uid, "user": "root" if uid == 0 else "ubuntu", "perf_event_paranoid": paranoid},
+            "nsys": nsys or NSYS_OK}
+
+
+def codes(found):
+    return [(f["level"], f["code"]) for f in found]
+
+
+def test_a_ready_root_target_has_no_findings():
+    assert preflight.evaluate({"sample": "cpu"}, facts(), {"disk": []}) == []
+
+
+def test_non_root_with_high_paranoid_blocks_sampling():
+    found = preflight.evaluate({"sample": "cpu"}, facts(uid=1000, paranoid=3), {})
+    assert codes(found) == [("error", "not_root"), ("error", "perf_event_paranoid")]
+    assert "PermitRootLogin prohibit-password" in found[0]["fix"]
+    assert codes(preflight.evaluate({"sample": "none"}, facts(uid=1000, paranoid=3), {})) == [("warning", "not_root")]
+
+
+def test_nsys_missing_too_old_and_no_importer():
+    missing = {"path": None, "version": None, "tried": ["/usr/bin/nsys"], "importer": None, "imports_itself": False}
+    found = preflight.evaluate({}, facts(nsys=missing), {})
+    assert codes(found) == [("error", "nsys_missing")]
+    assert "/usr/bin/nsys" in found[0]["what"]
+    old = dict(NSYS_OK, version="2019.3.7.9", imports_itself=False, importer=None)
+    found = preflight.evaluate({}, facts(nsys=old), {})
+    assert codes(found) == [("error", "nsys_too_old"), ("info", "importer_missing")]
+    assert "imported on the host" in found[1]["why"]
+
+
+def test_app_display_and_disk_probes():
+    probes = {
+        "app": {"argv0": "./gl2posenet", "cwd": "/root/app", "found": False},
+        "display": {"mode": "missing", "detail": "no DISPLAY set, and Xvfb is not installed"},
+        "disk": [{"path": "/root/.cache/orchestrate", "role": "report and nsys scratch", "free": 50 * 2**20,
+                  "needed": preflight.required_bytes(10)}],
+    }
+    found = preflight.evaluate({"duration_s": 10}, facts(), probes)
+    assert codes(found) == [("error", "app_not_found"), ("error", "no_display"), ("error", "low_disk")]
+    assert found[2]["what"] == "only 50 MB free in /root/.cache/orchestrate (report and nsys scratch)"
+    assert "600 MB" in found[2]["why"]
+
+
+def test_display_decision():
+    assert preflight.probe_display(False, None, "auto", None) == {"mode": "none"}
+    assert preflight.probe_display(True, None, "auto", "/usr/bin/Xvfb")["mode"] == "xvfb"
+    assert preflight.probe_display(True, ":77", "never", "/usr/bin/Xvfb") == {
+        "mode": "missing", "detail": "DISPLAY :77 has no X server"}
+
+
+@pytest.mark.parametrize("code, error", [
+    ("nsys_missing", NsysMissingError), ("app_not_found", AppNotFoundError), ("low_disk", DiskFullError),
+    ("no_display", PreflightError),
+])
+def test_first_blocking_finding_becomes_its_error(code, error):
+    found = [{"level": "info", "code": "importer_missing", "what": "i", "why": "", "fix": ""},
+             {"level": "error", "code": code, "what": "what broke", "why": "", "fix": "do this"},
+             {"level": "error", "code": "no_display", "what": "x", "why": "", "fix": ""}]
+    with pytest.raises(error) as err:
+        raise_for_findings(found)
+    assert err.value.one_line() == "preflight: what broke (+1 more problem(s), listed above) (do this)"
+    raise_for_findings(found[:1])  # info alone never blocks
+
+
+APP = AppSpec(name="es2gears", command=("es2gears_x11",), duration_s=3)
+
+
+def capture(**changes):
+    base = {"program_not_found": False, "watchdog": [], "reports": {".qdstrm": "/r/report.qdstrm"},
+            "nsys_exit": 143, "nsys_elapsed_s": 11.2, "app_pid": 42}
+    base.update(changes)
+    return base
+
+
+def test_app_stopped_by_nsys_at_the_end_is_ok():
+    assert classify_capture(capture(), APP) == ("ok", None)
+    assert classify_capture(capture(nsys_exit=0, nsys_elapsed_s=1.0), APP) == ("ok", None)
+
+
+def test_app_failing_early_is_reported_with_its_status():
+    status, error = classify_capture(capture(nsys_exit=3, nsys_elapsed_s=0.8), APP)
+    assert status == "app_failed" and isinstance(error, AppFailedError)
+    assert error.message == "the app exited with status 3 after 0.8 s"
+    status, _ = classify_capture(capture(nsys_exit=143, nsys_elapsed_s=1.0), APP)
+    assert status == "app_failed"  # killed by someone else before the capture ended
+
+
+def test_watchdog_no_report_and_nsys_failure():
+    actions = [{"reason": "app outlived the capture", "signal": "SIGTERM", "target": "app"},
+               {"reason": "app outlived the capture", "signal": "SIGKILL", "target": "app"}]
+    status, error = classify_capture(capture(watchdog=actions), APP)
+    assert status == "watchdog" and isinstance(error, WatchdogError)
+    assert error.message == "watchdog: app outlived the capture (SIGTERM to app, SIGKILL to app)"
+    status, error = classify_capture(capture(reports={}, app_pid=None, nsys_exit=1), APP)
+    assert (status, type(error)) == ("nsys_failed", ReportError)
+    status, error = classify_capture(capture(program_not_found=True, reports={}), APP)
+    assert (status, type(error)) == ("app_not_found", AppNotFoundError)
