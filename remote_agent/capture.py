@@ -9,7 +9,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 
 # Seconds nsys may linger after printing "Generated:" before it counts as hung.
@@ -37,6 +36,26 @@ def session_members(sid):
     return members
 
 
+def nsys_daemons(nsys_pid):
+    """PIDs of the 'nsys --start-agent' daemons a 'nsys profile' started: each runs in a session of
+    its own, named '--session-name=profile-<app>-<nsys pid>', and one whose nsys was killed keeps
+    running (and spinning a core) for good."""
+    suffix = "-{}".format(nsys_pid)
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/{}/cmdline".format(name), "rb") as handle:
+                args = handle.read().decode("utf-8", "replace").split("\0")
+        except (OSError, IOError):
+            continue
+        if "--start-agent" in args and any(a.startswith("--session-name=profile-") and a.endswith(suffix)
+                                           for a in args):
+            found.append(int(name))
+    return found
+
+
 def signal_session(sid, sig):
     for pid in session_members(sid):
         try:
@@ -53,38 +72,44 @@ def read_pid_file(path):
         return None
 
 
-class NsysOutput(object):
-    """Copies nsys's combined output to a log and notes the lines the watchdog cares about."""
+class NsysLog(object):
+    """Follows nsys's combined output in its log file and notes the lines the watchdog cares about.
 
-    def __init__(self, stream, log_path):
-        self.stream = stream
-        self.log_path = log_path
+    nsys writes to a file, never a pipe: with its stdout on a pipe, nsys 2022.4 was seen to hang for
+    good when the app exited within a second or two."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = ""
         self.generated_at = None
         self.generated = []
         self.program_not_found = False
-        self.thread = threading.Thread(target=self._pump)
-        self.thread.daemon = True
+        self._expecting_paths = False
 
-    def start(self):
-        self.thread.start()
+    def poll(self):
+        try:
+            with open(self.path, "r") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+                self.offset = handle.tell()
+        except (OSError, IOError):
+            return
+        lines = (self.partial + chunk).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self._note(line.strip())
 
-    def _pump(self):
-        expecting_paths = False
-        with open(self.log_path, "w") as log:
-            for line in iter(self.stream.readline, ""):
-                log.write(line)
-                log.flush()
-                stripped = line.strip()
-                if stripped.startswith("Program not found"):
-                    self.program_not_found = True
-                if stripped.startswith("Generated:"):
-                    expecting_paths = True
-                    self.generated_at = time.time()
-                    continue
-                if expecting_paths and stripped.startswith("/"):
-                    self.generated.append(stripped)
-                else:
-                    expecting_paths = False
+    def _note(self, stripped):
+        if stripped.startswith("Program not found"):
+            self.program_not_found = True
+        if stripped.startswith("Generated:"):
+            self._expecting_paths = True
+            self.generated_at = time.time()
+        elif self._expecting_paths and stripped.startswith("/"):
+            self.generated.append(stripped)
+        else:
+            self._expecting_paths = False
 
 
 def start_xvfb(log_path, timeout_s=15.0):
@@ -170,23 +195,30 @@ class Watchdog(object):
             except subprocess.TimeoutExpired:
                 continue
 
-    def stop_leftover_app(self, deadline):
-        """The app (or a child) may outlive nsys; past the deadline it is terminated, then killed."""
-        app = self.app_session()
-        if not app:
-            return []
-        while session_members(app) and time.time() < deadline:
+    def stop_leftovers(self, deadline):
+        """The app (or its children), and nsys's own helpers, may outlive nsys; past the deadline
+        they are terminated, then killed. Returns the PIDs still alive after that."""
+        sessions = [("app", self.app_session()), ("nsys helpers", self.proc.pid)]
+        sessions += [("nsys daemon", pid) for pid in nsys_daemons(self.proc.pid)]
+        left = []
+        for label, sid in sessions:
+            if sid:
+                left += self._stop_session(label, sid, deadline)
+        return left
+
+    def _stop_session(self, label, sid, deadline):
+        while session_members(sid) and time.time() < deadline:
             time.sleep(0.2)
-        left = session_members(app)
+        left = session_members(sid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if not left:
                 break
-            self.record("app outlived the capture", sig, "app")
-            signal_session(app, sig)
+            self.record("{} outlived the capture".format(label), sig, label)
+            signal_session(sid, sig)
             end = time.time() + (SIGNAL_STEP_S if sig == signal.SIGTERM else 5.0)
-            while session_members(app) and time.time() < end:
+            while session_members(sid) and time.time() < end:
                 time.sleep(0.2)
-            left = session_members(app)
+            left = session_members(sid)
         return left
 
 
@@ -209,15 +241,16 @@ def capture(request, emit):
     deadline = started + budget
     emit("capture_started", display=env.get("DISPLAY"), deadline_s=budget)
     cwd = os.path.expanduser(request["cwd"]) if request.get("cwd") else None
-    proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                            start_new_session=True)
-    output = NsysOutput(proc.stdout, os.path.join(run_dir, "nsys.log"))
-    output.start()
+    log_path = os.path.join(run_dir, "nsys.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    output = NsysLog(log_path)
     watchdog = Watchdog(proc, request["pid_file"])
     last_beat = 0.0
     try:
         while proc.poll() is None:
+            output.poll()
             now = time.time()
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
                 emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
@@ -229,13 +262,13 @@ def capture(request, emit):
             time.sleep(0.1)
         nsys_exit = proc.wait()
         nsys_ended = time.time()
-        leftovers = watchdog.stop_leftover_app(max(deadline, nsys_ended))
+        leftovers = watchdog.stop_leftovers(max(deadline, nsys_ended))
     finally:
         if proc.poll() is None:
             watchdog.stop_nsys("agent interrupted", signal.SIGKILL)
         if xvfb is not None:
             stop_process_group(xvfb)
-    output.thread.join(timeout=5.0)
+    output.poll()
     return {
         "nsys_exit": nsys_exit,
         "nsys_elapsed_s": round(nsys_ended - started, 3),

@@ -55,9 +55,12 @@ def candidate_nsys_paths(hint=None, path_env=None):
 
 
 def find_nsys(hint=None):
-    """Return (path, version, tried) for the first runnable nsys; path is None when none runs."""
+    """Return (path, version, tried) for the first runnable nsys; path is None when none runs.
+
+    A hint (the inventory's orchestrate_nsys) is the only place tried: an explicit setting that is
+    wrong must not be papered over by another nsys found elsewhere."""
     tried = []
-    for path in candidate_nsys_paths(hint):
+    for path in ([hint] if hint else candidate_nsys_paths()):
         tried.append(path)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             continue

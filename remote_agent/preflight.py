@@ -44,10 +44,15 @@ def evaluate(request, facts, probes):
                 "run as root, or 'sysctl -w kernel.perf_event_paranoid=2', or use --sample none"))
 
     if not nsys["path"]:
-        found.append(finding(
-            "error", "nsys_missing", "nsys not found (looked at: {})".format(", ".join(nsys["tried"]) or "PATH"),
-            "the capture runs 'nsys profile' on the target",
-            "install Nsight Systems (JetPack ships it under /opt/nvidia/nsight-systems) or set orchestrate_nsys in the inventory"))
+        if request.get("nsys"):
+            elsewhere = nsys_locate.candidate_nsys_paths()
+            fix = "fix orchestrate_nsys in the inventory" + (
+                " (nsys found at {})".format(", ".join(elsewhere)) if elsewhere else "")
+            what = "no runnable nsys at {} (orchestrate_nsys)".format(request["nsys"])
+        else:
+            fix = "install Nsight Systems (JetPack ships it under /opt/nvidia/nsight-systems) or set orchestrate_nsys"
+            what = "nsys not found (looked at: {})".format(", ".join(nsys["tried"]) or "PATH and the usual folders")
+        found.append(finding("error", "nsys_missing", what, "the capture runs 'nsys profile' on the target", fix))
     else:
         if nsys_locate.version_tuple(nsys["version"])[:2] < MIN_NSYS_VERSION:
             found.append(finding(

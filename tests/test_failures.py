@@ -1,0 +1,158 @@
+"""Every failure a user meets, against the real sshd and nsys: one line, its own exit code."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_inventory
+from sshd_server import free_port, keygen, make_sshd
+from test_profile_e2e import board, ssh_args
+
+pytestmark = pytest.mark.integration
+
+
+def profile(sshd, tmp_path, *extra: str, host_vars: dict | None = None, ssh: list[str] | None = None):
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": {**board(sshd, tmp_path / "work"),
+                                                                         **(host_vars or {})}})
+    return run_cli("profile", "--target", "board", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                   *(ssh if ssh is not None else ssh_args(sshd)), *extra)
+
+
+def error_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+def last_record(tmp_path: Path) -> dict:
+    return json.loads(sorted((tmp_path / "runs").glob("*/run.json"))[-1].read_text())
+
+
+def test_changed_host_key_is_refused(sshd, tmp_path):
+    other = keygen(tmp_path / "impostor")
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{sshd.port} {' '.join(other.split()[:2])}\n")
+    done = profile(sshd, tmp_path, "--app", "es2gears", "--accept-new-host-key",
+                   ssh=["--ssh-config", str(sshd.ssh_config), "--known-hosts", str(known)])
+    assert done.returncode == 6
+    line = error_line(done)
+    assert f"host key of root@127.0.0.1:{sshd.port} CHANGED" in line
+    assert f"ssh-keygen -R '[127.0.0.1]:{sshd.port}'" in line
+
+
+def test_unknown_host_key_is_refused_then_accepted_on_request(sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    ssh = ["--ssh-config", str(sshd.ssh_config), "--known-hosts", str(known)]
+    done = profile(sshd, tmp_path, "--app-cmd", "no_such_app_xyz", ssh=ssh)
+    assert done.returncode == 6
+    assert f"host key of [127.0.0.1]:{sshd.port} is not in {known} (ssh-ed25519 SHA256:" in error_line(done)
+    assert not known.exists()
+    done = profile(sshd, tmp_path, "--app-cmd", "no_such_app_xyz", "--accept-new-host-key", ssh=ssh)
+    assert done.returncode == 9  # got past the host key, stopped at the missing app
+    assert sshd.host_public_key.split()[1] in known.read_text()
+
+
+def test_refused_key_is_an_auth_error(sshd, tmp_path):
+    stranger = tmp_path / "stranger"
+    keygen(stranger)
+    done = profile(sshd, tmp_path, "--app", "es2gears", host_vars={"ansible_ssh_private_key_file": str(stranger)})
+    assert done.returncode == 5
+    assert f"root@127.0.0.1:{sshd.port} refused our SSH keys" in error_line(done)
+
+
+def test_stopped_sshd_is_unreachable(tmp_path):
+    server = make_sshd(tmp_path / "stopped", port=free_port())
+    server.start()
+    server.stop()
+    done = profile(server, tmp_path, "--app", "es2gears")
+    assert done.returncode == 4
+    assert f"cannot connect to root@127.0.0.1:{server.port}: connection refused" in error_line(done)
+
+
+def test_unresolvable_name_is_unreachable(sshd, tmp_path):
+    done = profile(sshd, tmp_path, "--app", "es2gears", host_vars={"ansible_host": "no-such-board.invalid"})
+    assert done.returncode == 4
+    assert "cannot resolve host name 'no-such-board.invalid'" in error_line(done)
+
+
+def test_app_not_found_stops_in_preflight(sshd, tmp_path):
+    done = profile(sshd, tmp_path, "--app-cmd", "no_such_app_xyz --flag")
+    assert done.returncode == 9
+    assert "preflight: the app 'no_such_app_xyz' was not found on the target" in error_line(done)
+    assert last_record(tmp_path)["error"]["exit_code"] == 9
+
+
+def test_nsys_missing_is_its_own_error(sshd, tmp_path):
+    done = profile(sshd, tmp_path, "--app-cmd", "true", host_vars={"orchestrate_nsys": "/opt/none/nsys"})
+    assert done.returncode == 8
+    line = error_line(done)
+    assert "preflight: no runnable nsys at /opt/none/nsys (orchestrate_nsys)" in line
+    assert "fix orchestrate_nsys in the inventory (nsys found at /usr/bin/nsys" in line
+
+
+def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path):
+    done = profile(sshd, tmp_path, "--app-cmd", "sh -c 'echo boom >&2; exit 3'", "--trace", "osrt", "--sample", "none",
+                   "--duration", "5")
+    assert done.returncode == 10
+    assert "the app exited with status 3 after" in error_line(done)
+    run_dir = Path(sorted((tmp_path / "runs").glob("*"))[-1])
+    assert (run_dir / "app.stderr.log").read_text() == "boom\n"
+    assert (run_dir / "report.nsys-rep").is_file() and (run_dir / "report.sqlite").is_file()
+    assert last_record(tmp_path)["status"] == "app_failed"
+
+
+def _alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+def test_app_ignoring_sigterm_is_killed_by_the_watchdog(sshd, tmp_path):
+    marker = "sleep 6173"
+    started = time.monotonic()
+    done = profile(sshd, tmp_path, "--app-cmd", f"sh -c 'trap \"\" TERM INT; {marker}; true'", "--trace", "osrt",
+                   "--sample", "none", "--duration", "2", "--grace", "3")
+    assert done.returncode == 11
+    # nsys either returns at --duration leaving the app behind, or waits for it and is interrupted
+    # at the deadline; either way the app ignores SIGTERM and only SIGKILL ends it
+    line = error_line(done)
+    assert line.startswith("error: watchdog: ") and "SIGTERM to app, SIGKILL to app" in line
+    assert not _alive(marker)
+    assert time.monotonic() - started < 60
+    record = last_record(tmp_path)
+    assert record["status"] == "watchdog"
+    app_signals = [a["signal"] for a in record["capture"]["watchdog"] if a["target"] == "app"]
+    assert app_signals == ["SIGTERM", "SIGKILL"]
+    assert record["files"]["report.nsys-rep"]["size"] > 0  # what nsys wrote still came back
+
+
+def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
+    marker = "sleep 6174"
+    # the app freezes nsys itself (SIGSTOP to the launcher's parent): nsys then never ends by itself
+    app = f"sh -c 'kill -STOP $(ps -o ppid= -p $PPID); {marker}'"
+    done = profile(sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none", "--duration", "2",
+                   "--grace", "2")
+    assert done.returncode == 11
+    # the orphaned profiling daemon may need stopping too, after nsys itself
+    assert error_line(done).startswith(
+        "error: watchdog: capture outlived delay + duration + grace (SIGINT to nsys, SIGTERM to nsys, SIGKILL to nsys")
+    assert not _alive(marker)
+    assert not _alive("nsys-launcher")
+    assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed
+
+
+def test_small_disk_is_refused_before_capturing(sshd, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        done = profile(sshd, tmp_path, "--app", "es2gears", host_vars={"orchestrate_work_dir": str(small / "work")})
+        assert done.returncode == 12
+        assert f"preflight: only 63 MB free in {small}/work (report and nsys scratch)" in error_line(done) or \
+            f"preflight: only 64 MB free in {small}/work (report and nsys scratch)" in error_line(done)
+    finally:
+        subprocess.run(["umount", str(small)])

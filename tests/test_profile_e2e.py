@@ -1,0 +1,100 @@
+"""End to end, for real: the orchestrate command, a real sshd on loopback, real nsys, es2gears on Xvfb."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_inventory
+from orchestrator.agent_client import deploy_agent
+from orchestrator.inventory import Host
+from orchestrator.transport import ConnectOptions, open_transport
+from orchestrator.verified_pull import sha256_file
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),
+                                 reason="needs nsys, es2gears_x11 and Xvfb (the README's test command installs them)")]
+
+
+def ssh_args(sshd) -> list[str]:
+    return ["--ssh-config", str(sshd.ssh_config), "--known-hosts", str(sshd.known_hosts)]
+
+
+def board(sshd, work_dir: Path, **extra) -> dict:
+    return {**sshd.inventory_host(), "orchestrate_work_dir": str(work_dir), **extra}
+
+
+def swap_count(sqlite: Path) -> int:
+    with sqlite3.connect(sqlite) as db:
+        return db.execute("SELECT count(*) FROM OPENGL_API a JOIN StringIds s ON a.nameId = s.id "
+                          "WHERE s.value = 'eglSwapBuffers'").fetchone()[0]
+
+
+def check_run_folder(run_dir: Path) -> dict:
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok"
+    for name in ("report.nsys-rep", "report.sqlite", "app.stdout.log", "app.stderr.log", "nsys.log"):
+        assert (run_dir / name).is_file(), name
+        assert record["files"][name]["sha256"] == sha256_file(run_dir / name)
+        assert record["files"][name]["size"] == (run_dir / name).stat().st_size
+    assert not list(run_dir.glob(".*part*")), "no partial files are left behind"
+    assert set(record["phases"]) >= {"connect", "deploy", "preflight", "capture", "pull", "export"}
+    assert record["facts"]["nsys"]["version"] == "2022.4.2.1"
+    assert "--trace=opengl,osrt" in record["remote_command"]
+    assert record["capture"]["display"].startswith(":")  # the agent's private Xvfb
+    return record
+
+
+def test_profile_es2gears_over_ssh(sshd, tmp_path):
+    work = tmp_path / "board-work"
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--duration", "3", "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == tmp_path / "runs" and run_dir.name.endswith("-board-es2gears")
+    record = check_run_folder(run_dir)
+    assert record["target"]["address"] == f"root@127.0.0.1:{sshd.port}"
+    # 3 s of es2gears on llvmpipe: hundreds of frames, each ended by one eglSwapBuffers
+    assert swap_count(run_dir / "report.sqlite") > 100
+    # the board's copy went only after verification, the agent stays for the next run
+    assert not (work / "runs" / run_dir.name).exists()
+    assert len(list((work / "agent").glob("orchestrate-agent-*.pyz"))) == 1
+    assert (work.stat().st_mode & 0o777) == 0o700
+    for phase in ("connect", "deploy", "preflight", "capture", "pull", "export"):
+        assert phase in done.stderr
+
+
+def test_profile_es2gears_locally_without_ssh(tmp_path):
+    inventory = write_inventory(tmp_path / "inventory.yaml",
+                                {"local": {"ansible_connection": "local",
+                                           "orchestrate_work_dir": str(tmp_path / "work")}})
+    done = run_cli("profile", "--target", "local", "--app", "es2gears", "--duration", "2", "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    record = check_run_folder(run_dir)
+    assert record["target"]["address"] == "this machine"
+    assert swap_count(run_dir / "report.sqlite") > 50
+
+
+def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):
+    host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key),
+                work_dir=str(tmp_path / "work"))
+    transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
+    try:
+        first = deploy_agent(transport, host)
+        second = deploy_agent(transport, host)
+        assert (first.reused, second.reused) == (False, True)
+        assert first.archive == second.archive
+        Path(first.archive).write_bytes(b"damaged")
+        third = deploy_agent(transport, host)
+        assert third.reused is False
+        assert sha256_file(Path(third.archive)) == third.sha256
+        facts = third.call("facts")
+        assert facts["system"]["uid"] == 0 and facts["nsys"]["path"]
+    finally:
+        transport.close()
