@@ -24,7 +24,7 @@ from .progress import Progress
 from .runs import create_run_dir, run_id, write_run_json
 from .shell import ShellCommand
 from .transport import ConnectOptions, Transport, open_transport
-from .verified_pull import pull_verified
+from .verified_pull import board_checksums, pull_verified
 
 # Exit statuses of an app that nsys itself stopped at the end of --duration (SIGTERM, SIGINT, SIGKILL).
 STOPPED_BY_NSYS = {128 + 15, 128 + 2, 128 + 9, -15, -2, -9}
@@ -196,8 +196,11 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
     local_report = run_dir / ("report" + Path(remote_report).suffix)
     wanted = {remote_report: local_report, paths.app_stdout: run_dir / "app.stdout.log",
               paths.app_stderr: run_dir / "app.stderr.log", paths.nsys_log: run_dir / "nsys.log"}
+    with phases("checksum"):
+        expected = board_checksums(agent, list(wanted))
+    progress.finish("checksum", "sha256 computed on the target")
     with phases("pull"):
-        pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total))
+        pulled = pull_verified(agent, wanted, expected, lambda done, total: progress.update("pull", done, total))
     record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
     seconds = phases.seconds["pull"] or 1e-9
     size = sum(p.size for p in pulled)

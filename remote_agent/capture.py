@@ -197,13 +197,15 @@ class Watchdog(object):
 
     def stop_leftovers(self, deadline):
         """The app (or its children), and nsys's own helpers, may outlive nsys; past the deadline
-        they are terminated, then killed. Returns the PIDs still alive after that."""
-        sessions = [("app", self.app_session()), ("nsys helpers", self.proc.pid)]
-        sessions += [("nsys daemon", pid) for pid in nsys_daemons(self.proc.pid)]
+        they are terminated, then killed. nsys's daemon may still be writing the report when the
+        CLI ends, so it gets AFTER_REPORT_GRACE_S more. Returns the PIDs still alive after that."""
+        daemon_deadline = max(deadline, time.time() + AFTER_REPORT_GRACE_S)
+        sessions = [("app", self.app_session(), deadline), ("nsys helpers", self.proc.pid, deadline)]
+        sessions += [("nsys daemon", pid, daemon_deadline) for pid in nsys_daemons(self.proc.pid)]
         left = []
-        for label, sid in sessions:
+        for label, sid, until in sessions:
             if sid:
-                left += self._stop_session(label, sid, deadline)
+                left += self._stop_session(label, sid, until)
         return left
 
     def _stop_session(self, label, sid, deadline):

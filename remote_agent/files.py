@@ -21,14 +21,17 @@ def inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def checksums(paths):
+def checksums(paths, with_sha256=True):
+    """path -> {sha256, size} (sizes only when with_sha256 is false); None for a missing file."""
     answer = {}
     for path in paths:
-        if os.path.isfile(path):
+        if not os.path.isfile(path):
+            answer[path] = None
+        elif with_sha256:
             digest, size = sha256_of(path)
             answer[path] = {"sha256": digest, "size": size}
         else:
-            answer[path] = None
+            answer[path] = {"size": os.path.getsize(path)}
     return answer
 
 

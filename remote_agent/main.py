@@ -41,7 +41,7 @@ def handle(command, request):
     if command == "capture":
         return capture.capture(request, emit)
     if command == "checksum":
-        return {"files": files.checksums(request["paths"])}
+        return {"files": files.checksums(request["paths"], request.get("sha256", True))}
     if command == "remove":
         return {"removed": files.remove(request["paths"], request["root"])}
     if command == "import":
