@@ -10,26 +10,19 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-enable_non_free() {
-    local changed=0 f
-    # deb822 sources (Debian 12+): add non-free to every "Components:" line that lacks it.
+# enable_component COMPONENT URI_WORD: add COMPONENT to every apt source whose URI contains URI_WORD
+# and whose component list has "main" but not COMPONENT (deb822 .sources files and one-line .list files).
+enable_component() {
+    local component=$1 word=$2 f
     for f in /etc/apt/sources.list.d/*.sources; do
         [ -e "$f" ] || continue
-        grep -q '^URIs:.*debian' "$f" || continue
-        if grep -q '^Components:' "$f" && ! grep -q '^Components:.*\bnon-free\b' "$f"; then
-            sed -i -E 's/^(Components:.*\bmain\b.*)$/\1 non-free/' "$f"
-            changed=1
-        fi
+        grep -q "^URIs:.*${word}" "$f" || continue
+        sed -i -E "/^Components:.* main( |\$)/{/ ${component}( |\$)/!s/\$/ ${component}/}" "$f"
     done
-    # One-line sources: append non-free to Debian "deb ... main" lines that lack it.
     for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
         [ -e "$f" ] || continue
-        if grep -qE '^deb .*debian.* main' "$f" && grep -E '^deb .*debian.* main' "$f" | grep -vq 'non-free\( \|$\)'; then
-            sed -i -E '/^deb .*debian/{/ non-free( |$)/!s/( main)( |$)/\1 non-free\2/}' "$f"
-            changed=1
-        fi
+        sed -i -E "/^deb .*${word}.* main/{/ ${component}( |\$)/!s/( main)( |\$)/\1 ${component}\2/}" "$f"
     done
-    return 0
 }
 
 have_all() {
@@ -65,6 +58,7 @@ CONTROL
 }
 
 PACKAGES=(
+    python3 python3-venv python3-pip procps
     openssh-server openssh-client
     nsight-systems nsight-systems-target libssh-4 libpfm4
     xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
@@ -75,9 +69,10 @@ if have_all "${PACKAGES[@]}"; then
 fi
 
 . /etc/os-release
-if [ "${ID:-}" = "debian" ]; then
-    enable_non_free
-fi
+case "${ID:-}" in
+    debian) enable_component non-free debian ;;   # nsight-systems lives in Debian's non-free
+    ubuntu) enable_component multiverse ubuntu ;;  # and in Ubuntu's multiverse
+esac
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 provide_libcuda_placeholder

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets orchestrate up on a Debian/Ubuntu machine, as root: the system packages it drives (nsys,
+# OpenSSH, Xvfb, GLES demos), then a virtual environment in .venv with orchestrate and its test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-system-deps.sh
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
