@@ -45,13 +45,15 @@ def whole_seconds(value: float) -> int:
 
 
 def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths) -> list[str]:
+    """No --duration: the agent ends the app itself after delay + duration. nsys 2022.4's own timer
+    left it stuck in "Generating" in about a third of es2gears runs; an app that ends (however it
+    ends) let it finish every time."""
     argv = [
         nsys, "profile",
         "--trace=" + ",".join(spec.trace),
         "--sample=" + spec.sample,
         "--output=" + paths.report_base,
         "--force-overwrite=true",
-        f"--duration={whole_seconds(spec.duration_s)}",
     ]
     if spec.delay_s:
         argv.append(f"--delay={whole_seconds(spec.delay_s)}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import re
 import select
@@ -24,6 +25,9 @@ import paramiko
 from .errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
 from .inventory import Host
 from .shell import ShellCommand
+
+# paramiko logs channel failures itself; they reach the user as one error line instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 LineHandler = Callable[[str], None]
 ProgressHandler = Callable[[int, int], None]
@@ -207,7 +211,13 @@ class SSHTransport:
                 self._jumps.append(hop_client)
             jump_transport = self._jumps[-1].get_transport()
             assert jump_transport is not None
-            sock = jump_transport.open_channel("direct-tcpip", (params.hostname, params.port), ("127.0.0.1", 0))
+            try:
+                sock = jump_transport.open_channel("direct-tcpip", (params.hostname, params.port), ("127.0.0.1", 0),
+                                                   timeout=params.connect_timeout)
+            except (paramiko.ChannelException, paramiko.SSHException) as exc:
+                self.close_jumps()
+                raise ConnectError(f"cannot connect to {params.display} through {params.proxy_jump}: {exc}",
+                                   "is sshd running on the target, and can the jump host reach it?") from None
         self._client = _connect_client(params, options, sock)
         self._sftp: paramiko.SFTPClient | None = None
 
@@ -289,6 +299,9 @@ class SSHTransport:
         if self._sftp is not None:
             self._sftp.close()
         self._client.close()
+        self.close_jumps()
+
+    def close_jumps(self) -> None:
         for hop in reversed(self._jumps):
             hop.close()
 

@@ -1,9 +1,11 @@
 """Run ``nsys profile`` under a watchdog, with a private Xvfb when asked.
 
-nsys 2022.4 was seen to hang after writing its report and to ignore --duration with the OpenGL trace
-on Mesa; apps that ignore SIGTERM outlive nsys (nsys starts the app in a session of its own). So the
-agent owns the deadline: past delay + duration + grace it interrupts nsys (which then writes what it
-has), then terminates, then kills nsys's process group and the app's session.
+The agent, not nsys, ends the capture: delay + duration after the app started it sends SIGTERM to the
+app's session, and nsys finishes its report once the app is gone. (nsys 2022.4's own --duration left it
+stuck in "Generating" in about a third of the es2gears runs on Mesa.) nsys was also seen to hang after
+writing its report, and apps that ignore SIGTERM outlive it (nsys starts the app in a session of its
+own). So the agent owns the deadline too: past delay + duration + grace it interrupts nsys (which then
+writes what it has), then terminates, then kills nsys's process group and the app's session.
 """
 import os
 import select
@@ -205,10 +207,10 @@ class Watchdog(object):
         left = []
         for label, sid, until in sessions:
             if sid:
-                left += self._stop_session(label, sid, until)
+                left += self.stop_session(label, sid, until)
         return left
 
-    def _stop_session(self, label, sid, deadline):
+    def stop_session(self, label, sid, deadline):
         while session_members(sid) and time.time() < deadline:
             time.sleep(0.2)
         left = session_members(sid)
@@ -250,17 +252,30 @@ def capture(request, emit):
     output = NsysLog(log_path)
     watchdog = Watchdog(proc, request["pid_file"])
     last_beat = 0.0
+    capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
+    app_started = app_stopped = nsys_deadline = None
     try:
         while proc.poll() is None:
             output.poll()
             now = time.time()
+            app = watchdog.app_session()
+            if app and app_started is None:
+                app_started = now
+            if app_started is not None and app_stopped is None and now - app_started >= capture_s:
+                signal_session(app, signal.SIGTERM)
+                app_stopped = now
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
                 emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
                 last_beat = now
             if output.generated_at and now - output.generated_at > AFTER_REPORT_GRACE_S:
                 watchdog.stop_nsys("nsys hung after writing the report", signal.SIGTERM)
-            elif now > deadline:
-                watchdog.stop_nsys("capture outlived delay + duration + grace")
+            elif now > deadline and nsys_deadline is None:
+                # nsys writes its report once the app is gone: stop the app first, nsys only if need be
+                if app:
+                    watchdog.stop_session("app", app, now)
+                nsys_deadline = time.time() + AFTER_REPORT_GRACE_S
+            elif nsys_deadline is not None and now > nsys_deadline:
+                watchdog.stop_nsys("nsys did not finish after the app was gone")
             time.sleep(0.1)
         nsys_exit = proc.wait()
         nsys_ended = time.time()
@@ -282,4 +297,5 @@ def capture(request, emit):
         "reports": find_reports(request["report_base"]),
         "display": env.get("DISPLAY"),
         "app_pid": read_pid_file(request["pid_file"]),
+        "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
     }
