@@ -24,10 +24,10 @@ from .progress import Progress
 from .runs import create_run_dir, run_id, write_run_json
 from .shell import ShellCommand
 from .transport import ConnectOptions, Transport, open_transport
-from .verified_pull import board_checksums, pull_verified
+from .verified_pull import board_checksums, pull_verified, sha256_file
 
-# Exit statuses of an app that nsys itself stopped at the end of --duration (SIGTERM, SIGINT, SIGKILL).
-STOPPED_BY_NSYS = {128 + 15, 128 + 2, 128 + 9, -15, -2, -9}
+# Exit statuses of an app stopped at the end of the capture (SIGTERM, SIGINT, SIGKILL), as nsys reports them.
+STOPPED_AT_END = {128 + 15, 128 + 2, 128 + 9, -15, -2, -9}
 FINDING_ERRORS: dict[str, type[OrchestratorError]] = {
     "nsys_missing": NsysMissingError,
     "nsys_too_old": NsysMissingError,
@@ -78,6 +78,17 @@ def raise_for_findings(findings: list[dict[str, Any]]) -> None:
     raise kind(f"preflight: {first['what']}{more}", first["fix"])
 
 
+def app_ending(capture: dict[str, Any], status: str) -> str:
+    """How the app's run ended, in words for run.json."""
+    if any(action["target"] == "app" for action in capture["watchdog"]):
+        return "killed by the watchdog"
+    if capture.get("app_stopped_after_s") is not None and status == "ok":
+        return f"stopped by the agent after {capture['app_stopped_after_s']:.1f} s, as planned"
+    if capture.get("app_pid") is None:
+        return "never started"
+    return "exited by itself"
+
+
 def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, OrchestratorError | None]:
     """Turn the agent's capture result into a status and, when the run failed, the error to raise."""
     log_hint = "see nsys.log in the run folder"
@@ -94,8 +105,9 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
                                               log_hint)
         return "no_report", ReportError("nsys wrote no report", log_hint)
     code = capture["nsys_exit"]
-    ran_full = capture["nsys_elapsed_s"] >= app.delay_s + app.duration_s - 0.5
-    if code != 0 and not (ran_full and code in STOPPED_BY_NSYS):
+    ran_full = capture.get("app_stopped_after_s") is not None or \
+        capture["nsys_elapsed_s"] >= app.delay_s + app.duration_s - 0.5
+    if code != 0 and not (ran_full and code in STOPPED_AT_END):
         return "app_failed", AppFailedError(
             f"the app exited with status {code} after {capture['nsys_elapsed_s']:.1f} s",
             "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
@@ -185,6 +197,10 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
         }, on_event=lambda e: progress.update("capture", e["elapsed_s"]) if e.get("event") == "heartbeat" else None,
             timeout=budget + 120)
     status, failure = classify_capture(capture, app)
+    # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
+    run_env = tuple(sorted({**dict(app.env), **capture.get("env_added", {})}.items()))
+    record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
+    record["app_exit"] = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
     record["capture"] = capture
     record["status"] = status
     progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")
@@ -218,18 +234,13 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
         progress.finish("import", f"imported on this machine to {local_report.name}")
     with phases("export"):
         sqlite = _export(agent, host_nsys, local_report, remote_report, record)
-    record["files"][sqlite.name] = {"sha256": _sha(sqlite), "size": sqlite.stat().st_size}
+    record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
 
     if not request.keep_remote:
         agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
     record["remote_removed"] = not request.keep_remote
     return failure
-
-
-def _sha(path: Path) -> str:
-    from .verified_pull import sha256_file
-    return sha256_file(path)
 
 
 def _pull_logs(agent: RemoteAgent, paths: RemoteRunPaths, run_dir: Path, record: dict[str, Any]) -> None:

@@ -296,6 +296,7 @@ def capture(request, emit):
         "generated": output.generated,
         "reports": find_reports(request["report_base"]),
         "display": env.get("DISPLAY"),
+        "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
         "app_pid": read_pid_file(request["pid_file"]),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
     }

@@ -86,6 +86,15 @@ def capture(**changes):
     return base
 
 
+def test_how_the_app_ended_in_words():
+    from orchestrator.profile_run import app_ending
+    assert app_ending(capture(app_stopped_after_s=3.02), "ok") == "stopped by the agent after 3.0 s, as planned"
+    assert app_ending(capture(), "app_failed") == "exited by itself"
+    assert app_ending(capture(app_pid=None), "nsys_failed") == "never started"
+    assert app_ending(capture(watchdog=[{"target": "app", "signal": "SIGKILL", "reason": "r"}]), "watchdog") == \
+        "killed by the watchdog"
+
+
 def test_app_stopped_by_nsys_at_the_end_is_ok():
     assert classify_capture(capture(), APP) == ("ok", None)
     assert classify_capture(capture(nsys_exit=0, nsys_elapsed_s=1.0), APP) == ("ok", None)

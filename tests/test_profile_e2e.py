@@ -44,6 +44,9 @@ def check_run_folder(run_dir: Path) -> dict:
     assert set(record["phases"]) >= {"connect", "deploy", "preflight", "capture", "pull", "export"}
     assert record["facts"]["nsys"]["version"] == "2022.4.2.1"
     assert "--trace=opengl,osrt" in record["remote_command"]
+    assert f"DISPLAY={record['capture']['display']}" in record["remote_command"]
+    assert record["app_exit"]["status"] == 143  # SIGTERM from the agent at the end of the capture
+    assert record["app_exit"]["ended"].startswith("stopped by the agent after ")
     assert record["capture"]["display"].startswith(":")  # the agent's private Xvfb
     return record
 
