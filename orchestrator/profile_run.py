@@ -95,16 +95,27 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
     if capture["program_not_found"]:
         return "app_not_found", AppNotFoundError(f"nsys could not start '{app.command[0]}'",
                                                  "check 'command' and 'workdir' in the app spec")
+    code = capture["nsys_exit"]
+    # The app ending by itself before the planned end with a failure status is the news, even when
+    # nsys then hung (nsys 2022.4 does, now and then, when the app ends soon after starting).
+    ended_early = capture.get("app_gone_after_s") is not None and capture.get("app_stopped_after_s") is None
+    if ended_early and code != 0 and code not in STOPPED_AT_END:
+        after = f" after {capture['app_gone_after_s']:.1f} s"
+        if capture["watchdog"]:
+            return "app_failed", AppFailedError(
+                f"the app exited with status {code}{after}; nsys then hung and was stopped by the watchdog",
+                "its output is in app.stdout.log / app.stderr.log in the run folder; " + log_hint)
+        return "app_failed", AppFailedError(
+            f"the app exited with status {code}{after}",
+            "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
     if capture["watchdog"]:
         steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
         return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
                                          "the report, if any, was still pulled; try a shorter --duration or a larger --grace")
     if not capture["reports"]:
         if capture.get("app_pid") is None:
-            return "nsys_failed", ReportError(f"nsys exited with {capture['nsys_exit']} before starting the app",
-                                              log_hint)
+            return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)
         return "no_report", ReportError("nsys wrote no report", log_hint)
-    code = capture["nsys_exit"]
     ran_full = capture.get("app_stopped_after_s") is not None or \
         capture["nsys_elapsed_s"] >= app.delay_s + app.duration_s - 0.5
     if code != 0 and not (ran_full and code in STOPPED_AT_END):

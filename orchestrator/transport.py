@@ -308,24 +308,31 @@ class SSHTransport:
 
 def _drain(channel: paramiko.Channel, on_line: LineHandler | None, timeout: float | None,
            line: str) -> CommandResult:
-    """Read stdout and stderr until the command ends, handing stdout lines out as they arrive."""
+    """Read stdout and stderr to their ends, handing stdout lines out as they arrive. The exit status
+    can arrive before the last output, so the loop waits for end-of-file on both streams."""
     out, err = bytearray(), bytearray()
     pending = b""
+    out_open = err_open = True
     deadline = time.monotonic() + timeout if timeout else None
-    while True:
+    while out_open or err_open:
         select.select([channel], [], [], 0.2)
-        while channel.recv_ready():
+        while out_open and (channel.recv_ready() or channel.eof_received):
             data = channel.recv(CHUNK)
+            if not data:
+                out_open = False
+                break
             out += data
             if on_line:
                 pending += data
                 *lines, pending = pending.split(b"\n")
                 for one in lines:
                     on_line(one.decode("utf-8", "replace"))
-        while channel.recv_stderr_ready():
-            err += channel.recv_stderr(CHUNK)
-        if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-            break
+        while err_open and (channel.recv_stderr_ready() or channel.eof_received):
+            data = channel.recv_stderr(CHUNK)
+            if not data:
+                err_open = False
+                break
+            err += data
         if deadline and time.monotonic() > deadline:
             raise RemoteCommandError(f"remote command did not finish within {timeout:g} s: {line[:120]}",
                                      "the target may be overloaded; rerun with a longer --grace")

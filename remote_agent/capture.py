@@ -253,7 +253,7 @@ def capture(request, emit):
     watchdog = Watchdog(proc, request["pid_file"])
     last_beat = 0.0
     capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
-    app_started = app_stopped = nsys_deadline = None
+    app_started = app_stopped = app_gone = nsys_deadline = None
     try:
         while proc.poll() is None:
             output.poll()
@@ -261,7 +261,9 @@ def capture(request, emit):
             app = watchdog.app_session()
             if app and app_started is None:
                 app_started = now
-            if app_started is not None and app_stopped is None and now - app_started >= capture_s:
+            if app and app_gone is None and not session_members(app):
+                app_gone = now
+            if app_started is not None and app_stopped is None and app_gone is None and now - app_started >= capture_s:
                 signal_session(app, signal.SIGTERM)
                 app_stopped = now
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
@@ -299,4 +301,5 @@ def capture(request, emit):
         "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
         "app_pid": read_pid_file(request["pid_file"]),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
+        "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
     }

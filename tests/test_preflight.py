@@ -103,9 +103,21 @@ def test_app_stopped_by_nsys_at_the_end_is_ok():
 def test_app_failing_early_is_reported_with_its_status():
     status, error = classify_capture(capture(nsys_exit=3, nsys_elapsed_s=0.8), APP)
     assert status == "app_failed" and isinstance(error, AppFailedError)
-    assert error.message == "the app exited with status 3 after 0.8 s"
+    assert error.message == "the app exited with status 3 after 0.8 s"  # no app_gone_after_s: nsys's time
     status, _ = classify_capture(capture(nsys_exit=143, nsys_elapsed_s=1.0), APP)
     assert status == "app_failed"  # killed by someone else before the capture ended
+
+
+def test_app_failing_early_is_the_news_even_when_nsys_hangs_after_it():
+    hung = [{"reason": "nsys did not finish after the app was gone", "signal": "SIGINT", "target": "nsys"}]
+    status, error = classify_capture(capture(nsys_exit=3, nsys_elapsed_s=55.2, app_gone_after_s=0.1,
+                                             watchdog=hung, reports={}), APP)
+    assert (status, type(error)) == ("app_failed", AppFailedError)
+    assert error.message == "the app exited with status 3 after 0.1 s; nsys then hung and was stopped by the watchdog"
+    status, error = classify_capture(capture(nsys_exit=3, nsys_elapsed_s=2.5, app_gone_after_s=1.4), APP)
+    assert error.message == "the app exited with status 3 after 1.4 s"
+    # stopped by the agent at the planned end: a success, whatever the signal status
+    assert classify_capture(capture(app_stopped_after_s=3.0, app_gone_after_s=3.1), APP) == ("ok", None)
 
 
 def test_watchdog_no_report_and_nsys_failure():
