@@ -60,7 +60,7 @@ def main() -> int:
                f"root@127.0.0.1:{source}"]
         scp_times, get_times, pull_times, whole_times = [], [], [], []
         try:
-            for n in range(args.rounds):
+            for _ in range(args.rounds):
                 target = root / "host"
                 target.mkdir(exist_ok=True)
                 scp_times.append(timed(lambda: subprocess.run(scp + [str(target / "scp.bin")], check=True)))

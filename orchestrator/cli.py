@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     prof.add_argument("--grace", type=float, default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
+    prof.add_argument("--retries", type=int, default=1,
+                      help="captures to try again when nsys stalls while writing its report (default 1)")
     prof.add_argument("--apps-dir", type=Path, help="extra folder of app specs (default ~/.config/orchestrate/apps)")
     _add_ssh_options(prof)
     prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
@@ -82,7 +84,10 @@ def cmd_profile(args: argparse.Namespace, console: Console) -> int:
     else:
         spec = adhoc_app(args.app_cmd, args.needs_display)
     spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample)
+    if args.retries < 0:
+        raise UsageError("--retries must be 0 or more", "e.g. --retries 1")
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
+                             retries=args.retries,
                              connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
     progress = RichProgress(console)
     try:

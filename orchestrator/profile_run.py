@@ -44,6 +44,7 @@ class ProfileRequest:
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     grace_s: float = 30.0
     keep_remote: bool = False
+    retries: int = 1
 
 
 @dataclass(frozen=True)
@@ -200,13 +201,22 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
     argv = profile_argv(nsys["path"], app, paths)
     record["remote_command"] = ShellCommand(tuple(argv), app.env, app.workdir).render()
     budget = app.delay_s + app.duration_s + request.grace_s
+    attempts: list[dict[str, Any]] = []
     with phases("capture", total=app.delay_s + app.duration_s, unit="s"):
-        capture = agent.call("capture", {
-            "argv": argv, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir,
-            "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": app.duration_s,
-            "delay_s": app.delay_s, "grace_s": request.grace_s, "display": checked["display"],
-        }, on_event=lambda e: progress.update("capture", e["elapsed_s"]) if e.get("event") == "heartbeat" else None,
-            timeout=budget + 120)
+        while True:
+            capture = agent.call("capture", {
+                "argv": argv, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir,
+                "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": app.duration_s,
+                "delay_s": app.delay_s, "grace_s": request.grace_s, "display": checked["display"],
+            }, on_event=lambda e: progress.update("capture", e["elapsed_s"]) if e.get("event") == "heartbeat" else None,
+                timeout=budget + 180)
+            attempts.append(capture)
+            # nsys 2022.4 now and then stalls for good while writing its report; a second try usually works
+            if capture["reports"] or not capture.get("stalled") or len(attempts) > request.retries:
+                break
+            progress.note("warning", f"nsys stalled while writing its report (attempt {len(attempts)}); "
+                                     "capturing again")
+    record["capture_attempts"] = attempts[:-1]
     status, failure = classify_capture(capture, app)
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(app.env), **capture.get("env_added", {})}.items()))
@@ -219,7 +229,7 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
         _pull_logs(agent, paths, run_dir, record)
         return failure
 
-    remote_report, where = _import_on_board(agent, capture["reports"], nsys, record, phases, progress)
+    remote_report = _import_on_board(agent, capture["reports"], nsys, record, phases, progress)
     local_report = run_dir / ("report" + Path(remote_report).suffix)
     wanted = {remote_report: local_report, paths.app_stdout: run_dir / "app.stdout.log",
               paths.app_stderr: run_dir / "app.stderr.log", paths.nsys_log: run_dir / "nsys.log"}
@@ -240,7 +250,13 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
             if host_nsys is None:
                 raise ReportError("the target left a raw .qdstrm and this machine has no nsys to import it",
                                   f"install Nsight Systems here, then run QdstrmImporter -i {local_report}")
-            local_report = import_on_host(host_nsys, local_report)
+            raw = local_report
+            local_report = import_on_host(host_nsys, raw)
+        # QdstrmImporter appends to the raw file it reads: keep the pulled checksum, record the new one
+        pulled_raw = record["files"][raw.name]
+        record["files"][raw.name] = {"sha256": sha256_file(raw), "size": raw.stat().st_size,
+                                     "pulled_sha256": pulled_raw["sha256"], "pulled_size": pulled_raw["size"]}
+        record["files"][local_report.name] = {"sha256": sha256_file(local_report), "size": local_report.stat().st_size}
         record["import"] = {"where": "host", "importer": host_nsys.importer}
         progress.finish("import", f"imported on this machine to {local_report.name}")
     with phases("export"):
@@ -262,13 +278,13 @@ def _pull_logs(agent: RemoteAgent, paths: RemoteRunPaths, run_dir: Path, record:
 
 
 def _import_on_board(agent: RemoteAgent, reports: dict[str, str], nsys: dict[str, Any], record: dict[str, Any],
-                     phases: _Phases, progress: Progress) -> tuple[str, str]:
+                     phases: _Phases, progress: Progress) -> str:
     """A finished report is pulled as is; a raw .qdstrm is imported on the target when it has an importer
     (the .nsys-rep is ~50x smaller to pull), else pulled raw for the host to import."""
     for suffix in (".nsys-rep", ".qdrep"):
         if suffix in reports:
             record["import"] = {"where": "nsys"}
-            return reports[suffix], "nsys"
+            return reports[suffix]
     qdstrm = reports[".qdstrm"]
     if nsys.get("importer"):
         with phases("import"):
@@ -276,9 +292,9 @@ def _import_on_board(agent: RemoteAgent, reports: dict[str, str], nsys: dict[str
         if done["report"]:
             record["import"] = {"where": "target", "importer": nsys["importer"]}
             progress.finish("import", f"imported on the target with {nsys['importer']}")
-            return done["report"], "target"
+            return done["report"]
         progress.note("warning", f"importing on the target failed ({done['output'][-200:]}); pulling the raw capture")
-    return qdstrm, "host"
+    return qdstrm
 
 
 def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, remote_report: str,

@@ -91,7 +91,7 @@ def pull_verified(agent: RemoteAgent, wanted: dict[str, Path], expected: dict[st
         arrived.append((remote, local, partial, follower.final()))
         done_before += size
     pulled: list[PulledFile] = []
-    for remote, local, partial, digest in arrived:
+    for remote, _local, partial, digest in arrived:
         meta = expected[remote]
         size = partial.stat().st_size
         if meta and digest != meta["sha256"]:

@@ -17,6 +17,10 @@ import time
 AFTER_REPORT_GRACE_S = 20.0
 # Seconds between escalation steps (SIGINT -> SIGTERM -> SIGKILL).
 SIGNAL_STEP_S = 10.0
+# Seconds without a byte written to the scratch folder, once the app is gone and before "Generated:",
+# after which nsys counts as stalled. (A stalled nsys 2022.4 sits in "Generating" with a 114 kB raw file;
+# a working one writes tens of MB within seconds.)
+STALL_S = 15.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 
 
@@ -157,6 +161,17 @@ def stop_process_group(proc, term_wait_s=5.0):
             continue
 
 
+def folder_bytes(path):
+    total = 0
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, name))
+            except OSError:
+                pass
+    return total
+
+
 def find_reports(report_base):
     return {suffix: report_base + suffix for suffix in REPORT_SUFFIXES if os.path.isfile(report_base + suffix)}
 
@@ -254,6 +269,7 @@ def capture(request, emit):
     last_beat = 0.0
     capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
     app_started = app_stopped = app_gone = nsys_deadline = None
+    scratch_bytes, scratch_changed, stalled = -1, time.time(), False
     try:
         while proc.poll() is None:
             output.poll()
@@ -269,6 +285,13 @@ def capture(request, emit):
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
                 emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
                 last_beat = now
+            if app_gone and not output.generated_at:
+                written = folder_bytes(scratch)
+                if written != scratch_bytes:
+                    scratch_bytes, scratch_changed = written, now
+                elif now - scratch_changed > STALL_S:
+                    stalled = True
+                    watchdog.stop_nsys("nsys stalled while generating the report")
             if output.generated_at and now - output.generated_at > AFTER_REPORT_GRACE_S:
                 watchdog.stop_nsys("nsys hung after writing the report", signal.SIGTERM)
             elif now > deadline and nsys_deadline is None:
@@ -301,5 +324,6 @@ def capture(request, emit):
         "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
         "app_pid": read_pid_file(request["pid_file"]),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
+        "stalled": stalled,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
     }

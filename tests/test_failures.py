@@ -133,16 +133,21 @@ def test_app_ignoring_sigterm_is_killed_by_the_watchdog(sshd, tmp_path):
 
 def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
     marker = "sleep 6174"
-    # the app freezes nsys itself (SIGSTOP to the launcher's parent): nsys then never ends by itself
+    # the app freezes nsys itself (SIGSTOP to the launcher's parent): nsys then never ends by itself,
+    # and writes nothing more once the app is gone, which is how a stalled nsys looks
     app = f"sh -c 'kill -STOP $(ps -o ppid= -p $PPID); {marker}'"
     done = profile(sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none", "--duration", "2",
-                   "--grace", "2")
+                   "--grace", "2", "--retries", "1")
     assert done.returncode == 11
-    # the app ends at the end of the capture as usual; the frozen nsys is interrupted, terminated,
-    # killed (and its orphaned daemon after it)
+    # interrupted, terminated, killed (and its orphaned daemon after it)
     line = error_line(done)
-    assert line.startswith("error: watchdog: nsys did not finish after the app was gone "
+    assert line.startswith("error: watchdog: nsys stalled while generating the report "
                            "(SIGINT to nsys, SIGTERM to nsys, SIGKILL to nsys")
+    record = last_record(tmp_path)
+    assert record["capture"]["stalled"] is True
+    # its raw capture was complete on disk, so it came back and no second capture was needed
+    assert record["capture_attempts"] == []
+    assert record["files"]["report.nsys-rep"]["size"] > 0
     assert not _alive(marker)
     assert not _alive("nsys-launcher")
     assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed

@@ -101,3 +101,26 @@ def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):
         assert facts["system"]["uid"] == 0 and facts["nsys"]["path"]
     finally:
         transport.close()
+
+
+def test_target_without_importer_sends_the_raw_capture_for_the_host_to_import(sshd, tmp_path):
+    """A board whose nsys has no QdstrmImporter anywhere near it: the raw .qdstrm comes back verified
+    and this machine imports it."""
+    bin_dir = tmp_path / "bare-nsys" / "bin"
+    bin_dir.mkdir(parents=True)
+    real = Path("/usr/bin/nsys").resolve()
+    (bin_dir / "nsys").write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    (bin_dir / "nsys").chmod(0o755)
+    inventory = write_inventory(tmp_path / "inventory.yaml",
+                                {"board": board(sshd, tmp_path / "work", orchestrate_nsys=str(bin_dir / "nsys"))})
+    done = run_cli("profile", "--target", "board", "--app-cmd", "sleep 5", "--trace", "osrt", "--duration", "2",
+                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["facts"]["nsys"]["importer"] is None
+    assert record["import"]["where"] == "host"
+    assert record["files"]["report.qdstrm"]["sha256"] == sha256_file(run_dir / "report.qdstrm")
+    assert (run_dir / "report.nsys-rep").stat().st_size > 0
+    with sqlite3.connect(run_dir / "report.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM OSRT_API").fetchone()[0] > 0
