@@ -306,6 +306,17 @@ class SSHTransport:
             hop.close()
 
 
+def _take(recv: Callable[[int], bytes], ready: Callable[[], bool], eof: bool) -> tuple[bytes, bool]:
+    """Whatever one stream of a channel holds now, and whether the stream is still open."""
+    taken = bytearray()
+    while ready() or eof:
+        data = recv(CHUNK)
+        if not data:
+            return bytes(taken), False
+        taken += data
+    return bytes(taken), True
+
+
 def _drain(channel: paramiko.Channel, on_line: LineHandler | None, timeout: float | None,
            line: str) -> CommandResult:
     """Read stdout and stderr to their ends, handing stdout lines out as they arrive. The exit status
@@ -316,22 +327,16 @@ def _drain(channel: paramiko.Channel, on_line: LineHandler | None, timeout: floa
     deadline = time.monotonic() + timeout if timeout else None
     while out_open or err_open:
         select.select([channel], [], [], 0.2)
-        while out_open and (channel.recv_ready() or channel.eof_received):
-            data = channel.recv(CHUNK)
-            if not data:
-                out_open = False
-                break
+        if out_open:
+            data, out_open = _take(channel.recv, channel.recv_ready, channel.eof_received)
             out += data
-            if on_line:
+            if on_line and data:
                 pending += data
                 *lines, pending = pending.split(b"\n")
                 for one in lines:
                     on_line(one.decode("utf-8", "replace"))
-        while err_open and (channel.recv_stderr_ready() or channel.eof_received):
-            data = channel.recv_stderr(CHUNK)
-            if not data:
-                err_open = False
-                break
+        if err_open:
+            data, err_open = _take(channel.recv_stderr, channel.recv_stderr_ready, channel.eof_received)
             err += data
         if deadline and time.monotonic() > deadline:
             raise RemoteCommandError(f"remote command did not finish within {timeout:g} s: {line[:120]}",
