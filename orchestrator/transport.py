@@ -180,7 +180,15 @@ def _connect_client(params: SSHParams, options: ConnectOptions, sock=None) -> pa
         client.close()
         raise ConnectError(f"cannot connect to {target}: connection refused",
                            "is sshd running on the target, and is the port right?") from None
-    except (paramiko.SSHException, OSError) as exc:
+    except paramiko.SSHException as exc:
+        client.close()
+        if "banner" in str(exc) or str(exc) == "No existing session":  # paramiko's words for a silent peer
+            raise ConnectError(f"{target} accepted the connection but sent no SSH greeting within "
+                               f"{params.connect_timeout:g} s",
+                               "is it an SSH server, and is the board responsive? check the port") from None
+        raise ConnectError(f"SSH connection to {target} failed: {exc}",
+                           "check that the target runs an SSH server on that port") from None
+    except OSError as exc:
         client.close()
         raise ConnectError(f"SSH connection to {target} failed: {exc}",
                            "check that the target runs an SSH server on that port") from None

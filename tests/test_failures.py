@@ -165,3 +165,24 @@ def test_small_disk_is_refused_before_capturing(sshd, tmp_path):
             f"preflight: only 64 MB free in {small}/work (report and nsys scratch)" in error_line(done)
     finally:
         subprocess.run(["umount", str(small)])
+
+
+def test_a_silent_port_times_out_with_the_inventory_timeout(tmp_path):
+    """Something accepts the TCP connection but never speaks SSH (a hung board, a wrong service)."""
+    import socket
+    import threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    held = []
+    threading.Thread(target=lambda: held.append(listener.accept()), daemon=True).start()
+    port = listener.getsockname()[1]
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"hung": {
+        "ansible_host": "127.0.0.1", "ansible_port": port, "orchestrate_connect_timeout": 1}})
+    started = time.monotonic()
+    done = run_cli("profile", "--target", "hung", "--app", "es2gears", "--inventory", str(inventory),
+                   "--known-hosts", str(tmp_path / "known_hosts"), "--ssh-config", str(tmp_path / "none"))
+    listener.close()
+    assert done.returncode == 4
+    assert f"root@127.0.0.1:{port} accepted the connection but sent no SSH greeting within 1 s" in error_line(done)
+    assert time.monotonic() - started < 20
