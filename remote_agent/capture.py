@@ -21,6 +21,8 @@ SIGNAL_STEP_S = 10.0
 # after which nsys counts as stalled. (A stalled nsys 2022.4 sits in "Generating" with a 114 kB raw file;
 # a working one writes tens of MB within seconds.)
 STALL_S = 15.0
+# Seconds between SIGTERMs while the app has not ended after the planned stop.
+RESEND_TERM_S = 5.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 
 
@@ -268,7 +270,8 @@ def capture(request, emit):
     watchdog = Watchdog(proc, request["pid_file"])
     last_beat = 0.0
     capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
-    app_started = app_stopped = app_gone = nsys_deadline = None
+    app_started = app_stopped = app_gone = nsys_deadline = last_term = None
+    terms_sent = 1
     scratch_bytes, scratch_changed, stalled = -1, time.time(), False
     try:
         while proc.poll() is None:
@@ -281,7 +284,12 @@ def capture(request, emit):
                 app_gone = now
             if app_started is not None and app_stopped is None and app_gone is None and now - app_started >= capture_s:
                 signal_session(app, signal.SIGTERM)
-                app_stopped = now
+                app_stopped = last_term = now
+            elif app_stopped is not None and app_gone is None and now - last_term >= RESEND_TERM_S:
+                # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost
+                signal_session(app, signal.SIGTERM)
+                last_term = now
+                terms_sent += 1
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
                 emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
                 last_beat = now
@@ -325,5 +333,6 @@ def capture(request, emit):
         "app_pid": read_pid_file(request["pid_file"]),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
         "stalled": stalled,
+        "stop_signals": terms_sent if app_stopped else 0,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
     }

@@ -136,8 +136,9 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
     # the app freezes nsys itself (SIGSTOP to the launcher's parent): nsys then never ends by itself,
     # and writes nothing more once the app is gone, which is how a stalled nsys looks
     app = f"sh -c 'kill -STOP $(ps -o ppid= -p $PPID); {marker}'"
+    # grace 6 s: the app is surely gone (SIGTERM at 2 s) before the deadline, even on a loaded machine
     done = profile(sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none", "--duration", "2",
-                   "--grace", "2", "--retries", "1")
+                   "--grace", "6", "--retries", "1")
     assert done.returncode == 11
     # interrupted, terminated, killed (and its orphaned daemon after it)
     line = error_line(done)
