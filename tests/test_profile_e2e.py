@@ -113,7 +113,9 @@ def test_target_without_importer_sends_the_raw_capture_for_the_host_to_import(ss
     (bin_dir / "nsys").chmod(0o755)
     inventory = write_inventory(tmp_path / "inventory.yaml",
                                 {"board": board(sshd, tmp_path / "work", orchestrate_nsys=str(bin_dir / "nsys"))})
-    done = run_cli("profile", "--target", "board", "--app-cmd", "sleep 5", "--trace", "osrt", "--duration", "2",
+    # short sleeps in a loop: each completed nanosleep is an OS-runtime row
+    done = run_cli("profile", "--target", "board", "--app-cmd", "sh -c 'while true; do sleep 0.2; done'",
+                   "--trace", "osrt", "--duration", "2",
                    "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[-1])
