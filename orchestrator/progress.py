@@ -13,21 +13,3 @@ class Progress(Protocol):
 
     def note(self, level: str, text: str) -> None: ...
 
-
-class SilentProgress:
-    """For library use and tests: remembers what it was told, prints nothing."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def start(self, phase: str, total: float | None = None, unit: str = "") -> None:
-        self.events.append(("start", phase, ""))
-
-    def update(self, phase: str, done: float, total: float | None = None) -> None:
-        pass
-
-    def finish(self, phase: str, summary: str = "") -> None:
-        self.events.append(("finish", phase, summary))
-
-    def note(self, level: str, text: str) -> None:
-        self.events.append(("note", level, text))

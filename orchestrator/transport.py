@@ -15,6 +15,7 @@ import select
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,7 +383,6 @@ class LocalTransport:
         proc.stdin.write(stdin or b"")
         proc.stdin.close()
         err_chunks: list[bytes] = []
-        import threading
         reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
         reader.start()
         out = bytearray()

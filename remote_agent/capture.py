@@ -185,9 +185,13 @@ class Watchdog(object):
         self.proc = proc
         self.pid_file = pid_file
         self.actions = []
+        self._app_pid = None
 
     def app_session(self):
-        return read_pid_file(self.pid_file)
+        """The app's PID, which is its session id; read from the launch wrapper's file until it is there."""
+        if self._app_pid is None:
+            self._app_pid = read_pid_file(self.pid_file)
+        return self._app_pid
 
     def record(self, reason, sig, target):
         self.actions.append({"reason": reason, "signal": signal.Signals(sig).name, "target": target,
@@ -271,7 +275,7 @@ def capture(request, emit):
     last_beat = 0.0
     capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
     app_started = app_stopped = app_gone = nsys_deadline = last_term = None
-    terms_sent = 1
+    terms_sent = 0
     scratch_bytes, scratch_changed, stalled = -1, time.time(), False
     try:
         while proc.poll() is None:
@@ -282,12 +286,12 @@ def capture(request, emit):
                 app_started = now
             if app and app_gone is None and not session_members(app):
                 app_gone = now
-            if app_started is not None and app_stopped is None and app_gone is None and now - app_started >= capture_s:
+            planned_stop = app_started is not None and app_stopped is None and now - app_started >= capture_s
+            # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost: resend it
+            resend = app_stopped is not None and now - last_term >= RESEND_TERM_S
+            if app_gone is None and (planned_stop or resend):
                 signal_session(app, signal.SIGTERM)
-                app_stopped = last_term = now
-            elif app_stopped is not None and app_gone is None and now - last_term >= RESEND_TERM_S:
-                # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost
-                signal_session(app, signal.SIGTERM)
+                app_stopped = app_stopped or now
                 last_term = now
                 terms_sent += 1
             if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
@@ -330,9 +334,9 @@ def capture(request, emit):
         "reports": find_reports(request["report_base"]),
         "display": env.get("DISPLAY"),
         "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
-        "app_pid": read_pid_file(request["pid_file"]),
+        "app_pid": watchdog.app_session(),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
         "stalled": stalled,
-        "stop_signals": terms_sent if app_stopped else 0,
+        "stop_signals": terms_sent,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
     }
