@@ -5,6 +5,7 @@ The only module that prints or exits.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import tempfile
@@ -19,8 +20,6 @@ from .catalog import BUILTIN_DIR, adhoc_app, find_app, load_catalog, with_overri
 from .console import RichProgress
 from .errors import EXIT_CODES, OrchestratorError, UsageError
 from .inventory import load_inventory
-from .profile_run import ProfileRequest, profile
-from .transport import ConnectOptions
 
 DEFAULT_DEBUG_LOG = Path(tempfile.gettempdir()) / "orchestrate-debug.log"
 
@@ -64,6 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
     apps.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
 
+    analyze = sub.add_parser("analyze", help="summarise an nsys report: frames, hotspots, cores, APIs, verdict",
+                             description="Analyse a .sqlite, .nsys-rep or .qdrep report (exported first with the "
+                                         "nsys found here when needed). API tables cover the whole capture; "
+                                         "hotspots, cores and threads follow the window (default: the steady "
+                                         "frames, else the whole capture). Times are in ns in --json.")
+    analyze.add_argument("report", type=Path, help="report file: .sqlite, .nsys-rep or .qdrep")
+    analyze.add_argument("--json", action="store_true", help="print the summary as one JSON document")
+    span = analyze.add_mutually_exclusive_group()
+    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s, 200ms:1s, ns)")
+    span.add_argument("--frame", type=int, help="analyse frame N only (0 is the first frame)")
+    span.add_argument("--steady", action="store_true", help="analyse the steady frames (the default with frames)")
+    analyze.add_argument("--process", help="only this process (name as in the capture)")
+    analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
+                                               "swaps, else glFinish, else an NVTX range named 'frame')")
+    analyze.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
+
     targets = sub.add_parser("targets", help="list the inventory's targets",
                              description="List the hosts of the inventory, with their groups.")
     targets.add_argument("--inventory", help="inventory YAML")
@@ -78,6 +93,8 @@ def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_profile(args: argparse.Namespace, console: Console) -> int:
+    from .profile_run import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
+    from .transport import ConnectOptions
     host = load_inventory(args.inventory).host(args.target)
     if args.app:
         spec = find_app(args.app, load_catalog(args.apps_dir))
@@ -108,6 +125,19 @@ def cmd_apps(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
+    from .analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
+    options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
+                              frame_range=args.frame_range)
+    summary = analyze_report(args.report, options, args.nsys)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        from .analysis_view import summary_view
+        Console().print(summary_view(summary))
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     inventory = load_inventory(args.inventory)
     table = Table("target", "connection", "address", "user", "groups", title=inventory.source)
@@ -118,7 +148,7 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets}
+COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     except OrchestratorError as exc:
         console.print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
         return exc.exit_code
+    except BrokenPipeError:  # the reader went away (| head): nothing left to say
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         console.print("[bold red]interrupted[/]")
         return 130

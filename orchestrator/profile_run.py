@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from . import __version__
 from .agent_client import RemoteAgent, deploy_agent
+from .analysis import AnalysisOptions, analyze_report, write_summary
 from .catalog import AppSpec
 from .errors import (AppFailedError, AppNotFoundError, DiskFullError, NsysMissingError, OrchestratorError,
                      PreflightError, ReportError, WatchdogError)
@@ -263,11 +264,29 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
         sqlite = _export(agent, host_nsys, local_report, remote_report, record)
     record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
+    with phases("analyze"):
+        _summarize(sqlite, app, run_dir, record, progress)
 
     if not request.keep_remote:
         agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
     record["remote_removed"] = not request.keep_remote
     return failure
+
+
+def _summarize(sqlite: Path, app: AppSpec, run_dir: Path, record: dict[str, Any], progress: Progress) -> None:
+    """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
+    try:
+        summary = analyze_report(sqlite, AnalysisOptions(frame_range=app.frame_delimiter))
+    except OrchestratorError as exc:
+        record["analysis"] = {"error": exc.one_line()}
+        progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
+        return
+    path = write_summary(summary, run_dir / "summary.json")
+    record["files"][path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+    verdict, frames = summary["verdict"], summary["frames"]
+    record["analysis"] = {"verdict": verdict["kind"], "frames": frames["count"] if frames else None}
+    timing = f"{frames['steady']['mean_ns'] / 1e6:.2f} ms per frame, " if frames else ""
+    progress.finish("analyze", f"{timing}{verdict['kind']}: {verdict['summary']}")
 
 
 def _pull_logs(agent: RemoteAgent, paths: RemoteRunPaths, run_dir: Path, record: dict[str, Any]) -> None:

@@ -45,3 +45,29 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
     return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd or REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+NSYS_DATA = DATA / "nsys"
+
+
+@pytest.fixture(scope="session")
+def export(tmp_path_factory):
+    """export("es2gears-opengl") -> path of that real export, unpacked once per session."""
+    import gzip
+    folder = tmp_path_factory.mktemp("exports")
+
+    def unpack(name: str) -> Path:
+        target = folder / f"{name}.sqlite"
+        if not target.exists():
+            with gzip.open(NSYS_DATA / f"{name}.sqlite.gz", "rb") as packed:
+                target.write_bytes(packed.read())
+        return target
+    return unpack
+
+
+@pytest.fixture(scope="session")
+def host_nsys() -> str:
+    path = shutil.which("nsys")
+    if not path:
+        pytest.skip("needs Nsight Systems (the README's test command installs it)")
+    return path

@@ -1,0 +1,128 @@
+"""Analysis speed on a 5-million-event export: `orchestrate analyze` against the equivalent `nsys stats` reports.
+
+Builds the export from a real one in tests/data/nsys by replicating its event rows along the time axis
+(each copy shifted by the capture's length, sample ids shifted so stacks stay whole), until it holds at
+least --events rows of trace events. Then, in the same run and on the same file, times:
+- nsys stats: the 2022.4 reports our sections equal (osrtsum, nvtxsum, khrdebugsum, cudaapisum, gpukernsum,
+  gpumemtimesum), one `nsys stats` process after another, as a user would run them;
+- orchestrate: one `orchestrate analyze --json` process doing the whole analysis (every API section plus
+  frames, hotspots, cores, threads and verdict: more than nsys computes);
+and prints the ratio (target >= 3x) and the analysis's peak memory (target < 2 GB).
+
+Workloads: "cuda" grows the abacus CUDA report (kernels, runtime API, memcpy, memset, OS runtime), where
+nsys has a report for every table; "opengl" grows the es2gears report (OpenGL, OS runtime, CPU sampling,
+context switches), where only osrtsum has an nsys equivalent and the analysis does much more than nsys.
+
+    python bench/analysis_speed.py [--workload cuda|opengl|both] [--events 5000000] [--rounds 3] [--nsys PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data" / "nsys"
+SOURCES = {"cuda": "abacus_titanrtx_2020.export2022_4", "opengl": "es2gears-opengl"}
+NSYS_REPORTS = ["osrtsum", "nvtxsum", "khrdebugsum", "cudaapisum", "gpukernsum", "gpumemtimesum"]
+EVENT_TABLES = ["OSRT_API", "OPENGL_API", "OPENGL_WORKLOAD", "KHR_DEBUG_EVENTS", "NVTX_EVENTS", "SCHED_EVENTS",
+                "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
+TARGET_RATIO, MEMORY_LIMIT = 3.0, 2 * 2**30
+
+
+def build_export(source: str, events: int, folder: Path) -> tuple[Path, int]:
+    path = folder / f"{source}-x.sqlite"
+    with gzip.open(DATA / f"{source}.sqlite.gz", "rb") as packed, path.open("wb") as out:
+        shutil.copyfileobj(packed, out)
+    conn = sqlite3.connect(path)
+    tables = [t for t in EVENT_TABLES if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (t,)).fetchone()]
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    start, stop = conn.execute("SELECT startTime, stopTime FROM ANALYSIS_DETAILS").fetchone()
+    span = stop - start
+    max_id = conn.execute("SELECT max(id) FROM COMPOSITE_EVENTS").fetchone()[0] if "COMPOSITE_EVENTS" in counts else 0
+    copies = -(-events // sum(counts.values()))
+    for table in tables:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        shifted = []
+        for column in columns:
+            if column in ("start", "end"):
+                shifted.append(f'"{column}" + :shift')
+            elif column == "id" and table in ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"):
+                shifted.append("id + :ids")
+            else:
+                shifted.append(f'"{column}"')
+        names = ", ".join(f'"{c}"' for c in columns)
+        for copy in range(1, copies):
+            conn.execute(f"INSERT INTO {table} ({names}) SELECT {', '.join(shifted)} FROM {table} WHERE rowid <= :n",
+                         {"shift": copy * span, "ids": copy * max_id, "n": counts[table]})
+    conn.execute("UPDATE ANALYSIS_DETAILS SET stopTime = startTime + :d, duration = :d", {"d": copies * span})
+    conn.commit()
+    total = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables)
+    conn.close()
+    return path, total
+
+
+def run_measured(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one child process."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {child.stderr.read().decode()[-500:]}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) -> bool:
+    started = time.perf_counter()
+    export, total = build_export(SOURCES[workload], events, folder)
+    print(f"\n[{workload}] {total:,} events in {export.stat().st_size / 2**20:.0f} MB "
+          f"(built in {time.perf_counter() - started:.0f} s from {SOURCES[workload]})")
+    ours_argv = [sys.executable, "-m", "orchestrator", "analyze", "--json", str(export)]
+    run_measured(ours_argv)  # warm the page cache for both sides
+    nsys_times, ours_times, peaks = [], [], []
+    for _ in range(rounds):
+        each = [run_measured([nsys, "stats", "--report", r, "--format", "csv", "--output", "-", str(export)])[0]
+                for r in NSYS_REPORTS]
+        nsys_times.append(sum(each))
+        seconds, peak = run_measured(ours_argv)
+        ours_times.append(seconds)
+        peaks.append(peak)
+        print(f"  nsys stats {' + '.join(f'{s:.2f}' for s in each)} = {sum(each):.2f} s | analyze {seconds:.2f} s, "
+              f"peak {peak / 2**20:.0f} MB")
+    ratio = statistics.median(nsys_times) / statistics.median(ours_times)
+    peak = max(peaks)
+    ok = ratio >= TARGET_RATIO and peak < MEMORY_LIMIT
+    print(f"  median: nsys stats {statistics.median(nsys_times):.2f} s, analyze {statistics.median(ours_times):.2f} s"
+          f" -> ratio {ratio:.2f}x (target >= {TARGET_RATIO:g}x); peak memory {peak / 2**30:.2f} GB (target < 2 GB)"
+          f" -> {'ok' if ok else 'MISSED'}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=["cuda", "opengl", "both"], default="both")
+    parser.add_argument("--events", type=int, default=5_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--nsys", default=shutil.which("nsys"))
+    args = parser.parse_args()
+    if not args.nsys:
+        raise SystemExit("no nsys on PATH: install Nsight Systems (scripts/setup.sh) or pass --nsys")
+    workloads = ["cuda", "opengl"] if args.workload == "both" else [args.workload]
+    with tempfile.TemporaryDirectory(prefix="orchestrate-bench-") as folder:
+        results = [measure(w, args.events, args.rounds, args.nsys, Path(folder)) for w in workloads]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

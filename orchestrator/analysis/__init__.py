@@ -1,0 +1,32 @@
+"""From an nsys report to the answers users dig for by hand in the GUI.
+
+``analyze_report(path)`` opens a .sqlite/.nsys-rep/.qdrep and returns the summary document; the modules
+below it each answer one question (schema, frames, sampling, scheduling, API summaries, verdict).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .report_input import open_report
+from .summary import AnalysisOptions, analyze
+
+__all__ = ["AnalysisOptions", "analyze", "analyze_report", "write_summary"]
+
+
+def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> dict:
+    conn, schema, export = open_report(path, nsys_hint)
+    options = options or AnalysisOptions()
+    try:
+        summary = analyze(conn, schema, options, export)
+    finally:
+        conn.close()
+    summary["capture"]["export"] = str(export)
+    return summary
+
+
+def write_summary(summary: dict, path: Path) -> Path:
+    partial = path.with_name(f".{path.name}.part")
+    partial.write_text(json.dumps(summary, indent=1) + "\n")
+    partial.replace(path)
+    return path

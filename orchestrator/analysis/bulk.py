@@ -1,0 +1,72 @@
+"""Move integer columns out of SQLite into numpy arrays quickly.
+
+Fetching rows through the sqlite3 module builds a Python tuple per row (about 0.5 us each); having
+SQLite itself serialise a column with group_concat and parsing that text with numpy is 3-4x faster.
+Rows are read in rowid chunks so a huge table never becomes one huge string.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from ..errors import ReportError
+
+CHUNK_ROWS = 2_000_000
+
+
+def rowid_bounds(conn: sqlite3.Connection, table: str) -> tuple[int, int] | None:
+    # two queries: SQLite answers a lone min() or max() from the b-tree's ends, but scans for both at once
+    lo = conn.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+    hi = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    return None if lo is None else (int(lo), int(hi))
+
+
+def rowid_chunks(conn: sqlite3.Connection, table: str, rows: int = CHUNK_ROWS) -> list[tuple[int, int]]:
+    """The table's rowid span cut into pieces of about ``rows`` rows (inclusive bounds)."""
+    bounds = rowid_bounds(conn, table)
+    if bounds is None:
+        return []
+    lo, hi = bounds
+    return [(start, min(start + rows - 1, hi)) for start in range(lo, hi + 1, rows)]
+
+
+def int_columns(conn: sqlite3.Connection, table: str, exprs: dict[str, str], where: str = "1",
+                params: dict | None = None) -> dict[str, np.ndarray]:
+    """Evaluate integer SQL expressions over the rows of ``table`` matching ``where``."""
+    parts = [int_columns_between(conn, table, exprs, span, where, params) for span in rowid_chunks(conn, table)]
+    return concat_columns(exprs, parts)
+
+
+def concat_columns(exprs: dict[str, str], parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not parts:
+        return {name: np.empty(0, dtype=np.int64) for name in exprs}
+    if len(parts) == 1:
+        return parts[0]
+    return {name: np.concatenate([part[name] for part in parts]) for name in exprs}
+
+
+def int_columns_between(conn: sqlite3.Connection, table: str, exprs: dict[str, str], span: tuple[int, int],
+                        where: str = "1", params: dict | None = None) -> dict[str, np.ndarray]:
+    """int_columns for the rows whose rowid lies in ``span``.
+
+    Every expression must be non-NULL for the selected rows (wrap it in coalesce otherwise): a NULL would
+    be skipped by group_concat and shift the columns against each other, which is checked.
+    """
+    select = ", ".join(f"group_concat({expr})" for expr in exprs.values())
+    sql = f'SELECT count(*), {select} FROM "{table}" WHERE rowid BETWEEN :_lo AND :_hi AND ({where})'
+    count, *texts = conn.execute(sql, {**(params or {}), "_lo": span[0], "_hi": span[1]}).fetchone()
+    columns = {}
+    for name, text in zip(exprs, texts):
+        columns[name] = _parse(text)
+        if len(columns[name]) != count:
+            raise ReportError(f"{table}: {exprs[name]} is NULL in {count - len(columns[name])} rows where it never "
+                              "is in the exports this version knows", "please report it with the export attached")
+    return columns
+
+
+def _parse(text: str | None) -> np.ndarray:
+    # no count=: given one, numpy pads a short text with garbage instead of showing the shortfall
+    if not text:
+        return np.empty(0, dtype=np.int64)
+    return np.fromstring(text, sep=",", dtype=np.int64)

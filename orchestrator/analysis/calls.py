@@ -1,0 +1,18 @@
+"""Calls and functions that mean "this thread is waiting", by kind of wait."""
+from __future__ import annotations
+
+import re
+
+# Calls in which a CPU thread blocks until GPU work completes.
+GL_WAIT_CALLS = ("glFinish", "glClientWaitSync", "eglClientWaitSync", "eglClientWaitSyncKHR", "glWaitSync",
+                 "glReadPixels", "glGetQueryObjectuiv", "glGetQueryObjectui64v", "glMapBufferRange")
+CUDA_WAIT_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+                   "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD")
+# Frames in CPU samples that mean "spinning or sleeping until the GPU is done" (TFLite's GPU delegate...).
+WAIT_SYMBOL = re.compile(r"WaitForCompletion|ClientWaitSync|glFinish|cu(da)?(Stream|Device|Ctx|Event)Synchronize|"
+                         r"nvgpu.*wait|NvRmFence|fence_wait", re.IGNORECASE)
+# OS runtime calls that block without using the CPU.
+BLOCKING_CALLS = ("nanosleep", "clock_nanosleep", "usleep", "sleep", "select", "pselect6", "poll", "ppoll",
+                  "epoll_wait", "epoll_pwait", "read", "pread64", "readv", "recv", "recvfrom", "recvmsg", "write",
+                  "fsync", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_mutex_lock", "sem_wait",
+                  "sem_timedwait", "pthread_join", "waitpid", "wait4", "futex", "ioctl", "open", "open64", "fopen")

@@ -1,0 +1,47 @@
+"""Ids become names last: StringIds, thread and process names."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from .schema import Schema
+
+PID_SHIFT, ID_MASK = 24, 0xFFFFFF
+
+
+def pid_of(global_tid: int) -> int:
+    return (int(global_tid) >> PID_SHIFT) & ID_MASK
+
+
+def tid_of(global_tid: int) -> int:
+    return int(global_tid) & ID_MASK
+
+
+def string_values(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, str]:
+    wanted = sorted({int(i) for i in ids})
+    found: dict[int, str] = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", part).fetchall())
+    return found
+
+
+def thread_names(conn: sqlite3.Connection, schema: Schema) -> dict[int, str]:
+    """globalTid -> thread name, where the export names the thread."""
+    if not schema.has("ThreadNames"):
+        return {}
+    rows = conn.execute("SELECT t.globalTid, s.value FROM ThreadNames AS t JOIN StringIds AS s ON s.id = t.nameId")
+    return {int(gtid): name for gtid, name in rows}
+
+
+def process_names(conn: sqlite3.Connection, schema: Schema) -> dict[int, str]:
+    """pid -> process name, from PROCESSES (newer exports) or the main thread's name."""
+    names: dict[int, str] = {}
+    for gtid, name in thread_names(conn, schema).items():
+        if tid_of(gtid) == pid_of(gtid):
+            names[pid_of(gtid)] = name
+    if schema.has("PROCESSES", "pid", "name"):
+        for pid, name in conn.execute("SELECT pid, name FROM PROCESSES WHERE name IS NOT NULL"):
+            names[int(pid)] = name
+    return names

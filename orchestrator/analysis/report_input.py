@@ -1,0 +1,42 @@
+"""Any report a user has (.sqlite, .nsys-rep, .qdrep) -> an open, probed SQLite export."""
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from ..errors import ReportError
+from ..host_nsys import export_on_host, find_host_nsys
+from .schema import Schema, open_export, probe
+
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+
+
+def sqlite_for(report: Path, nsys_hint: str | None = None) -> Path:
+    """The SQLite export of a report: the one beside it when it is newer, else a fresh export."""
+    if report.suffix not in REPORT_SUFFIXES:
+        return report
+    if not report.is_file():
+        raise ReportError(f"{report}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
+    beside = report.with_suffix(".sqlite")
+    if beside.is_file() and beside.stat().st_mtime >= report.stat().st_mtime:
+        return beside
+    nsys = find_host_nsys(nsys_hint)
+    if nsys is None:
+        raise ReportError(f"no nsys on this machine to export {report.name} to SQLite",
+                          "install Nsight Systems here, or run 'nsys export --type sqlite' where it is and "
+                          "give the .sqlite")
+    target = beside
+    try:
+        probe_file = beside.with_name(f".{beside.name}.writable")
+        probe_file.touch()
+        probe_file.unlink()
+    except OSError:  # a read-only folder: export into a private temporary one
+        target = Path(tempfile.mkdtemp(prefix="orchestrate-export-")) / beside.name
+    return export_on_host(nsys, report, target)
+
+
+def open_report(path: Path, nsys_hint: str | None = None) -> tuple[sqlite3.Connection, Schema, Path]:
+    export = sqlite_for(path, nsys_hint)
+    conn = open_export(export)
+    return conn, probe(conn, str(export)), export

@@ -1,0 +1,154 @@
+"""CPU sampling: self (bottom-up) and inclusive (top-down) hotspots and the top-down call tree.
+
+A sample is a COMPOSITE_EVENTS row; its stack is the SAMPLING_CALLCHAINS rows with the same id, stackDepth 0
+being the leaf. Self counts the leaf frame; inclusive counts every distinct frame of a stack once per sample.
+Frames are (symbol, module) StringIds until the very end.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .names import ID_MASK, PID_SHIFT, string_values
+from .trace import Trace
+
+TREE_MIN_SHARE = 0.01  # tree nodes under 1 % of the window's samples are pruned
+TREE_MAX_DEPTH = 64
+TOP_N = 50
+
+
+@dataclass(frozen=True)
+class Samples:
+    ids: np.ndarray          # COMPOSITE_EVENTS.id
+    starts: np.ndarray
+    tids: np.ndarray         # globalTid
+    cpus: np.ndarray
+    chain_ids: np.ndarray    # SAMPLING_CALLCHAINS rows of these samples, leaf first within a sample
+    symbols: np.ndarray
+    modules: np.ndarray
+    depths: np.ndarray
+
+
+def pseudo_frame_ids(conn: sqlite3.Connection) -> np.ndarray:
+    """StringIds of nsys's bracketed pseudo-frames ([Broken backtraces], [Max depth], ...)."""
+    rows = conn.execute("SELECT id FROM StringIds WHERE value LIKE '[%]'")
+    return np.array([row[0] for row in rows], dtype=np.int64)
+
+
+def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
+                 skip_tids: list[int] | None = None) -> Samples | None:
+    """Samples of the window (and processes), their stacks leaf first; pseudo-frames above the leaf dropped."""
+    rows, chains = trace.events("COMPOSITE_EVENTS"), trace.events("SAMPLING_CALLCHAINS")
+    if rows is None or chains is None:
+        return None
+    mine = (rows["start"] >= window[0]) & (rows["start"] <= window[1])
+    if pids:
+        mine &= np.isin((rows["tid"] >> PID_SHIFT) & ID_MASK, np.asarray(pids, dtype=np.int64))
+    if skip_tids:
+        mine &= ~np.isin(rows["tid"], np.asarray(skip_tids, dtype=np.int64))
+    if not mine.any():
+        return None
+    rows = {name: values[mine] for name, values in rows.items()}
+    keep = np.isin(chains["id"], rows["id"])
+    keep &= ~((chains["depth"] > 0) & np.isin(chains["symbol"], pseudo_frame_ids(trace.conn)))
+    ids, depths = chains["id"][keep], chains["depth"][keep]
+    order = _order_by(ids, depths)
+    return Samples(rows["id"], rows["start"], rows["tid"], rows["cpu"], ids[order], chains["symbol"][keep][order],
+                   chains["module"][keep][order], depths[order])
+
+
+def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """argsort by (major, minor); one packed sort when both are small non-negative integers."""
+    if len(major) and major.min() >= 0 and minor.min() >= 0 and minor.max() < 2**16 and major.max() < 2**46:
+        return np.argsort((major << 16) | minor, kind="stable")
+    return np.lexsort((minor, major))
+
+
+def _frame_codes(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
+    """A dense code per distinct (symbol, module) of the chain rows, and each code's (symbol, module) key."""
+    keys = ((samples.symbols + 1) << 32) | (samples.modules + 1)
+    codes, uniques = pd.factorize(keys)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=np.int64)
+
+
+def _split_key(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (keys >> 32) - 1, (keys & 0xFFFFFFFF) - 1
+
+
+def _frame_table(conn: sqlite3.Connection, symbols: np.ndarray, modules: np.ndarray, counts: np.ndarray,
+                 total: int) -> pd.DataFrame:
+    names = string_values(conn, np.r_[symbols, modules])
+    table = pd.DataFrame({"symbol": [names.get(int(s), "[unknown]") for s in symbols],
+                          "module": [names.get(int(m), "") for m in modules],
+                          "samples": counts.astype(int)})
+    table["pct"] = table["samples"] * 100.0 / total
+    return table.sort_values(["samples", "symbol"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def self_hotspots(conn: sqlite3.Connection, samples: Samples, top: int = TOP_N) -> pd.DataFrame:
+    leaf = samples.depths == 0
+    keys, counts = np.unique(((samples.symbols[leaf] + 1) << 32) | (samples.modules[leaf] + 1), return_counts=True)
+    best = np.argsort(-counts, kind="stable")[:top]
+    symbols, modules = _split_key(keys[best])
+    return _frame_table(conn, symbols, modules, counts[best], len(samples.ids))
+
+
+def inclusive_hotspots(conn: sqlite3.Connection, samples: Samples, top: int = TOP_N) -> pd.DataFrame:
+    codes, keys = _frame_codes(samples)
+    sample_index = np.cumsum(np.r_[True, samples.chain_ids[1:] != samples.chain_ids[:-1]]) - 1
+    distinct = np.unique((sample_index << 32) | codes)  # each frame once per sample
+    counts = np.bincount(distinct & 0xFFFFFFFF, minlength=len(keys))
+    best = np.argsort(-counts, kind="stable")[:top]
+    best = best[counts[best] > 0]
+    symbols, modules = _split_key(keys[best])
+    return _frame_table(conn, symbols, modules, counts[best], len(samples.ids))
+
+
+def top_down_tree(conn: sqlite3.Connection, samples: Samples, min_share: float = TREE_MIN_SHARE) -> dict:
+    """The root-to-leaf call tree with sample counts, nodes under ``min_share`` of the samples pruned."""
+    total = len(samples.ids)
+    floor = max(1, int(np.ceil(total * min_share)))
+    # level from the root: the deepest frame of a sample is level 0
+    starts = np.flatnonzero(np.r_[True, samples.chain_ids[1:] != samples.chain_ids[:-1]])
+    sizes = np.diff(np.r_[starts, len(samples.chain_ids)])
+    position = np.arange(len(samples.chain_ids)) - np.repeat(starts, sizes)
+    level = np.repeat(sizes, sizes) - 1 - position
+    sample_of = np.repeat(np.arange(len(starts)), sizes)
+    parent = np.full(len(starts), -1, dtype=np.int64)  # node id of each sample's frame at the previous level
+    nodes: dict[int, dict] = {}
+    children: dict[int, list[int]] = {-1: []}
+    next_id = 0
+    codes, frame_keys = _frame_codes(samples)
+    for depth in range(min(int(level.max()) + 1 if len(level) else 0, TREE_MAX_DEPTH)):
+        at = level == depth
+        key = ((parent[sample_of[at]] + 1) << 32) | codes[at]
+        uniques, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        ids = np.arange(next_id, next_id + len(uniques))
+        next_id += len(uniques)
+        alive = np.zeros(len(starts), dtype=bool)
+        for node_id, packed, count in zip(ids[counts >= floor], uniques[counts >= floor], counts[counts >= floor]):
+            parent_id = int(packed >> 32) - 1
+            if parent_id != -1 and parent_id not in nodes:
+                continue
+            symbol, module = _split_key(frame_keys[packed & 0xFFFFFFFF])
+            nodes[int(node_id)] = {"symbol": int(symbol), "module": int(module), "samples": int(count)}
+            children.setdefault(parent_id, []).append(int(node_id))
+        parent[sample_of[at]] = ids[inverse.ravel()]
+        alive[sample_of[at]] = True
+        if not alive.any():
+            break
+    names = string_values(conn, [v for n in nodes.values() for v in (n["symbol"], n["module"])])
+
+    def build(node_id: int) -> dict:
+        node = nodes[node_id]
+        kids = sorted(children.get(node_id, []), key=lambda k: -nodes[k]["samples"])
+        return {"symbol": names.get(node["symbol"], "[unknown]"), "module": names.get(node["module"], ""),
+                "samples": node["samples"], "pct": node["samples"] * 100.0 / total,
+                "children": [build(k) for k in kids]}
+
+    roots = sorted(children[-1], key=lambda k: -nodes[k]["samples"])
+    return {"symbol": "[all samples]", "module": "", "samples": total, "pct": 100.0,
+            "children": [build(k) for k in roots]}

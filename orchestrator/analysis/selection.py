@@ -1,0 +1,59 @@
+"""Which part of a capture to analyse: parsing --window and --process, checked against the capture."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UsageError
+
+_TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class Window:
+    kind: str          # steady, all, frame, range
+    start_ns: int
+    end_ns: int
+
+    def as_tuple(self) -> tuple[int, int]:
+        return self.start_ns, self.end_ns
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "start_ns": self.start_ns, "end_ns": self.end_ns,
+                "duration_ns": self.end_ns - self.start_ns}
+
+
+def parse_time(text: str) -> int:
+    """'1500000', '1.5ms', '2s' -> ns; a bare number is ns like every time in the summary."""
+    match = _TIME.match(text)
+    if not match:
+        raise UsageError(f"--window: cannot read '{text}' as a time",
+                         "write e.g. 2s:3.5s, 200ms:1s or 1000000:2000000 (ns)")
+    return int(round(float(match.group(1)) * _UNIT_NS[match.group(2) or "ns"]))
+
+
+def parse_range(text: str, capture: tuple[int, int]) -> Window:
+    """START:END on the capture's clock (ns from the session start, as nsys shows them)."""
+    if text.count(":") != 1:
+        raise UsageError(f"--window '{text}' is not START:END or 'all'", "write e.g. --window 2s:3.5s")
+    start, end = (parse_time(part) for part in text.split(":"))
+    if end <= start:
+        raise UsageError(f"--window {text}: the end is not after the start", "write START:END with START < END")
+    lo, hi = capture
+    if end <= lo or start >= hi:
+        raise UsageError(f"--window {text} lies outside the capture ({lo / 1e9:.3f}s to {hi / 1e9:.3f}s)",
+                         f"pick times between {lo / 1e9:.3f}s and {hi / 1e9:.3f}s")
+    return Window("range", max(start, lo), min(end, hi))
+
+
+def pick_processes(processes: list[dict], wanted: str | None) -> list[int] | None:
+    """pids whose name is ``wanted`` (or ends with /wanted); None means every process."""
+    if not wanted:
+        return None
+    pids = [p["pid"] for p in processes if p["name"] == wanted or p["name"].rsplit("/", 1)[-1] == wanted]
+    if not pids:
+        names = sorted({p["name"] for p in processes if p["name"]})
+        raise UsageError(f"--process {wanted}: no such process in the capture",
+                         f"pick one of: {', '.join(names[:12]) or 'none named'}")
+    return pids

@@ -1,0 +1,261 @@
+"""The analysis facade: one SQLite export in, one summary document (summary.json) out.
+
+API sections cover the whole capture, as `nsys stats` does; hotspots, cores and threads follow the window
+(default: the steady frames when there are frames, else the whole capture).
+"""
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ReportError, UsageError
+from . import api_summaries, sampling, scheduling
+from .calls import BLOCKING_CALLS, CUDA_WAIT_CALLS, GL_WAIT_CALLS, WAIT_SYMBOL
+from .capture import capture_section, cpu_count
+from .evidence import Evidence, gpu_busy_ns, time_in_calls
+from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
+from .names import pid_of, string_values, thread_names, tid_of
+from .schema import Schema
+from .selection import Window, parse_range, pick_processes
+from .trace import Trace
+from .verdict import decide
+
+SUMMARY_VERSION = 1
+EARLY_TABLES = ["SCHED_EVENTS", "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"]  # needed first: CPU use, focus thread
+BIG_TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "OPENGL_API",
+              "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"]
+API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
+                "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
+                "cuda_kernels": api_summaries.cuda_kernels, "memcpy": api_summaries.memcpy}
+WAIT_TABLES = {"OPENGL_API": GL_WAIT_CALLS, "CUPTI_ACTIVITY_KIND_RUNTIME": CUDA_WAIT_CALLS,
+               "OSRT_API": BLOCKING_CALLS}
+COMPUTE_ORDER = ["cuda_kernels", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx", "khr_debug"]
+PROFILER_THREAD_PREFIX = "[NSys"  # nsys's own threads inside the app: overhead, not the app's hotspots
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    window: str | None = None       # "all" or "START:END"
+    frame: int | None = None
+    steady: bool = False
+    process: str | None = None
+    frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
+
+
+def analyze(conn: sqlite3.Connection, schema: Schema, options: AnalysisOptions | None = None,
+            path: Path | None = None) -> dict:
+    """The summary document of one export; ``path`` (the export's file) lets big tables be read in parallel."""
+    try:
+        return _analyze(Trace(conn, schema, path), options or AnalysisOptions())
+    except sqlite3.DatabaseError as exc:
+        raise ReportError(f"the export could not be read ({exc})",
+                          "export it again from the .nsys-rep with 'nsys export --type sqlite'") from None
+
+
+def _analyze(trace: Trace, options: AnalysisOptions) -> dict:
+    try:
+        return _sections(trace, options)
+    finally:
+        trace.close()
+
+
+def _sections(trace: Trace, options: AnalysisOptions) -> dict:
+    conn, schema = trace.conn, trace.schema
+    trace.prefetch([trace.table_read(t) for t in EARLY_TABLES + BIG_TABLES])  # runs while frames are found
+    capture = capture_section(conn, schema)
+    span = (capture["start_ns"], capture["end_ns"])
+    if span[1] <= span[0]:
+        raise ReportError("the capture is empty (it lasts 0 ns)", "profile again with a longer --duration")
+    pids = pick_processes(capture["processes"], options.process)
+    frames = find_frames(conn, schema, pids, options.frame_range)
+    if options.frame_range and frames is None:
+        raise UsageError(f"no frames delimited by '{options.frame_range}' in the capture",
+                         "give an NVTX range name from the 'nvtx' section, or eglSwapBuffers/glXSwapBuffers/glFinish")
+    window = choose_window(options, span, frames)
+    threads_by_tid = thread_names(conn, schema)
+    skip = [gtid for gtid, name in threads_by_tid.items() if name.startswith(PROFILER_THREAD_PREFIX)]
+
+    samples = sampling.load_samples(trace, window.as_tuple(), pids, skip)
+    hotspots = hotspots_section(conn, samples, skip)
+    cpus = cpu_count(conn, schema)
+    intervals = scheduling.on_cpu_intervals(trace, window.as_tuple(), pids)
+    if intervals is not None and len(intervals):
+        use = scheduling.cpu_use_from_sched(intervals, window.as_tuple(), cpus)
+    elif samples is not None:
+        use = scheduling.cpu_use_from_samples(samples, window.as_tuple(), cpus)
+    else:
+        use = None
+    gtid = focus_thread(trace, frames, use, threads_by_tid)
+    if gtid is not None:  # the focus thread's waits, read beside the big tables still in flight
+        trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
+                        for table, names in WAIT_TABLES.items()])
+    done = {name: _records(API_SECTIONS[name](trace)) for name in COMPUTE_ORDER}  # as their reads arrive
+    apis = {name: done[name] for name in API_SECTIONS}
+    threads = _threads_section(conn, use, samples, threads_by_tid)
+    evidence = gather_evidence(trace, window, frames, gtid, use, hotspots, threads_by_tid)
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "capture": capture,
+        "window": window.to_json(),
+        "frames": _frames_section(frames, window),
+        "hotspots": hotspots,
+        "cores": None if use is None else _records(use.cores),
+        "cpu_source": None if use is None else use.source,
+        "threads": threads,
+        **apis,
+        "verdict": decide(evidence),
+    }
+
+
+def choose_window(options: AnalysisOptions, span: tuple[int, int], frames: Frames | None) -> Window:
+    if options.window and options.window != "all":
+        return parse_range(options.window, span)
+    if options.window == "all":
+        return Window("all", *span)
+    if options.frame is not None:
+        if frames is None:
+            raise UsageError("--frame: the capture has no frames (no buffer swaps, no 'frame' NVTX range)",
+                             "use --frame-range NAME for the NVTX range that marks a frame, or --window")
+        if not 0 <= options.frame < len(frames.starts):
+            raise UsageError(f"--frame {options.frame}: the capture has frames 0 to {len(frames.starts) - 1}",
+                             f"pick a frame between 0 and {len(frames.starts) - 1}")
+        return Window("frame", *frames.span(options.frame))
+    if frames is not None and len(frames.starts) > 1:
+        return Window("steady", *frames.steady_span())
+    if options.steady:
+        raise UsageError("--steady: the capture has no frames to find a steady state in",
+                         "use --frame-range NAME for the NVTX range that marks a frame, or --window all")
+    return Window("all", *span)
+
+
+def hotspots_section(conn: sqlite3.Connection, samples: sampling.Samples | None, skip: list[int]) -> dict | None:
+    if samples is None:
+        return None
+    return {"samples": int(len(samples.ids)), "excluded_threads": len(skip),
+            "self": _records(sampling.self_hotspots(conn, samples)),
+            "inclusive": _records(sampling.inclusive_hotspots(conn, samples)),
+            "tree": sampling.top_down_tree(conn, samples)}
+
+
+def _frames_section(frames: Frames | None, window: Window) -> dict | None:
+    if frames is None:
+        return None
+    durations = frames.durations
+    inside = int(((frames.starts >= window.start_ns) & (frames.ends <= window.end_ns)).sum())
+    return {"source": frames.source, "kind": frames.kind, "count": int(len(durations)),
+            "first_ns": int(durations[0]), "first_start_ns": int(frames.starts[0]),
+            "warmup": {"frames": frames.warmup, "rule": WARMUP_RULE},
+            "steady": steady_stats(frames), "in_window": inside,
+            "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
+
+
+def _thread_label(gtid: int, names: dict[int, str]) -> str:
+    return f"{names.get(gtid, 'thread')} ({tid_of(gtid)})"
+
+
+def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, samples: sampling.Samples | None,
+                     names: dict[int, str]) -> list[dict] | None:
+    if use is None:
+        return None
+    top: dict[int, str] = {}
+    if samples is not None:
+        leaf = samples.depths == 0
+        frame = pd.DataFrame({"id": samples.chain_ids[leaf], "symbol": samples.symbols[leaf]})
+        owner = pd.Series(samples.tids, index=samples.ids)
+        frame["tid"] = owner.reindex(frame["id"]).to_numpy()
+        best = frame.groupby(["tid", "symbol"]).size().reset_index(name="n").sort_values("n", ascending=False)
+        best = best.drop_duplicates("tid")
+        symbols = string_values(conn, best["symbol"])
+        top = {int(t): symbols.get(int(s), "[unknown]") for t, s in zip(best["tid"], best["symbol"])}
+    rows = []
+    for gtid, cpu_ns, pct in use.threads[["globalTid", "cpu_ns", "cpu_pct"]].itertuples(index=False):
+        rows.append({"tid": tid_of(gtid), "pid": pid_of(gtid), "name": names.get(int(gtid), ""),
+                     "cpu_ns": int(cpu_ns), "cpu_pct": float(pct), "top_symbol": top.get(int(gtid))})
+    return rows
+
+
+def focus_thread(trace: Trace, frames: Frames | None, use: scheduling.CpuUse | None,
+                 names: dict[int, str]) -> int | None:
+    """The thread a verdict is about: the one delimiting frames, else the busiest on a CPU, else the one
+    making the most CUDA/OpenGL calls."""
+    if frames is not None:
+        return frames.global_tid
+    busiest = _busiest_thread(use, names)
+    return busiest if busiest is not None else _busiest_api_thread(trace)
+
+
+def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: int | None,
+                    use: scheduling.CpuUse | None, hotspots: dict | None, names: dict[int, str]) -> Evidence:
+    span = window.as_tuple()
+    wait_ns, wait_calls, blocking_ns, blocking_calls = 0, (), 0, ()
+    thread_pct = None
+    if gtid is not None:
+        found = {table: time_in_calls(trace, table, names, gtid, span) for table, names in WAIT_TABLES.items()}
+        (gl_ns, gl_calls), (cu_ns, cu_calls) = found["OPENGL_API"], found["CUPTI_ACTIVITY_KIND_RUNTIME"]
+        wait_ns, wait_calls = gl_ns + cu_ns, gl_calls + cu_calls
+        blocking_ns, blocking_calls = found["OSRT_API"]
+        if use is not None:
+            match = use.threads[use.threads["globalTid"] == gtid]["cpu_pct"]
+            thread_pct = float(match.iloc[0]) if len(match) else 0.0
+    wait_symbol, wait_pct = _wait_symbol(hotspots)
+    busy = gpu_busy_ns(trace, span)
+    in_window = int(((frames.starts >= span[0]) & (frames.ends <= span[1])).sum()) if frames is not None else 0
+    hottest = hotspots["self"][0] if hotspots and hotspots["self"] else None
+    return Evidence(
+        window_ns=span[1] - span[0], thread=_thread_label(gtid, names) if gtid is not None else None,
+        frame_count=in_window, gpu_wait_ns=wait_ns, gpu_wait_calls=wait_calls, wait_symbol_pct=wait_pct,
+        wait_symbol=wait_symbol, blocking_ns=blocking_ns, blocking_calls=blocking_calls, thread_cpu_pct=thread_pct,
+        busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
+        gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
+        hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None)
+
+
+def _busiest_thread(use: scheduling.CpuUse | None, names: dict[int, str]) -> int | None:
+    if use is None:
+        return None
+    for gtid in use.threads["globalTid"]:
+        if not names.get(int(gtid), "").startswith(PROFILER_THREAD_PREFIX):
+            return int(gtid)
+    return None
+
+
+def _busiest_api_thread(trace: Trace) -> int | None:
+    """Without CPU data, the thread that made the most CUDA or OpenGL calls (in an even sample of them)."""
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OPENGL_API"):
+        tids = trace.sampled_threads(table)
+        if len(tids):
+            values, counts = np.unique(tids, return_counts=True)
+            return int(values[counts.argmax()])
+    return None
+
+
+def _wait_symbol(hotspots: dict | None) -> tuple[str | None, float]:
+    if not hotspots:
+        return None, 0.0
+    for row in hotspots["inclusive"]:
+        if WAIT_SYMBOL.search(row["symbol"]):
+            return row["symbol"], float(row["pct"])
+    return None, 0.0
+
+
+def _records(table: pd.DataFrame | None) -> list[dict] | None:
+    """DataFrame -> JSON-ready rows: numpy scalars become int/float, NaN becomes None."""
+    if table is None:
+        return None
+    rows = []
+    for row in table.to_dict(orient="records"):
+        rows.append({k: _plain(v) for k, v in row.items()})
+    return rows
+
+
+def _plain(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    return value

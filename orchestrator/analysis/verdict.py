@@ -1,0 +1,80 @@
+"""The bottleneck in one word plus the figures behind it, in words a user understands.
+
+Rules, first match wins (shares are of the analysis window, on the thread that delimits frames or, without
+frames, the app thread that used the most CPU):
+  gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls, or >= 30 % of its samples are in
+              wait functions (WaitForCompletion, glFinish, cudaStreamSynchronize...)
+  gpu_bound   GPU work runs >= 85 % of the window
+  cpu_bound   the thread is on a CPU >= 70 % of the window
+  io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
+  unknown     none of these
+Confidence is "high" when the deciding share is well past its threshold, else "medium"; "low" for unknown.
+"""
+from __future__ import annotations
+
+from .evidence import Evidence
+
+GPU_WAIT_SHARE, GPU_BUSY_SHARE, CPU_SHARE, BLOCKING_SHARE = 0.30, 0.85, 0.70, 0.50
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms"
+
+
+def _per_frame(ev: Evidence, ns: int) -> str:
+    if ev.frame_count:
+        return f"{_ms(ns / ev.frame_count)} of each {_ms(ev.window_ns / ev.frame_count)} frame"
+    return f"{_ms(ns)} of the {_ms(ev.window_ns)} window"
+
+
+def decide(ev: Evidence) -> dict:
+    on = f" on {ev.thread}" if ev.thread else ""
+    evidence: list[str] = []
+    wait_share = ev.gpu_wait_ns / ev.window_ns if ev.window_ns else 0.0
+    symbol_share = ev.wait_symbol_pct / 100.0
+    blocking_share = ev.blocking_ns / ev.window_ns if ev.window_ns else 0.0
+    cpu_share = (ev.thread_cpu_pct or 0.0) / 100.0
+    gpu_share = (ev.gpu_busy_pct or 0.0) / 100.0
+    if wait_share >= 0.01:
+        evidence.append(f"{wait_share * 100:.0f} % of the time{on} is spent waiting for the GPU in "
+                        f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})")
+    if ev.wait_symbol:
+        evidence.append(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}")
+    if ev.gpu_busy_pct is not None:
+        evidence.append(f"the GPU is busy {ev.gpu_busy_pct:.0f} % of the window")
+    if ev.thread_cpu_pct is not None:
+        evidence.append(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window")
+    if ev.busy_cores is not None:
+        evidence.append(f"{ev.busy_cores:.2g} cores busy on average")
+    if ev.blocking_ns:
+        evidence.append(f"{blocking_share * 100:.0f} % of the time{on} is in blocking OS calls "
+                        f"({', '.join(ev.blocking_calls[:3])})")
+    if ev.hottest_self:
+        evidence.append(f"hottest function: {ev.hottest_self} ({ev.hottest_self_pct:.0f} % of samples)")
+
+    deciding = max(wait_share, symbol_share)
+    if deciding >= GPU_WAIT_SHARE:
+        kind, share, threshold = "gpu_wait", deciding, GPU_WAIT_SHARE
+    elif gpu_share >= GPU_BUSY_SHARE:
+        kind, share, threshold = "gpu_bound", gpu_share, GPU_BUSY_SHARE
+    elif cpu_share >= CPU_SHARE:
+        kind, share, threshold = "cpu_bound", cpu_share, CPU_SHARE
+    elif blocking_share >= BLOCKING_SHARE:
+        kind, share, threshold = "io_or_sleep", blocking_share, BLOCKING_SHARE
+    else:
+        return {"kind": "unknown", "confidence": "low", "summary": "no single bottleneck stands out",
+                "evidence": evidence}
+    confidence = "high" if share >= threshold + (1 - threshold) / 2 else "medium"
+    return {"kind": kind, "confidence": confidence, "summary": _summary(kind, share, ev, on), "evidence": evidence}
+
+
+def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:
+    if kind == "gpu_wait":
+        what = ev.gpu_wait_calls[0] if ev.gpu_wait_calls else ev.wait_symbol
+        return f"{share * 100:.0f} % of the time{on} is spent in {what} waiting for the GPU"
+    if kind == "gpu_bound":
+        return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace"
+    if kind == "cpu_bound":
+        hot = f", mostly in {ev.hottest_self}" if ev.hottest_self else ""
+        return f"{ev.thread or 'the busiest thread'} computes on a CPU {share * 100:.0f} % of the time{hot}"
+    return f"{share * 100:.0f} % of the time{on} is spent blocked in OS calls ({', '.join(ev.blocking_calls[:2])})"

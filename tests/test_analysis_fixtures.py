@@ -1,0 +1,164 @@
+"""The analysis on real exports (recorded with nsys 2022.4 here, public CUDA reports), asserted by value.
+
+Expected figures come from plain SQL over the same export or from the app's design (60 frames of the pose
+pipeline), never from the analysis itself.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from orchestrator.analysis import AnalysisOptions, analyze_report
+from orchestrator.errors import UsageError
+
+SECTIONS = {"summary_version", "capture", "window", "frames", "hotspots", "cores", "cpu_source", "threads", "osrt",
+            "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels", "memcpy", "verdict"}
+
+
+def sql(path, query, *params):
+    with sqlite3.connect(path) as conn:
+        return conn.execute(query, params).fetchone()
+
+
+@pytest.fixture(scope="module")
+def pose(export):
+    return analyze_report(export("tflite-pose-xnnpack"))
+
+
+@pytest.fixture(scope="module")
+def gears(export):
+    return analyze_report(export("es2gears-opengl"))
+
+
+def test_every_section_is_present_and_json_ready(pose, gears):
+    assert set(pose) == SECTIONS and set(gears) == SECTIONS
+    assert pose["opengl"] is None and pose["cuda_kernels"] is None  # what the report lacks is null
+    json.loads(json.dumps(pose))
+
+
+def test_pose_frames_are_the_sixty_nvtx_frame_ranges(pose, export):
+    path = export("tflite-pose-xnnpack")
+    first_start, first_end = sql(path, "SELECT start, end FROM NVTX_EVENTS JOIN StringIds s ON s.id = textId "
+                                       "WHERE s.value = 'frame' ORDER BY start LIMIT 1")
+    mean_rest = sql(path, "SELECT avg(end - start) FROM (SELECT start, end FROM NVTX_EVENTS JOIN StringIds s "
+                          "ON s.id = textId WHERE s.value = 'frame' ORDER BY start LIMIT -1 OFFSET 1)")[0]
+    frames = pose["frames"]
+    assert (frames["source"], frames["kind"], frames["count"]) == ("frame", "nvtx", 60)
+    assert frames["first_ns"] == first_end - first_start
+    assert frames["warmup"]["frames"] == 0
+    assert frames["steady"]["count"] == 59
+    assert frames["steady"]["mean_ns"] == pytest.approx(mean_rest)
+    assert 13e6 < frames["steady"]["p50_ns"] < 16e6           # ~14.5 ms per frame on this machine
+    assert frames["first_ns"] > frames["steady"]["p90_ns"]     # the first inference is the slow one
+    assert pose["window"]["kind"] == "steady"
+    assert pose["window"]["start_ns"] == pose["frames"]["frame_starts_ns"][1]
+
+
+def test_pose_hotspots_are_xnnpack_kernels_and_it_is_cpu_bound(pose):
+    hot = pose["hotspots"]
+    assert hot["self"][0]["symbol"].startswith("xnn_f32_gemm")
+    assert sum(row["pct"] for row in hot["self"][:5] if row["symbol"].startswith("xnn_")) > 60
+    assert all(not row["symbol"].startswith("[") for row in hot["inclusive"])  # pseudo-frames left out
+    assert hot["tree"]["samples"] == hot["samples"]
+    assert sum(child["samples"] for child in hot["tree"]["children"]) <= hot["samples"]
+    assert [c["cpu"] for c in pose["cores"]] == [0, 1] and pose["cpu_source"] == "context switches"
+    assert sum(c["busy_pct"] for c in pose["cores"]) > 150     # two XNNPACK threads keep both cores busy
+    main = pose["threads"][0]
+    assert main["name"] == "python" and main["cpu_pct"] > 90 and main["top_symbol"].startswith("xnn_")
+    assert pose["verdict"]["kind"] == "cpu_bound"
+    assert any("cores busy" in line for line in pose["verdict"]["evidence"])
+
+
+def test_pose_nvtx_ranges_match_the_pipeline_stages(pose):
+    ranges = {row["name"]: row for row in pose["nvtx"]}
+    assert set(ranges) == {"frame", "detect", "nms", "landmark"}
+    assert all(row["calls"] == 60 and row["style"] == "PushPop" for row in ranges.values())
+    assert ranges["detect"]["avg_ns"] + ranges["landmark"]["avg_ns"] + ranges["nms"]["avg_ns"] < ranges["frame"]["avg_ns"]
+
+
+def test_gears_frames_are_swaps_with_a_slow_first_frame(gears, export):
+    path = export("es2gears-opengl")
+    swaps, last_end = sql(path, "SELECT count(*), max(o.end) FROM OPENGL_API o JOIN StringIds s ON s.id = o.nameId "
+                                "WHERE s.value = 'eglSwapBuffers'")
+    frames = gears["frames"]
+    assert (frames["source"], frames["count"]) == ("eglSwapBuffers", swaps)
+    assert sum(frames["per_frame_ns"][1:]) == last_end - frames["frame_starts_ns"][1]  # frames tile the run
+    assert frames["first_ns"] > 20 * frames["steady"]["p50_ns"]
+    calls = {row["name"]: row["calls"] for row in gears["opengl"]}
+    assert calls["eglSwapBuffers"] == swaps
+    assert 3 * swaps <= calls["glDrawArrays"] <= 3 * (swaps + 1)  # three gears a frame; the last may be unswapped
+    assert gears["opengl_gpu"] and gears["osrt"]
+
+
+def test_gears_threads_show_the_llvmpipe_workers(gears):
+    names = {row["name"] for row in gears["threads"]}
+    assert {"es2gears_x11", "llvmpipe-0", "llvmpipe-1"} <= names
+    assert gears["hotspots"]["excluded_threads"] >= 1   # nsys's own [NSys] threads
+
+
+def test_sampled_python_app_without_frames_uses_the_whole_capture(export):
+    summary = analyze_report(export("python-cpu-sampling"))
+    path = export("python-cpu-sampling")
+    start, stop = sql(path, "SELECT startTime, stopTime FROM ANALYSIS_DETAILS")
+    assert summary["frames"] is None
+    assert summary["window"] == {"kind": "all", "start_ns": start, "end_ns": stop, "duration_ns": stop - start}
+    assert summary["hotspots"]["self"][0]["symbol"] == "_PyEval_EvalFrameDefault"
+    assert "math_sqrt" in [row["symbol"] for row in summary["hotspots"]["self"][:3]]
+
+
+def test_cuda_report_sections(export):
+    summary = analyze_report(export("nsu_v100_2022.export2022_4"))
+    path = export("nsu_v100_2022.export2022_4")
+    kernels, kernel_ns = sql(path, "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert sum(k["calls"] for k in summary["cuda_kernels"]) == kernels
+    assert sum(k["total_ns"] for k in summary["cuda_kernels"]) == kernel_ns
+    assert {m["direction"] for m in summary["memcpy"]} <= {"HtoD", "DtoH", "DtoD", "memset"}
+    copied = sql(path, "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0]
+    assert sum(m["bytes"] for m in summary["memcpy"]) == copied
+    assert all(not row["name"].endswith(("_v3020", "_v7000")) for row in summary["cuda_api"])
+    assert len(summary["capture"]["platform"]["gpus"]) == 4
+    assert summary["hotspots"] is None and summary["frames"] is None
+
+
+def test_2023_export_with_renamed_metadata(export):
+    summary = analyze_report(export("ompoffload_t4_2023"))
+    assert summary["capture"]["nsys_version"].startswith("2023.3")
+    assert summary["cuda_kernels"] and summary["cuda_api"]
+    heat = summary["threads"][0]
+    assert heat["name"] == "heat" and heat["cpu_pct"] > 90
+    assert summary["verdict"]["kind"] in ("gpu_bound", "cpu_bound")
+    assert any("GPU is busy" in line for line in summary["verdict"]["evidence"])
+
+
+def test_2019_report_nvtx_text_ranges(export):
+    summary = analyze_report(export("flux_gtx1650_2019.export2022_4"))
+    assert summary["nvtx"] and summary["nvtx"][0]["style"] == "StartEnd"
+    assert summary["capture"]["platform"]["gpus"] == ["GeForce GTX 1650"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (AnalysisOptions(window="50s:60s"), "outside the capture"),
+    (AnalysisOptions(window="2s:1s"), "not after the start"),
+    (AnalysisOptions(window="soon"), "not START:END"),
+    (AnalysisOptions(frame=60), "frames 0 to 59"),
+    (AnalysisOptions(process="nope"), "no such process"),
+    (AnalysisOptions(frame_range="inference"), "no frames delimited by 'inference'"),
+])
+def test_bad_selections_are_usage_errors(export, options, message):
+    with pytest.raises(UsageError, match=message):
+        analyze_report(export("tflite-pose-xnnpack"), options)
+
+
+def test_one_frame_and_a_time_window(export):
+    path = export("tflite-pose-xnnpack")
+    whole = analyze_report(path, AnalysisOptions(window="all"))
+    one = analyze_report(path, AnalysisOptions(frame=10))
+    assert one["window"]["kind"] == "frame"
+    assert one["window"]["duration_ns"] == one["frames"]["per_frame_ns"][10]
+    assert 0 < one["hotspots"]["samples"] < whole["hotspots"]["samples"]
+    assert one["osrt"] == whole["osrt"]  # API sections always cover the whole capture
+    start = whole["capture"]["start_ns"]
+    timed = analyze_report(path, AnalysisOptions(window=f"{start / 1e6 + 100:.0f}ms:{start / 1e6 + 300:.0f}ms"))
+    assert timed["window"]["duration_ns"] == pytest.approx(200e6, abs=1e6)

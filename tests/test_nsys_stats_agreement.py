@@ -1,0 +1,34 @@
+"""Our API summaries carry the very numbers `nsys stats` prints, on the same files, with the real nsys."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
+from orchestrator.analysis import analyze_report
+
+pytestmark = pytest.mark.integration
+
+EXPORTS = ["es2gears-opengl", "python-cpu-sampling", "tflite-pose-xnnpack", "flux_gtx1650_2019.export2022_4",
+           "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4", "ompoffload_t4_2023"]
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_summaries_equal_nsys_stats(name, export, host_nsys):
+    path = export(name)
+    summary = analyze_report(path)
+    compared = sum(assert_same_numbers(section, summary[section], nsys_stats(host_nsys, report, path))
+                   for section, report in REPORTS.items())
+    assert compared > 0  # every export here has at least one summary nsys also makes
+
+
+@pytest.mark.parametrize("report", ["flux_gtx1650_2019.qdrep", "tflite-pose-xnnpack.nsys-rep"])
+def test_reports_are_exported_first_and_still_agree(report, tmp_path, host_nsys):
+    from conftest import NSYS_DATA
+    copy = tmp_path / report
+    shutil.copyfile(NSYS_DATA / report, copy)
+    summary = analyze_report(copy)
+    assert summary["capture"]["export"] == str(copy.with_suffix(".sqlite"))
+    for section in ("nvtx", "cuda_kernels", "cuda_api", "memcpy", "osrt"):
+        assert_same_numbers(section, summary[section], nsys_stats(host_nsys, REPORTS[section], copy.with_suffix(".sqlite")))
