@@ -266,6 +266,10 @@ def capture(request, emit):
     deadline = started + budget
     emit("capture_started", display=env.get("DISPLAY"), deadline_s=budget)
     cwd = os.path.expanduser(request["cwd"]) if request.get("cwd") else None
+    try:  # a retried capture reuses the run folder: the last try's pid file names an app long gone
+        os.remove(request["pid_file"])
+    except OSError:
+        pass
     log_path = os.path.join(run_dir, "nsys.log")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,

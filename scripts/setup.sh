@@ -8,3 +8,5 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# the TFLite pose models the analysis tests profile (from MediaPipe's wheel)
+.venv/bin/python scripts/fetch_pose_models.py

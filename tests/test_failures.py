@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_inventory
+from orchestrator.agent_client import deploy_agent
+from orchestrator.catalog import adhoc_app, with_overrides
+from orchestrator.inventory import Host
+from orchestrator.nsys_command import RemoteRunPaths, profile_argv
+from orchestrator.transport import ConnectOptions, open_transport
 from sshd_server import free_port, keygen, make_sshd
 from test_profile_e2e import board, ssh_args
 
@@ -187,3 +192,23 @@ def test_a_silent_port_times_out_with_the_inventory_timeout(tmp_path):
     assert done.returncode == 4
     assert f"root@127.0.0.1:{port} accepted the connection but sent no SSH greeting within 1 s" in error_line(done)
     assert time.monotonic() - started < 20
+
+
+def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
+    """A retry after a stall runs in the same run folder: the app to stop is the new one, not the pid the
+    first try left behind (which once made a retry wait for a long-gone app until the watchdog)."""
+    host = Host(name="local", connection="local", work_dir=str(tmp_path / "work"))
+    transport = open_transport(host, ConnectOptions())
+    agent = deploy_agent(transport, host)
+    paths = RemoteRunPaths(str(tmp_path / "run"))
+    Path(paths.run_dir).mkdir()
+    Path(paths.pid_file).write_text("4194000\n")  # no such process
+    spec = with_overrides(adhoc_app("sh -c 'while true; do sleep 0.2; done'", False), 2, trace="osrt", sample="none")
+    capture = agent.call("capture", {
+        "argv": profile_argv("/usr/bin/nsys", spec, paths), "cwd": None, "env": {}, "run_dir": paths.run_dir,
+        "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2, "delay_s": 0,
+        "grace_s": 30, "display": {"mode": "none"}}, timeout=120)
+    transport.close()
+    assert capture["app_pid"] != 4194000
+    assert capture["app_stopped_after_s"] == pytest.approx(2, abs=1.5)
+    assert not capture["watchdog"] and capture["reports"]

@@ -81,9 +81,9 @@ def probe(conn: sqlite3.Connection, source: str = "the export") -> Schema:
                           "export it again from the .nsys-rep with 'nsys export --type sqlite'") from None
     schema = Schema(columns=columns, exporter_version=_exporter_version(conn, columns))
     if not schema.known_tables():
-        raise ReportError(f"{source} holds no Nsight Systems trace tables ({len(names)} tables, none known)",
-                          "give an SQLite export of an nsys report with OS runtime, OpenGL, NVTX, CUDA or "
-                          "sampling data")
+        raise ReportError(f"{source} holds no trace events ({len(names)} tables, none with OS runtime, OpenGL, "
+                          "NVTX, CUDA, scheduling or sampling rows): an empty capture",
+                          "profile again with traces on (e.g. --trace osrt,nvtx --sample cpu) while the app runs")
     return schema
 
 

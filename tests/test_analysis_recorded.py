@@ -1,0 +1,125 @@
+"""The analysis on reports recorded here and now by `orchestrate profile` with the real nsys, checked
+against what the apps measured themselves and against `nsys stats` on the same fresh report."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import run_cli, write_inventory
+from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
+from orchestrator.catalog import BUILTIN_DIR
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")]
+APPS = Path(__file__).parent / "apps"
+# what CPython spends a square-root loop in (self time of the sampled frames)
+CPYTHON_LOOP = {"_PyEval_EvalFrameDefault", "math_sqrt", "PyFloat_FromDouble", "float_dealloc", "PyNumber_InPlaceAdd",
+                "float_add", "_PyObject_Malloc", "_PyObject_Free", "long_richcompare", "PyLong_FromLong",
+                "range_iterator_next", "__sqrt_finite", "__ieee754_sqrt", "sqrt"}
+
+
+def profile_locally(tmp_path: Path, *args: str) -> tuple[Path, dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"local": {
+        "ansible_connection": "local", "orchestrate_work_dir": str(tmp_path / "work")}})
+    done = run_cli("profile", "--target", "local", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                   *args)
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    assert "analyze" in done.stderr
+    return run_dir, json.loads((run_dir / "summary.json").read_text())
+
+
+def assert_agrees_with_nsys_stats(run_dir: Path, summary: dict) -> int:
+    nsys = shutil.which("nsys")
+    return sum(assert_same_numbers(section, summary[section], nsys_stats(nsys, report, run_dir / "report.sqlite"))
+               for section, report in REPORTS.items())
+
+
+def test_nvtx_frames_match_the_apps_own_timer(tmp_path):
+    run_dir, summary = profile_locally(
+        tmp_path, "--app-cmd", f"{sys.executable} {APPS / 'nvtx_frames.py'} --frames 60", "--trace", "osrt,nvtx",
+        "--sample", "cpu", "--duration", "30")
+    own = json.loads((run_dir / "app.stdout.log").read_text().strip().splitlines()[-1])
+    measured = np.array(own["durations_ns"])
+    frames = summary["frames"]
+    assert (frames["source"], frames["kind"], frames["count"]) == ("frame", "nvtx", own["frames"])
+    # the range sits inside the app's own timer: a few microseconds shorter, never longer
+    gaps = measured - np.array(frames["per_frame_ns"])
+    assert (gaps >= 0).all() and (gaps < 200_000).all()
+    assert frames["first_ns"] == frames["per_frame_ns"][0] and frames["first_ns"] > 2 * frames["steady"]["p50_ns"]
+    steady = measured[1 + frames["warmup"]["frames"]:]
+    assert frames["steady"]["count"] == len(steady)
+    assert frames["steady"]["mean_ns"] == pytest.approx(steady.mean(), rel=0.01)
+    hot = summary["hotspots"]
+    assert hot["samples"] > 50 and hot["self"][0]["symbol"] in CPYTHON_LOOP
+    assert summary["window"]["kind"] == "steady"
+    assert summary["threads"][0]["cpu_pct"] > 50 and summary["cpu_source"] == "context switches"
+    assert summary["verdict"]["kind"] == "cpu_bound"
+    assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2  # osrtsum and nvtxsum
+
+
+@pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
+def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch):
+    # the built-in spec, with es2gears's stdout line-buffered so its FPS line survives the SIGTERM at the end
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    spec = yaml.safe_load((BUILTIN_DIR / "es2gears.yaml").read_text())
+    (apps / "es2gears-fps.yaml").write_text(yaml.safe_dump({**spec, "name": "es2gears-fps",
+                                                            "command": ["stdbuf", "-oL", *spec["command"]]}))
+    monkeypatch.setenv("ORCHESTRATE_APPS_DIR", str(apps))
+    run_dir, summary = profile_locally(tmp_path, "--app", "es2gears-fps", "--duration", "7")
+    printed = re.findall(r"(\d+) frames in ([\d.]+) seconds = ([\d.]+) FPS", (run_dir / "app.stdout.log").read_text())
+    assert printed, "es2gears prints its frame rate every 5 s"
+    count, seconds, fps = int(printed[0][0]), float(printed[0][1]), float(printed[0][2])
+    frames = summary["frames"]
+    assert frames["source"] == "eglSwapBuffers"
+    # es2gears counts from its first frame: the swaps in that span are its frames
+    ends = np.array(frames["frame_starts_ns"]) + np.array(frames["per_frame_ns"])
+    in_span = int(((ends - ends[0]) <= seconds * 1e9).sum())
+    assert abs(in_span - count) <= max(3, 0.02 * count)
+    assert 1e9 / np.mean(np.diff(ends[:in_span])) == pytest.approx(fps, rel=0.05)
+    opengl = {row["name"]: row for row in summary["opengl"]}
+    assert opengl["eglSwapBuffers"]["calls"] == frames["count"]
+    names = {row["name"] for row in summary["threads"]}
+    assert {"es2gears_x11", "llvmpipe-0"} <= names  # the app and Mesa's render threads
+    assert sum(core["busy_pct"] for core in summary["cores"]) > 50
+    assert assert_agrees_with_nsys_stats(run_dir, summary) >= 1  # osrtsum
+
+
+MODELS = Path(__file__).resolve().parent.parent / ".cache" / "models"
+
+
+@pytest.mark.skipif(not (MODELS / "pose_landmark_full.tflite").is_file(),
+                    reason="needs the pose models (scripts/setup.sh fetches them)")
+def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path):
+    summaries = {}
+    for threads in (1, 2):
+        run_dir, summary = profile_locally(
+            tmp_path / f"threads{threads}", "--app-cmd",
+            f"{sys.executable} {APPS / 'pose_pipeline.py'} --models {MODELS} --frames 30 --threads {threads}",
+            "--trace", "osrt,nvtx", "--sample", "cpu", "--duration", "60")
+        lines = (run_dir / "app.stdout.log").read_text().strip().splitlines()
+        own = json.loads(lines[-1])
+        first_ms = float(re.search(r"First Inference : ([\d.]+) ms", lines[0]).group(1))
+        frames = summary["frames"]
+        assert (frames["source"], frames["count"]) == ("frame", own["frames"])
+        assert frames["first_ns"] / 1e6 == pytest.approx(first_ms, rel=0.05)
+        measured = np.array(own["durations_ns"][1 + frames["warmup"]["frames"]:])
+        assert frames["steady"]["mean_ns"] == pytest.approx(measured.mean(), rel=0.02)
+        stages = {row["name"]: row for row in summary["nvtx"]}
+        assert {stages[s]["calls"] for s in ("frame", "detect", "nms", "landmark")} == {own["frames"]}
+        assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
+        assert summary["hotspots"]["self"][0]["symbol"].startswith("xnn_")  # XNNPACK's kernels are the hot code
+        assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2
+        summaries[threads] = summary
+    cores = {t: sum(c["busy_pct"] for c in s["cores"]) / 100 for t, s in summaries.items()}
+    assert cores[2] > cores[1] + 0.3  # the second XNNPACK thread keeps another core busy
+    assert summaries[2]["frames"]["steady"]["mean_ns"] < summaries[1]["frames"]["steady"]["mean_ns"]

@@ -1,0 +1,164 @@
+"""The analysis's pure parts on small, hand-made inputs whose answers are known."""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from orchestrator.analysis import sampling, scheduling
+from orchestrator.analysis.bulk import int_columns
+from orchestrator.analysis.durations import summarize
+from orchestrator.analysis.evidence import Evidence, union_length
+from orchestrator.analysis.frames import warmup_frames
+from orchestrator.analysis.schema import probe
+from orchestrator.analysis.selection import parse_range, parse_time, pick_processes
+from orchestrator.analysis.trace import Trace
+from orchestrator.analysis.verdict import decide
+from orchestrator.errors import ReportError, UsageError
+
+
+def test_summarize_counts_totals_median_and_sample_std():
+    table = summarize({"name": np.array([7, 7, 7, 7, 9])}, np.array([1, 10, 2, 3, 5]))
+    first, second = table.to_dict(orient="records")
+    assert first["name"] == 7 and (first["calls"], first["total_ns"], first["min_ns"], first["max_ns"]) == (4, 16, 1, 10)
+    assert first["med_ns"] == 2.5 and first["avg_ns"] == 4.0              # even count: mean of the middle two
+    assert first["std_ns"] == pytest.approx(np.std([1, 10, 2, 3], ddof=1))
+    assert (second["calls"], second["med_ns"], second["std_ns"]) == (1, 5.0, 0.0)
+    assert first["pct"] == pytest.approx(16 * 100 / 21) and second["pct"] == pytest.approx(5 * 100 / 21)
+
+
+def test_summarize_groups_by_several_keys_and_negative_durations():
+    keys = {"name": np.array([1, 1, 1, 2]), "grid": np.array([5, 6, 5, 5])}
+    table = summarize(keys, np.array([-4, 3, 8, 1]))  # a negative value takes the lexsort path
+    rows = {(r["name"], r["grid"]): r for r in table.to_dict(orient="records")}
+    assert rows[(1, 5)]["calls"] == 2 and rows[(1, 5)]["min_ns"] == -4 and rows[(1, 5)]["med_ns"] == 2.0
+    assert rows[(1, 6)]["total_ns"] == 3 and rows[(2, 5)]["total_ns"] == 1
+    assert list(table["total_ns"]) == sorted(table["total_ns"], reverse=True)
+
+
+def test_union_length_counts_overlaps_once():
+    assert union_length(np.array([[0, 10], [5, 15], [20, 25], [21, 22]])) == 20
+    assert union_length(np.array([[3, 4]])) == 1
+    assert union_length(np.empty((0, 2), dtype=np.int64)) == 0
+
+
+@pytest.mark.parametrize("durations, warm", [
+    ([100, 50, 40, 10, 10, 10, 10, 10, 10, 10, 10, 10], 2),
+    ([100, 10, 10, 10, 10, 10, 10, 10], 0),
+    ([100, 90, 90, 90, 90, 10, 10, 10], 2),    # capped at a quarter of the frames
+    ([5, 50, 10], 0),                            # too few frames to tell
+])
+def test_warmup_frames(durations, warm):
+    assert warmup_frames(np.array(durations)) == warm
+
+
+def test_times_and_windows():
+    assert parse_time("1500") == 1500 and parse_time("1.5ms") == 1_500_000 and parse_time("2s") == 2_000_000_000
+    window = parse_range("1s:5s", (2_000_000_000, 4_000_000_000))  # clipped to the capture
+    assert (window.start_ns, window.end_ns, window.kind) == (2_000_000_000, 4_000_000_000, "range")
+    for bad, message in [("5s:1s", "not after"), ("9s:10s", "outside the capture"), ("a:b", "cannot read"),
+                         ("1s", "not START:END")]:
+        with pytest.raises(UsageError, match=message):
+            parse_range(bad, (2_000_000_000, 4_000_000_000))
+
+
+def test_pick_processes_by_name_or_basename():
+    processes = [{"pid": 10, "name": "/usr/bin/es2gears_x11"}, {"pid": 11, "name": "python3"}]
+    assert pick_processes(processes, "es2gears_x11") == [10]
+    assert pick_processes(processes, None) is None
+    with pytest.raises(UsageError, match="no such process") as raised:
+        pick_processes(processes, "glmark2")
+    assert raised.value.hint == "pick one of: /usr/bin/es2gears_x11, python3"
+
+
+def _evidence(**changes) -> Evidence:
+    base = dict(window_ns=1_000_000_000, thread="app (1)", frame_count=10, gpu_wait_ns=0, gpu_wait_calls=(),
+                wait_symbol_pct=0.0, wait_symbol=None, blocking_ns=0, blocking_calls=(), thread_cpu_pct=20.0,
+                busy_cores=0.4, gpu_busy_pct=None, hottest_self="f", hottest_self_pct=30.0)
+    return Evidence(**{**base, **changes})
+
+
+@pytest.mark.parametrize("changes, kind, confidence", [
+    (dict(gpu_wait_ns=850_000_000, gpu_wait_calls=("glFinish",)), "gpu_wait", "high"),
+    (dict(wait_symbol="tflite::gpu::gl::WaitForCompletion", wait_symbol_pct=40.0), "gpu_wait", "medium"),
+    (dict(gpu_busy_pct=90.0), "gpu_bound", "medium"),
+    (dict(thread_cpu_pct=97.0), "cpu_bound", "high"),
+    (dict(blocking_ns=600_000_000, blocking_calls=("nanosleep",)), "io_or_sleep", "medium"),
+    ({}, "unknown", "low"),
+])
+def test_verdict_rules(changes, kind, confidence):
+    verdict = decide(_evidence(**changes))
+    assert (verdict["kind"], verdict["confidence"]) == (kind, confidence)
+    assert verdict["evidence"]
+
+
+def test_gpu_wait_verdict_speaks_per_frame():
+    verdict = decide(_evidence(gpu_wait_ns=850_000_000, gpu_wait_calls=("eglClientWaitSync",)))
+    assert verdict["summary"] == "85 % of the time on app (1) is spent in eglClientWaitSync waiting for the GPU"
+    assert "85 ms of each 100 ms frame" in verdict["evidence"][0]
+
+
+def _memory_export(script: str) -> Trace:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(script)
+    return Trace(conn, probe(conn))
+
+
+def test_sched_events_pair_into_busy_cores_and_threads():
+    # thread 1 runs on cpu0 0-40 and 60-100 (its last sched-in has no sched-out); thread 2 runs since before
+    # tracing started until 30 on cpu1
+    trace = _memory_export("""
+        CREATE TABLE SCHED_EVENTS (start INT, cpu INT, isSchedIn INT, globalTid INT);
+        INSERT INTO SCHED_EVENTS VALUES (0, 0, 1, 1), (40, 0, 0, 1), (60, 0, 1, 1), (30, 1, 0, 2);""")
+    intervals = scheduling.on_cpu_intervals(trace, (0, 100), None)
+    use = scheduling.cpu_use_from_sched(intervals, (0, 100), cpu_count=4)
+    assert use.cores.to_dict(orient="list") == {"cpu": [0, 1, 2, 3], "busy_pct": [80.0, 30.0, 0.0, 0.0]}
+    assert dict(zip(use.threads["globalTid"], use.threads["cpu_pct"])) == {1: 80.0, 2: 30.0}
+    half = scheduling.cpu_use_from_sched(scheduling.on_cpu_intervals(trace, (50, 100), None), (50, 100), 2)
+    assert half.cores["busy_pct"].tolist() == [80.0, 0.0]
+
+
+def test_samples_give_self_inclusive_and_a_pruned_tree():
+    # three samples: main>f>g, main>f, main>h ; stackDepth 0 is the leaf
+    trace = _memory_export("""
+        CREATE TABLE StringIds (id INT, value TEXT);
+        INSERT INTO StringIds VALUES (1, 'main'), (2, 'f'), (3, 'g'), (4, 'h'), (5, 'app'), (6, '[Max depth]');
+        CREATE TABLE COMPOSITE_EVENTS (id INT, start INT, cpu INT, threadState INT, globalTid INT, cpuCycles INT);
+        INSERT INTO COMPOSITE_EVENTS VALUES (1, 10, 0, 1, 7, 0), (2, 20, 1, 1, 7, 0), (3, 30, 0, 1, 8, 0);
+        CREATE TABLE SAMPLING_CALLCHAINS (id INT, symbol INT, module INT, stackDepth INT);
+        INSERT INTO SAMPLING_CALLCHAINS VALUES (1, 3, 5, 0), (1, 2, 5, 1), (1, 1, 5, 2), (1, 6, 6, 3),
+                                               (2, 2, 5, 0), (2, 1, 5, 1), (3, 4, 5, 0), (3, 1, 5, 1);""")
+    samples = sampling.load_samples(trace, (0, 100), None)
+    self_rows = sampling.self_hotspots(trace.conn, samples).to_dict(orient="records")
+    assert {(r["symbol"], r["samples"]) for r in self_rows} == {("g", 1), ("f", 1), ("h", 1)}
+    inclusive = sampling.inclusive_hotspots(trace.conn, samples).to_dict(orient="records")
+    assert [(r["symbol"], r["samples"], r["module"]) for r in inclusive[:2]] == [("main", 3, "app"), ("f", 2, "app")]
+    assert "[Max depth]" not in {r["symbol"] for r in inclusive}
+    tree = sampling.top_down_tree(trace.conn, samples, min_share=0.5)  # h and g fall under the 50 % floor
+    main, = tree["children"]
+    assert (main["symbol"], main["samples"]) == ("main", 3)
+    assert [(c["symbol"], c["samples"], c["children"]) for c in main["children"]] == [("f", 2, [])]
+    later = sampling.load_samples(trace, (15, 100), None)
+    assert len(later.ids) == 2
+
+
+def test_sampling_estimates_cpu_when_there_are_no_context_switches():
+    trace = _memory_export("""
+        CREATE TABLE StringIds (id INT, value TEXT);
+        CREATE TABLE COMPOSITE_EVENTS (id INT, start INT, cpu INT, threadState INT, globalTid INT, cpuCycles INT);
+        CREATE TABLE SAMPLING_CALLCHAINS (id INT, symbol INT, module INT, stackDepth INT);""" + "".join(
+        f"INSERT INTO COMPOSITE_EVENTS VALUES ({i}, {i * 1_000_000}, 0, 1, 7, 0);"
+        f"INSERT INTO SAMPLING_CALLCHAINS VALUES ({i}, 1, 1, 0);" for i in range(1, 51)))
+    samples = sampling.load_samples(trace, (0, 100_000_000), None)
+    use = scheduling.cpu_use_from_samples(samples, (0, 100_000_000), cpu_count=2)
+    assert use.source.startswith("sampling (estimated, 1 ms")
+    assert use.cores["busy_pct"].tolist() == [50.0, 0.0]   # 50 samples x 1 ms in a 100 ms window
+
+
+def test_a_null_where_a_value_is_expected_is_reported_not_misaligned():
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE T (a INT, b INT); INSERT INTO T VALUES (1, 2), (3, NULL), (5, 6);")
+    assert int_columns(conn, "T", {"a": "a"})["a"].tolist() == [1, 3, 5]
+    with pytest.raises(ReportError, match="b is NULL in 1 rows"):
+        int_columns(conn, "T", {"a": "a", "b": "b"})

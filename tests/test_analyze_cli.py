@@ -1,0 +1,97 @@
+"""`orchestrate analyze` as a user runs it: tables or JSON on stdout, one line and an exit code on bad input."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+
+
+def test_json_document_on_stdout(export):
+    done = run_cli("analyze", "--json", str(export("tflite-pose-xnnpack")))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["frames"]["count"] == 60 and summary["verdict"]["kind"] == "cpu_bound"
+
+
+def test_readable_tables(export):
+    done = run_cli("analyze", str(export("es2gears-opengl")))
+    assert done.returncode == 0, done.stderr
+    for heading in ("Frames delimited by eglSwapBuffers", "CPU hotspots", "CPU use (context switches)",
+                    "OpenGL API (CPU)", "OS runtime", "verdict"):
+        assert heading in done.stdout
+    assert "not in this report: NVTX ranges, KHR_debug groups, CUDA API" in done.stdout
+
+
+def test_window_and_frame_options(export):
+    path = str(export("tflite-pose-xnnpack"))
+    one = json.loads(run_cli("analyze", "--json", "--frame", "3", path).stdout)
+    everything = json.loads(run_cli("analyze", "--json", "--window", "all", path).stdout)
+    assert one["window"]["kind"] == "frame" and everything["window"]["kind"] == "all"
+    assert one["hotspots"]["samples"] < everything["hotspots"]["samples"]
+
+
+def error_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+def test_not_sqlite(tmp_path):
+    text = tmp_path / "notes.sqlite"
+    text.write_text("frame times: 81 ms\n")
+    done = run_cli("analyze", str(text))
+    assert done.returncode == 15 and "is not an SQLite file" in error_line(done)
+
+
+def test_truncated_export(tmp_path, export):
+    whole = export("tflite-pose-xnnpack").read_bytes()
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(whole[:len(whole) // 2])
+    done = run_cli("analyze", str(cut))
+    assert done.returncode == 15 and "is truncated" in error_line(done)
+
+
+def test_export_without_known_tables(tmp_path):
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE readings (t INT, value REAL)")
+        db.execute("INSERT INTO readings VALUES (1, 2.5)")
+    done = run_cli("analyze", str(other))
+    assert done.returncode == 15 and "holds no trace events" in error_line(done)
+
+
+def test_missing_file(tmp_path):
+    done = run_cli("analyze", str(tmp_path / "nope.nsys-rep"))
+    assert done.returncode == 15 and "no such file" in error_line(done)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--window", "100s:200s"], "lies outside the capture"),
+    (["--frame", "600"], "the capture has frames 0 to 59"),
+    (["--process", "glmark2"], "no such process"),
+    (["--window", "1s:2s", "--frame", "2"], "not allowed with argument"),
+])
+def test_bad_selection_is_a_usage_error(export, args, message):
+    done = run_cli("analyze", *args, str(export("tflite-pose-xnnpack")))
+    assert done.returncode == 2 and message in error_line(done)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")
+def test_an_empty_capture_says_so(tmp_path):
+    """A real capture with every trace off: nsys writes a report with no events in it."""
+    subprocess.run(["nsys", "profile", "--trace=none", "--sample=none", "--cpuctxsw=none", "--output",
+                    str(tmp_path / "empty"), "--export=sqlite", "true"], cwd=tmp_path, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    report = next(p for p in tmp_path.glob("empty.*") if p.suffix in (".sqlite", ".nsys-rep", ".qdstrm"))
+    if report.suffix == ".qdstrm":  # Debian's nsys leaves the raw capture: import it like the agent does
+        from orchestrator.host_nsys import find_host_nsys, import_on_host
+        report = import_on_host(find_host_nsys(), report)
+    done = run_cli("analyze", str(report))
+    assert done.returncode == 15 and "holds no trace events" in error_line(done)
+    assert "an empty capture" in error_line(done)
