@@ -162,3 +162,26 @@ def test_a_null_where_a_value_is_expected_is_reported_not_misaligned():
     assert int_columns(conn, "T", {"a": "a"})["a"].tolist() == [1, 3, 5]
     with pytest.raises(ReportError, match="b is NULL in 1 rows"):
         int_columns(conn, "T", {"a": "a", "b": "b"})
+
+
+def test_samples_inside_a_wait_function_make_a_gpu_wait_verdict():
+    """The seed's picture: the render thread sits in WaitForCompletion for most of its samples."""
+    from orchestrator.analysis.evidence import gather_evidence
+    from orchestrator.analysis.selection import Window
+    rows = "".join(f"INSERT INTO COMPOSITE_EVENTS VALUES ({i}, {i * 10}, 0, 1, {7 if i <= 4 else 8}, 0);"
+                   for i in range(1, 7))
+    chains = "".join(f"INSERT INTO SAMPLING_CALLCHAINS VALUES ({i}, {2 if i <= 3 else 3}, 4, 0), ({i}, 1, 4, 1);"
+                     for i in range(1, 7))
+    trace = _memory_export("""
+        CREATE TABLE StringIds (id INT, value TEXT);
+        INSERT INTO StringIds VALUES (1, 'Invoke'), (2, 'tflite::gpu::gl::WaitForCompletion'), (3, 'compute'),
+                                     (4, 'libapp.so');
+        CREATE TABLE COMPOSITE_EVENTS (id INT, start INT, cpu INT, threadState INT, globalTid INT, cpuCycles INT);
+        CREATE TABLE SAMPLING_CALLCHAINS (id INT, symbol INT, module INT, stackDepth INT);""" + rows + chains)
+    samples = sampling.load_samples(trace, (0, 100), None)
+    evidence = gather_evidence(trace, Window("all", 0, 100), None, 7, None, samples, None, {7: "render"})
+    assert (evidence.wait_symbol, evidence.wait_symbol_pct) == ("tflite::gpu::gl::WaitForCompletion", 75.0)
+    verdict = decide(evidence)
+    assert verdict["kind"] == "gpu_wait"
+    assert verdict["summary"] == ("75 % of the CPU samples on render (7) are in tflite::gpu::gl::WaitForCompletion, "
+                                  "waiting for the GPU")

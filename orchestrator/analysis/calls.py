@@ -16,3 +16,6 @@ BLOCKING_CALLS = ("nanosleep", "clock_nanosleep", "usleep", "sleep", "select", "
                   "epoll_wait", "epoll_pwait", "read", "pread64", "readv", "recv", "recvfrom", "recvmsg", "write",
                   "fsync", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_mutex_lock", "sem_wait",
                   "sem_timedwait", "pthread_join", "waitpid", "wait4", "futex", "ioctl", "open", "open64", "fopen")
+
+# the call lists above by the table that records them
+WAIT_TABLES = {"OPENGL_API": GL_WAIT_CALLS, "CUPTI_ACTIVITY_KIND_RUNTIME": CUDA_WAIT_CALLS, "OSRT_API": BLOCKING_CALLS}

@@ -1,10 +1,16 @@
-"""The figures a verdict rests on, measured on one thread over the analysis window."""
+"""The figures a verdict rests on, measured on one thread (the focus thread) over the analysis window."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from .calls import WAIT_SYMBOL, WAIT_TABLES
+from .frames import Frames
+from .names import PROFILER_THREAD_PREFIX, tid_of
+from .sampling import Samples, inclusive_hotspots, of_thread
+from .scheduling import CpuUse
+from .selection import Window
 from .trace import Trace
 
 
@@ -68,3 +74,75 @@ def union_length(intervals: np.ndarray) -> int:
     reach = np.maximum.accumulate(intervals[:, 1])           # furthest end seen so far
     covered_before = np.r_[intervals[0, 0], reach[:-1]]
     return int(np.clip(reach - np.maximum(intervals[:, 0], covered_before), 0, None).sum())
+
+
+def _thread_label(gtid: int, names: dict[int, str]) -> str:
+    return f"{names.get(gtid, 'thread')} ({tid_of(gtid)})"
+
+
+def focus_thread(trace: Trace, frames: Frames | None, use: CpuUse | None,
+                 names: dict[int, str]) -> int | None:
+    """The thread a verdict is about: the one delimiting frames, else the busiest on a CPU, else the one
+    making the most CUDA/OpenGL calls."""
+    if frames is not None:
+        return frames.global_tid
+    busiest = _busiest_thread(use, names)
+    return busiest if busiest is not None else _busiest_api_thread(trace)
+
+
+def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: int | None,
+                    use: CpuUse | None, samples: Samples | None, hotspots: dict | None,
+                    names: dict[int, str]) -> Evidence:
+    """The figures about the focus thread over the window that decide() weighs."""
+    span = window.as_tuple()
+    wait_ns, wait_calls, blocking_ns, blocking_calls = 0, (), 0, ()
+    thread_pct = None
+    if gtid is not None:
+        found = {table: time_in_calls(trace, table, names, gtid, span) for table, names in WAIT_TABLES.items()}
+        (gl_ns, gl_calls), (cu_ns, cu_calls) = found["OPENGL_API"], found["CUPTI_ACTIVITY_KIND_RUNTIME"]
+        wait_ns, wait_calls = gl_ns + cu_ns, gl_calls + cu_calls
+        blocking_ns, blocking_calls = found["OSRT_API"]
+        if use is not None:
+            match = use.threads[use.threads["globalTid"] == gtid]["cpu_pct"]
+            thread_pct = float(match.iloc[0]) if len(match) else 0.0
+    wait_symbol, wait_pct = _wait_symbol(trace, samples, gtid)
+    busy = gpu_busy_ns(trace, span)
+    in_window = int(((frames.starts >= span[0]) & (frames.ends <= span[1])).sum()) if frames is not None else 0
+    hottest = hotspots["self"][0] if hotspots and hotspots["self"] else None
+    return Evidence(
+        window_ns=span[1] - span[0], thread=_thread_label(gtid, names) if gtid is not None else None,
+        frame_count=in_window, gpu_wait_ns=wait_ns, gpu_wait_calls=wait_calls, wait_symbol_pct=wait_pct,
+        wait_symbol=wait_symbol, blocking_ns=blocking_ns, blocking_calls=blocking_calls, thread_cpu_pct=thread_pct,
+        busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
+        gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
+        hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None)
+
+
+def _busiest_thread(use: CpuUse | None, names: dict[int, str]) -> int | None:
+    if use is None:
+        return None
+    for gtid in use.threads["globalTid"]:
+        if not names.get(int(gtid), "").startswith(PROFILER_THREAD_PREFIX):
+            return int(gtid)
+    return None
+
+
+def _busiest_api_thread(trace: Trace) -> int | None:
+    """Without CPU data, the thread that made the most CUDA or OpenGL calls (in an even sample of them)."""
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OPENGL_API"):
+        tids = trace.sampled_threads(table)
+        if len(tids):
+            values, counts = np.unique(tids, return_counts=True)
+            return int(values[counts.argmax()])
+    return None
+
+
+def _wait_symbol(trace: Trace, samples: Samples | None, gtid: int | None) -> tuple[str | None, float]:
+    """The wait function (WaitForCompletion...) most present in the focus thread's samples, and its share."""
+    mine = of_thread(samples, gtid) if samples is not None and gtid is not None else None
+    if mine is None:
+        return None, 0.0
+    for row in inclusive_hotspots(trace.conn, mine).to_dict(orient="records"):
+        if WAIT_SYMBOL.search(row["symbol"]):
+            return row["symbol"], float(row["pct"])
+    return None, 0.0

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from .schema import Schema
 
 PID_SHIFT, ID_MASK = 24, 0xFFFFFF
+PROFILER_THREAD_PREFIX = "[NSys"  # nsys's own threads inside the app: overhead, not the app's work
 
 
 def pid_of(global_tid: int) -> int:

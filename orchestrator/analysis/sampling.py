@@ -60,6 +60,16 @@ def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
                    chains["module"][keep][order], depths[order])
 
 
+def of_thread(samples: Samples, global_tid: int) -> Samples | None:
+    """The samples of one thread, with their stacks."""
+    mine = samples.tids == global_tid
+    if not mine.any():
+        return None
+    keep = np.isin(samples.chain_ids, samples.ids[mine])
+    return Samples(samples.ids[mine], samples.starts[mine], samples.tids[mine], samples.cpus[mine],
+                   samples.chain_ids[keep], samples.symbols[keep], samples.modules[keep], samples.depths[keep])
+
+
 def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """argsort by (major, minor); one packed sort when both are small non-negative integers."""
     if len(major) and major.min() >= 0 and minor.min() >= 0 and minor.max() < 2**16 and major.max() < 2**46:

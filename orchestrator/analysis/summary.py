@@ -15,11 +15,11 @@ import pandas as pd
 
 from ..errors import ReportError, UsageError
 from . import api_summaries, sampling, scheduling
-from .calls import BLOCKING_CALLS, CUDA_WAIT_CALLS, GL_WAIT_CALLS, WAIT_SYMBOL
+from .calls import WAIT_TABLES
 from .capture import capture_section, cpu_count
-from .evidence import Evidence, gpu_busy_ns, time_in_calls
+from .evidence import focus_thread, gather_evidence
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
-from .names import pid_of, string_values, thread_names, tid_of
+from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from .schema import Schema
 from .selection import Window, parse_range, pick_processes
 from .trace import Trace
@@ -32,10 +32,7 @@ BIG_TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
                 "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
                 "cuda_kernels": api_summaries.cuda_kernels, "memcpy": api_summaries.memcpy}
-WAIT_TABLES = {"OPENGL_API": GL_WAIT_CALLS, "CUPTI_ACTIVITY_KIND_RUNTIME": CUDA_WAIT_CALLS,
-               "OSRT_API": BLOCKING_CALLS}
 COMPUTE_ORDER = ["cuda_kernels", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx", "khr_debug"]
-PROFILER_THREAD_PREFIX = "[NSys"  # nsys's own threads inside the app: overhead, not the app's hotspots
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     done = {name: _records(API_SECTIONS[name](trace)) for name in COMPUTE_ORDER}  # as their reads arrive
     apis = {name: done[name] for name in API_SECTIONS}
     threads = _threads_section(conn, use, samples, threads_by_tid)
-    evidence = gather_evidence(trace, window, frames, gtid, use, hotspots, threads_by_tid)
+    evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
     return {
         "summary_version": SUMMARY_VERSION,
         "capture": capture,
@@ -154,10 +151,6 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
             "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
 
 
-def _thread_label(gtid: int, names: dict[int, str]) -> str:
-    return f"{names.get(gtid, 'thread')} ({tid_of(gtid)})"
-
-
 def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, samples: sampling.Samples | None,
                      names: dict[int, str]) -> list[dict] | None:
     if use is None:
@@ -177,70 +170,6 @@ def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, sa
         rows.append({"tid": tid_of(gtid), "pid": pid_of(gtid), "name": names.get(int(gtid), ""),
                      "cpu_ns": int(cpu_ns), "cpu_pct": float(pct), "top_symbol": top.get(int(gtid))})
     return rows
-
-
-def focus_thread(trace: Trace, frames: Frames | None, use: scheduling.CpuUse | None,
-                 names: dict[int, str]) -> int | None:
-    """The thread a verdict is about: the one delimiting frames, else the busiest on a CPU, else the one
-    making the most CUDA/OpenGL calls."""
-    if frames is not None:
-        return frames.global_tid
-    busiest = _busiest_thread(use, names)
-    return busiest if busiest is not None else _busiest_api_thread(trace)
-
-
-def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: int | None,
-                    use: scheduling.CpuUse | None, hotspots: dict | None, names: dict[int, str]) -> Evidence:
-    span = window.as_tuple()
-    wait_ns, wait_calls, blocking_ns, blocking_calls = 0, (), 0, ()
-    thread_pct = None
-    if gtid is not None:
-        found = {table: time_in_calls(trace, table, names, gtid, span) for table, names in WAIT_TABLES.items()}
-        (gl_ns, gl_calls), (cu_ns, cu_calls) = found["OPENGL_API"], found["CUPTI_ACTIVITY_KIND_RUNTIME"]
-        wait_ns, wait_calls = gl_ns + cu_ns, gl_calls + cu_calls
-        blocking_ns, blocking_calls = found["OSRT_API"]
-        if use is not None:
-            match = use.threads[use.threads["globalTid"] == gtid]["cpu_pct"]
-            thread_pct = float(match.iloc[0]) if len(match) else 0.0
-    wait_symbol, wait_pct = _wait_symbol(hotspots)
-    busy = gpu_busy_ns(trace, span)
-    in_window = int(((frames.starts >= span[0]) & (frames.ends <= span[1])).sum()) if frames is not None else 0
-    hottest = hotspots["self"][0] if hotspots and hotspots["self"] else None
-    return Evidence(
-        window_ns=span[1] - span[0], thread=_thread_label(gtid, names) if gtid is not None else None,
-        frame_count=in_window, gpu_wait_ns=wait_ns, gpu_wait_calls=wait_calls, wait_symbol_pct=wait_pct,
-        wait_symbol=wait_symbol, blocking_ns=blocking_ns, blocking_calls=blocking_calls, thread_cpu_pct=thread_pct,
-        busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
-        gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
-        hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None)
-
-
-def _busiest_thread(use: scheduling.CpuUse | None, names: dict[int, str]) -> int | None:
-    if use is None:
-        return None
-    for gtid in use.threads["globalTid"]:
-        if not names.get(int(gtid), "").startswith(PROFILER_THREAD_PREFIX):
-            return int(gtid)
-    return None
-
-
-def _busiest_api_thread(trace: Trace) -> int | None:
-    """Without CPU data, the thread that made the most CUDA or OpenGL calls (in an even sample of them)."""
-    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OPENGL_API"):
-        tids = trace.sampled_threads(table)
-        if len(tids):
-            values, counts = np.unique(tids, return_counts=True)
-            return int(values[counts.argmax()])
-    return None
-
-
-def _wait_symbol(hotspots: dict | None) -> tuple[str | None, float]:
-    if not hotspots:
-        return None, 0.0
-    for row in hotspots["inclusive"]:
-        if WAIT_SYMBOL.search(row["symbol"]):
-            return row["symbol"], float(row["pct"])
-    return None, 0.0
 
 
 def _records(table: pd.DataFrame | None) -> list[dict] | None:

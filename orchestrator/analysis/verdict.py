@@ -70,8 +70,9 @@ def decide(ev: Evidence) -> dict:
 
 def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:
     if kind == "gpu_wait":
-        what = ev.gpu_wait_calls[0] if ev.gpu_wait_calls else ev.wait_symbol
-        return f"{share * 100:.0f} % of the time{on} is spent in {what} waiting for the GPU"
+        if ev.wait_symbol and ev.wait_symbol_pct / 100.0 >= share:  # decided by where the CPU samples land
+            return f"{share * 100:.0f} % of the CPU samples{on} are in {ev.wait_symbol}, waiting for the GPU"
+        return f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU"
     if kind == "gpu_bound":
         return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace"
     if kind == "cpu_bound":
