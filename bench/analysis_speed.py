@@ -7,11 +7,13 @@ least --events rows of trace events. Then, in the same run and on the same file,
   gpumemtimesum), one `nsys stats` process after another, as a user would run them;
 - orchestrate: one `orchestrate analyze --json` process doing the whole analysis (every API section plus
   frames, hotspots, cores, threads and verdict: more than nsys computes);
-and prints the ratio (target >= 3x) and the analysis's peak memory (target < 2 GB).
+and prints the ratio and the analysis's peak memory.
 
-Workloads: "cuda" grows the abacus CUDA report (kernels, runtime API, memcpy, memset, OS runtime), where
-nsys has a report for every table; "opengl" grows the es2gears report (OpenGL, OS runtime, CPU sampling,
-context switches), where only osrtsum has an nsys equivalent and the analysis does much more than nsys.
+Workloads: "cuda" grows the abacus CUDA report (kernels, runtime API, memcpy, memset, OS runtime): nsys has
+a report for every event table, so both sides read the same rows; this one is held to the targets
+(>= 3x, < 2 GB) and sets the exit status. "opengl" grows the es2gears report (OpenGL, OS runtime, CPU
+sampling, context switches): nsys's reports cover only its OS runtime rows (osrtsum), while the analysis
+reads all of them; its ratio is printed for information, with how many events each side covers.
 
     python bench/analysis_speed.py [--workload cuda|opengl|both] [--events 5000000] [--rounds 3] [--nsys PATH]
 """
@@ -33,6 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "nsys"
 SOURCES = {"cuda": "abacus_titanrtx_2020.export2022_4", "opengl": "es2gears-opengl"}
 NSYS_REPORTS = ["osrtsum", "nvtxsum", "khrdebugsum", "cudaapisum", "gpukernsum", "gpumemtimesum"]
+NSYS_COVERED = {"OSRT_API", "NVTX_EVENTS", "KHR_DEBUG_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}
+GATED = "cuda"
 EVENT_TABLES = ["OSRT_API", "OPENGL_API", "OPENGL_WORKLOAD", "KHR_DEBUG_EVENTS", "NVTX_EVENTS", "SCHED_EVENTS",
                 "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -40,7 +45,7 @@ EVENT_TABLES = ["OSRT_API", "OPENGL_API", "OPENGL_WORKLOAD", "KHR_DEBUG_EVENTS",
 TARGET_RATIO, MEMORY_LIMIT = 3.0, 2 * 2**30
 
 
-def build_export(source: str, events: int, folder: Path) -> tuple[Path, int]:
+def build_export(source: str, events: int, folder: Path) -> tuple[Path, int, int]:
     path = folder / f"{source}-x.sqlite"
     with gzip.open(DATA / f"{source}.sqlite.gz", "rb") as packed, path.open("wb") as out:
         shutil.copyfileobj(packed, out)
@@ -67,9 +72,9 @@ def build_export(source: str, events: int, folder: Path) -> tuple[Path, int]:
                          {"shift": copy * span, "ids": copy * max_id, "n": counts[table]})
     conn.execute("UPDATE ANALYSIS_DETAILS SET stopTime = startTime + :d, duration = :d", {"d": copies * span})
     conn.commit()
-    total = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables)
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
     conn.close()
-    return path, total
+    return path, sum(counts.values()), sum(n for t, n in counts.items() if t in NSYS_COVERED)
 
 
 def run_measured(argv: list[str]) -> tuple[float, int]:
@@ -85,9 +90,10 @@ def run_measured(argv: list[str]) -> tuple[float, int]:
 
 def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) -> bool:
     started = time.perf_counter()
-    export, total = build_export(SOURCES[workload], events, folder)
+    export, total, covered = build_export(SOURCES[workload], events, folder)
     print(f"\n[{workload}] {total:,} events in {export.stat().st_size / 2**20:.0f} MB "
-          f"(built in {time.perf_counter() - started:.0f} s from {SOURCES[workload]})")
+          f"(built in {time.perf_counter() - started:.0f} s from {SOURCES[workload]}); nsys's reports cover "
+          f"{covered:,} of them")
     ours_argv = [sys.executable, "-m", "orchestrator", "analyze", "--json", str(export)]
     run_measured(ours_argv)  # warm the page cache for both sides
     nsys_times, ours_times, peaks = [], [], []
@@ -103,10 +109,11 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) ->
     ratio = statistics.median(nsys_times) / statistics.median(ours_times)
     peak = max(peaks)
     ok = ratio >= TARGET_RATIO and peak < MEMORY_LIMIT
+    verdict = ("ok" if ok else "MISSED") if workload == GATED else "for information"
     print(f"  median: nsys stats {statistics.median(nsys_times):.2f} s, analyze {statistics.median(ours_times):.2f} s"
           f" -> ratio {ratio:.2f}x (target >= {TARGET_RATIO:g}x); peak memory {peak / 2**30:.2f} GB (target < 2 GB)"
-          f" -> {'ok' if ok else 'MISSED'}")
-    return ok
+          f" -> {verdict}")
+    return ok or workload != GATED
 
 
 def main() -> int:

@@ -9,20 +9,30 @@ import json
 from pathlib import Path
 
 from .report_input import open_report
-from .summary import AnalysisOptions, analyze
+from .selection import AnalysisOptions
+from .trace import Trace
 
 __all__ = ["AnalysisOptions", "analyze", "analyze_report", "write_summary"]
 
 
 def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> dict:
     conn, schema, export = open_report(path, nsys_hint)
-    options = options or AnalysisOptions()
+    trace = Trace(conn, schema, export)
+    trace.start_reading()
+    from .summary import analyze_trace  # pandas and the analyzers load while the first tables are read
     try:
-        summary = analyze(conn, schema, options, export)
+        summary = analyze_trace(trace, options)
     finally:
         conn.close()
     summary["capture"]["export"] = str(export)
     return summary
+
+
+def __getattr__(name: str):  # analyze comes with pandas: loaded when first asked for
+    if name == "analyze":
+        from .summary import analyze
+        return analyze
+    raise AttributeError(name)
 
 
 def write_summary(summary: dict, path: Path) -> Path:

@@ -6,6 +6,16 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    window: str | None = None       # "all" or "START:END"
+    frame: int | None = None
+    steady: bool = False
+    process: str | None = None
+    frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
+
+
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,49 +21,36 @@ from .evidence import focus_thread, gather_evidence
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from .schema import Schema
-from .selection import Window, parse_range, pick_processes
+from .selection import AnalysisOptions, Window, parse_range, pick_processes
 from .trace import Trace
 from .verdict import decide
 
 SUMMARY_VERSION = 1
-EARLY_TABLES = ["SCHED_EVENTS", "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"]  # needed first: CPU use, focus thread
-BIG_TABLES = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "OPENGL_API",
-              "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"]
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
                 "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
                 "cuda_kernels": api_summaries.cuda_kernels, "memcpy": api_summaries.memcpy}
 COMPUTE_ORDER = ["cuda_kernels", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx", "khr_debug"]
 
 
-@dataclass(frozen=True)
-class AnalysisOptions:
-    window: str | None = None       # "all" or "START:END"
-    frame: int | None = None
-    steady: bool = False
-    process: str | None = None
-    frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
-
-
 def analyze(conn: sqlite3.Connection, schema: Schema, options: AnalysisOptions | None = None,
             path: Path | None = None) -> dict:
     """The summary document of one export; ``path`` (the export's file) lets big tables be read in parallel."""
+    return analyze_trace(Trace(conn, schema, path), options)
+
+
+def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> dict:
     try:
-        return _analyze(Trace(conn, schema, path), options or AnalysisOptions())
+        return _sections(trace, options or AnalysisOptions())
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"the export could not be read ({exc})",
                           "export it again from the .nsys-rep with 'nsys export --type sqlite'") from None
-
-
-def _analyze(trace: Trace, options: AnalysisOptions) -> dict:
-    try:
-        return _sections(trace, options)
     finally:
         trace.close()
 
 
 def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     conn, schema = trace.conn, trace.schema
-    trace.prefetch([trace.table_read(t) for t in EARLY_TABLES + BIG_TABLES])  # runs while frames are found
+    trace.start_reading()  # the tables load on the workers while capture, frames and window are found
     capture = capture_section(conn, schema)
     span = (capture["start_ns"], capture["end_ns"])
     if span[1] <= span[0]:
@@ -91,8 +78,9 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     if gtid is not None:  # the focus thread's waits, read beside the big tables still in flight
         trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
                         for table, names in WAIT_TABLES.items()])
-    done = {name: _records(API_SECTIONS[name](trace)) for name in COMPUTE_ORDER}  # as their reads arrive
-    apis = {name: done[name] for name in API_SECTIONS}
+    with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
+        done = {name: pool.submit(lambda fn=API_SECTIONS[name]: _records(fn(trace))) for name in COMPUTE_ORDER}
+        apis = {name: done[name].result() for name in API_SECTIONS}
     threads = _threads_section(conn, use, samples, threads_by_tid)
     evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
     return {

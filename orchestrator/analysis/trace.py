@@ -21,6 +21,11 @@ import numpy as np
 from .bulk import concat_columns, int_columns, int_columns_between, rowid_bounds, rowid_chunks
 from .schema import Schema, connect
 
+# Tables read in parallel from the start: the CPU-use tables first (the focus thread depends on them), then
+# the big API tables of the whole-capture summaries.
+EARLY_TABLES = ("SCHED_EVENTS", "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS")
+BIG_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "OPENGL_API",
+              "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 OSRT_CALL_CLASS = 27  # other eventClass rows are zero-length "profiling started/finished" markers
 PIECE_ROWS = 200_000  # small enough to spread a big table over the cores, big enough to amortise a query
 Columns = dict[str, np.ndarray]
@@ -66,6 +71,10 @@ class Trace:
         """The table's rows that analyzers use, as arrays (see _plan), or None without such rows."""
         read = self.table_read(table)
         return None if read is None else self.get(read)
+
+    def start_reading(self) -> None:
+        """Start reading every table the analysis needs (see EARLY_TABLES, BIG_TABLES)."""
+        self.prefetch([self.table_read(t) for t in EARLY_TABLES + BIG_TABLES])
 
     def table_read(self, table: str) -> Read | None:
         plan = _plan(self.schema, table)
