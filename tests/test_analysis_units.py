@@ -185,3 +185,33 @@ def test_samples_inside_a_wait_function_make_a_gpu_wait_verdict():
     assert verdict["kind"] == "gpu_wait"
     assert verdict["summary"] == ("75 % of the CPU samples on render (7) are in tflite::gpu::gl::WaitForCompletion, "
                                   "waiting for the GPU")
+
+
+def _gl_export(calls: list[tuple[int, int, str, int]]) -> Trace:
+    names = sorted({name for _, _, name, _ in calls})
+    ids = {name: i + 1 for i, name in enumerate(names)}
+    rows = ",".join(f"({start}, {end}, {ids[name]}, {tid})" for start, end, name, tid in calls)
+    return _memory_export(f"""
+        CREATE TABLE StringIds (id INT, value TEXT);
+        INSERT INTO StringIds VALUES {",".join(f"({i}, '{n}')" for n, i in ids.items())};
+        CREATE TABLE OPENGL_API (start INT, end INT, nameId INT, globalTid INT);
+        INSERT INTO OPENGL_API VALUES {rows};""")
+
+
+def test_frames_end_at_swaps_and_the_busiest_swapping_thread_wins():
+    from orchestrator.analysis.frames import find_frames
+    calls = [(5, 6, "glClear", 1), (10, 12, "glXSwapBuffers", 1), (20, 23, "glXSwapBuffers", 1),
+             (31, 35, "glXSwapBuffers", 1), (8, 9, "glXSwapBuffers", 2)]
+    trace = _gl_export(calls)
+    frames = find_frames(trace.conn, trace.schema, None)
+    assert (frames.source, frames.global_tid) == ("glXSwapBuffers", 1)
+    assert frames.starts.tolist() == [5, 12, 23] and frames.ends.tolist() == [12, 23, 35]
+
+
+def test_apps_that_draw_nothing_are_cut_at_glfinish():
+    from orchestrator.analysis.frames import find_frames
+    trace = _gl_export([(0, 1, "glDispatchCompute", 3), (2, 9, "glFinish", 3), (10, 11, "glDispatchCompute", 3),
+                        (12, 20, "glFinish", 3)])
+    frames = find_frames(trace.conn, trace.schema, None)
+    assert frames.source == "glFinish" and frames.durations.tolist() == [9, 11]
+    assert find_frames(trace.conn, trace.schema, None, "eglSwapBuffers") is None
