@@ -62,7 +62,14 @@ def test_profile_es2gears_over_ssh(sshd, tmp_path):
     record = check_run_folder(run_dir)
     assert record["target"]["address"] == f"root@127.0.0.1:{sshd.port}"
     # 3 s of es2gears on llvmpipe: hundreds of frames, each ended by one eglSwapBuffers
-    assert swap_count(run_dir / "report.sqlite") > 100
+    swaps = swap_count(run_dir / "report.sqlite")
+    assert swaps > 100
+    # the analysis ran on this machine and its summary sits beside the report, checksummed like the rest
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert record["files"]["summary.json"]["sha256"] == sha256_file(run_dir / "summary.json")
+    assert (summary["frames"]["source"], summary["frames"]["count"]) == ("eglSwapBuffers", swaps)
+    assert record["analysis"] == {"verdict": summary["verdict"]["kind"], "frames": swaps}
+    assert "analyze" in record["phases"]
     # the board's copy went only after verification, the agent stays for the next run
     assert not (work / "runs" / run_dir.name).exists()
     assert len(list((work / "agent").glob("orchestrate-agent-*.pyz"))) == 1
