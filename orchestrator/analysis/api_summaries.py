@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .durations import summarize
-from .names import string_values
+from .names import pid_sql, string_values
 from .trace import Trace, unpack_dims
 
 NVTX_RANGE_STYLES = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
@@ -107,18 +107,19 @@ def nvtx(trace: Trace) -> pd.DataFrame | None:
     if not schema.has("NVTX_EVENTS", "start", "end", "eventType", "globalTid"):
         return None
     styles = ",".join(str(t) for t in NVTX_RANGE_STYLES)
-    has_text_id = schema.has("NVTX_EVENTS", "textId")
     has_domain = schema.has("NVTX_EVENTS", "domainId")
+
+    def column(name: str, missing: str = "NULL") -> str:
+        return name if schema.has("NVTX_EVENTS", name) else f"{missing} AS {name}"
     last = conn.execute('SELECT max(max(start), max(coalesce("end", start))) FROM NVTX_EVENTS').fetchone()[0]
     frame = pd.read_sql_query(
-        f'SELECT coalesce("end", :last) - start AS dur, eventType, {"textId" if has_text_id else "NULL AS textId"},'
-        f' text, {"domainId" if has_domain else "0 AS domainId"}, (globalTid >> 24) & 16777215 AS pid'
-        f" FROM NVTX_EVENTS WHERE eventType IN ({styles})", conn, params={"last": last})
+        f'SELECT coalesce("end", :last) - start AS dur, eventType, {column("textId")}, {column("text")},'
+        f' {column("domainId", "0")}, {pid_sql()} AS pid FROM NVTX_EVENTS WHERE eventType IN ({styles})',
+        conn, params={"last": last})
     if frame.empty:
         return None
     texts = string_values(conn, frame["textId"].dropna())
-    frame["label"] = [texts.get(int(i), t) if i == i and i is not None else t
-                      for i, t in zip(frame["textId"], frame["text"])]
+    frame["label"] = [t if pd.isna(i) else texts.get(int(i), t) for i, t in zip(frame["textId"], frame["text"])]
     domains = _nvtx_domains(conn) if has_domain else {}
     frame["name"] = [f"{domains[(d, p)]}:{label}" if (d, p) in domains else label
                      for d, p, label in zip(frame["domainId"], frame["pid"], frame["label"])]
@@ -127,7 +128,7 @@ def nvtx(trace: Trace) -> pd.DataFrame | None:
 
 
 def _nvtx_domains(conn: sqlite3.Connection) -> dict[tuple[int, int], str]:
-    rows = conn.execute("SELECT domainId, (globalTid >> 24) & 16777215, text FROM NVTX_EVENTS "
+    rows = conn.execute(f"SELECT domainId, {pid_sql()}, text FROM NVTX_EVENTS "
                         "WHERE eventType = ? AND text IS NOT NULL ORDER BY start", (NVTX_DOMAIN_CREATE,))
     domains: dict[tuple[int, int], str] = {}
     for domain, pid, text in rows:
@@ -152,9 +153,9 @@ def _summarize_labels(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame | None
     """Summarise a small frame grouped by text columns (names that are not StringIds)."""
     if frame.empty:
         return None
-    codes = {column: pd.factorize(frame[column])[0] for column in by}
-    table = summarize(codes, frame["dur"].to_numpy(dtype=np.int64))
-    for column in by:
-        labels = pd.factorize(frame[column])[1]
+    factorized = {column: pd.factorize(frame[column]) for column in by}
+    table = summarize({column: codes for column, (codes, _) in factorized.items()},
+                      frame["dur"].to_numpy(dtype=np.int64))
+    for column, (_, labels) in factorized.items():
         table[column] = [labels[i] for i in table[column]]
     return table

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .names import pid_of, process_names, thread_names
+from .names import pid_of, pid_sql, process_names, thread_names
 from .schema import KNOWN_TABLES, Schema
 
 PLATFORM_FIELDS = ("Hostname", "HardwarePlatform", "SoftwarePlatform", "OsDescription", "SoftwareReleaseVersion",
@@ -51,7 +51,7 @@ def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
     if not pids:
         for table in KNOWN_TABLES:
             if schema.has(table, "globalTid"):
-                query = f'SELECT DISTINCT (globalTid >> 24) & 16777215 FROM "{table}"'
+                query = f'SELECT DISTINCT {pid_sql()} FROM "{table}"'
                 pids |= {int(row[0]) for row in conn.execute(query)}
     return [{"pid": pid, "name": names.get(pid, "")} for pid in sorted(pids) if pid]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bulk import int_columns
-from .names import ID_MASK, PID_SHIFT
+from .names import pid_sql
 from .schema import Schema
 
 SWAP_CALLS = ("eglSwapBuffers", "glXSwapBuffers")
@@ -65,7 +65,7 @@ def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None
 def _pid_filter(pids: list[int] | None) -> str:
     if not pids:
         return "1"
-    return f"((globalTid >> {PID_SHIFT}) & {ID_MASK}) IN ({','.join(str(int(p)) for p in pids)})"
+    return f"{pid_sql()} IN ({','.join(str(int(p)) for p in pids)})"
 
 
 def opengl_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,

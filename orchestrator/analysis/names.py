@@ -10,6 +10,11 @@ PID_SHIFT, ID_MASK = 24, 0xFFFFFF
 PROFILER_THREAD_PREFIX = "[NSys"  # nsys's own threads inside the app: overhead, not the app's work
 
 
+def pid_sql(column: str = "globalTid") -> str:
+    """SQL for the process id inside a globalTid column."""
+    return f"(({column} >> {PID_SHIFT}) & {ID_MASK})"
+
+
 def pid_of(global_tid: int) -> int:
     return (int(global_tid) >> PID_SHIFT) & ID_MASK
 
