@@ -44,7 +44,7 @@ def _by_name_id(trace: Trace, table: str) -> pd.DataFrame | None:
     rows = trace.events(table)
     if rows is None:
         return None
-    return _named(trace.conn, summarize({"nameId": rows["nameId"]}, rows["dur"]), "nameId")
+    return _named(trace.local_conn(), summarize({"nameId": rows["nameId"]}, rows["dur"]), "nameId")
 
 
 def osrt(trace: Trace) -> pd.DataFrame | None:
@@ -75,7 +75,7 @@ def cuda_kernels(trace: Trace) -> pd.DataFrame | None:
     for column in ("grid", "block"):
         x, y, z = unpack_dims(table[column].to_numpy(dtype=np.int64))
         table[column] = [f"{a} {b} {c}" for a, b, c in zip(x, y, z)]
-    return _named(trace.conn, table, "nameId")
+    return _named(trace.local_conn(), table, "nameId")
 
 
 def memcpy(trace: Trace) -> pd.DataFrame | None:
@@ -103,7 +103,7 @@ def memcpy(trace: Trace) -> pd.DataFrame | None:
 
 def nvtx(trace: Trace) -> pd.DataFrame | None:
     """NVTX ranges by "domain:name" and style; an open range ends at the last NVTX timestamp, as in nvtxsum."""
-    conn, schema = trace.conn, trace.schema
+    conn, schema = trace.local_conn(), trace.schema
     if not schema.has("NVTX_EVENTS", "start", "end", "eventType", "globalTid"):
         return None
     styles = ",".join(str(t) for t in NVTX_RANGE_STYLES)
@@ -138,7 +138,7 @@ def _nvtx_domains(conn: sqlite3.Connection) -> dict[tuple[int, int], str]:
 
 def khr_debug(trace: Trace) -> pd.DataFrame | None:
     """KHR_debug push/pop groups by name (khrdebugsum), open ones ending at the last timestamp."""
-    conn, schema = trace.conn, trace.schema
+    conn, schema = trace.local_conn(), trace.schema
     if not schema.has("KHR_DEBUG_EVENTS", "id", "start", "end", "eventClass", "textId"):
         return None
     last = conn.execute('SELECT max(max(start), max(coalesce("end", start))) FROM KHR_DEBUG_EVENTS').fetchone()[0]

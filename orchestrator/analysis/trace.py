@@ -47,6 +47,7 @@ class Trace:
         self._pending: dict[Hashable, tuple[Read, list[Future]]] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._owner = threading.current_thread()
         workers = os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=workers) if path is not None and workers > 1 else None
 
@@ -54,13 +55,21 @@ class Trace:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def local_conn(self) -> sqlite3.Connection:
+        """A connection for the calling thread: one sqlite3 connection is never used by two threads at once."""
+        if threading.current_thread() is self._owner or self.path is None:
+            return self.conn
+        if not hasattr(self._local, "conn"):
+            self._local.conn = connect(self.path)
+        return self._local.conn
+
     def has(self, table: str, *columns: str) -> bool:
         return self.schema.has(table, *columns)
 
     def name_ids(self, names: tuple[str, ...]) -> dict[int, str]:
         """StringIds of the given names, also in their versioned spelling (cudaMemcpy_v3020) -> plain name."""
         marks = ",".join("?" * len(names))
-        rows = self.conn.execute(f"SELECT id, value FROM StringIds WHERE value IN ({marks}) OR "
+        rows = self.local_conn().execute(f"SELECT id, value FROM StringIds WHERE value IN ({marks}) OR "
                                  + " OR ".join("value GLOB ?" for _ in names),
                                  (*names, *(f"{n}_v[0-9]*" for n in names)))
         return {int(i): re.sub(r"_v\d+$", "", v) for i, v in rows}
@@ -119,15 +128,13 @@ class Trace:
         if columns is None and pending is not None:
             columns = concat_columns(read.exprs, [future.result() for future in pending[1]])
         elif columns is None:
-            columns = int_columns(self.conn, read.table, read.exprs, read.where)
+            columns = int_columns(self.local_conn(), read.table, read.exprs, read.where)
         with self._lock:
             self._cache[read.key] = columns
         return columns if keep_empty or len(next(iter(columns.values()))) else None
 
     def _read_piece(self, read: Read, span: tuple[int, int]) -> Columns:
-        if not hasattr(self._local, "conn"):
-            self._local.conn = connect(self.path)
-        return int_columns_between(self._local.conn, read.table, read.exprs, span, read.where)
+        return int_columns_between(self.local_conn(), read.table, read.exprs, span, read.where)
 
     def sampled_threads(self, table: str, samples: int = 8, rows: int = 5000) -> np.ndarray:
         """Threads of calls read from a few rowid stretches spread over the table (a cheap, even sample)."""
@@ -176,7 +183,7 @@ def _plan(schema: Schema, table: str) -> tuple[dict[str, str], str] | None:
 
         def dims(prefix: str) -> str:  # x < 2^31, y and z < 2^16: one integer each for grid and block
             parts = [f"coalesce({prefix}{axis}, 0)" if schema.has(table, prefix + axis) else "0" for axis in "XYZ"]
-            return f"(({parts[0]}) << 32) | (({parts[1]}) << 16) | ({parts[2]})"
+            return f"({parts[0]}) * 4294967296 + ({parts[1]}) * 65536 + ({parts[2]})"  # faster than shifts here
         return {**base, "nameId": "demangledName", "grid": dims("grid"), "block": dims("block")}, \
             where + " AND demangledName IS NOT NULL"
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
