@@ -90,6 +90,7 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch):
     assert opengl["eglSwapBuffers"]["calls"] == frames["count"]
     names = {row["name"] for row in summary["threads"]}
     assert {"es2gears_x11", "llvmpipe-0"} <= names  # the app and Mesa's render threads
+    assert summary["verdict"]["kind"] == "gpu_wait" and "eglSwapBuffers" in summary["verdict"]["summary"]
     assert sum(core["busy_pct"] for core in summary["cores"]) > 50
     assert assert_agrees_with_nsys_stats(run_dir, summary) >= 1  # osrtsum
 

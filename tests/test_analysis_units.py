@@ -81,6 +81,7 @@ def _evidence(**changes) -> Evidence:
 
 @pytest.mark.parametrize("changes, kind, confidence", [
     (dict(gpu_wait_ns=850_000_000, gpu_wait_calls=("glFinish",)), "gpu_wait", "high"),
+    (dict(gpu_wait_ns=500_000_000, gpu_wait_calls=("eglSwapBuffers",)), "gpu_wait", "medium"),
     (dict(wait_symbol="tflite::gpu::gl::WaitForCompletion", wait_symbol_pct=40.0), "gpu_wait", "medium"),
     (dict(gpu_busy_pct=90.0), "gpu_bound", "medium"),
     (dict(thread_cpu_pct=97.0), "cpu_bound", "high"),

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 
-# Calls in which a CPU thread blocks until GPU work completes.
+# Calls in which a CPU thread blocks until GPU work completes. A buffer swap blocks while the driver waits
+# for the frames it has queued to render (or for vsync, when vsync is on).
+SWAP_CALLS = ("eglSwapBuffers", "glXSwapBuffers")
 GL_WAIT_CALLS = ("glFinish", "glClientWaitSync", "eglClientWaitSync", "eglClientWaitSyncKHR", "glWaitSync",
-                 "glReadPixels", "glGetQueryObjectuiv", "glGetQueryObjectui64v", "glMapBufferRange")
+                 "glReadPixels", "glGetQueryObjectuiv", "glGetQueryObjectui64v", "glMapBufferRange", *SWAP_CALLS)
 CUDA_WAIT_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
                    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD")
 # Frames in CPU samples that mean "spinning or sleeping until the GPU is done" (TFLite's GPU delegate...).

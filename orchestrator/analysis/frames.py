@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bulk import int_columns
+from .calls import SWAP_CALLS
 from .names import pid_sql
 from .schema import Schema
 
-SWAP_CALLS = ("eglSwapBuffers", "glXSwapBuffers")
 FINISH_CALL = "glFinish"
 DEFAULT_RANGE = "frame"
 NVTX_RANGE_TYPES = (59, 60, 70, 71)

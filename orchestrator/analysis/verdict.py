@@ -2,8 +2,8 @@
 
 Rules, first match wins (shares are of the analysis window, on the thread that delimits frames or, without
 frames, the app thread that used the most CPU):
-  gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls, or >= 30 % of its samples are in
-              wait functions (WaitForCompletion, glFinish, cudaStreamSynchronize...)
+  gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls (glFinish, eglClientWaitSync, buffer swaps,
+              cudaStreamSynchronize...), or >= 30 % of its samples are in wait functions (WaitForCompletion...)
   gpu_bound   GPU work runs >= 85 % of the window
   cpu_bound   the thread is on a CPU >= 70 % of the window
   io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
@@ -12,6 +12,7 @@ Confidence is "high" when the deciding share is well past its threshold, else "m
 """
 from __future__ import annotations
 
+from .calls import SWAP_CALLS
 from .evidence import Evidence
 
 GPU_WAIT_SHARE, GPU_BUSY_SHARE, CPU_SHARE, BLOCKING_SHARE = 0.30, 0.85, 0.70, 0.50
@@ -41,7 +42,7 @@ def decide(ev: Evidence) -> dict:
     if ev.wait_symbol:
         evidence.append(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}")
     if ev.gpu_busy_pct is not None:
-        evidence.append(f"the GPU is busy {ev.gpu_busy_pct:.0f} % of the window")
+        evidence.append(f"GPU work recorded by nsys covers {ev.gpu_busy_pct:.0f} % of the window")
     if ev.thread_cpu_pct is not None:
         evidence.append(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window")
     if ev.busy_cores is not None:
@@ -72,7 +73,8 @@ def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:
     if kind == "gpu_wait":
         if ev.wait_symbol and ev.wait_symbol_pct / 100.0 >= share:  # decided by where the CPU samples land
             return f"{share * 100:.0f} % of the CPU samples{on} are in {ev.wait_symbol}, waiting for the GPU"
-        return f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU"
+        vsync = " (or for vsync, if it is on)" if ev.gpu_wait_calls[0] in SWAP_CALLS else ""
+        return f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU{vsync}"
     if kind == "gpu_bound":
         return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace"
     if kind == "cpu_bound":
