@@ -45,21 +45,23 @@ def assert_agrees_with_nsys_stats(run_dir: Path, summary: dict) -> int:
 
 def test_nvtx_frames_match_the_apps_own_timer(tmp_path):
     run_dir, summary = profile_locally(
-        tmp_path, "--app-cmd", f"{sys.executable} {APPS / 'nvtx_frames.py'} --frames 60", "--trace", "osrt,nvtx",
+        tmp_path, "--app-cmd", f"{sys.executable} {APPS / 'nvtx_frames.py'} --frames 200", "--trace", "osrt,nvtx",
         "--sample", "cpu", "--duration", "30")
     own = json.loads((run_dir / "app.stdout.log").read_text().strip().splitlines()[-1])
     measured = np.array(own["durations_ns"])
     frames = summary["frames"]
     assert (frames["source"], frames["kind"], frames["count"]) == ("frame", "nvtx", own["frames"])
-    # the range sits inside the app's own timer: a few microseconds shorter, never longer
+    # the range sits inside the app's own timer: never longer, typically some microseconds shorter (a
+    # sampling interrupt between the timer and the range start can add a fraction of a millisecond)
     gaps = measured - np.array(frames["per_frame_ns"])
-    assert (gaps >= 0).all() and (gaps < 200_000).all()
+    assert (gaps >= 0).all() and (gaps < 1_000_000).all() and np.median(gaps) < 50_000, gaps
     assert frames["first_ns"] == frames["per_frame_ns"][0] and frames["first_ns"] > 2 * frames["steady"]["p50_ns"]
     steady = measured[1 + frames["warmup"]["frames"]:]
     assert frames["steady"]["count"] == len(steady)
     assert frames["steady"]["mean_ns"] == pytest.approx(steady.mean(), rel=0.01)
     hot = summary["hotspots"]
-    assert hot["samples"] > 50 and hot["self"][0]["symbol"] in CPYTHON_LOOP
+    assert hot["samples"] > 500 and "python" in hot["self"][0]["module"]  # the interpreter running the loop
+    assert CPYTHON_LOOP & {row["symbol"] for row in hot["self"][:5]}
     assert summary["window"]["kind"] == "steady"
     assert summary["threads"][0]["cpu_pct"] > 50 and summary["cpu_source"] == "context switches"
     assert summary["verdict"]["kind"] == "cpu_bound"
