@@ -264,12 +264,12 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
         sqlite = _export(agent, host_nsys, local_report, remote_report, record)
     record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
-    with phases("analyze"):
-        _summarize(sqlite, app, run_dir, record, progress)
 
     if not request.keep_remote:
         agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
     record["remote_removed"] = not request.keep_remote
+    with phases("analyze"):  # on this machine only, once the board is tidy
+        _summarize(sqlite, app, run_dir, record, progress)
     return failure
 
 
