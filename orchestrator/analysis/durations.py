@@ -60,3 +60,12 @@ def _sorted_by_group(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
         return packed >> value_bits, packed & ((1 << value_bits) - 1)
     order = np.lexsort((values, ids))
     return ids[order], values[order]
+
+
+def argsort_pairs(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """argsort by (major, minor): one sort of a packed key when both fit in 62 bits, else a lexsort."""
+    if len(major) and major.min() >= 0 and minor.min() >= 0:
+        shift = int(minor.max()).bit_length()
+        if shift + int(major.max()).bit_length() <= 62:
+            return np.argsort((major << shift) | minor, kind="stable")
+    return np.lexsort((minor, major))

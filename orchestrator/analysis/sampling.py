@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .durations import argsort_pairs
 from .names import ID_MASK, PID_SHIFT, string_values
 from .trace import Trace
 
@@ -55,7 +56,7 @@ def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
     keep = np.isin(chains["id"], rows["id"])
     keep &= ~((chains["depth"] > 0) & np.isin(chains["symbol"], pseudo_frame_ids(trace.conn)))
     ids, depths = chains["id"][keep], chains["depth"][keep]
-    order = _order_by(ids, depths)
+    order = argsort_pairs(ids, depths)
     return Samples(rows["id"], rows["start"], rows["tid"], rows["cpu"], ids[order], chains["symbol"][keep][order],
                    chains["module"][keep][order], depths[order])
 
@@ -68,13 +69,6 @@ def of_thread(samples: Samples, global_tid: int) -> Samples | None:
     keep = np.isin(samples.chain_ids, samples.ids[mine])
     return Samples(samples.ids[mine], samples.starts[mine], samples.tids[mine], samples.cpus[mine],
                    samples.chain_ids[keep], samples.symbols[keep], samples.modules[keep], samples.depths[keep])
-
-
-def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
-    """argsort by (major, minor); one packed sort when both are small non-negative integers."""
-    if len(major) and major.min() >= 0 and minor.min() >= 0 and minor.max() < 2**16 and major.max() < 2**46:
-        return np.argsort((major << 16) | minor, kind="stable")
-    return np.lexsort((minor, major))
 
 
 def _frame_codes(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +132,6 @@ def top_down_tree(conn: sqlite3.Connection, samples: Samples, min_share: float =
         uniques, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
         ids = np.arange(next_id, next_id + len(uniques))
         next_id += len(uniques)
-        alive = np.zeros(len(starts), dtype=bool)
         for node_id, packed, count in zip(ids[counts >= floor], uniques[counts >= floor], counts[counts >= floor]):
             parent_id = int(packed >> 32) - 1
             if parent_id != -1 and parent_id not in nodes:
@@ -147,9 +140,6 @@ def top_down_tree(conn: sqlite3.Connection, samples: Samples, min_share: float =
             nodes[int(node_id)] = {"symbol": int(symbol), "module": int(module), "samples": int(count)}
             children.setdefault(parent_id, []).append(int(node_id))
         parent[sample_of[at]] = ids[inverse.ravel()]
-        alive[sample_of[at]] = True
-        if not alive.any():
-            break
     names = string_values(conn, [v for n in nodes.values() for v in (n["symbol"], n["module"])])
 
     def build(node_id: int) -> dict:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .durations import argsort_pairs
 from .names import ID_MASK, PID_SHIFT
 from .sampling import Samples
 from .trace import Trace
@@ -37,7 +38,7 @@ def on_cpu_intervals(trace: Trace, window: tuple[int, int], pids: list[int] | No
             return None
     lo, hi = window
     codes = pd.factorize(ev["tid"])[0].astype(np.int64)
-    order = _order_by(codes, ev["start"])
+    order = argsort_pairs(codes, ev["start"])
     tid, at, cpu, is_in = (ev[k][order] for k in ("tid", "start", "cpu", "in"))
     first = np.r_[True, tid[1:] != tid[:-1]]
     last = np.r_[tid[1:] != tid[:-1], True]
@@ -55,13 +56,6 @@ def on_cpu_intervals(trace: Trace, window: tuple[int, int], pids: list[int] | No
                           "start": np.clip(np.concatenate(starts), lo, hi),
                           "end": np.clip(np.concatenate(ends), lo, hi)})
     return frame[frame["end"] > frame["start"]].reset_index(drop=True)
-
-
-def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
-    """argsort by (major, minor) with one packed sort when both fit, else a lexsort."""
-    if len(major) and minor.min() >= 0 and int(minor.max()).bit_length() + int(major.max()).bit_length() <= 62:
-        return np.argsort((major << int(minor.max()).bit_length()) | minor, kind="stable")
-    return np.lexsort((minor, major))
 
 
 def cpu_use_from_sched(intervals: pd.DataFrame, window: tuple[int, int], cpu_count: int) -> CpuUse:
