@@ -12,7 +12,7 @@ from .report_input import open_report
 from .selection import AnalysisOptions
 from .trace import Trace
 
-__all__ = ["AnalysisOptions", "analyze", "analyze_report", "write_summary"]
+__all__ = ["AnalysisOptions", "analyze_report", "write_summary"]
 
 
 def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> dict:
@@ -26,13 +26,6 @@ def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint
         conn.close()
     summary["capture"]["export"] = str(export)
     return summary
-
-
-def __getattr__(name: str):  # analyze comes with pandas: loaded when first asked for
-    if name == "analyze":
-        from .summary import analyze
-        return analyze
-    raise AttributeError(name)
 
 
 def write_summary(summary: dict, path: Path) -> Path:
