@@ -107,7 +107,7 @@ def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: i
             thread_pct = float(match.iloc[0]) if len(match) else 0.0
     wait_symbol, wait_pct = _wait_symbol(trace, samples, gtid)
     busy = gpu_busy_ns(trace, span)
-    in_window = int(((frames.starts >= span[0]) & (frames.ends <= span[1])).sum()) if frames is not None else 0
+    in_window = frames.count_within(span) if frames is not None else 0
     hottest = hotspots["self"][0] if hotspots and hotspots["self"] else None
     return Evidence(
         window_ns=span[1] - span[0], thread=_thread_label(gtid, names) if gtid is not None else None,

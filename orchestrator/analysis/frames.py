@@ -50,6 +50,10 @@ class Frames:
     def steady_span(self) -> tuple[int, int]:
         return int(self.starts[self.steady_first]), int(self.ends[-1])
 
+    def count_within(self, span: tuple[int, int]) -> int:
+        """How many frames lie wholly inside the span."""
+        return int(((self.starts >= span[0]) & (self.ends <= span[1])).sum())
+
 
 def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
                 delimiter: str | None = None) -> Frames | None:

@@ -131,11 +131,10 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
     if frames is None:
         return None
     durations = frames.durations
-    inside = int(((frames.starts >= window.start_ns) & (frames.ends <= window.end_ns)).sum())
     return {"source": frames.source, "kind": frames.kind, "count": int(len(durations)),
             "first_ns": int(durations[0]), "first_start_ns": int(frames.starts[0]),
             "warmup": {"frames": frames.warmup, "rule": WARMUP_RULE},
-            "steady": steady_stats(frames), "in_window": inside,
+            "steady": steady_stats(frames), "in_window": frames.count_within(window.as_tuple()),
             "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
 
 

@@ -48,6 +48,7 @@ class Trace:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._owner = threading.current_thread()
+        self._name_ids: dict[tuple[str, ...], dict[int, str]] = {}
         workers = os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=workers) if path is not None and workers > 1 else None
 
@@ -68,11 +69,13 @@ class Trace:
 
     def name_ids(self, names: tuple[str, ...]) -> dict[int, str]:
         """StringIds of the given names, also in their versioned spelling (cudaMemcpy_v3020) -> plain name."""
-        marks = ",".join("?" * len(names))
-        rows = self.local_conn().execute(f"SELECT id, value FROM StringIds WHERE value IN ({marks}) OR "
-                                 + " OR ".join("value GLOB ?" for _ in names),
-                                 (*names, *(f"{n}_v[0-9]*" for n in names)))
-        return {int(i): re.sub(r"_v\d+$", "", v) for i, v in rows}
+        if names not in self._name_ids:  # looked up once per list: each lookup scans StringIds for the GLOBs
+            marks = ",".join("?" * len(names))
+            rows = self.local_conn().execute(f"SELECT id, value FROM StringIds WHERE value IN ({marks}) OR "
+                                             + " OR ".join("value GLOB ?" for _ in names),
+                                             (*names, *(f"{n}_v[0-9]*" for n in names)))
+            self._name_ids[names] = {int(i): re.sub(r"_v\d+$", "", v) for i, v in rows}
+        return self._name_ids[names]
 
     # -- reads ---------------------------------------------------------------------------------------------
 
