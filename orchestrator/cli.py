@@ -77,12 +77,38 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--process", help="only this process (name as in the capture)")
     analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
                                                "swaps, else glFinish, else an NVTX range named 'frame')")
-    analyze.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
+    _add_nsys_option(analyze)
+
+    report = sub.add_parser("report", help="write the HTML report of a run folder or a report file",
+                            description="Render one self-contained HTML page (no network needed to open it): verdict, "
+                                        "frames, hotspots, CPU, one frame's timeline and the API tables. A run folder "
+                                        "without summary.json is analysed first.")
+    report.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
+    report.add_argument("-o", "--output", type=Path, help="HTML file (default: report.html in the run folder, "
+                                                          "else NAME.html beside the report)")
+    _add_nsys_option(report)
+
+    compare = sub.add_parser("compare", help="put two or more runs side by side, with deltas",
+                             description="Compare runs (folders or reports) against the first: frame times, first "
+                                         "frame, cores busy, top functions, verdict. Writes an HTML page and the same "
+                                         "figures as JSON beside it, or prints the JSON with --json.")
+    compare.add_argument("sources", type=Path, nargs="+", metavar="RUN", help="run folders or report files; the "
+                                                                              "first is the baseline")
+    compare.add_argument("-o", "--output", type=Path, default=Path("compare.html"),
+                         help="HTML file (default compare.html; the JSON goes beside it as .json)")
+    compare.add_argument("--label", action="append", help="name of each run, in order (default: app names, else "
+                                                          "what differs in their commands)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
+    _add_nsys_option(compare)
 
     targets = sub.add_parser("targets", help="list the inventory's targets",
                              description="List the hosts of the inventory, with their groups.")
     targets.add_argument("--inventory", help="inventory YAML")
     return parser
+
+
+def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
 
 
 def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
@@ -138,6 +164,28 @@ def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from .report import write_report  # imported here: pandas, numpy and jinja load slowly
+    print(write_report(args.source, args.output, args.nsys))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    from .report import compare_runs, write_comparison
+    if len(args.sources) < 2:
+        raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
+    document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)
+    if args.json:
+        print(json.dumps(document))
+        return 0
+    page = write_comparison(document, args.output)
+    data = page.with_suffix(".json")
+    data.write_text(json.dumps(document, indent=1) + "\n")
+    print(page)
+    print(data)
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     inventory = load_inventory(args.inventory)
     table = Table("target", "connection", "address", "user", "groups", title=inventory.source)
@@ -148,7 +196,8 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze}
+COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze,
+            "report": cmd_report, "compare": cmd_compare}
 
 
 def main(argv: list[str] | None = None) -> int:

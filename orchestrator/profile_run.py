@@ -22,6 +22,7 @@ from .host_nsys import HostNsys, export_on_host, find_host_nsys, import_on_host
 from .inventory import Host
 from .nsys_command import RemoteRunPaths, export_sqlite_argv, profile_argv
 from .progress import Progress
+from .report import write_report
 from .runs import create_run_dir, run_id, write_run_json
 from .shell import ShellCommand
 from .transport import ConnectOptions, Transport, open_transport
@@ -170,14 +171,27 @@ def profile(request: ProfileRequest, progress: Progress) -> ProfileOutcome:
         record["error"] = {"type": type(exc).__name__, "message": exc.one_line(), "exit_code": exc.exit_code}
         raise
     finally:
+        if failure is not None:
+            record["error"] = {"type": type(failure).__name__, "message": failure.one_line(),
+                               "exit_code": failure.exit_code}
         record["finished_at"] = datetime.now(timezone.utc).isoformat()
         write_run_json(run_dir, record)
+        with phases("report"):  # also for a failed run: the page says what is missing and why
+            _write_report_page(run_dir, progress)
     if failure is not None:
-        record["error"] = {"type": type(failure).__name__, "message": failure.one_line(),
-                           "exit_code": failure.exit_code}
-        write_run_json(run_dir, record)
         raise failure
     return ProfileOutcome(run_dir=run_dir, status=record["status"], record=record)
+
+
+def _write_report_page(run_dir: Path, progress: Progress) -> None:
+    try:
+        page = write_report(run_dir)
+    except (OrchestratorError, OSError) as exc:
+        message = exc.one_line() if isinstance(exc, OrchestratorError) else str(exc)
+        progress.note("warning", f"report.html could not be written ({message}); "
+                                 f"try again with 'orchestrate report {run_dir}'")
+        return
+    progress.finish("report", str(page))
 
 
 def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path, record: dict[str, Any],

@@ -84,6 +84,39 @@ def parse_os_release(text):
     return values
 
 
+GPU_DEVFREQ_NAMES = ("gpu", "gk20a", "gm20b", "gp10b", "gv11b", "ga10b")  # Jetson GPUs' devfreq device names
+
+
+def parse_clocks(cpu_khz, devfreq_hz):
+    """{'cpu_mhz': [per CPU], 'gpu_mhz': n} from cpufreq's scaling_cur_freq texts (kHz) and a
+    {devfreq device name: cur_freq text (Hz)} map; None when neither is known."""
+    cpus = [int(text.strip()) // 1000 for text in cpu_khz if text and text.strip().isdigit()]
+    gpu = None
+    for name in sorted(devfreq_hz):
+        text = (devfreq_hz[name] or "").strip()
+        if text.isdigit() and any(part in GPU_DEVFREQ_NAMES for part in re.split(r"[.:_-]", name)):
+            gpu = int(text) // 1000000
+            break
+    if not cpus and gpu is None:
+        return None
+    return {"cpu_mhz": cpus, "gpu_mhz": gpu}
+
+
+def current_clocks():
+    cpu_root, devfreq_root = "/sys/devices/system/cpu", "/sys/class/devfreq"
+    cpus = sorted((d for d in _list(cpu_root) if re.match(r"^cpu\d+$", d)), key=lambda d: int(d[3:]))
+    cpu_khz = [_read(os.path.join(cpu_root, d, "cpufreq", "scaling_cur_freq")) for d in cpus]
+    devfreq = {d: _read(os.path.join(devfreq_root, d, "cur_freq")) for d in _list(devfreq_root)}
+    return parse_clocks(cpu_khz, devfreq)
+
+
+def _list(folder):
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
 def _read(path, binary=False):
     try:
         with open(path, "rb" if binary else "r") as handle:
@@ -135,6 +168,7 @@ def board_facts():
         "l4t": l4t,
         "jetpack": jetpack_for_l4t(l4t),
         "is_jetson": bool(l4t) or bool(model and "jetson" in model.lower()),
+        "clocks": current_clocks(),
     }
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages orchestrate needs on a Debian/Ubuntu host (run as root):
-# Nsight Systems from Debian's non-free component, OpenSSH server and client, Xvfb and the
-# GLES demo apps the tests profile. Enables non-free in the sources already configured;
-# it never adds a mirror of its own.
+# Nsight Systems from Debian's non-free component, OpenSSH server and client, Xvfb, the GLES demo
+# apps the tests profile and the Chromium they open the reports in. Enables non-free in the sources
+# already configured; it never adds a mirror of its own.
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -63,8 +63,11 @@ PACKAGES=(
     nsight-systems nsight-systems-target libssh-4 libpfm4
     xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
 )
+# the tests open the HTML reports in it (headless, through Playwright); Ubuntu ships it as a snap only,
+# so there the browser tests are skipped
+BROWSER=chromium
 
-if have_all "${PACKAGES[@]}"; then
+if have_all "${PACKAGES[@]}" "$BROWSER"; then
     exit 0
 fi
 
@@ -76,4 +79,7 @@ esac
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 provide_libcuda_placeholder
+if apt-cache show "$BROWSER" >/dev/null 2>&1; then
+    PACKAGES+=("$BROWSER")
+fi
 apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null

@@ -71,3 +71,18 @@ def host_nsys() -> str:
     if not path:
         pytest.skip("needs Nsight Systems (the README's test command installs it)")
     return path
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium (Debian's package), started on the test's first page and closed at its end, so
+    that no browser runs while a test captures with nsys."""
+    from browser import LazyChromium, chromium_path
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: scripts/install-system-deps.sh installs it")
+        pytest.skip("needs chromium (the README's test command installs it)")
+    lazy = LazyChromium(path)
+    yield lazy
+    lazy.close()

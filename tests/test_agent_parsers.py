@@ -109,3 +109,12 @@ def test_jetpack_layout_importer_beside_target(tmp_path):
     (root / "host-linux-armv8/QdstrmImporter").chmod(0o755)
     assert nsys_locate.nsys_finds_importer(str(nsys)) is True
     assert nsys_locate.find_importer(str(nsys)) == str(root / "host-linux-armv8/QdstrmImporter")
+
+
+def test_clocks_from_cpufreq_and_the_gpus_devfreq():
+    cpu = ["1479000\n", "1479000\n", "921600\n", None]  # the fourth core is offline: no cpufreq
+    devfreq = {"57000000.gpu": "921600000\n", "6000000.c0_ppmu": "5\n"}
+    assert facts.parse_clocks(cpu, devfreq) == {"cpu_mhz": [1479, 1479, 921], "gpu_mhz": 921}
+    assert facts.parse_clocks([], {"17000000.ga10b": "1300500000"}) == {"cpu_mhz": [], "gpu_mhz": 1300}
+    assert facts.parse_clocks([], {"17000000.gv11b": "not a number"}) is None
+    assert facts.parse_clocks([], {}) is None

@@ -1,9 +1,11 @@
 """The analysis on reports recorded here and now by `orchestrate profile` with the real nsys, checked
-against what the apps measured themselves and against `nsys stats` on the same fresh report."""
+against what the apps measured themselves and against `nsys stats` on the same fresh report; their
+report.html and the comparison of two variants opened in headless Chromium."""
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
 from orchestrator.catalog import BUILTIN_DIR
@@ -43,10 +46,14 @@ def assert_agrees_with_nsys_stats(run_dir: Path, summary: dict) -> int:
                for section, report in REPORTS.items())
 
 
-def test_nvtx_frames_match_the_apps_own_timer(tmp_path):
+# a range name that would run script if a page pasted it in as markup
+STAGE = """<script>alert("stage")</script> & 'work'"""
+
+
+def test_nvtx_frames_match_the_apps_own_timer(tmp_path, browser):
     run_dir, summary = profile_locally(
-        tmp_path, "--app-cmd", f"{sys.executable} {APPS / 'nvtx_frames.py'} --frames 200", "--trace", "osrt,nvtx",
-        "--sample", "cpu", "--duration", "30")
+        tmp_path, "--app-cmd", f"{sys.executable} {APPS / 'nvtx_frames.py'} --frames 200 --stage {shlex.quote(STAGE)}",
+        "--trace", "osrt,nvtx", "--sample", "cpu", "--duration", "30")
     own = json.loads((run_dir / "app.stdout.log").read_text().strip().splitlines()[-1])
     measured = np.array(own["durations_ns"])
     frames = summary["frames"]
@@ -65,11 +72,20 @@ def test_nvtx_frames_match_the_apps_own_timer(tmp_path):
     assert summary["window"]["kind"] == "steady"
     assert summary["threads"][0]["cpu_pct"] > 50 and summary["cpu_source"] == "context switches"
     assert summary["verdict"]["kind"] == "cpu_bound"
+    assert {row["name"]: row["calls"] for row in summary["nvtx"]}[STAGE] == own["frames"]
     assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2  # osrtsum and nvtxsum
+    # the page profile wrote: the range's name is text in the NVTX table and on the frame's timeline
+    opened = open_page(browser, run_dir / "report.html")
+    assert_clean(opened, run_dir / "report.html")
+    assert STAGE in opened.page.locator("table[data-table='nvtx']").inner_text()
+    titles = opened.page.locator("[data-chart=frame-timeline] rect.k-nvtx title").all_text_contents()
+    assert sorted(t.split(" (nvtx")[0] for t in titles) == sorted([STAGE, "frame"])
+    assert opened.page.locator("script").count() == 1
+    opened.screenshot("recorded-nvtx-frames")
 
 
 @pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
-def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch):
+def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch, browser):
     # the built-in spec, with es2gears's stdout line-buffered so its FPS line survives the SIGTERM at the end
     apps = tmp_path / "apps"
     apps.mkdir()
@@ -95,6 +111,12 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch):
     assert summary["verdict"]["kind"] == "gpu_wait" and "eglSwapBuffers" in summary["verdict"]["summary"]
     assert sum(core["busy_pct"] for core in summary["cores"]) > 50
     assert assert_agrees_with_nsys_stats(run_dir, summary) >= 1  # osrtsum
+    opened = open_page(browser, run_dir / "report.html")
+    assert_clean(opened, run_dir / "report.html")
+    calls = opened.page.locator("[data-chart=frame-timeline] rect.k-opengl title").all_text_contents()
+    assert [c for c in calls if c.startswith("eglSwapBuffers (opengl")]  # the swap that ends the frame
+    assert opened.charts()["frame-histogram"]["counts"] == frames["steady"]["count"]
+    opened.screenshot("recorded-es2gears")
 
 
 MODELS = Path(__file__).resolve().parent.parent / ".cache" / "models"
@@ -102,8 +124,8 @@ MODELS = Path(__file__).resolve().parent.parent / ".cache" / "models"
 
 @pytest.mark.skipif(not (MODELS / "pose_landmark_full.tflite").is_file(),
                     reason="needs the pose models (scripts/setup.sh fetches them)")
-def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path):
-    summaries = {}
+def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, browser):
+    summaries, run_dirs = {}, {}
     for threads in (1, 2):
         run_dir, summary = profile_locally(
             tmp_path / f"threads{threads}", "--app-cmd",
@@ -122,7 +144,26 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path):
         assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
         assert summary["hotspots"]["self"][0]["symbol"].startswith("xnn_")  # XNNPACK's kernels are the hot code
         assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2
-        summaries[threads] = summary
+        summaries[threads], run_dirs[threads] = summary, run_dir
     cores = {t: sum(c["busy_pct"] for c in s["cores"]) / 100 for t, s in summaries.items()}
     assert cores[2] > cores[1] + 0.3  # the second XNNPACK thread keeps another core busy
     assert summaries[2]["frames"]["steady"]["mean_ns"] < summaries[1]["frames"]["steady"]["mean_ns"]
+    # the seed's A/B table: orchestrate compare, as JSON and as a page
+    done = run_cli("compare", str(run_dirs[1]), str(run_dirs[2]), "--label", "1 thread", "--label", "2 threads",
+                   "-o", str(tmp_path / "threads.html"))
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "threads.json").read_text())
+    metrics = {m["key"]: m for m in document["metrics"]}
+    assert metrics["steady_mean_ns"]["values"] == [summaries[t]["frames"]["steady"]["mean_ns"] for t in (1, 2)]
+    assert metrics["steady_mean_ns"]["deltas"][1]["direction"] == "better"
+    assert metrics["cores_busy"]["deltas"][1]["direction"] == "more"
+    assert metrics["first_frame_ns"]["values"] == [summaries[t]["frames"]["first_ns"] for t in (1, 2)]
+    opened = open_page(browser, tmp_path / "threads.html")
+    assert_clean(opened, tmp_path / "threads.html")
+    assert "better" in opened.page.locator("table.compare tr", has_text="steady mean").inner_text()
+    opened.screenshot("recorded-pose-threads-compare")
+    for threads, run_dir in run_dirs.items():
+        opened = open_page(browser, run_dir / "report.html")
+        assert_clean(opened, run_dir / "report.html")
+        assert opened.charts()["cores"]["drawn"] == len(summaries[threads]["cores"])
+        opened.screenshot(f"recorded-pose-{threads}-threads")

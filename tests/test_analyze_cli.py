@@ -95,3 +95,37 @@ def test_an_empty_capture_says_so(tmp_path):
     done = run_cli("analyze", str(report))
     assert done.returncode == 15 and "holds no trace events" in error_line(done)
     assert "an empty capture" in error_line(done)
+
+
+def test_report_command_writes_the_page_beside_the_report(export, tmp_path):
+    source = tmp_path / "pose.sqlite"
+    source.write_bytes(export("tflite-pose-xnnpack").read_bytes())
+    done = run_cli("report", str(source))
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "pose.html"
+    assert done.stdout.strip() == str(page)
+    html = page.read_text()
+    assert "python (29837) computes on a CPU 98 % of the time" in html and 'data-chart="flame-graph"' in html
+    done = run_cli("report", str(source), "-o", str(tmp_path / "out" / "x.html"))
+    assert done.returncode == 0 and (tmp_path / "out" / "x.html").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["report", "/nonexistent/run"], "error: /nonexistent/run: no such file or folder (give a run folder"),
+    (["compare", "/nonexistent/a"], "error: compare needs two runs or more"),
+    (["compare", "A", "B", "--label", "x"], "error: 1 labels for 2 runs (give one --label per run"),
+])
+def test_report_and_compare_bad_input_is_one_line(args, message, tmp_path):
+    if args[0] == "compare" and len(args) > 2:
+        for name in ("A", "B"):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "summary.json").write_text('{"frames": null}')
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(message) and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_folder_that_is_no_run_is_refused(tmp_path):
+    done = run_cli("report", str(tmp_path))
+    assert done.returncode == 2
+    assert f"error: {tmp_path} is not a run folder (no run.json, summary.json or report in it)" in done.stderr

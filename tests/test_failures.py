@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
 from orchestrator.agent_client import deploy_agent
 from orchestrator.catalog import adhoc_app, with_overrides
@@ -101,7 +102,7 @@ def test_nsys_missing_is_its_own_error(sshd, tmp_path):
     assert "fix orchestrate_nsys in the inventory (nsys found at /usr/bin/nsys" in line
 
 
-def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path):
+def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path, browser):
     # the app runs 2 s before failing: nsys 2022.4 sometimes hangs when the app ends within its first second
     done = profile(sshd, tmp_path, "--app-cmd", "sh -c 'sleep 2; echo boom >&2; exit 3'", "--trace", "osrt",
                    "--sample", "none", "--duration", "5")
@@ -111,6 +112,13 @@ def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path):
     assert (run_dir / "app.stderr.log").read_text() == "boom\n"
     assert (run_dir / "report.nsys-rep").is_file() and (run_dir / "report.sqlite").is_file()
     assert last_record(tmp_path)["status"] == "app_failed"
+    # its page says what happened and what the capture lacks, and still shows what it has
+    opened = open_page(browser, run_dir / "report.html")
+    assert_clean(opened, run_dir / "report.html")
+    assert re.match(r"the app exited with status 3 after 2\.\d s", opened.page.locator(".problem").first.inner_text())
+    assert "--sample cpu" in opened.page.locator("[data-section=hotspots] [data-missing]").inner_text()
+    assert opened.page.locator("table[data-table='osrt'] tbody tr").count() > 0
+    opened.screenshot("failed-app-exit-3")
 
 
 def _alive(marker: str) -> bool:

@@ -1,0 +1,251 @@
+"""Chart geometry: numbers in, shapes out. Pure; the templates draw the shapes as inline SVG.
+
+Every data shape carries the class ``mark`` and each chart says how many it drew (``marks``), so a page
+can be checked for charts that drew what they were given.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .units import format_ns
+
+WIDTH = 960.0
+MAX_SERIES_POINTS = 2000
+LABEL_CHARS = 58
+
+
+@dataclass(frozen=True)
+class Rect:
+    x: float
+    y: float
+    w: float
+    h: float
+    cls: str
+    tip: str = ""
+    label: str = ""
+    count: int | None = None  # how many data items the mark stands for (histogram bins)
+
+
+@dataclass(frozen=True)
+class Text:
+    x: float
+    y: float
+    text: str
+    cls: str = ""
+    anchor: str = "start"
+
+
+@dataclass(frozen=True)
+class Line:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    cls: str
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str                  # what the chart shows: the page's data-chart attribute
+    width: float
+    height: float
+    rects: list[Rect] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    texts: list[Text] = field(default_factory=list)
+    polyline: str = ""         # "x,y x,y ..." of a series
+    polyline_tip: str = ""
+
+    @property
+    def marks(self) -> int:
+        """Data shapes drawn: each rect of class mark, each point of the series."""
+        points = len(self.polyline.split()) if self.polyline else 0
+        return sum(1 for r in self.rects if r.cls.startswith("mark")) + points
+
+
+def shorten(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round axis values covering [low, high]: steps of 1, 2 or 5 times a power of ten."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(low / step) * step
+    return [round(first + i * step, 12) for i in range(int((high - first) / step) + 1)]
+
+
+def decimate(values: np.ndarray, max_points: int = MAX_SERIES_POINTS) -> np.ndarray:
+    """Indices of at most ``max_points`` values that keep each bucket's lowest and highest: spikes survive."""
+    n = len(values)
+    if n <= max_points:
+        return np.arange(n)
+    buckets = max_points // 2
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+    keep = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        part = values[lo:hi]
+        keep += [lo + int(np.argmin(part)), lo + int(np.argmax(part))]
+    return np.unique(np.array(keep, dtype=np.int64))
+
+
+def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float]) -> Chart:
+    """Frame time over the run: one point per frame (decimated), warm-up shaded, first frame marked,
+    horizontal lines at the given levels (p50, p90, p99)."""
+    height, left, right, top, bottom = 260.0, 56.0, 16.0, 12.0, 30.0
+    values = np.asarray(per_frame_ns, dtype=np.float64) / 1e6
+    kept = decimate(values)
+    top_ms = float(values.max()) * 1.05 if len(values) else 1.0
+    ticks = nice_ticks(0.0, top_ms)
+    top_ms = max(top_ms, ticks[-1])
+    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+
+    def x_of(index: float) -> float:
+        return left + plot_w * (index / max(len(values) - 1, 1))
+
+    def y_of(ms: float) -> float:
+        return top + plot_h * (1 - ms / top_ms)
+    chart = Chart("frame-series", WIDTH, height)
+    for tick in ticks:
+        chart.lines.append(Line(left, y_of(tick), WIDTH - right, y_of(tick), "grid"))
+        chart.texts.append(Text(left - 6, y_of(tick) + 4, f"{tick:g}", "axis", "end"))
+    chart.texts.append(Text(4, top + 8, "ms", "axis"))
+    for tick in nice_ticks(0, max(len(values) - 1, 1), 6):
+        chart.texts.append(Text(x_of(tick), height - 10, f"{tick:g}", "axis", "middle"))
+    chart.texts.append(Text(WIDTH - right, height - 10, "frame", "axis", "end"))
+    if warmup:
+        chart.rects.append(Rect(x_of(1), top, x_of(1 + warmup) - x_of(1), plot_h, "warmup",
+                                f"warm-up: frames 1 to {warmup}"))
+    for name, level in lines_ns.items():
+        y = y_of(level / 1e6)
+        chart.lines.append(Line(left, y, WIDTH - right, y, f"level level-{name}", f"{name} {format_ns(level)}"))
+        chart.texts.append(Text(WIDTH - right - 2, y - 3, name, f"level-label level-{name}", "end"))
+    chart = Chart(chart.name, chart.width, chart.height, chart.rects, chart.lines, chart.texts,
+                  " ".join(f"{x_of(i):.1f},{y_of(values[i]):.1f}" for i in kept),
+                  f"{len(values)} frames" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""))
+    if len(values):
+        chart.rects.append(Rect(x_of(0) - 3, y_of(values[0]) - 3, 6, 6, "first",
+                                f"first frame: {format_ns(per_frame_ns[0])}"))
+    return chart
+
+
+def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30) -> Chart:
+    """How steady frame times spread: one bar per non-empty bin, its count in ``count``. A few hitches far
+    out would squeeze every other frame into one bar: past 1.5x the 99.5th percentile they share the last
+    bar, which says so. A bin that has frames is never drawn thinner than a line."""
+    height, left, bottom, top = 220.0, 56.0, 30.0, 12.0
+    values = np.asarray(steady_ns, dtype=np.float64) / 1e6
+    chart = Chart("frame-histogram", WIDTH, height)
+    if not len(values):
+        return chart
+    low, high = float(values.min()), float(values.max())
+    tail = float(np.quantile(values, 0.995))
+    clipped = high > 1.5 * tail
+    if clipped:
+        high = tail
+    if high <= low:
+        high = low + max(low * 0.01, 1e-3)
+    counts, edges = np.histogram(np.minimum(values, high), bins=bins, range=(low, high))
+    beyond = int((values > high).sum())
+    plot_w, plot_h = WIDTH - left - 16, height - top - bottom
+    tallest = int(counts.max())
+    bar_w = plot_w / bins
+    for i, count in enumerate(counts):
+        if count:
+            h = max(plot_h * count / tallest, 2.0)
+            tip = f"{edges[i]:.2f}-{edges[i + 1]:.2f} ms: {count} frames"
+            if clipped and i == bins - 1:
+                tip += f", {beyond} of them above {high:.2f} ms (up to {values.max():.2f} ms)"
+            chart.rects.append(Rect(left + i * bar_w + 1, top + plot_h - h, bar_w - 2, h, "mark bar", tip,
+                                    count=int(count)))
+    for tick in nice_ticks(low, high, 6):
+        x = left + plot_w * (tick - low) / (high - low)
+        chart.texts.append(Text(x, height - 10, f"{tick:g}", "axis", "middle"))
+    if clipped:
+        chart.texts.append(Text(WIDTH - 16, top + 10, f"last bar: also {beyond} frames above {high:.1f} ms, up to "
+                                f"{values.max():.1f} ms", "axis", "end"))
+    chart.texts.append(Text(left - 6, top + 10, str(tallest), "axis", "end"))
+    return chart
+
+
+def hbars(name: str, rows: list[tuple[str, float, str]], scale_max: float | None = None,
+          value_format: str = "{:.1f} %") -> Chart:
+    """Horizontal bars: (label, value, tooltip) each; the label sits left of its bar, the value right."""
+    row_h, label_w = 22.0, 380.0
+    bar_room = WIDTH - label_w - 80
+    top_value = scale_max or max((value for _, value, _ in rows), default=1.0) or 1.0
+    chart = Chart(name, WIDTH, row_h * len(rows) + 8)
+    for i, (label, value, tip) in enumerate(rows):
+        y = 4 + i * row_h
+        w = max(bar_room * value / top_value, 1.0)
+        chart.rects.append(Rect(label_w, y + 3, w, row_h - 6, "mark bar", tip))
+        chart.texts.append(Text(label_w - 8, y + 15, shorten(label), "label", "end"))
+        chart.texts.append(Text(label_w + w + 6, y + 15, value_format.format(value), "value"))
+    return chart
+
+
+def flame_graph(tree: dict, max_depth: int = 80) -> Chart:
+    """Top-down icicle: the root on top, each call under its caller, width = share of samples."""
+    row_h = 17.0
+    rects: list[Rect] = []
+    deepest = 0
+    stack = [(tree, 0.0, 0)]
+    while stack:
+        node, x, depth = stack.pop()
+        width = WIDTH * node["pct"] / 100.0
+        if depth > max_depth:
+            continue
+        deepest = max(deepest, depth)
+        tip = f"{node['symbol']} ({node['module']}): {node['samples']} samples, {node['pct']:.1f} %" \
+            if node["module"] else f"{node['symbol']}: {node['samples']} samples"
+        label = node["symbol"] if width > 40 else ""
+        rects.append(Rect(x, depth * row_h, max(width - 0.5, 0.5), row_h - 1, f"mark flame d{depth % 6}", tip,
+                          shorten(label, max(int(width / 7), 1))))
+        offset = x
+        for child in node["children"]:
+            stack.append((child, offset, depth + 1))
+            offset += WIDTH * child["pct"] / 100.0
+    return Chart("flame-graph", WIDTH, (deepest + 1) * row_h, rects)
+
+
+def timeline_chart(timeline: dict) -> Chart:
+    """One lane per thread or GPU stream, rows inside a lane by kind and nesting level."""
+    label_w, row_h, gap = 190.0, 14.0, 8.0
+    start, end = timeline["start_ns"], timeline["end_ns"]
+    plot_w = WIDTH - label_w - 8
+    scale = plot_w / max(end - start, 1)
+    chart = Chart("frame-timeline", WIDTH, 0)
+    y = 22.0
+    for tick in nice_ticks(0, (end - start) / 1e6, 8):
+        x = label_w + tick * 1e6 * scale
+        chart.lines.append(Line(x, 16, x, 10_000, "grid"))
+        chart.texts.append(Text(x, 11, f"{tick:g} ms", "axis", "end" if x > WIDTH - 30 else "middle"))
+    for lane in timeline["lanes"]:
+        rows = sorted({(kind_rank(e["kind"]), e["level"]) for e in lane["events"]})
+        row_of = {key: i for i, key in enumerate(rows)}
+        chart.texts.append(Text(label_w - 8, y + 11, shorten(lane["name"], 26), "label", "end"))
+        for event in lane["events"]:
+            x0 = label_w + (max(event["start_ns"], start) - start) * scale
+            x1 = label_w + (min(event["end_ns"], end) - start) * scale
+            row_y = y + row_of[(kind_rank(event["kind"]), event["level"])] * row_h
+            duration = format_ns(event["end_ns"] - event["start_ns"])
+            chart.rects.append(Rect(x0, row_y, max(x1 - x0, 0.8), row_h - 2, f"mark ev k-{event['kind']}",
+                                    f"{event['name']} ({event['kind']}, {duration})",
+                                    shorten(event["name"], int((x1 - x0) / 6.5)) if x1 - x0 > 30 else ""))
+        y += len(rows) * row_h + gap
+        chart.lines.append(Line(0, y - gap / 2, WIDTH, y - gap / 2, "lane-rule"))
+    return Chart(chart.name, WIDTH, y, chart.rects, [
+        Line(line.x1, line.y1, line.x2, min(line.y2, y), line.cls) for line in chart.lines], chart.texts)
+
+
+KIND_RANK = {"nvtx": 0, "opengl": 1, "cuda_api": 2, "osrt": 3, "cuda_kernel": 4, "memcpy": 5}
+
+
+def kind_rank(kind: str) -> int:
+    return KIND_RANK.get(kind, len(KIND_RANK))

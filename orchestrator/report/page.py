@@ -1,0 +1,311 @@
+"""The report page's typed context, built from a run's summary.json, run.json and frame timeline. Pure.
+
+Each section is a picture first and a table second; a section with no data is ``None`` and
+``missing[section]`` says why, so a page of a partial capture explains itself instead of breaking.
+"""
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import charts
+from .charts import Chart
+from .run_data import RunData
+from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, threads_table
+from .units import format_ms, format_ns
+
+HOT_BARS = 15
+THREAD_BARS = 20
+VERDICT_TITLES = {"gpu_wait": "waits for the GPU", "gpu_bound": "GPU-bound", "cpu_bound": "CPU-bound",
+                  "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Header:
+    title: str
+    facts: list[Fact]
+    report_href: str | None   # the .nsys-rep, relative to the page
+    open_command: str | None  # the nsys-ui command that opens it
+    problems: list[str]       # how the run went wrong, when it did
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    title: str
+    confidence: str
+    sentence: str
+    evidence: list[str]
+
+
+@dataclass(frozen=True)
+class FramesSection:
+    stats: list[Fact]
+    series: Chart
+    histogram: Chart
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class TreeItem:
+    depth: int
+    symbol: str
+    module: str
+    pct: float
+    samples: int
+    is_leaf: bool
+    opened: bool
+    closes: int  # how many enclosing branches end after this item
+
+
+@dataclass(frozen=True)
+class HotspotsSection:
+    window: str
+    samples: int
+    self_chart: Chart
+    inclusive_chart: Chart
+    flame: Chart
+    tree: list[TreeItem]
+    self_table: Table
+    inclusive_table: Table
+
+
+@dataclass(frozen=True)
+class CpuSection:
+    source: str
+    window: str
+    cores_busy: str
+    cores: Chart | None
+    threads: Chart
+    threads_table: Table
+
+
+@dataclass(frozen=True)
+class TimelineSection:
+    caption: str
+    chart: Chart
+    kinds: list[str]
+    note: str
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    title: str
+    header: Header
+    verdict: Verdict | None
+    frames: FramesSection | None
+    hotspots: HotspotsSection | None
+    cpu: CpuSection | None
+    timeline: TimelineSection | None
+    api_tables: list[Table]
+    api_missing: list[Fact]
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def report_page(run: RunData) -> ReportPage:
+    summary, missing = run.summary, {}
+    if summary is None:
+        reason = (f"the report could not be analysed: {run.analysis_error}" if run.analysis_error
+                  else "the run left no report to analyse (the problem above says why)")
+        for section in ("verdict", "frames", "hotspots", "cpu", "timeline", "api"):
+            missing[section] = reason
+        return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing)
+    window = window_words(summary["window"])
+    frames = frames_section(summary["frames"])
+    if frames is None:
+        missing["frames"] = no_frames_reason(summary)
+    hotspots = hotspots_section(summary["hotspots"], window)
+    if hotspots is None and summary["hotspots"] is None:
+        missing["hotspots"] = ("no CPU samples in this report: it was captured without CPU sampling "
+                               "(profile with --sample cpu)")
+    elif hotspots is None:
+        missing["hotspots"] = f"no CPU samples fell in {window} (analyse another window: orchestrate analyze --window)"
+    cpu = cpu_section(summary, window)
+    if cpu is None:
+        missing["cpu"] = ("no context switches and no CPU samples: per-core and per-thread use are unknown "
+                          "(profile with --sample cpu)")
+    timeline = timeline_section(run.timeline, summary)
+    if timeline is None:
+        missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
+    tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
+    absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
+    return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
+                      timeline, tables, absent, missing)
+
+
+def _title(run: RunData) -> str:
+    app = (run.record or {}).get("app", {}).get("name") or run.source.stem
+    target = (run.record or {}).get("target", {}).get("name")
+    return f"{app} on {target}" if target else app
+
+
+def header_section(run: RunData) -> Header:
+    record, summary = run.record or {}, run.summary or {}
+    facts_in = record.get("facts", {})
+    board, system, nsys = facts_in.get("board", {}), facts_in.get("system", {}), facts_in.get("nsys", {})
+    capture = summary.get("capture", {})
+    facts: list[Fact] = []
+
+    def add(label: str, value) -> None:
+        if value not in (None, "", []):
+            facts.append(Fact(label, str(value)))
+    target = record.get("target", {})
+    add("target", " ".join(filter(None, [target.get("name"), f"({target['address']})" if target.get("address") else ""])))
+    cpu = capture.get("platform", {}).get("CpuDescription")
+    add("board", board.get("model") or (f"not a Jetson ({cpu})" if cpu else None))
+    if board.get("l4t"):
+        add("L4T / JetPack", f"{board['l4t']} / {board.get('jetpack') or 'unknown'}")
+    add("power mode", (board.get("power_mode") or {}).get("name"))
+    add("clocks", clock_words(board.get("clocks")))
+    add("system", " · ".join(filter(None, [system.get("os") or capture.get("platform", {}).get("OsDescription"),
+                                          system.get("kernel"), system.get("arch")])))
+    app = record.get("app", {})
+    add("app", app.get("name"))
+    add("command", " ".join(shlex.quote(a) for a in app.get("command", [])))
+    add("nsys", nsys.get("version") or capture.get("nsys_version"))
+    add("date", _when(record.get("started_at")))
+    if capture.get("duration_ns"):
+        add("capture", format_ns(capture["duration_ns"]))
+    phases = record.get("phases") or {}
+    if phases:
+        add("run took", f"{sum(phases.values()):.1f} s, capture {phases.get('capture', 0):.1f} s")
+    add("report", run.report_name)
+    problems = []
+    if record.get("error"):
+        problems.append(record["error"]["message"])
+    if record.get("app_exit") and record["app_exit"].get("ended") not in (None, "") and record.get("status") != "ok":
+        problems.append(f"the app {record['app_exit']['ended']} (exit status {record['app_exit'].get('status')})")
+    if run.analysis_error:
+        problems.append(f"the report could not be analysed: {run.analysis_error}")
+    command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None
+    return Header(_title(run), facts, run.report_href, command, problems)
+
+
+def _when(iso: str | None) -> str | None:
+    """'2026-11-30T03:20:51.238+00:00' -> '2026-11-30 03:20:51 UTC'."""
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return iso
+
+
+def clock_words(clocks: dict | None) -> str | None:
+    if not clocks:
+        return None
+    parts = []
+    if clocks.get("cpu_mhz"):
+        low, high = min(clocks["cpu_mhz"]), max(clocks["cpu_mhz"])
+        parts.append(f"CPU {low}-{high} MHz" if low != high else f"CPU {low} MHz")
+    if clocks.get("gpu_mhz"):
+        parts.append(f"GPU {clocks['gpu_mhz']} MHz")
+    if clocks.get("emc_mhz"):
+        parts.append(f"EMC {clocks['emc_mhz']} MHz")
+    return ", ".join(parts) or None
+
+
+def window_words(window: dict) -> str:
+    kind = {"steady": "the steady frames", "all": "the whole capture", "frame": "one frame",
+            "range": "the chosen range"}.get(window["kind"], window["kind"])
+    return f"{kind} ({format_ns(window['duration_ns'])})"
+
+
+def verdict_section(verdict: dict) -> Verdict:
+    return Verdict(verdict["kind"], VERDICT_TITLES.get(verdict["kind"], verdict["kind"]), verdict["confidence"],
+                   verdict["summary"], list(verdict["evidence"]))
+
+
+def no_frames_reason(summary: dict) -> str:
+    if summary.get("opengl") is None and summary.get("nvtx") is None:
+        return ("no frames: the capture has no OpenGL calls and no NVTX ranges (trace opengl, or mark each frame "
+                "with an NVTX range named 'frame', or set frame_delimiter in the app spec)")
+    return ("no frames: no buffer swaps, no glFinish and no NVTX range named 'frame' (give the range that marks a "
+            "frame with --frame-range, or frame_delimiter in the app spec)")
+
+
+def frames_section(frames: dict | None) -> FramesSection | None:
+    if frames is None:
+        return None
+    steady, warmup = frames["steady"], frames["warmup"]["frames"]
+    per_frame = frames["per_frame_ns"]
+    stats = [Fact("frames", f"{frames['count']:,} ({frames['source']})"),
+             Fact("first frame", format_ms(frames["first_ns"])),
+             Fact("warm-up", f"{warmup} frames" if warmup else "none"),
+             Fact("steady mean", format_ms(steady["mean_ns"])),
+             Fact("p50", format_ms(steady["p50_ns"])), Fact("p90", format_ms(steady["p90_ns"])),
+             Fact("p99", format_ms(steady["p99_ns"])), Fact("max", format_ms(steady["max_ns"]))]
+    if steady["mean_ns"]:
+        stats.append(Fact("rate", f"{1e9 / steady['mean_ns']:.1f} frames/s"))
+    levels = {"p50": steady["p50_ns"], "p90": steady["p90_ns"], "p99": steady["p99_ns"]}
+    steady_values = np.asarray(per_frame[min(1 + warmup, len(per_frame) - 1):] if len(per_frame) > 1 else per_frame)
+    notes = [frames["warmup"]["rule"] + "."]
+    if len(per_frame) > charts.MAX_SERIES_POINTS:
+        notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
+                     f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
+    return FramesSection(stats, charts.frame_series(per_frame, warmup, levels), charts.histogram(steady_values), notes)
+
+
+def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | None:
+    if hotspots is None or not hotspots["samples"]:
+        return None
+
+    def bars(name: str, rows: list[dict]) -> Chart:
+        return charts.hbars(name, [(r["symbol"], r["pct"], f"{r['symbol']} ({r['module']}): {r['samples']} samples, "
+                                   f"{r['pct']:.1f} %") for r in rows[:HOT_BARS]], 100.0)
+    return HotspotsSection(window, hotspots["samples"], bars("hotspots-self", hotspots["self"]),
+                           bars("hotspots-inclusive", hotspots["inclusive"]), charts.flame_graph(hotspots["tree"]),
+                           tree_items(hotspots["tree"]),
+                           hotspot_table("hotspots_self", "Self time (bottom-up)", hotspots["self"]),
+                           hotspot_table("hotspots_inclusive", "Inclusive time (top-down)", hotspots["inclusive"]))
+
+
+def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:
+    """The call tree flattened in page order; each item says how many branches end right after it."""
+    items: list[TreeItem] = []
+    stack: list[tuple[dict | None, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node is None:  # every descendant of a branch is out: the branch ends after the last one
+            items[-1] = replace(items[-1], closes=items[-1].closes + 1)
+            continue
+        kids = node["children"]
+        items.append(TreeItem(depth, node["symbol"], node["module"], node["pct"], node["samples"], not kids,
+                              node["pct"] >= open_share, 0))
+        if kids:
+            stack.append((None, depth))
+            stack += [(kid, depth + 1) for kid in reversed(kids)]
+    return items
+
+
+def cpu_section(summary: dict, window: str) -> CpuSection | None:
+    threads, cores = summary.get("threads"), summary.get("cores")
+    if threads is None:
+        return None
+    busy = sum(c["busy_pct"] for c in cores) / 100.0 if cores else sum(t["cpu_pct"] for t in threads) / 100.0
+    core_chart = charts.hbars("cores", [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy")
+                                        for c in cores], 100.0) if cores else None
+    shown = sorted(threads, key=lambda t: -t["cpu_pct"])
+    thread_chart = charts.hbars("threads", [(f"{t['name'] or 'thread'} ({t['tid']})", t["cpu_pct"],
+                                             f"{t['name']} ({t['tid']}): {t['cpu_pct']:.1f} % of a core, "
+                                             f"{format_ns(t['cpu_ns'])}; hottest: {t['top_symbol'] or '–'}")
+                                            for t in shown[:THREAD_BARS]], max(100.0, shown[0]["cpu_pct"] if shown else 100))
+    return CpuSection(summary["cpu_source"], window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
+
+
+def timeline_section(timeline: dict | None, summary: dict) -> TimelineSection | None:
+    if not timeline or not timeline["lanes"]:
+        return None
+    kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
+    note = f"{timeline['dropped']:,} shorter events left out" if timeline["dropped"] else ""
+    return TimelineSection(timeline["caption"], charts.timeline_chart(timeline), kinds, note)
+

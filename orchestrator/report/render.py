@@ -1,0 +1,54 @@
+"""Pages from templates/: one Jinja environment, autoescape on, undefined names are errors.
+
+A page is one self-contained file: its style and script are inline, and its Content-Security-Policy
+forbids every request and every script but its own (by hash), so a name that looks like markup stays text.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from .. import __version__
+
+KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
+              "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation"}
+
+
+def templates_dir() -> Path:
+    """templates/ at the top of a checkout, or orchestrator/templates once installed."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parents[1] / "templates", here.parent / "templates"):
+        if (candidate / "report.html").is_file():
+            return candidate
+    raise FileNotFoundError("the page templates are missing from this installation (templates/report.html)")
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    script = (templates_dir() / "report.js").read_text()
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    env.globals.update(script=Markup(script), script_hash=f"sha256-{digest}", version=__version__,
+                       kind_names=KIND_NAMES)
+    return env
+
+
+def render(template: str, title: str, **context) -> str:
+    made_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return environment().get_template(template).render(title=title, made_at=made_at, **context)
+
+
+def write_page(html: str, path: Path) -> Path:
+    """Write atomically: a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.part")
+    partial.write_text(html, encoding="utf-8")
+    partial.replace(path)
+    return path

@@ -1,0 +1,123 @@
+"""What a report page is made from: a run folder (run.json, summary.json, the report and its export) or a
+report file alone, plus the timeline of one representative frame read from the export."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis import AnalysisOptions, analyze_report
+from ..analysis.schema import open_export, probe
+from ..analysis.timeline import busy_span, frame_timeline, representative_frame
+from ..errors import OrchestratorError, ReportError, UsageError
+from .units import format_ms, format_ns
+
+REPORT_NAMES = ("report.nsys-rep", "report.qdrep", "report.sqlite")
+NO_FRAME_SLICE_NS = 50_000_000
+
+
+@dataclass(frozen=True)
+class RunData:
+    source: Path                  # the run folder or report file it came from
+    summary: dict | None          # summary.json's document
+    record: dict | None           # run.json's, for a run folder
+    timeline: dict | None         # analysis.timeline's lanes plus a caption
+    timeline_missing: str | None  # why there is no timeline
+    analysis_error: str | None
+    report_name: str | None       # the Nsight Systems report's file name
+    report_href: str | None       # that report, relative to the page's folder
+
+
+def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None) -> RunData:
+    """A run folder or a report file -> RunData. A run without a summary is analysed here when its report
+    is still there; one whose app crashed before any report still gives a page that says so."""
+    if path.is_dir():
+        return _load_run_dir(path, page_dir, nsys_hint)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder", "give a run folder (runs/<run>) or a report file")
+    summary = analyze_report(path, nsys_hint=nsys_hint)
+    export = Path(summary["capture"]["export"])
+    report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
+    timeline, why = timeline_of(export, summary)
+    return RunData(path, summary, None, timeline, why, None, report.name if report else None,
+                   _href(report, page_dir) if report else None)
+
+
+def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None) -> RunData:
+    record = _read_json(run_dir / "run.json")
+    summary = _read_json(run_dir / "summary.json")
+    reports = [run_dir / name for name in REPORT_NAMES if (run_dir / name).is_file()]
+    if record is None and summary is None and not reports:
+        raise UsageError(f"{run_dir} is not a run folder (no run.json, summary.json or report in it)",
+                         "give a folder that 'orchestrate profile' made, or a .nsys-rep/.sqlite report")
+    analysis_error = ((record or {}).get("analysis") or {}).get("error")
+    if summary is None and reports and analysis_error is None:
+        delimiter = ((record or {}).get("app") or {}).get("frame_delimiter")
+        try:
+            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter), nsys_hint)
+        except OrchestratorError as exc:
+            analysis_error = exc.one_line()
+    report = next((r for r in reports if r.suffix != ".sqlite"), None)
+    export = run_dir / "report.sqlite"
+    if summary is None:
+        timeline, why = None, analysis_error or "the run left no report"
+    elif export.is_file():
+        timeline, why = timeline_of(export, summary)
+    else:
+        timeline, why = None, "the run folder has no report.sqlite to read the frame's events from"
+    return RunData(run_dir, summary, record, timeline, why, analysis_error, report.name if report else None,
+                   _href(report, page_dir) if report else None)
+
+
+def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
+    """The events of the representative frame (else of a busy slice), with a caption saying which."""
+    try:
+        conn = open_export(export)
+    except ReportError as exc:
+        return None, f"the export could not be read for the timeline: {exc.one_line()}"
+    try:
+        schema = probe(conn)
+        frames = summary["frames"]
+        if frames and frames["count"]:
+            warmup = frames["warmup"]["frames"]
+            first_steady = min(1 + warmup, frames["count"] - 1)
+            index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"])
+            start = frames["frame_starts_ns"][index]
+            span = (start, start + frames["per_frame_ns"][index])
+            caption = (f"frame {index} of {frames['count']}: {format_ms(span[1] - span[0])}, the steady frame "
+                       f"closest to the median ({format_ms(frames['steady']['p50_ns'])})")
+        else:
+            window = (summary["window"]["start_ns"], summary["window"]["end_ns"])
+            span = busy_span(conn, schema, window, NO_FRAME_SLICE_NS)
+            caption = (f"no frames: {format_ns(span[1] - span[0])} of the capture, around "
+                       f"{'the median kernel launch' if summary.get('cuda_kernels') else 'its middle'}")
+        timeline = frame_timeline(conn, schema, span)
+    except (ReportError, OSError, sqlite3.Error) as exc:
+        return None, f"the export could not be read for the timeline: {exc}"
+    finally:
+        conn.close()
+    if not timeline["lanes"]:
+        return None, f"nothing traced in that span ({caption})"
+    return {**timeline, "caption": caption}, None
+
+
+def _read_json(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path} could not be read ({exc})", "run 'orchestrate analyze' on the report again") from None
+
+
+def _beside(export: Path) -> Path | None:
+    for suffix in (".nsys-rep", ".qdrep"):
+        if export.with_suffix(suffix).is_file():
+            return export.with_suffix(suffix)
+    return None
+
+
+def _href(target: Path, page_dir: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()

@@ -1,0 +1,97 @@
+"""Sortable tables of a report: summary.json's rows with display text and the raw value to sort by.
+
+Each cell keeps the exact number of summary.json (``value``) beside what is shown (``text``): the page
+sorts by the first, people read the second.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import format_bytes, format_ns, format_pct
+
+SHOWN_ROWS = 25  # rows drawn at first; the rest wait behind "show all"
+
+API_TITLES = {"opengl": "OpenGL API", "opengl_gpu": "OpenGL GPU workload", "osrt": "OS runtime",
+              "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
+              "cuda_kernels": "CUDA kernels", "memcpy": "CUDA memory operations"}
+API_HINTS = {"opengl": "profile with --trace including opengl (apps that load GL through libepoxy are not seen)",
+             "opengl_gpu": "needs the opengl trace on a GPU whose driver nsys reads",
+             "osrt": "profile with --trace including osrt",
+             "nvtx": "the app marks no NVTX ranges (or nvtx is not traced)",
+             "khr_debug": "the app pushes no KHR_debug groups",
+             "cuda_api": "no CUDA calls traced (profile with --trace including cuda on a CUDA app)",
+             "cuda_kernels": "no CUDA kernels ran while tracing",
+             "memcpy": "no CUDA memory copies or sets were traced"}
+# summary.json key -> (heading, kind of value)
+COLUMNS = {"name": ("name", "text"), "style": ("style", "text"), "grid": ("grid", "text"),
+           "block": ("block", "text"), "direction": ("direction", "text"), "calls": ("calls", "count"),
+           "pct": ("time %", "pct"), "total_ns": ("total", "ns"), "avg_ns": ("avg", "ns"),
+           "med_ns": ("median", "ns"), "min_ns": ("min", "ns"), "max_ns": ("max", "ns"), "std_ns": ("std dev", "ns"),
+           "bytes": ("bytes", "bytes"), "symbol": ("function", "text"), "module": ("module", "path"),
+           "samples": ("samples", "count"), "tid": ("tid", "id"), "cpu_pct": ("CPU %", "pct"),
+           "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text")}
+API_ORDER = ("name", "style", "grid", "block", "direction", "calls", "pct", "total_ns", "avg_ns", "med_ns", "min_ns",
+             "max_ns", "std_ns", "bytes")
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    value: str  # what the table sorts by: the raw number, or the text itself
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    heading: str
+    numeric: bool
+
+
+@dataclass(frozen=True)
+class Table:
+    key: str
+    title: str
+    columns: list[Column]
+    rows: list[list[Cell]]
+    shown: int  # rows drawn at first
+
+    @property
+    def hidden_rows(self) -> list[list[Cell]]:
+        return self.rows[self.shown:]
+
+
+def cell(kind: str, value) -> Cell:
+    if value is None:
+        return Cell("–", "")
+    if kind == "ns":
+        return Cell(format_ns(value), repr(value))
+    if kind == "pct":
+        return Cell(format_pct(value), repr(value))
+    if kind == "bytes":
+        return Cell(format_bytes(value), repr(value))
+    if kind == "path":  # the file name is what people recognise; the full path sorts and stays in data-v
+        return Cell(str(value).rsplit("/", 1)[-1], str(value))
+    if kind == "id":
+        return Cell(str(value), repr(value))
+    if kind == "count":
+        return Cell(f"{value:,}", repr(value))
+    return Cell(str(value), str(value))
+
+
+def table(key: str, title: str, records: list[dict], order: tuple[str, ...], shown: int = SHOWN_ROWS) -> Table:
+    keys = [k for k in order if records and k in records[0]]
+    columns = [Column(k, COLUMNS[k][0], COLUMNS[k][1] not in ("text", "path")) for k in keys]
+    rows = [[cell(COLUMNS[k][1], record.get(k)) for k in keys] for record in records]
+    return Table(key, title, columns, rows, min(shown, len(rows)))
+
+
+def api_table(key: str, records: list[dict]) -> Table:
+    return table(key, API_TITLES[key], records, API_ORDER)
+
+
+def threads_table(records: list[dict]) -> Table:
+    return table("threads", "Threads", records, ("name", "tid", "cpu_pct", "cpu_ns", "top_symbol"))
+
+
+def hotspot_table(key: str, title: str, records: list[dict]) -> Table:
+    return table(key, title, records, ("symbol", "samples", "pct", "module"))
