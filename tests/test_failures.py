@@ -159,9 +159,12 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
                            "(SIGINT to nsys, SIGTERM to nsys, SIGKILL to nsys")
     record = last_record(tmp_path)
     assert record["capture"]["stalled"] is True
-    # its raw capture was complete on disk, so it came back and no second capture was needed
-    assert record["capture_attempts"] == []
-    assert record["files"]["report.nsys-rep"]["size"] > 0
+    first = (record["capture_attempts"] or [record["capture"]])[0]
+    if first["reports"]:  # the frozen nsys had its raw capture on disk: it came back, no second capture
+        assert record["capture_attempts"] == []
+        assert record["files"]["report.nsys-rep"]["size"] > 0
+    else:  # it had written nothing yet (it varies with when the freeze lands): captured once more, as asked
+        assert len(record["capture_attempts"]) == 1 and record["capture_attempts"][0]["stalled"] is True
     assert not _alive(marker)
     assert not _alive("nsys-launcher")
     assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed

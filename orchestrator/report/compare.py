@@ -166,8 +166,8 @@ def comparison_page(document: dict) -> ComparePage:
             continue
         scale = 1e6 if metric["unit"] == "ns" else 1.0
         fmt = "{:.2f} ms" if metric["unit"] == "ns" else "{:.2f}"
-        drawn.append((title, charts.hbars(f"compare-{key}", [(label, value / scale, f"{label}: {fmt.format(value / scale)}")
-                                                             for label, value in pairs], value_format=fmt)))
+        bars = [(label, value / scale, f"{label}: {fmt.format(value / scale)}") for label, value in pairs]
+        drawn.append((title, charts.hbars(f"compare-{key}", bars, value_format=fmt)))
     missing = [f"{v['label']}: {v['analysis_error'] or 'no frames in this run'}" for v in document["variants"]
                if v["values"]["steady_mean_ns"] is None]
     return ComparePage(" vs ".join(labels), labels, rows, drawn, document["variants"], missing)

@@ -159,7 +159,8 @@ def header_section(run: RunData) -> Header:
         if value not in (None, "", []):
             facts.append(Fact(label, str(value)))
     target = record.get("target", {})
-    add("target", " ".join(filter(None, [target.get("name"), f"({target['address']})" if target.get("address") else ""])))
+    address = f"({target['address']})" if target.get("address") else ""
+    add("target", " ".join(filter(None, [target.get("name"), address])))
     cpu = capture.get("platform", {}).get("CpuDescription")
     add("board", board.get("model") or (f"not a Jetson ({cpu})" if cpu else None))
     if board.get("l4t"):
@@ -292,13 +293,15 @@ def cpu_section(summary: dict, window: str) -> CpuSection | None:
     if threads is None:
         return None
     busy = sum(c["busy_pct"] for c in cores) / 100.0 if cores else sum(t["cpu_pct"] for t in threads) / 100.0
-    core_chart = charts.hbars("cores", [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy")
-                                        for c in cores], 100.0) if cores else None
+    core_chart = None
+    if cores:
+        rows = [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy") for c in cores]
+        core_chart = charts.hbars("cores", rows, 100.0)
     shown = sorted(threads, key=lambda t: -t["cpu_pct"])
-    thread_chart = charts.hbars("threads", [(f"{t['name'] or 'thread'} ({t['tid']})", t["cpu_pct"],
-                                             f"{t['name']} ({t['tid']}): {t['cpu_pct']:.1f} % of a core, "
-                                             f"{format_ns(t['cpu_ns'])}; hottest: {t['top_symbol'] or '–'}")
-                                            for t in shown[:THREAD_BARS]], max(100.0, shown[0]["cpu_pct"] if shown else 100))
+    bars = [(f"{t['name'] or 'thread'} ({t['tid']})", t["cpu_pct"],
+             f"{t['name']} ({t['tid']}): {t['cpu_pct']:.1f} % of a core, {format_ns(t['cpu_ns'])}; "
+             f"hottest: {t['top_symbol'] or '–'}") for t in shown[:THREAD_BARS]]
+    thread_chart = charts.hbars("threads", bars, max([100.0] + [t["cpu_pct"] for t in shown]))
     return CpuSection(summary["cpu_source"], window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
 
 

@@ -109,7 +109,8 @@ def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{path} could not be read ({exc})", "run 'orchestrate analyze' on the report again") from None
+        raise ReportError(f"{path} could not be read ({exc})",
+                          "run 'orchestrate analyze' on the report again") from None
 
 
 def _beside(export: Path) -> Path | None:
