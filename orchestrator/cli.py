@@ -178,11 +178,8 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(document))
         return 0
-    page = write_comparison(document, args.output)
-    data = page.with_suffix(".json")
-    data.write_text(json.dumps(document, indent=1) + "\n")
-    print(page)
-    print(data)
+    for path in write_comparison(document, args.output):
+        print(path)
     return 0
 
 

@@ -229,7 +229,8 @@ def test_compare_page_and_json_put_variants_side_by_side(export, browser, tmp_pa
     assert steady["deltas"][1]["change"] == change
     assert steady["deltas"][1]["direction"] == ("worse" if change > 0 else "better")
     assert document["variants"][0]["top_functions"][0]["symbol"].startswith("xnn_")
-    page_path = write_comparison(document, tmp_path / "compare.html")
+    page_path, data_path = write_comparison(document, tmp_path / "compare.html")
+    assert json.loads(data_path.read_text()) == document
     opened = open_page(browser, page_path)
     assert_clean(opened, page_path)
     header = opened.page.eval_on_selector_all("table.compare thead th", "ths => ths.map(t => t.textContent)")

@@ -5,6 +5,7 @@ puts runs side by side. Geometry (charts), tables and page contexts are pure; te
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .compare import comparison, comparison_page
@@ -37,6 +38,8 @@ def compare_runs(sources: list[Path], labels: list[str] | None = None, nsys_hint
     return comparison([load_run(source, page_dir or Path.cwd(), nsys_hint) for source in sources], labels)
 
 
-def write_comparison(document: dict, output: Path) -> Path:
+def write_comparison(document: dict, output: Path) -> tuple[Path, Path]:
+    """The comparison page, and its figures as JSON beside it (same name, .json)."""
     page = comparison_page(document)
-    return write_page(render("compare.html", page.title, page=page, same_within=document["same_within_pct"]), output)
+    html = write_page(render("compare.html", page.title, page=page, same_within=document["same_within_pct"]), output)
+    return html, write_page(json.dumps(document, indent=1) + "\n", output.with_suffix(".json"))

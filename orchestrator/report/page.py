@@ -133,7 +133,7 @@ def report_page(run: RunData) -> ReportPage:
     if cpu is None:
         missing["cpu"] = ("no context switches and no CPU samples: per-core and per-thread use are unknown "
                           "(profile with --sample cpu)")
-    timeline = timeline_section(run.timeline, summary)
+    timeline = timeline_section(run.timeline)
     if timeline is None:
         missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
@@ -305,7 +305,7 @@ def cpu_section(summary: dict, window: str) -> CpuSection | None:
     return CpuSection(summary["cpu_source"], window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
 
 
-def timeline_section(timeline: dict | None, summary: dict) -> TimelineSection | None:
+def timeline_section(timeline: dict | None) -> TimelineSection | None:
     if not timeline or not timeline["lanes"]:
         return None
     kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
