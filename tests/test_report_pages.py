@@ -238,3 +238,16 @@ def test_compare_page_and_json_put_variants_side_by_side(export, browser, tmp_pa
     assert opened.charts()["compare-cores_busy"]["drawn"] == 2
     opened.screenshot("compare-two-exports")
     assert (ARTIFACTS / "compare-two-exports.png").stat().st_size > 10_000
+
+
+def test_report_of_an_nsys_rep_links_it_and_says_how_to_open_it(host_nsys, browser, tmp_path):
+    source = tmp_path / "pose capture.nsys-rep"  # a space: the command must quote it
+    source.write_bytes((Path(__file__).parent / "data" / "nsys" / "tflite-pose-xnnpack.nsys-rep").read_bytes())
+    page_path = write_report(source)
+    assert page_path == tmp_path / "pose capture.html" and (tmp_path / "pose capture.sqlite").is_file()
+    opened = open_page(browser, page_path)
+    assert_clean(opened, page_path)
+    link = opened.page.locator("header .open a")
+    assert link.get_attribute("href") == "pose capture.nsys-rep"
+    assert opened.page.locator("code.command").inner_text() == "nsys-ui 'pose capture.nsys-rep'"
+    assert opened.charts()["frame-series"]["drawn"] == 60
