@@ -136,8 +136,9 @@ def test_app_ignoring_sigterm_is_killed_by_the_watchdog(sshd, tmp_path):
     line = error_line(done)
     assert line.startswith("error: watchdog: ") and "SIGTERM to app, SIGKILL to app" in line
     assert not _alive(marker)
-    assert time.monotonic() - started < 60
     record = last_record(tmp_path)
+    # each capture is bounded by the watchdog; a capture whose nsys stalled without a report is made again
+    assert time.monotonic() - started < 60 * (1 + len(record["capture_attempts"]))
     assert record["status"] == "watchdog"
     app_signals = [a["signal"] for a in record["capture"]["watchdog"] if a["target"] == "app"]
     assert app_signals == ["SIGTERM", "SIGKILL"]
