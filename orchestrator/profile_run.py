@@ -111,7 +111,7 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
         return "app_failed", AppFailedError(
             f"the app exited with status {code}{after}",
             "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
-    if capture["watchdog"]:
+    if capture["watchdog"] and not finished_when_nudged(capture):
         steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
         return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
                                          "the report, if any, was still pulled; try a shorter --duration or a larger --grace")
@@ -126,6 +126,15 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
             f"the app exited with status {code} after {capture['nsys_elapsed_s']:.1f} s",
             "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
     return "ok", None
+
+
+def finished_when_nudged(capture: dict[str, Any]) -> bool:
+    """The app ended (as planned, or by itself with success), nsys stalled while writing its report, and one
+    SIGINT made it finish normally (exit 0, report written): nothing was lost, the run is a success (with a
+    warning). The watchdog touched nothing but nsys's SIGINT and the clean-up of its orphaned daemon."""
+    nudges = [a for a in capture["watchdog"] if a["target"] != "nsys daemon"]
+    return (bool(capture["reports"]) and capture["nsys_exit"] == 0
+            and [(a["target"], a["signal"]) for a in nudges] == [("nsys", "SIGINT")])
 
 
 class _Phases:
@@ -239,6 +248,9 @@ def _run_on_target(request: ProfileRequest, transport: Transport, run_dir: Path,
     record["app_exit"] = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
     record["capture"] = capture
     record["status"] = status
+    if status == "ok" and capture["watchdog"]:
+        progress.note("warning", "nsys stalled while writing its report and finished it once interrupted (exit 0); "
+                                 "run.json lists the signals")
     progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")
     if not capture["reports"]:
         _pull_logs(agent, paths, run_dir, record)

@@ -130,3 +130,19 @@ def test_watchdog_no_report_and_nsys_failure():
     assert (status, type(error)) == ("nsys_failed", ReportError)
     status, error = classify_capture(capture(program_not_found=True, reports={}), APP)
     assert (status, type(error)) == ("app_not_found", AppNotFoundError)
+
+
+def test_nsys_that_finishes_once_nudged_is_a_success():
+    nudged = [{"reason": "nsys stalled while generating the report", "signal": "SIGINT", "target": "nsys"},
+              {"reason": "nsys daemon outlived the capture", "signal": "SIGTERM", "target": "nsys daemon"}]
+    planned = {"app_stopped_after_s": 5.0, "app_gone_after_s": 5.1, "nsys_exit": 0}
+    assert classify_capture(capture(watchdog=nudged, **planned), APP) == ("ok", None)
+    # an app that ended by itself, with success, before the planned end: the same
+    assert classify_capture(capture(watchdog=nudged, nsys_exit=0, app_gone_after_s=2.0), APP) == ("ok", None)
+    # not when nsys did not exit cleanly, wrote nothing, needed more than a SIGINT, or the app was killed
+    assert classify_capture(capture(watchdog=nudged, **{**planned, "nsys_exit": 130}), APP)[0] == "watchdog"
+    assert classify_capture(capture(watchdog=nudged, reports={}, **planned), APP)[0] == "watchdog"
+    harder = nudged[:1] + [{"reason": "nsys did not finish", "signal": "SIGTERM", "target": "nsys"}]
+    assert classify_capture(capture(watchdog=harder, **planned), APP)[0] == "watchdog"
+    killed = [{"reason": "app outlived the capture", "signal": "SIGKILL", "target": "app"}] + nudged
+    assert classify_capture(capture(watchdog=killed, **planned), APP)[0] == "watchdog"
