@@ -94,6 +94,6 @@ def assert_clean(opened: OpenedPage, path: Path) -> None:
     assert opened.console == [], opened.console
     assert opened.requests == [path.resolve().as_uri()], opened.requests
     assert opened.dialogs == []
-    for name, chart in opened.charts().items():
+    for chart in opened.charts().values():
         assert chart["said"] > 0 and chart["drawn"] == chart["said"] == chart["visible"], chart
         assert chart["width"] > 100 and chart["height"] > 10, chart

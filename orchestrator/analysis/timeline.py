@@ -107,13 +107,13 @@ def _lanes(events: list[Event]) -> list[dict]:
     for lane, mine in by_lane.items():
         rows = []
         for kind in KIND_ORDER:
-            rows += _stacked([e for e in mine if e.kind == kind])
+            rows += stack_levels([e for e in mine if e.kind == kind])
         lanes.append({"name": lane, "events": rows})
     gpu_last = sorted(lanes, key=lambda lane: lane["name"].startswith("GPU "))
     return gpu_last
 
 
-def _stacked(events: list[Event]) -> list[dict]:
+def stack_levels(events: list[Event]) -> list[dict]:
     """Each event on the lowest level free at its start (events come sorted by start)."""
     level_ends: list[int] = []
     placed = []
