@@ -42,7 +42,7 @@ class Frames:
 
     @property
     def steady_first(self) -> int:
-        return min(1 + self.warmup, len(self.starts) - 1) if len(self.starts) > 1 else 0
+        return first_steady_index(len(self.starts), self.warmup)
 
     def span(self, index: int) -> tuple[int, int]:
         return int(self.starts[index]), int(self.ends[index])
@@ -53,6 +53,11 @@ class Frames:
     def count_within(self, span: tuple[int, int]) -> int:
         """How many frames lie wholly inside the span."""
         return int(((self.starts >= span[0]) & (self.ends <= span[1])).sum())
+
+
+def first_steady_index(count: int, warmup: int) -> int:
+    """Index of the first steady frame: after frame 0 and the warm-up, but never past the last frame."""
+    return min(1 + warmup, count - 1) if count > 1 else 0
 
 
 def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..analysis.timeline import KIND_ORDER
 from .units import format_ns
 
 WIDTH = 960.0
@@ -244,7 +245,7 @@ def timeline_chart(timeline: dict) -> Chart:
         Line(line.x1, line.y1, line.x2, min(line.y2, y), line.cls) for line in chart.lines], chart.texts)
 
 
-KIND_RANK = {"nvtx": 0, "opengl": 1, "cuda_api": 2, "osrt": 3, "cuda_kernel": 4, "memcpy": 5}
+KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}  # lanes' rows in the order the analysis sorts them
 
 
 def kind_rank(kind: str) -> int:

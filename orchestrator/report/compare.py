@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from . import charts
 from .charts import Chart
+from .page import cores_busy
 from .run_data import RunData
 from .units import format_ms
 
@@ -49,14 +50,8 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
 
 def variant(label: str, run: RunData) -> dict:
     summary, record = run.summary or {}, run.record or {}
-    frames, cores, threads = summary.get("frames"), summary.get("cores"), summary.get("threads")
+    frames = summary.get("frames")
     steady = frames["steady"] if frames else {}
-    if cores:
-        busy = sum(c["busy_pct"] for c in cores) / 100.0
-    elif threads:
-        busy = sum(t["cpu_pct"] for t in threads) / 100.0
-    else:
-        busy = None
     hot = (summary.get("hotspots") or {}).get("self") or []
     verdict = summary.get("verdict")
     return {
@@ -70,7 +65,7 @@ def variant(label: str, run: RunData) -> dict:
             "p90_ns": steady.get("p90_ns"), "p99_ns": steady.get("p99_ns"),
             "frames_per_s": 1e9 / steady["mean_ns"] if steady.get("mean_ns") else None,
             "frames": frames["count"] if frames else None,
-            "cores_busy": busy,
+            "cores_busy": cores_busy(summary),
         },
         "top_functions": [{"symbol": h["symbol"], "pct": h["pct"]} for h in hot[:TOP_FUNCTIONS]],
         "verdict": {"kind": verdict["kind"], "summary": verdict["summary"]} if verdict else None,

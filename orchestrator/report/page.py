@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..analysis.frames import first_steady_index
 from . import charts
 from .charts import Chart
 from .run_data import RunData
@@ -248,7 +249,7 @@ def frames_section(frames: dict | None) -> FramesSection | None:
     if steady["mean_ns"]:
         stats.append(Fact("rate", f"{1e9 / steady['mean_ns']:.1f} frames/s"))
     levels = {"p50": steady["p50_ns"], "p90": steady["p90_ns"], "p99": steady["p99_ns"]}
-    steady_values = np.asarray(per_frame[min(1 + warmup, len(per_frame) - 1):] if len(per_frame) > 1 else per_frame)
+    steady_values = np.asarray(per_frame[first_steady_index(len(per_frame), warmup):])
     notes = [frames["warmup"]["rule"] + "."]
     if len(per_frame) > charts.MAX_SERIES_POINTS:
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
@@ -288,11 +289,21 @@ def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:
     return items
 
 
+def cores_busy(summary: dict) -> float | None:
+    """Cores kept busy on average over the window: per-core use when known, else the threads' CPU added up."""
+    cores, threads = summary.get("cores"), summary.get("threads")
+    if cores:
+        return sum(c["busy_pct"] for c in cores) / 100.0
+    if threads:
+        return sum(t["cpu_pct"] for t in threads) / 100.0
+    return None
+
+
 def cpu_section(summary: dict, window: str) -> CpuSection | None:
     threads, cores = summary.get("threads"), summary.get("cores")
     if threads is None:
         return None
-    busy = sum(c["busy_pct"] for c in cores) / 100.0 if cores else sum(t["cpu_pct"] for t in threads) / 100.0
+    busy = cores_busy(summary) or 0.0
     core_chart = None
     if cores:
         rows = [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy") for c in cores]

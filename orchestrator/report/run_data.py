@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
+from ..analysis.frames import first_steady_index
 from ..analysis.schema import open_export, probe
 from ..analysis.timeline import busy_span, frame_timeline, representative_frame
 from ..errors import OrchestratorError, ReportError, UsageError
@@ -81,8 +82,7 @@ def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
         schema = probe(conn)
         frames = summary["frames"]
         if frames and frames["count"]:
-            warmup = frames["warmup"]["frames"]
-            first_steady = min(1 + warmup, frames["count"] - 1)
+            first_steady = first_steady_index(frames["count"], frames["warmup"]["frames"])
             index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"])
             start = frames["frame_starts_ns"][index]
             span = (start, start + frames["per_frame_ns"][index])
