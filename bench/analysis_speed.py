@@ -81,6 +81,7 @@ def run_measured(argv: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one child process."""
     started = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:

@@ -23,11 +23,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from orchestrator.agent_client import deploy_agent  # noqa: E402
-from orchestrator.inventory import Host  # noqa: E402
-from orchestrator.transport import ConnectOptions, open_transport  # noqa: E402
-from orchestrator.verified_pull import board_checksums, pull_verified  # noqa: E402
 from sshd_server import make_sshd  # noqa: E402
+
+from orchestrator.inventory.hosts import Host  # noqa: E402
+from orchestrator.runs.pull import board_checksums, pull_verified  # noqa: E402
+from orchestrator.targets.agent import deploy_agent  # noqa: E402
+from orchestrator.targets.transport import ConnectOptions, open_transport  # noqa: E402
 
 
 def timed(action) -> float:

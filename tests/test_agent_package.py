@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agent_client import build_agent_archive, shell_path
+from orchestrator.targets.agent import build_agent_archive, shell_path
 
 AGENT = Path(__file__).resolve().parent.parent / "remote_agent"
 

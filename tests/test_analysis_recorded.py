@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
-from orchestrator.catalog import BUILTIN_DIR
+
+from orchestrator.inventory.catalog import BUILTIN_DIR
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")]

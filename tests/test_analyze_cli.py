@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 
 import pytest
-
 from conftest import run_cli
 
 
@@ -90,7 +89,7 @@ def test_an_empty_capture_says_so(tmp_path):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
     report = next(p for p in tmp_path.glob("empty.*") if p.suffix in (".sqlite", ".nsys-rep", ".qdstrm"))
     if report.suffix == ".qdstrm":  # Debian's nsys leaves the raw capture: import it like the agent does
-        from orchestrator.host_nsys import find_host_nsys, import_on_host
+        from orchestrator.nsys.host import find_host_nsys, import_on_host
         report = import_on_host(find_host_nsys(), report)
     done = run_cli("analyze", str(report))
     assert done.returncode == 15 and "holds no trace events" in error_line(done)

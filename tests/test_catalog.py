@@ -1,7 +1,7 @@
 import pytest
 
-from orchestrator.catalog import adhoc_app, find_app, load_catalog, parse_app_spec, with_overrides
 from orchestrator.errors import AppSpecError
+from orchestrator.inventory.catalog import adhoc_app, find_app, load_catalog, parse_app_spec, with_overrides
 
 
 def test_builtin_catalog_ships_the_three_apps():

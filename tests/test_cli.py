@@ -1,6 +1,6 @@
 import pytest
 
-from orchestrator.cli import build_parser, main
+from orchestrator.cli.main import build_parser, main
 from orchestrator.errors import EXIT_CODES
 
 

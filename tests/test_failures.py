@@ -8,16 +8,16 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
-from orchestrator.agent_client import deploy_agent
-from orchestrator.catalog import adhoc_app, with_overrides
-from orchestrator.inventory import Host
-from orchestrator.nsys_command import RemoteRunPaths, profile_argv
-from orchestrator.transport import ConnectOptions, open_transport
 from sshd_server import free_port, keygen, make_sshd
 from test_profile_e2e import board, ssh_args
+
+from orchestrator.inventory.catalog import adhoc_app, with_overrides
+from orchestrator.inventory.hosts import Host
+from orchestrator.nsys.commands import RemoteRunPaths, profile_argv
+from orchestrator.targets.agent import deploy_agent
+from orchestrator.targets.transport import ConnectOptions, open_transport
 
 pytestmark = pytest.mark.integration
 

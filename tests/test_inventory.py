@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import InventoryError
-from orchestrator.inventory import DEFAULT_WORK_DIR, load_inventory, parse_inventory
-from orchestrator.transport import ConnectOptions, resolve_ssh_params
+from orchestrator.inventory.hosts import DEFAULT_WORK_DIR, load_inventory, parse_inventory
+from orchestrator.targets.transport import ConnectOptions, resolve_ssh_params
 
 REPO = Path(__file__).resolve().parent.parent
 

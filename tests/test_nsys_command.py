@@ -1,9 +1,8 @@
 import subprocess
 
-from orchestrator.catalog import AppSpec
-from orchestrator.nsys_command import (LAUNCH_WRAPPER, RemoteRunPaths, export_sqlite_argv, profile_argv,
-                                       whole_seconds)
-from orchestrator.shell import ShellCommand, command
+from orchestrator.inventory.catalog import AppSpec
+from orchestrator.nsys.commands import LAUNCH_WRAPPER, RemoteRunPaths, export_sqlite_argv, profile_argv, whole_seconds
+from orchestrator.targets.shell import ShellCommand, command
 
 PATHS = RemoteRunPaths("/root/.cache/orchestrate/runs/r1")
 

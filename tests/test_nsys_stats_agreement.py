@@ -4,8 +4,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
+
 from orchestrator.analysis import analyze_report
 
 pytestmark = pytest.mark.integration

@@ -1,10 +1,17 @@
 """Preflight findings from facts, and how the host maps them and capture results to errors."""
 import pytest
 
-from orchestrator.catalog import AppSpec
-from orchestrator.errors import (AppFailedError, AppNotFoundError, DiskFullError, NsysMissingError, PreflightError,
-                                 ReportError, WatchdogError)
-from orchestrator.profile_run import classify_capture, raise_for_findings
+from orchestrator.errors import (
+    AppFailedError,
+    AppNotFoundError,
+    DiskFullError,
+    NsysMissingError,
+    PreflightError,
+    ReportError,
+    WatchdogError,
+)
+from orchestrator.inventory.catalog import AppSpec
+from orchestrator.runs.profile import classify_capture, raise_for_findings
 from remote_agent import preflight
 
 NSYS_OK = {"path": "/usr/bin/nsys", "version": "2022.4.2.1", "tried": ["/usr/bin/nsys"],
@@ -87,7 +94,7 @@ def capture(**changes):
 
 
 def test_how_the_app_ended_in_words():
-    from orchestrator.profile_run import app_ending
+    from orchestrator.runs.profile import app_ending
     assert app_ending(capture(app_stopped_after_s=3.02), "ok") == "stopped by the agent after 3.0 s, as planned"
     assert app_ending(capture(), "app_failed") == "exited by itself"
     assert app_ending(capture(app_pid=None), "nsys_failed") == "never started"

@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli, write_inventory
-from orchestrator.agent_client import deploy_agent
-from orchestrator.inventory import Host
-from orchestrator.transport import ConnectOptions, open_transport
-from orchestrator.verified_pull import sha256_file
+
+from orchestrator.inventory.hosts import Host
+from orchestrator.runs.pull import sha256_file
+from orchestrator.targets.agent import deploy_agent
+from orchestrator.targets.transport import ConnectOptions, open_transport
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),

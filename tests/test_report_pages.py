@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from browser import ARTIFACTS, assert_clean, open_page
+
 from orchestrator.analysis import analyze_report
 from orchestrator.report import compare_runs, load_run, write_comparison, write_report, write_run_report
 from orchestrator.report.charts import MAX_SERIES_POINTS

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_cli, write_inventory
-from orchestrator.inventory import Host
-from orchestrator.transport import ConnectOptions, open_transport
 from sshd_server import make_sshd
+
+from orchestrator.inventory.hosts import Host
+from orchestrator.targets.transport import ConnectOptions, open_transport
 
 pytestmark = pytest.mark.integration
 

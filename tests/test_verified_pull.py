@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agent_client import deploy_agent
 from orchestrator.errors import TransferError
-from orchestrator.inventory import Host
-from orchestrator.transport import ConnectOptions, LocalTransport, open_transport
-from orchestrator.verified_pull import GrowingFileHash, board_checksums, pull_verified
+from orchestrator.inventory.hosts import Host
+from orchestrator.runs.pull import GrowingFileHash, board_checksums, pull_verified
+from orchestrator.targets.agent import deploy_agent
+from orchestrator.targets.transport import ConnectOptions, LocalTransport, open_transport
 
 
 def test_growing_file_hash_matches_a_whole_read(tmp_path):

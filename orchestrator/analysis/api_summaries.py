@@ -89,7 +89,9 @@ def memcpy(trace: Trace) -> pd.DataFrame | None:
         sizes.append(copies["bytes"][known])
     sets = trace.events("CUPTI_ACTIVITY_KIND_MEMSET")
     if sets is not None:
-        kinds.append(np.full(len(sets["dur"]), MEMSET)), durations.append(sets["dur"]), sizes.append(sets["bytes"])
+        kinds.append(np.full(len(sets["dur"]), MEMSET))
+        durations.append(sets["dur"])
+        sizes.append(sets["bytes"])
     if not durations or not sum(len(d) for d in durations):
         return None
     kind = np.concatenate(kinds)

@@ -21,7 +21,8 @@ def capture_span(conn: sqlite3.Connection, schema: Schema) -> tuple[int, int]:
         if schema.has(table, "start"):
             end = '"end"' if schema.has(table, "end") else "start"
             low, high = conn.execute(f'SELECT min(start), max({end}) FROM "{table}"').fetchone()
-            lows.append(low), highs.append(high)
+            lows.append(low)
+            highs.append(high)
     return int(min(lows)), int(max(highs))
 
 

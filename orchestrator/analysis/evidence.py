@@ -95,7 +95,9 @@ def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: i
                     names: dict[int, str]) -> Evidence:
     """The figures about the focus thread over the window that decide() weighs."""
     span = window.as_tuple()
-    wait_ns, wait_calls, blocking_ns, blocking_calls = 0, (), 0, ()
+    wait_ns, blocking_ns = 0, 0
+    wait_calls: tuple[str, ...] = ()
+    blocking_calls: tuple[str, ...] = ()
     thread_pct = None
     if gtid is not None:
         found = {table: time_in_calls(trace, table, names, gtid, span) for table, names in WAIT_TABLES.items()}

@@ -87,16 +87,16 @@ def opengl_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | No
         if not ids:
             continue
         where = f'nameId IN ({",".join(map(str, ids))}) AND "end" IS NOT NULL AND {_pid_filter(pids)}'
-        calls = int_columns(conn, "OPENGL_API", {"tid": "globalTid", "end": '"end"', "name": "nameId"}, where)
-        if not len(calls["end"]):
+        gl_calls = int_columns(conn, "OPENGL_API", {"tid": "globalTid", "end": '"end"', "name": "nameId"}, where)
+        if not len(gl_calls["end"]):
             continue
-        tids, counts = np.unique(calls["tid"], return_counts=True)
+        tids, counts = np.unique(gl_calls["tid"], return_counts=True)
         thread = int(tids[np.argmax(counts)])
-        mine = calls["tid"] == thread
-        ends = np.sort(calls["end"][mine])
+        mine = gl_calls["tid"] == thread
+        ends = np.sort(gl_calls["end"][mine])
         first_call = conn.execute("SELECT min(start) FROM OPENGL_API WHERE globalTid = ?", (thread,)).fetchone()[0]
         starts = np.r_[first_call, ends[:-1]].astype(np.int64)
-        values, hits = np.unique(calls["name"][mine], return_counts=True)
+        values, hits = np.unique(gl_calls["name"][mine], return_counts=True)
         source = conn.execute("SELECT value FROM StringIds WHERE id = ?", (int(values[hits.argmax()]),)).fetchone()[0]
         return _with_warmup(source, "opengl", thread, starts, ends)
     return None

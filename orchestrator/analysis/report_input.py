@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ReportError
-from ..host_nsys import export_on_host, find_host_nsys
+from ..nsys.host import export_on_host, find_host_nsys
 from .schema import Schema, open_export, probe
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")

@@ -47,11 +47,15 @@ def on_cpu_intervals(trace: Trace, window: tuple[int, int], pids: list[int] | No
     starts, ends = [at[:-1][paired]], [at[1:][paired]]
     tids, cpus = [tid[:-1][paired]], [cpu[:-1][paired]]
     leading = first & (is_in == 0)                      # running since before the first event
-    starts.append(np.full(leading.sum(), lo)), ends.append(at[leading])
-    tids.append(tid[leading]), cpus.append(cpu[leading])
+    starts.append(np.full(leading.sum(), lo))
+    ends.append(at[leading])
+    tids.append(tid[leading])
+    cpus.append(cpu[leading])
     trailing = last & (is_in == 1)                      # still running at the end
-    starts.append(at[trailing]), ends.append(np.full(trailing.sum(), hi))
-    tids.append(tid[trailing]), cpus.append(cpu[trailing])
+    starts.append(at[trailing])
+    ends.append(np.full(trailing.sum(), hi))
+    tids.append(tid[trailing])
+    cpus.append(cpu[trailing])
     frame = pd.DataFrame({"globalTid": np.concatenate(tids), "cpu": np.concatenate(cpus),
                           "start": np.clip(np.concatenate(starts), lo, hi),
                           "end": np.clip(np.concatenate(ends), lo, hi)})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
                         for table, names in WAIT_TABLES.items()])
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
-        done = {name: pool.submit(lambda fn=API_SECTIONS[name]: _records(fn(trace))) for name in COMPUTE_ORDER}
+        done = {name: pool.submit(_section_records, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
     threads = _threads_section(conn, use, samples, threads_by_tid)
     evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
@@ -157,6 +158,10 @@ def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, sa
         rows.append({"tid": tid_of(gtid), "pid": pid_of(gtid), "name": names.get(int(gtid), ""),
                      "cpu_ns": int(cpu_ns), "cpu_pct": float(pct), "top_symbol": top.get(int(gtid))})
     return rows
+
+
+def _section_records(section: Callable[[Trace], pd.DataFrame | None], trace: Trace) -> list[dict] | None:
+    return _records(section(trace))
 
 
 def _records(table: pd.DataFrame | None) -> list[dict] | None:

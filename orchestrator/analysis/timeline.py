@@ -109,7 +109,7 @@ def _lanes(events: list[Event]) -> list[dict]:
         for kind in KIND_ORDER:
             rows += stack_levels([e for e in mine if e.kind == kind])
         lanes.append({"name": lane, "events": rows})
-    gpu_last = sorted(lanes, key=lambda lane: lane["name"].startswith("GPU "))
+    gpu_last = sorted(lanes, key=lambda lane: str(lane["name"]).startswith("GPU "))
     return gpu_last
 
 

@@ -111,7 +111,9 @@ class Trace:
         read = self.thread_calls_read(table, names, global_tid, window)
         if read is None:
             return None
-        return self.get(read, keep_empty=True), self.name_ids(names)
+        columns = self.get(read, keep_empty=True)
+        assert columns is not None  # keep_empty: always the columns, empty or not
+        return columns, self.name_ids(names)
 
     def prefetch(self, reads: list[Read | None]) -> None:
         """Start the reads in rowid pieces on the worker threads; get() waits for them."""

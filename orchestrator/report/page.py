@@ -6,8 +6,8 @@ Each section is a picture first and a table second; a section with no data is ``
 from __future__ import annotations
 
 import shlex
-from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 import numpy as np
 

@@ -7,14 +7,15 @@ import json
 import shlex
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import remote_agent
 
-from .errors import AgentError
-from .inventory import Host
+from ..errors import AgentError
+from ..inventory.hosts import Host
 from .shell import ShellCommand
 from .transport import Transport
 

@@ -17,14 +17,15 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import paramiko
 
-from .errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
-from .inventory import Host
+from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
+from ..inventory.hosts import Host
 from .shell import ShellCommand
 
 # paramiko logs channel failures itself; they reach the user as one error line instead.
@@ -150,7 +151,8 @@ def _connect_client(params: SSHParams, options: ConnectOptions, sock=None) -> pa
     try:
         client.connect(
             params.hostname, port=params.port, username=params.user,
-            key_filename=list(params.key_files) or None, allow_agent=True, look_for_keys=not params.key_files,
+            key_filename=list(params.key_files) or None,  # type: ignore[arg-type]  # paramiko takes a list too
+            allow_agent=True, look_for_keys=not params.key_files,
             timeout=params.connect_timeout, banner_timeout=params.connect_timeout,
             auth_timeout=params.connect_timeout, sock=sock,
         )
@@ -173,7 +175,7 @@ def _connect_client(params: SSHParams, options: ConnectOptions, sock=None) -> pa
         client.close()
         raise ConnectError(f"cannot resolve host name '{params.hostname}'",
                            "check ansible_host in the inventory or HostName in ~/.ssh/config") from None
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         client.close()
         raise ConnectError(f"connecting to {target} timed out after {params.connect_timeout:g} s",
                            "is the board on and reachable? check the address and port") from None
@@ -315,7 +317,7 @@ class SSHTransport:
             hop.close()
 
 
-def _take(recv: Callable[[int], bytes], ready: Callable[[], bool], eof: bool) -> tuple[bytes, bool]:
+def _take(recv: Callable[[int], bytes], ready: Callable[[], bool], eof: bool | int) -> tuple[bytes, bool]:
     """Whatever one stream of a channel holds now, and whether the stream is still open."""
     taken = bytearray()
     while ready() or eof:
@@ -366,7 +368,7 @@ def openssh_scp_speaks_sftp() -> bool:
         return False
     version = subprocess.run(["ssh", "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     match = re.search(r"OpenSSH_(\d+)\.(\d+)", version)
-    return bool(match) and (int(match.group(1)), int(match.group(2))) >= (8, 7)
+    return match is not None and (int(match.group(1)), int(match.group(2))) >= (8, 7)
 
 
 class LocalTransport:

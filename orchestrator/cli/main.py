@@ -11,21 +11,22 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
-from .catalog import BUILTIN_DIR, adhoc_app, find_app, load_catalog, with_overrides
+from .. import __version__
+from ..errors import EXIT_CODES, OrchestratorError, UsageError
+from ..inventory.catalog import BUILTIN_DIR, adhoc_app, find_app, load_catalog, with_overrides
+from ..inventory.hosts import load_inventory
 from .console import RichProgress
-from .errors import EXIT_CODES, OrchestratorError, UsageError
-from .inventory import load_inventory
 
 DEFAULT_DEBUG_LOG = Path(tempfile.gettempdir()) / "orchestrate-debug.log"
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit code 2, like every other usage error
+    def error(self, message: str) -> NoReturn:  # one line and exit code 2, like every other usage error
         raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
 
 
@@ -119,8 +120,8 @@ def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_profile(args: argparse.Namespace, console: Console) -> int:
-    from .profile_run import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
-    from .transport import ConnectOptions
+    from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
+    from ..targets.transport import ConnectOptions
     host = load_inventory(args.inventory).host(args.target)
     if args.app:
         spec = find_app(args.app, load_catalog(args.apps_dir))
@@ -152,7 +153,7 @@ def cmd_apps(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
-    from .analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
+    from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
                               frame_range=args.frame_range)
     summary = analyze_report(args.report, options, args.nsys)
@@ -165,13 +166,13 @@ def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
-    from .report import write_report  # imported here: pandas, numpy and jinja load slowly
+    from ..report import write_report  # imported here: pandas, numpy and jinja load slowly
     print(write_report(args.source, args.output, args.nsys))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
-    from .report import compare_runs, write_comparison
+    from ..report import compare_runs, write_comparison
     if len(args.sources) < 2:
         raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
     document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)

@@ -1,4 +1,4 @@
-"""App specs: how to launch an app under nsys. Built-in YAML files ship in ``orchestrator/apps/``;
+"""App specs: how to launch an app under nsys. Built-in YAML files ship in ``orchestrator/inventory/apps/``;
 a user folder (``$ORCHESTRATE_APPS_DIR`` or ``~/.config/orchestrate/apps``) adds or overrides them."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .errors import AppSpecError
+from ..errors import AppSpecError
 
 BUILTIN_DIR = Path(__file__).parent / "apps"
 KNOWN_TRACES = frozenset({

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .agent_client import RemoteAgent
-from .errors import DiskFullError, TransferError
+from ..errors import DiskFullError, TransferError
+from ..targets.agent import RemoteAgent
 
 CHUNK = 1024 * 1024
 

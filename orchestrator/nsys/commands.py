@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .catalog import AppSpec
+from ..inventory.catalog import AppSpec
 
 # The app is started through this POSIX shell line: it records the app's PID (the watchdog finds
 # the app's session by it: nsys starts the app in a session of its own) and sends the app's output

@@ -8,13 +8,14 @@ error naming the file, the host (or group) and the key.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 
-from .errors import InventoryError
+from ..errors import InventoryError
 
 DEFAULT_WORK_DIR = "~/.cache/orchestrate"
 LOCAL_TARGET = "local"

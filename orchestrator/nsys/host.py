@@ -7,8 +7,8 @@ from pathlib import Path
 
 from remote_agent import nsys_locate
 
-from .errors import ReportError
-from .nsys_command import export_sqlite_argv, import_argv
+from ..errors import ReportError
+from .commands import export_sqlite_argv, import_argv
 
 
 @dataclass(frozen=True)

@@ -6,27 +6,36 @@ happens, the run folder gets a run.json saying how far the run got and why it st
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from . import __version__
-from .agent_client import RemoteAgent, deploy_agent
-from .analysis import AnalysisOptions, analyze_report, write_summary
-from .catalog import AppSpec
-from .errors import (AppFailedError, AppNotFoundError, DiskFullError, NsysMissingError, OrchestratorError,
-                     PreflightError, ReportError, WatchdogError)
-from .host_nsys import HostNsys, export_on_host, find_host_nsys, import_on_host
-from .inventory import Host
-from .nsys_command import RemoteRunPaths, export_sqlite_argv, profile_argv
+from .. import __version__
+from ..analysis import AnalysisOptions, analyze_report, write_summary
+from ..errors import (
+    AppFailedError,
+    AppNotFoundError,
+    DiskFullError,
+    NsysMissingError,
+    OrchestratorError,
+    PreflightError,
+    ReportError,
+    WatchdogError,
+)
+from ..inventory.catalog import AppSpec
+from ..inventory.hosts import Host
+from ..nsys.commands import RemoteRunPaths, export_sqlite_argv, profile_argv
+from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
+from ..report import write_report
+from ..targets.agent import RemoteAgent, deploy_agent
+from ..targets.shell import ShellCommand
+from ..targets.transport import ConnectOptions, Transport, open_transport
+from .folder import create_run_dir, run_id, write_run_json
 from .progress import Progress
-from .report import write_report
-from .runs import create_run_dir, run_id, write_run_json
-from .shell import ShellCommand
-from .transport import ConnectOptions, Transport, open_transport
-from .verified_pull import board_checksums, pull_verified, sha256_file
+from .pull import board_checksums, pull_verified, sha256_file
 
 # Exit statuses of an app stopped at the end of the capture (SIGTERM, SIGINT, SIGKILL), as nsys reports them.
 STOPPED_AT_END = {128 + 15, 128 + 2, 128 + 9, -15, -2, -9}
