@@ -98,6 +98,24 @@ class ReportError(OrchestratorError):
     exit_code = 15
 
 
+class InterruptedRunError(OrchestratorError):
+    """Ctrl-C or SIGTERM during a run: what was captured is kept, here or on the board."""
+
+    exit_code = 16
+
+
+class ConnectionLostError(OrchestratorError):
+    """The link to the board broke mid-run; the board keeps the capture for 'orchestrate fetch'."""
+
+    exit_code = 17
+
+
+class BoardBusyError(OrchestratorError):
+    """Another run holds the board's lock."""
+
+    exit_code = 18
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
@@ -115,4 +133,7 @@ EXIT_CODES: dict[int, str] = {
     13: "a pulled file failed verification or the transfer broke",
     14: "a remote command or the agent failed",
     15: "the report could not be imported or exported",
+    16: "interrupted (Ctrl-C or SIGTERM); the report was kept, here or on the board for 'orchestrate fetch'",
+    17: "the connection broke mid-run; the board keeps the report for 'orchestrate fetch'",
+    18: "the board is busy with another run (see --wait-lock)",
 }

@@ -24,6 +24,8 @@ STALL_S = 15.0
 # Seconds between SIGTERMs while the app has not ended after the planned stop.
 RESEND_TERM_S = 5.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+# The environment variable that marks every process a run starts (nsys, its daemon, the app, Xvfb).
+RUN_MARK = "ORCHESTRATE_RUN"
 
 
 def session_members(sid):
@@ -120,13 +122,15 @@ class NsysLog(object):
             self._expecting_paths = False
 
 
-def start_xvfb(log_path, timeout_s=15.0):
+def start_xvfb(log_path, marks, timeout_s=15.0):
     """Start Xvfb on a free display number (it picks and reports it through -displayfd)."""
     read_fd, write_fd = os.pipe()
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
-        stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
+    env = os.environ.copy()
+    env.update(marks)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
+            stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True, env=env)
     os.close(write_fd)
     deadline = time.time() + timeout_s
     number = b""
@@ -247,7 +251,10 @@ class Watchdog(object):
         return left
 
 
-def capture(request, emit):
+def capture(request, emit, should_stop=None):
+    """Run the capture; should_stop() may return a reason to end it early (the host asked, the host is
+    gone, the disk is nearly full): the app is then stopped as at the planned end, and nsys writes the
+    report of what it has."""
     run_dir = request["run_dir"]
     scratch = os.path.join(run_dir, "scratch")
     os.makedirs(scratch, mode=0o700, exist_ok=True)
@@ -255,10 +262,12 @@ def capture(request, emit):
     env.update(request.get("env") or {})
     # nsys writes its raw stream under TMPDIR first; /tmp on a board may be a small tmpfs.
     env["TMPDIR"] = scratch
+    # every process the run starts carries this mark, so that a leftover can always be traced to its run
+    env[RUN_MARK] = run_dir
     xvfb = None
     display = request.get("display") or {}
     if display.get("mode") == "xvfb":
-        xvfb, env["DISPLAY"] = start_xvfb(os.path.join(run_dir, "xvfb.log"))
+        xvfb, env["DISPLAY"] = start_xvfb(os.path.join(run_dir, "xvfb.log"), {RUN_MARK: run_dir})
     elif display.get("mode") == "use":
         env["DISPLAY"] = display["display"]
     budget = float(request.get("delay_s") or 0) + float(request["duration_s"]) + float(request["grace_s"])
@@ -278,8 +287,10 @@ def capture(request, emit):
     watchdog = Watchdog(proc, request["pid_file"])
     last_beat = 0.0
     capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
-    app_started = app_stopped = app_gone = nsys_deadline = last_term = None
+    app_started = app_stopped = app_gone = nsys_deadline = None
+    last_term = 0.0
     terms_sent = 0
+    ended_early = None
     scratch_bytes, scratch_changed, stalled = -1, time.time(), False
     try:
         while proc.poll() is None:
@@ -290,7 +301,12 @@ def capture(request, emit):
                 app_started = now
             if app and app_gone is None and not session_members(app):
                 app_gone = now
-            planned_stop = app_started is not None and app_stopped is None and now - app_started >= capture_s
+            if ended_early is None and should_stop is not None:
+                reason = should_stop()
+                if reason:
+                    ended_early = {"reason": reason, "after_s": round(now - started, 3)}
+            planned_stop = app_started is not None and app_stopped is None and (
+                now - app_started >= capture_s or ended_early is not None)
             # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost: resend it
             resend = app_stopped is not None and now - last_term >= RESEND_TERM_S
             if app_gone is None and (planned_stop or resend):
@@ -343,4 +359,5 @@ def capture(request, emit):
         "stalled": stalled,
         "stop_signals": terms_sent,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
+        "ended_early": ended_early,
     }

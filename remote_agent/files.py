@@ -65,3 +65,22 @@ def import_qdstrm(importer, qdstrm, timeout_s=1800):
         if os.path.isfile(base + suffix):
             return {"exit": proc.returncode, "report": base + suffix, "output": out[-2000:]}
     return {"exit": proc.returncode, "report": None, "output": out[-2000:]}
+
+
+RESERVE = "reserve"
+
+
+def release_reserve(run_dir):
+    try:
+        os.remove(os.path.join(run_dir, RESERVE))
+    except OSError:
+        pass
+
+
+def free_bytes(path):
+    """Free bytes on the file system holding path (or its nearest existing parent)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe) and probe != "/":
+        probe = os.path.dirname(probe)
+    stat = os.statvfs(probe)
+    return stat.f_bavail * stat.f_frsize

@@ -63,6 +63,18 @@ class Sshd:
             self.process.wait(timeout=10)
         self.process = None
 
+    def kill_all(self) -> None:
+        """SIGKILL the listener and every session it forked, as a board losing power would."""
+        if self.process is None:
+            return
+        for pid in [*descendants(self.process.pid), self.process.pid]:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        self.process.wait(timeout=10)
+        self.process = None
+
     def inventory_host(self) -> dict:
         return {
             "ansible_host": self.address,
@@ -70,6 +82,24 @@ class Sshd:
             "ansible_user": "root",
             "ansible_ssh_private_key_file": str(self.client_key),
         }
+
+
+def descendants(root: int) -> list[int]:
+    """PIDs below root in the process tree, deepest last."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None) -> Sshd:

@@ -16,6 +16,7 @@ from test_profile_e2e import board, ssh_args
 from orchestrator.inventory.catalog import adhoc_app, with_overrides
 from orchestrator.inventory.hosts import Host
 from orchestrator.nsys.commands import RemoteRunPaths, profile_argv
+from orchestrator.runs import session
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.transport import ConnectOptions, open_transport
 
@@ -216,10 +217,12 @@ def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
     Path(paths.run_dir).mkdir()
     Path(paths.pid_file).write_text("4194000\n")  # no such process
     spec = with_overrides(adhoc_app("sh -c 'while true; do sleep 0.2; done'", False), 2, trace="osrt", sample="none")
-    capture = agent.call("capture", {
+    request = {
         "argv": profile_argv("/usr/bin/nsys", spec, paths), "cwd": None, "env": {}, "run_dir": paths.run_dir,
-        "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2, "delay_s": 0,
-        "grace_s": 30, "display": {"mode": "none"}}, timeout=120)
+        "work_dir": agent.work_dir, "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2,
+        "delay_s": 0, "grace_s": 30, "display": {"mode": "none"}}
+    session.launch(agent, request)
+    capture = session.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None, session.Following())["result"]
     transport.close()
     assert capture["app_pid"] != 4194000
     assert capture["app_stopped_after_s"] == pytest.approx(2, abs=1.5)

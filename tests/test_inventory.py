@@ -1,6 +1,9 @@
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.errors import InventoryError
 from orchestrator.inventory.hosts import DEFAULT_WORK_DIR, load_inventory, parse_inventory
@@ -38,22 +41,60 @@ all:
     assert inv.hosts["b2"].work_dir == DEFAULT_WORK_DIR
 
 
-def test_unknown_key_names_file_host_and_key():
+def test_unknown_key_names_file_host_and_key_and_breaks_only_that_host():
+    inv = parse_inventory("all:\n  hosts:\n    nano01:\n      ansible_hots: 1.2.3.4\n    nano02:\n", "inv.yaml")
     with pytest.raises(InventoryError) as err:
-        parse_inventory("all:\n  hosts:\n    nano01:\n      ansible_hots: 1.2.3.4\n", "inv.yaml")
+        inv.host("nano01")
     assert err.value.message == "inv.yaml: host 'nano01': unknown key 'ansible_hots'"
     assert "ansible_host" in err.value.hint
+    assert inv.host("nano02").name == "nano02"  # the rule: a broken entry costs only its own host
 
 
 def test_wrong_type_names_file_host_key_and_value():
+    inv = parse_inventory("all:\n  hosts:\n    nano01:\n      ansible_port: twenty-two\n", "inv.yaml")
     with pytest.raises(InventoryError) as err:
-        parse_inventory("all:\n  hosts:\n    nano01:\n      ansible_port: twenty-two\n", "inv.yaml")
+        inv.host("nano01")
     assert err.value.message == "inv.yaml: host 'nano01': 'ansible_port' must be a port number, not 'twenty-two'"
 
 
-def test_unknown_group_var_names_the_group():
-    with pytest.raises(InventoryError, match="group 'boards': unknown key 'colour'"):
-        parse_inventory("all:\n  children:\n    boards:\n      vars: {colour: red}\n", "inv.yaml")
+def test_a_broken_group_var_breaks_the_hosts_below_it_only():
+    inv = parse_inventory("all:\n  hosts: {solo: }\n  children:\n    boards:\n      vars: {colour: red}\n"
+                          "      hosts: {b1: }\n      children:\n        deeper:\n          hosts: {b2: }\n", "inv.yaml")
+    for name in ("b1", "b2"):
+        with pytest.raises(InventoryError, match="inv.yaml: group 'boards': unknown key 'colour'"):
+            inv.host(name)
+    assert inv.host("solo").name == "solo"
+
+
+def test_a_password_is_refused_without_echoing_it():
+    inv = parse_inventory("all:\n  hosts:\n    nano01: {ansible_password: hunter2}\n", "inv.yaml")
+    with pytest.raises(InventoryError) as err:
+        inv.host("nano01")
+    assert "hunter2" not in err.value.one_line()
+    assert "'ansible_password' is not supported: orchestrate logs in by key only" in err.value.message
+
+
+def test_an_alias_bomb_is_refused_quickly():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+    inventory = parse_inventory(bomb + "all:\n  children: *i\n", "bomb.yaml")  # 9^9 leaves, never expanded
+    with pytest.raises(InventoryError, match="group 'all' could not be read: bomb.yaml: group 'all' children must be"):
+        inventory.host("nano01")
+    groups = "base: &g {hosts: {h: }}\n" + "".join(
+        f"l{i}: &l{i} {{children: {{{', '.join(f'c{j}: *' + ('g' if i == 0 else f'l{i - 1}') for j in range(9))}}}}}\n"
+        for i in range(8))
+    with pytest.raises(InventoryError, match="more than 20000 group entries"):
+        parse_inventory(groups + "all:\n  children: {top: *l7}\n", "groups.yaml")
+
+
+def test_files_that_are_not_inventories_are_one_line_errors(tmp_path):
+    cases = {"binary.yaml": b"\xff\xfe\x00garbage", "list.yaml": b"- a\n- b\n", "deep.yaml": b"[" * 5000,
+             "scalar.yaml": b"just words"}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InventoryError) as err:
+            load_inventory(str(tmp_path / name))
+        assert str(tmp_path / name) in err.value.message and "\n" not in err.value.one_line()
 
 
 def test_bad_yaml_says_where():
@@ -94,3 +135,38 @@ def test_ssh_config_fills_what_the_inventory_leaves_out(tmp_path):
     inv = parse_inventory("all:\n  hosts:\n    nano01: {ansible_host: 10.0.0.9, ansible_user: root}\n", "inv.yaml")
     params = resolve_ssh_params(inv.host("nano01"), ConnectOptions(ssh_config=tmp_path / "absent"))
     assert (params.hostname, params.port, params.user) == ("10.0.0.9", 22, "root")
+
+
+yaml_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                        max_size=4), max_leaves=25)
+inventory_keys = st.sampled_from(["ansible_host", "ansible_port", "ansible_user", "ansible_connection", "hosts",
+                                  "vars", "children", "orchestrate_work_dir", "orchestrate_xvfb", "all", "nano01"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(inventory_keys | st.text(max_size=8), yaml_values | st.dictionaries(
+    inventory_keys, yaml_values | st.dictionaries(inventory_keys, yaml_values, max_size=4), max_size=4), max_size=4))
+def test_any_yaml_document_loads_or_is_one_clear_line(document):
+    text = yaml.safe_dump(document)
+    try:
+        inventory = parse_inventory(text, "fuzz.yaml")
+    except InventoryError as exc:
+        assert exc.message.startswith("fuzz.yaml") and "\n" not in exc.one_line()
+        return
+    for name in [*inventory.hosts, *inventory.broken]:
+        try:
+            inventory.host(name)
+        except InventoryError as exc:
+            assert exc.message.startswith("fuzz.yaml") and "\n" not in exc.one_line()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_load_or_are_one_clear_line(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("inv") / "inv.yaml"
+    path.write_bytes(data)
+    try:
+        load_inventory(str(path))
+    except InventoryError as exc:
+        assert str(path) in exc.message and "\n" not in exc.one_line()

@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator.errors import TransferError
 from orchestrator.inventory.hosts import Host
-from orchestrator.runs.pull import GrowingFileHash, board_checksums, pull_verified
+from orchestrator.runs.pull import GrowingFileHash, partial_path, pull_verified
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.transport import ConnectOptions, LocalTransport, open_transport
 
@@ -48,18 +48,34 @@ def test_pull_verifies_and_renames_and_skips_absent_files(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["report.nsys-rep"]
 
 
-def test_a_damaged_copy_is_refused_and_nothing_is_lost(tmp_path):
+def test_a_damaged_partial_copy_is_refused_and_nothing_is_lost(tmp_path):
     agent = _agent(tmp_path)
     source = Path(agent.work_dir) / "report.nsys-rep"
-    source.write_bytes(b"the real report")
-    expected = board_checksums(agent, [str(source)])
-    source.write_bytes(b"changed in flight")  # same thing the host sees when bytes go wrong on the way
+    source.write_bytes(b"the real report, long enough")
     out = tmp_path / "run"
     out.mkdir()
-    with pytest.raises(TransferError, match=r"report.nsys-rep arrived damaged \(17 of 15 bytes, sha256 mismatch\)"):
-        pull_verified(agent, {str(source): out / "report.nsys-rep"}, expected)
+    partial_path(out / "report.nsys-rep").write_bytes(b"THE WRONG BYTES")  # an earlier try's, gone bad here
+    with pytest.raises(TransferError, match=r"report.nsys-rep arrived damaged \(28 of 28 bytes, sha256 mismatch\)"):
+        pull_verified(agent, {str(source): out / "report.nsys-rep"})
     assert list(out.iterdir()) == []          # no partial or wrong file left here
     assert source.exists()                    # the target keeps its copy
+    pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})  # and the next pull gets it whole
+    assert (pulled[0].resumed_from, (out / "report.nsys-rep").read_bytes()) == (0, source.read_bytes())
+
+
+def test_a_partial_copy_is_resumed_from_its_last_byte(tmp_path):
+    agent = _agent(tmp_path)
+    data = os.urandom(3 * 2**20 + 5)
+    source = Path(agent.work_dir) / "report.nsys-rep"
+    source.write_bytes(data)
+    out = tmp_path / "run"
+    out.mkdir()
+    partial_path(out / "report.nsys-rep").write_bytes(data[:2**20 + 7])  # a transfer that broke there
+    pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})
+    assert (pulled[0].resumed_from, pulled[0].size) == (2**20 + 7, len(data))
+    assert pulled[0].sha256 == hashlib.sha256(data).hexdigest()
+    assert (out / "report.nsys-rep").read_bytes() == data
+    assert not partial_path(out / "report.nsys-rep").exists()
 
 
 @pytest.mark.integration

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import tempfile
 import traceback
@@ -60,6 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--apps-dir", type=Path, help="extra folder of app specs (default ~/.config/orchestrate/apps)")
     _add_ssh_options(prof)
     prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
+    prof.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
+                      help="wait up to S seconds for another run on the board to end (default: fail at once)")
+    prof.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S",
+                      help="the board ends the capture on its own after S seconds without hearing from this "
+                           "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+
+    fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
+                           description="Reconnect to the run's target, wait for a capture still running, then "
+                                       "pull the report the board kept (resuming a partial download), verify its "
+                                       "sha256, export and analyse it. Safe to run again.")
+    fetch.add_argument("run_dir", type=Path, help="the run folder (runs/<run>)")
+    fetch.add_argument("--inventory", help="inventory YAML (default: the one the run used, else as for profile)")
+    _add_ssh_options(fetch)
 
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
     apps.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
@@ -130,12 +144,36 @@ def cmd_profile(args: argparse.Namespace, console: Console) -> int:
     spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample)
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more", "e.g. --retries 1")
+    if args.heartbeat_timeout < 2:
+        raise UsageError("--heartbeat-timeout must be 2 seconds or more", "e.g. --heartbeat-timeout 30")
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
-                             retries=args.retries,
+                             retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
+                             wait_lock_s=max(args.wait_lock, 0.0), inventory=args.inventory,
                              connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
     progress = RichProgress(console)
     try:
         outcome = profile(request, progress)
+    finally:
+        progress.close()
+    print(outcome.run_dir)
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace, console: Console) -> int:
+    from ..runs.fetch import fetch
+    from ..runs.folder import read_run_json
+    from ..targets.transport import ConnectOptions
+    inventory_path = args.inventory
+    if inventory_path is None:
+        try:
+            used = read_run_json(args.run_dir).get("inventory")
+        except (OSError, ValueError):
+            used = None
+        inventory_path = used if used and Path(used).is_file() else None
+    progress = RichProgress(console)
+    try:
+        outcome = fetch(args.run_dir, load_inventory(inventory_path),
+                        ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), progress)
     finally:
         progress.close()
     print(outcome.run_dir)
@@ -194,11 +232,17 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze,
+COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze,
             "report": cmd_report, "compare": cmd_compare}
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM does what Ctrl-C does: a run ends its capture early and keeps the report."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     console = Console(stderr=True)
     debug_log = DEFAULT_DEBUG_LOG
     try:

@@ -96,18 +96,32 @@ class Host:
 
 @dataclass(frozen=True)
 class Inventory:
+    """Hosts that loaded, and the error of each that did not: one broken entry never hides the others."""
+
     source: str
     hosts: Mapping[str, Host]
     groups: Mapping[str, tuple[str, ...]]
+    broken: Mapping[str, InventoryError] = field(default_factory=dict)
+    broken_groups: Mapping[str, InventoryError] = field(default_factory=dict)
 
     def host(self, name: str) -> Host:
+        if name in self.broken:
+            raise self.broken[name]
         if name in self.hosts:
             return self.hosts[name]
         if name == LOCAL_TARGET:
             return Host(name=LOCAL_TARGET, connection="local")
         known = ", ".join(sorted(self.hosts)) or "none"
-        raise InventoryError(f"no target '{name}' in {self.source} (known: {known})",
+        unread = "".join(f"; group '{g}' could not be read: {e.message}" for g, e in sorted(self.broken_groups.items()))
+        raise InventoryError(f"no target '{name}' in {self.source} (known: {known}{unread})",
                              "add it under all.hosts or pick one of those")
+
+
+# Bounds for hostile files: YAML aliases can make a small file describe billions of groups.
+MAX_INVENTORY_BYTES = 4 * 2**20
+MAX_GROUP_VISITS = 20_000
+PASSWORD_KEYS = {"ansible_password", "ansible_ssh_pass", "ansible_become_pass", "ansible_become_password",
+                 "ansible_sudo_pass"}
 
 
 def _mapping(value: Any, where: str, source: str) -> dict:
@@ -122,64 +136,127 @@ def _mapping(value: Any, where: str, source: str) -> dict:
 def _check_vars(values: dict, owner: str, source: str) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, value in values.items():
+        key = str(key)
+        if key in PASSWORD_KEYS:  # never echo the value: it is a password
+            raise InventoryError(f"{source}: {owner}: '{key}' is not supported: orchestrate logs in by key only "
+                                 "and never stores a password", f"remove '{key}' and set up an SSH key (ssh-copy-id)")
         if key not in HOST_KEYS:
-            raise InventoryError(f"{source}: {owner}: unknown key '{key}'",
+            raise InventoryError(f"{source}: {owner}: unknown key '{_short(key)}'",
                                  "known keys: " + ", ".join(sorted(HOST_KEYS)))
         field_name, convert = HOST_KEYS[key]
         try:
             checked[field_name] = convert(value)
         except TypeError as exc:
-            raise InventoryError(f"{source}: {owner}: '{key}' must be {exc}, not {value!r}",
+            raise InventoryError(f"{source}: {owner}: '{key}' must be {exc}, not {_short(repr(value))}",
                                  f"fix '{key}' for {owner}") from None
     return checked
 
 
-def _walk_group(name: str, body: Any, inherited: dict[str, Any], source: str,
-                host_vars: dict[str, dict[str, Any]], host_groups: dict[str, list[str]],
-                groups: dict[str, list[str]], chain: tuple[str, ...]) -> None:
-    if name in chain:
-        raise InventoryError(f"{source}: group '{name}' contains itself", "remove the loop in 'children'")
-    body = _mapping(body, f"group '{name}'", source)
-    unknown = set(body) - {"hosts", "vars", "children"}
-    if unknown:
-        raise InventoryError(f"{source}: group '{name}': unknown key '{sorted(unknown)[0]}'",
-                             "a group holds only hosts, vars and children")
-    merged = {**inherited, **_check_vars(_mapping(body.get("vars"), f"group '{name}' vars", source),
-                                         f"group '{name}'", source)}
-    members = groups.setdefault(name, [])
-    for host, values in _mapping(body.get("hosts"), f"group '{name}' hosts", source).items():
-        host = str(host)
-        own = _check_vars(_mapping(values, f"host '{host}'", source), f"host '{host}'", source)
-        previous = host_vars.get(host, {})
+def _short(text: str, limit: int = 80) -> str:
+    """One line, bounded: values from a hostile file go into error messages."""
+    flat = text.replace("\n", "\\n").replace("\r", "\\r")
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+class _Walk:
+    """Variables flow down the groups; an error stays with the host or group it belongs to."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.host_vars: dict[str, dict[str, Any]] = {}
+        self.host_groups: dict[str, list[str]] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.broken: dict[str, InventoryError] = {}
+        self.broken_groups: dict[str, InventoryError] = {}
+        self.visits = 0
+
+    def group(self, name: str, body: Any, inherited: dict[str, Any], inherited_error: InventoryError | None,
+              chain: tuple[str, ...]) -> None:
+        self.visits += 1
+        if self.visits > MAX_GROUP_VISITS:
+            raise InventoryError(f"{self.source}: more than {MAX_GROUP_VISITS} group entries (YAML aliases?)",
+                                 "list each group once; anchors that repeat groups multiply them")
+        if name in chain:
+            raise InventoryError(f"{self.source}: group '{_short(name)}' contains itself",
+                                 "remove the loop in 'children'")
+        try:
+            body = _mapping(body, f"group '{_short(name)}'", self.source)
+            unknown = set(map(str, body)) - {"hosts", "vars", "children"}
+            if unknown:
+                raise InventoryError(f"{self.source}: group '{_short(name)}': unknown key '{_short(sorted(unknown)[0])}'",
+                                     "a group holds only hosts, vars and children")
+            hosts = _mapping(body.get("hosts"), f"group '{_short(name)}' hosts", self.source)
+            children = _mapping(body.get("children"), f"group '{_short(name)}' children", self.source)
+        except InventoryError as exc:
+            self.broken_groups[name] = exc
+            return
+        error = inherited_error
+        merged = dict(inherited)
+        try:
+            merged.update(_check_vars(_mapping(body.get("vars"), f"group '{_short(name)}' vars", self.source),
+                                      f"group '{_short(name)}'", self.source))
+        except InventoryError as exc:
+            error = error or exc
+        members = self.groups.setdefault(name, [])
+        for host, values in hosts.items():
+            self.host(str(host), values, name, merged, error)
+            if str(host) not in members:
+                members.append(str(host))
+        for child, child_body in children.items():
+            self.group(str(child), child_body, merged, error, chain + (name,))
+
+    def host(self, host: str, values: Any, group: str, merged: dict[str, Any], error: InventoryError | None) -> None:
+        self.host_groups.setdefault(host, [])
+        if group != "all":
+            self.host_groups[host].append(group)
+        try:
+            own = _check_vars(_mapping(values, f"host '{_short(host)}'", self.source), f"host '{_short(host)}'",
+                              self.source)
+        except InventoryError as exc:
+            self.broken.setdefault(host, exc)
+            return
+        if error is not None:
+            self.broken.setdefault(host, error)
         # A host listed in several groups: the deeper group's vars win, host vars win over all.
-        host_vars[host] = {**previous, **merged, **own}
-        if name != "all":
-            host_groups.setdefault(host, []).append(name)
-        else:
-            host_groups.setdefault(host, [])
-        if host not in members:
-            members.append(host)
-    for child, child_body in _mapping(body.get("children"), f"group '{name}' children", source).items():
-        _walk_group(str(child), child_body, merged, source, host_vars, host_groups, groups, chain + (name,))
+        self.host_vars[host] = {**self.host_vars.get(host, {}), **merged, **own}
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, minus what a hostile file could use against us: aliases beyond a few hundred."""
+
+    aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > 500:
+                raise yaml.YAMLError("more than 500 aliases")
+        return super().compose_node(parent, index)
 
 
 def parse_inventory(text: str, source: str) -> Inventory:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise InventoryError(f"{source}:{where} is not valid YAML", "fix the syntax there") from None
+        detail = " (more than 500 YAML aliases)" if "aliases" in str(exc) else ""
+        raise InventoryError(f"{source}:{where} is not valid YAML{detail}", "fix the syntax there") from None
+    except RecursionError:
+        raise InventoryError(f"{source} is nested too deeply", "an inventory is a few levels of groups") from None
     data = _mapping(data, "the top level", source)
-    host_vars: dict[str, dict[str, Any]] = {}
-    host_groups: dict[str, list[str]] = {}
-    groups: dict[str, list[str]] = {}
+    walk = _Walk(source)
     top_groups = data if "all" not in data else {"all": data["all"], **{k: v for k, v in data.items() if k != "all"}}
-    for name, body in top_groups.items():
-        _walk_group(str(name), body, {}, source, host_vars, host_groups, groups, ())
-    hosts = {name: Host(name=name, groups=tuple(host_groups.get(name, ())), **values)
-             for name, values in host_vars.items()}
-    return Inventory(source=source, hosts=hosts, groups={k: tuple(v) for k, v in groups.items()})
+    try:
+        for name, body in top_groups.items():
+            walk.group(str(name), body, {}, None, ())
+    except RecursionError:
+        raise InventoryError(f"{source}: groups are nested too deeply", "an inventory is a few levels of groups") \
+            from None
+    hosts = {name: Host(name=name, groups=tuple(walk.host_groups.get(name, ())), **values)
+             for name, values in walk.host_vars.items() if name not in walk.broken}
+    return Inventory(source=source, hosts=hosts, groups={k: tuple(v) for k, v in walk.groups.items()},
+                     broken=walk.broken, broken_groups=walk.broken_groups)
 
 
 def load_inventory(path: str | None) -> Inventory:
@@ -190,8 +267,17 @@ def load_inventory(path: str | None) -> Inventory:
     if candidate is None:
         return parse_inventory(EMBEDDED_INVENTORY, "<embedded default inventory>")
     try:
-        text = Path(candidate).read_text()
+        with open(candidate, "rb") as handle:
+            raw = handle.read(MAX_INVENTORY_BYTES + 1)
     except OSError as exc:
         raise InventoryError(f"cannot read inventory {candidate}: {exc.strerror}",
                              "pass an existing file with --inventory") from None
+    if len(raw) > MAX_INVENTORY_BYTES:
+        raise InventoryError(f"{candidate} is larger than {MAX_INVENTORY_BYTES // 2**20} MB: not an inventory",
+                             "pass the inventory file with --inventory")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InventoryError(f"{candidate} is not UTF-8 text (byte {exc.start})",
+                             "save the inventory as UTF-8") from None
     return parse_inventory(text, candidate)

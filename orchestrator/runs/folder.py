@@ -11,8 +11,14 @@ from typing import Any
 def run_id(target: str, app: str, now: datetime | None = None) -> str:
     """'20261129T231500Z-nano01-gl2posenet': sorts by time, names what ran where."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    safe = [re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("_") or "x" for part in (target, app)]
+    safe = [safe_name_part(part) for part in (target, app)]
     return "-".join([stamp, *safe])
+
+
+def safe_name_part(text: str, limit: int = 60) -> str:
+    """Letters, digits, '.', '_' and '-' only, no '..', at most limit characters: always one plain file name."""
+    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "_", text)).strip("._-")
+    return cleaned[:limit].rstrip("._-") or "x"
 
 
 def create_run_dir(out_dir: Path, identifier: str) -> Path:

@@ -1,11 +1,12 @@
-"""Bring files from the target so that nothing is lost: checksum on the target, download to a
-partial name, checksum here, rename into place; the target's copy goes only after all that.
-
-The target hashes its files first (``board_checksums``), while the host hashes the partial file as it
-grows during the download (a full re-read settles any doubt at the end)."""
+"""Bring files from the target so that nothing is lost, in one pass: the board hashes each file while
+it sends it (agent ``send``), this machine hashes the partial file while it grows, and only when both
+sha256 agree does the partial file take its final name. A broken transfer leaves the partial file
+where it is: the next pull asks the board for the bytes after it, and still compares whole-file
+hashes. The board's copy is removed by the caller, only after all that."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DiskFullError, TransferError
-from ..targets.agent import RemoteAgent
+from ..targets.agent import RemoteAgent, raise_if_untrusted
 
 CHUNK = 1024 * 1024
 
@@ -24,6 +25,7 @@ class PulledFile:
     local: Path
     sha256: str
     size: int
+    resumed_from: int = 0
 
 
 def sha256_file(path: Path) -> str:
@@ -57,52 +59,88 @@ class GrowingFileHash:
         return self.digest.hexdigest()
 
 
-def board_checksums(agent: RemoteAgent, paths: list[str]) -> dict[str, Any]:
-    """remote path -> {sha256, size}, computed on the target; None for files it does not have."""
-    return agent.call("checksum", {"paths": paths})["files"]
+def partial_path(local: Path) -> Path:
+    return local.with_name(f".{local.name}.part")
 
 
-def pull_verified(agent: RemoteAgent, wanted: dict[str, Path], expected: dict[str, Any] | None = None,
+def board_sizes(agent: RemoteAgent, paths: list[str]) -> dict[str, int | None]:
+    """remote path -> size on the target (None for a file it does not have); nothing is hashed."""
+    found = agent.call("checksum", {"paths": paths, "sha256": False})["files"]
+    return {path: (meta or {}).get("size") for path, meta in found.items()}
+
+
+def _send_answer(stderr: str) -> dict[str, Any] | None:
+    for line in reversed(stderr.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(answer, dict):
+                return answer
+    return None
+
+
+def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
                   on_progress: Callable[[int, int], None] | None = None) -> list[PulledFile]:
-    """wanted: remote path -> local path; expected: board_checksums() of them (computed here when not
-    given). Files absent on the target are skipped; returns what arrived, verified."""
-    if expected is None:
-        expected = board_checksums(agent, list(wanted))
-    present = {remote: meta["size"] for remote, meta in expected.items() if meta and remote in wanted}
-    total = sum(present.values())
+    """wanted: remote path -> local path. Files absent on the target are skipped; returns what arrived,
+    verified and under its final name."""
+    sizes = {remote: size for remote, size in board_sizes(agent, list(wanted)).items() if size is not None}
+    resumable = {remote: _resume_offset(partial_path(wanted[remote]), size) for remote, size in sizes.items()}
+    total = sum(sizes.values())
+    needed = total - sum(resumable.values())
     if wanted:
         folder = next(iter(wanted.values())).parent
         free = shutil.disk_usage(folder).free
-        if free < total + 64 * 2**20:
-            raise DiskFullError(f"only {free // 2**20} MB free in {folder}, the run needs {total // 2**20} MB",
+        if free < needed + 64 * 2**20:
+            raise DiskFullError(f"only {free // 2**20} MB free in {folder}, the run needs {needed // 2**20} MB",
                                 "free space there or choose another --out")
-    arrived: list[tuple[str, Path, Path, str]] = []
-    done_before = 0
-    for remote, size in present.items():
-        local = wanted[remote]
-        partial = local.with_name(f".{local.name}.part")
-        follower = GrowingFileHash(partial)
-
-        def forward(done: int, _total: int, base: int = done_before, follow: GrowingFileHash = follower) -> None:
-            follow.catch_up()
-            if on_progress:
-                on_progress(base + done, total)
-
-        agent.transport.get(remote, partial, forward)
-        arrived.append((remote, local, partial, follower.final()))
-        done_before += size
     pulled: list[PulledFile] = []
-    for remote, _local, partial, digest in arrived:
-        meta = expected[remote]
-        size = partial.stat().st_size
-        if meta and digest != meta["sha256"]:
-            digest = sha256_file(partial)  # the download may have written out of order: re-read it whole
-        if not meta or digest != meta["sha256"] or size != meta["size"]:
-            for _, _, leftover, _ in arrived:
-                leftover.unlink(missing_ok=True)
-            raise TransferError(f"{remote} arrived damaged ({size} of {meta['size'] if meta else '?'} bytes, "
-                                "sha256 mismatch)", "the target still has it; rerun the pull")
-    for remote, local, partial, _ in arrived:
-        partial.replace(local)
-        pulled.append(PulledFile(remote, local, expected[remote]["sha256"], expected[remote]["size"]))
+    done_before = 0
+    for remote, size in sizes.items():
+        pulled.append(_pull_one(agent, remote, wanted[remote], size, resumable[remote], done_before, total,
+                                on_progress))
+        done_before += size
     return pulled
+
+
+def _resume_offset(partial: Path, size: int) -> int:
+    """Bytes of an earlier try to keep; a partial file longer than the board's file is not ours."""
+    if not partial.is_file():
+        return 0
+    have = partial.stat().st_size
+    if have > size:
+        partial.unlink()
+        return 0
+    return have
+
+
+def _pull_one(agent: RemoteAgent, remote: str, local: Path, size: int, offset: int, done_before: int, total: int,
+              on_progress: Callable[[int, int], None] | None) -> PulledFile:
+    partial = partial_path(local)
+    follower = GrowingFileHash(partial)
+    follower.catch_up()  # the bytes kept from an earlier try
+
+    def forward(done: int, _total: int) -> None:
+        follower.catch_up()
+        if on_progress:
+            on_progress(done_before + done, total)
+
+    partial.touch(mode=0o600)
+    answer = agent.transport.download(agent.command("send"), partial,
+                                      json.dumps({"path": remote, "offset": offset}).encode() + b"\n", forward)
+    raise_if_untrusted(answer, agent.transport)
+    board = _send_answer(answer.stderr)
+    have = partial.stat().st_size
+    if answer.exit_status != 0 or board is None or board.get("failed"):
+        why = (board or {}).get("msg") or (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
+        raise TransferError(f"the transfer of {remote} broke after {have} of {size} bytes ({why})",
+                            "the board keeps its copy and the bytes so far are kept here: "
+                            "'orchestrate fetch RUN_DIR' resumes it")
+    digest = follower.final()
+    if digest != board["sha256"] or have != board["size"]:
+        partial.unlink(missing_ok=True)
+        raise TransferError(f"{remote} arrived damaged ({have} of {board['size']} bytes, sha256 mismatch)",
+                            "the board still has it; 'orchestrate fetch RUN_DIR' pulls it again")
+    partial.replace(local)
+    return PulledFile(remote, local, digest, have, offset)

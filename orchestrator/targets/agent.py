@@ -1,10 +1,16 @@
-"""Ship the agent to a target (by content hash) and talk to it in JSON lines."""
+"""Ship the agent to a target (by content hash), check it before every use, talk to it in JSON lines.
+
+The agent lives in a root-only folder (0700, owned by the connecting user) as
+``orchestrate-agent-<hash>.pyz`` (0600). It is never run as is: every command goes through a few lines
+of Python (``BOOTSTRAP``) that check the archive's owner, mode and sha256 against the hash this host
+built, and run it only when all three hold. A tampered or damaged archive answers "untrusted", exit
+status 3, and is uploaded again.
+"""
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import shlex
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -16,13 +22,34 @@ import remote_agent
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
-from .shell import ShellCommand
-from .transport import Transport
+from .shell import ShellCommand, shell_path
+from .transport import CommandResult, Stream, Transport
 
 AGENT_SOURCE = Path(remote_agent.__file__).parent
 ZIP_ENTRY_TIME = (2020, 1, 1, 0, 0, 0)
 ARCHIVE_MAIN = b"import sys\nfrom remote_agent.main import main\nsys.exit(main())\n"
 EventHandler = Callable[[dict], None]
+UNTRUSTED_EXIT = 3
+# Python 3.6+, standard library only: argv is archive, expected sha256, agent command.
+BOOTSTRAP = (
+    "import hashlib,os,runpy,stat,sys\n"
+    "a,h=sys.argv[1],sys.argv[2]\n"
+    "def trusted(p):\n"
+    " s=os.lstat(p)\n"
+    " return s.st_uid==os.geteuid() and not s.st_mode&0o077\n"
+    "try:\n"
+    " ok=stat.S_ISREG(os.lstat(a).st_mode) and trusted(a) and trusted(os.path.dirname(a))\n"
+    " ok=ok and hashlib.sha256(open(a,'rb').read()).hexdigest()==h\n"
+    "except OSError:\n"
+    " ok=False\n"
+    "if not ok:\n"
+    " sys.stderr.write('orchestrate-agent-untrusted\\n');sys.exit(3)\n"
+    "sys.argv=[a]+sys.argv[3:];sys.path.insert(0,a);runpy.run_path(a,run_name='__main__')\n"
+)
+
+
+class UntrustedAgent(AgentError):
+    """The archive on the target is missing, damaged, tampered with, or not root-only."""
 
 
 def build_agent_archive() -> bytes:
@@ -39,12 +66,14 @@ def build_agent_archive() -> bytes:
     return buffer.getvalue()
 
 
-def shell_path(path: str) -> str:
-    """Quote a path for the shell, keeping a leading ~/ expandable."""
-    if path == "~" or path.startswith("~/"):
-        rest = path[2:]
-        return '"$HOME"' + ("/" + shlex.quote(rest) if rest else "")
-    return shlex.quote(path)
+def parse_event(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 @dataclass(frozen=True)
@@ -57,6 +86,10 @@ class RemoteAgent:
     version: str
     reused: bool
 
+    def command(self, name: str) -> ShellCommand:
+        """The checked invocation of one agent command."""
+        return ShellCommand((self.python, "-c", BOOTSTRAP, self.archive, self.sha256, name))
+
     def call(self, command: str, request: dict[str, Any] | None = None, *, on_event: EventHandler | None = None,
              timeout: float | None = None) -> dict[str, Any]:
         """Run one agent command; return its result data or raise AgentError with its message."""
@@ -65,11 +98,8 @@ class RemoteAgent:
 
         def on_line(line: str) -> None:
             nonlocal result, failure
-            if not line.startswith("{"):
-                return
-            try:
-                event = json.loads(line)
-            except ValueError:
+            event = parse_event(line)
+            if event is None:
                 return
             if event.get("event") == "result":
                 result = event.get("data")
@@ -78,9 +108,9 @@ class RemoteAgent:
             elif on_event:
                 on_event(event)
 
-        answer = self.transport.run(ShellCommand((self.python, self.archive, command)),
-                                    stdin=json.dumps(request or {}).encode(), on_stdout_line=on_line,
-                                    timeout=timeout)
+        answer = self.transport.run(self.command(command), stdin=json.dumps(request or {}).encode(),
+                                    on_stdout_line=on_line, timeout=timeout)
+        raise_if_untrusted(answer, self.transport)
         if failure is not None:
             raise AgentError(f"agent '{command}' failed on {self.transport.description}: {failure.get('msg')}",
                              "see the message above; rerun with --debug-log for the agent's trace")
@@ -90,47 +120,61 @@ class RemoteAgent:
                              "check that the target's python is 3.6 or newer (orchestrate_python)")
         return result
 
+    def open(self, command: str, request: dict[str, Any]) -> Stream:
+        """Start a conversational command (attach): its request first, then lines as the caller sends them."""
+        stream = self.transport.open_stream(self.command(command))
+        stream.send(json.dumps(request).encode() + b"\n")
+        return stream
 
-def _version(transport: Transport, python: str, archive: str) -> dict[str, Any] | None:
-    answer = transport.run(ShellCommand((python, archive, "version")))
-    for line in answer.stdout.splitlines():
-        if line.startswith("{"):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("event") == "result":
-                return event["data"]
-    return None
+
+def raise_if_untrusted(answer: CommandResult, transport: Transport) -> None:
+    if answer.exit_status == UNTRUSTED_EXIT and "orchestrate-agent-untrusted" in answer.stderr:
+        raise UntrustedAgent(f"the agent on {transport.description} failed its check (owner, mode or sha256)",
+                             "it is uploaded again; if this repeats, check who else writes to the work dir")
+
+
+def _probe(transport: Transport, host: Host) -> tuple[str, str]:
+    """Make the work dir root-only and find it and the python: NUL-separated, so any path works."""
+    work = shell_path(host.work_dir)
+    probe = transport.run(f"umask 077 && mkdir -p {work}/agent && chmod 700 {work} {work}/agent && cd {work} "
+                          f"&& printf '%s\\0' \"$(pwd)\" && command -v {ShellCommand((host.python,)).render()}")
+    fields = probe.stdout.split("\0")
+    if probe.exit_status != 0 or len(fields) < 2:
+        if len(fields) == 2 and not fields[1].strip():
+            raise AgentError(f"'{host.python}' not found on {transport.description}",
+                             "install Python 3.6+ there or set orchestrate_python in the inventory")
+        detail = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        raise AgentError(f"cannot prepare {host.work_dir} on {transport.description}: {detail}",
+                         "set orchestrate_work_dir to a writable folder")
+    return fields[0], fields[1].strip()
+
+
+def _check(agent: RemoteAgent) -> dict[str, Any] | None:
+    try:
+        return agent.call("version")
+    except UntrustedAgent:
+        return None
 
 
 def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
     """Put the agent archive into a root-only folder on the target unless the same one is there."""
     archive_bytes = build_agent_archive()
     digest = hashlib.sha256(archive_bytes).hexdigest()
-    work = shell_path(host.work_dir)
-    probe = transport.run(f"umask 077 && mkdir -p {work}/agent && chmod 700 {work} {work}/agent && cd {work} "
-                          f"&& pwd && command -v {shlex.quote(host.python)}")
-    lines = probe.stdout.split()
-    if probe.exit_status != 0 or len(lines) < 2:
-        if lines and probe.exit_status != 0 and len(lines) == 1:
-            raise AgentError(f"'{host.python}' not found on {transport.description}",
-                             "install Python 3.6+ there or set orchestrate_python in the inventory")
-        detail = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        raise AgentError(f"cannot prepare {host.work_dir} on {transport.description}: {detail}",
-                         "set orchestrate_work_dir to a writable folder")
-    work_dir, python = lines[0], lines[1]
+    work_dir, python = _probe(transport, host)
     archive = f"{work_dir}/agent/orchestrate-agent-{digest[:16]}.pyz"
-    found = _version(transport, python, archive)
-    reused = bool(found and found.get("sha256") == digest)
+    agent = RemoteAgent(transport=transport, python=python, archive=archive, work_dir=work_dir, sha256=digest,
+                        version="?", reused=True)
+    found = _check(agent)
+    reused = found is not None
     if not reused:
         with tempfile.NamedTemporaryFile(suffix=".pyz") as local:
             local.write(archive_bytes)
             local.flush()
             transport.put(Path(local.name), archive, mode=0o600)
-        transport.run(f"cd {shlex.quote(work_dir)}/agent && for old in orchestrate-agent-*.pyz; do "
-                      f"[ \"$old\" = {shlex.quote(Path(archive).name)} ] || rm -f \"$old\"; done")
-        found = _version(transport, python, archive)
+        keep = ShellCommand((Path(archive).name,)).render()
+        transport.run(f"cd {ShellCommand((work_dir + '/agent',)).render()} && for old in orchestrate-agent-*.pyz; do "
+                      f"[ \"$old\" = {keep} ] || rm -f \"$old\"; done")
+        found = _check(agent)
     if not found or found.get("sha256") != digest:
         raise AgentError(f"the agent does not run on {transport.description} with {python}",
                          "the agent needs Python 3.6 or newer; set orchestrate_python to one")

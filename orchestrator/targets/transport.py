@@ -2,15 +2,15 @@
 
 ``SSHTransport`` speaks SSH through paramiko, checks host keys against known_hosts, authenticates by
 key or agent only, honours ``~/.ssh/config`` (HostName, Port, User, IdentityFile, ProxyJump,
-UserKnownHostsFile). ``LocalTransport`` does the same four things on this machine.
+UserKnownHostsFile); the bytes of a download go through OpenSSH's client over a master connection
+(``openssh``). ``LocalTransport`` does the same things on this machine. The verbs: run a command, open a
+stream to a running command, put a file, download a command's output into a file, close.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
-import re
 import select
 import shutil
 import socket
@@ -26,6 +26,7 @@ import paramiko
 
 from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
 from ..inventory.hosts import Host
+from . import openssh
 from .shell import ShellCommand
 
 # paramiko logs channel failures itself; they reach the user as one error line instead.
@@ -43,15 +44,33 @@ class CommandResult:
     stderr: str
 
 
+class Stream(Protocol):
+    """A command that runs while we talk to it: lines in, lines out."""
+
+    def send(self, data: bytes) -> None: ...
+
+    def read_lines(self, timeout: float) -> list[str]: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    def error_output(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
 class Transport(Protocol):
     description: str
 
     def run(self, command: ShellCommand | str, *, stdin: bytes | None = None,
             on_stdout_line: LineHandler | None = None, timeout: float | None = None) -> CommandResult: ...
 
+    def open_stream(self, command: ShellCommand) -> Stream: ...
+
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None: ...
 
-    def get(self, remote: str, local: Path, on_progress: ProgressHandler | None = None) -> None: ...
+    def download(self, command: ShellCommand, local: Path, stdin: bytes,
+                 on_progress: ProgressHandler | None = None) -> CommandResult: ...
 
     def close(self) -> None: ...
 
@@ -231,6 +250,7 @@ class SSHTransport:
                                    "is sshd running on the target, and can the jump host reach it?") from None
         self._client = _connect_client(params, options, sock)
         self._sftp: paramiko.SFTPClient | None = None
+        self._master: openssh.MasterConnection | None = None
 
     def _transport(self) -> paramiko.Transport:
         transport = self._client.get_transport()
@@ -267,46 +287,31 @@ class SSHTransport:
             raise TransferError(f"uploading {local.name} to {self.description}:{remote} failed: {exc}",
                                 "check free space and permissions on the target") from None
 
-    def get(self, remote: str, local: Path, on_progress: ProgressHandler | None = None) -> None:
-        """Download over SFTP through OpenSSH's client when it speaks SFTP from scp (OpenSSH 8.7+,
-        as fast as scp; paramiko's SFTP reads at a fraction of that), else through paramiko."""
-        try:
-            if openssh_scp_speaks_sftp() and not self._jumps:
-                self._openssh_get(remote, local, on_progress)
-            else:
-                self.sftp().get(remote, str(local), callback=on_progress)
-        except (OSError, paramiko.SSHException) as exc:
-            raise TransferError(f"downloading {self.description}:{remote} failed: {exc}",
-                                "check the connection and free space on this machine") from None
+    def open_stream(self, command: ShellCommand) -> Stream:
+        channel = self._transport().open_session()
+        channel.exec_command(command.render())
+        return _ChannelStream(channel)
 
-    def _openssh_get(self, remote: str, local: Path, on_progress: ProgressHandler | None) -> None:
-        """Progress reports bytes so far; the total (0 here) is the caller's to know."""
-        params = self.params
-        argv = ["scp", "-s", "-q", "-P", str(params.port),
-                "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-                "-o", f"UserKnownHostsFile={params.known_hosts}",
-                "-o", f"ConnectTimeout={int(params.connect_timeout)}"]
-        if self.options.ssh_config:
-            argv += ["-F", str(self.options.ssh_config)]
-        for key in params.key_files:
-            argv += ["-i", key]
-        argv += [f"{params.user}@{_bracket(params.hostname)}:{remote}", str(local)]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        assert proc.stderr
-        while True:
-            try:
-                proc.wait(timeout=0.05)
-                break
-            except subprocess.TimeoutExpired:
-                if on_progress:
-                    on_progress(local.stat().st_size if local.exists() else 0, 0)
-        error = proc.stderr.read().decode("utf-8", "replace").strip()
-        if proc.returncode != 0:
-            raise OSError(error.splitlines()[-1] if error else f"scp exited with {proc.returncode}")
-        if on_progress:
-            on_progress(local.stat().st_size, 0)
+    def download(self, command: ShellCommand, local: Path, stdin: bytes,
+                 on_progress: ProgressHandler | None = None) -> CommandResult:
+        """The command's stdout appended to local: through OpenSSH's client over the run's master
+        connection where it can (as fast as scp), else through paramiko."""
+        if openssh.usable() and not self._jumps:
+            if self._master is None or not self._master.alive():
+                if self._master is not None:
+                    self._master.stop()
+                self._master = openssh.MasterConnection(self.params, self.options)
+                self._master.start()
+            argv = openssh.client_argv(self.params, self.options, self._master.path) + [
+                self.params.hostname, command.render()]
+            return _download_from_process(argv, local, stdin, on_progress)
+        return _download_from_channel(self._transport().open_session(), command.render(), local, stdin,
+                                      on_progress)
 
     def close(self) -> None:
+        if self._master is not None:
+            self._master.stop()
+            self._master = None
         if self._sftp is not None:
             self._sftp.close()
         self._client.close()
@@ -357,18 +362,165 @@ def _drain(channel: paramiko.Channel, on_line: LineHandler | None, timeout: floa
     return CommandResult(channel.recv_exit_status(), out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
-def _bracket(hostname: str) -> str:
-    return f"[{hostname}]" if ":" in hostname else hostname
+class _ChannelStream:
+    def __init__(self, channel: paramiko.Channel) -> None:
+        self.channel = channel
+        self.pending = b""
+        self.errors = bytearray()
+        self._eof = False
+
+    def send(self, data: bytes) -> None:
+        try:
+            self.channel.sendall(data)
+        except (OSError, paramiko.SSHException):
+            self._eof = True
+
+    def read_lines(self, timeout: float) -> list[str]:
+        select.select([self.channel], [], [], timeout)
+        while self.channel.recv_stderr_ready():
+            self.errors += self.channel.recv_stderr(CHUNK)
+        data = b""
+        while self.channel.recv_ready():
+            data += self.channel.recv(CHUNK)
+        if not data and self.channel.eof_received and not self.channel.recv_ready():
+            self._eof = True
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        return [line.decode("utf-8", "replace") for line in lines]
+
+    @property
+    def finished(self) -> bool:
+        return self._eof or self.channel.closed
+
+    def error_output(self) -> str:
+        return self.errors.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self.channel.close()
 
 
-@functools.lru_cache(maxsize=1)
-def openssh_scp_speaks_sftp() -> bool:
-    """OpenSSH 8.7 added 'scp -s' (SFTP protocol; the default from 9.0)."""
-    if not shutil.which("scp") or not shutil.which("ssh"):
-        return False
-    version = subprocess.run(["ssh", "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-    match = re.search(r"OpenSSH_(\d+)\.(\d+)", version)
-    return match is not None and (int(match.group(1)), int(match.group(2))) >= (8, 7)
+class _ProcessStream:
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stdin and proc.stdout and proc.stderr
+        self.proc = proc
+        self.pending = b""
+        self._eof = False
+        os.set_blocking(proc.stdout.fileno(), False)
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            self._eof = True
+
+    def read_lines(self, timeout: float) -> list[str]:
+        assert self.proc.stdout
+        select.select([self.proc.stdout], [], [], timeout)
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), CHUNK)
+            except BlockingIOError:
+                break
+            if not chunk:
+                self._eof = True
+                break
+            data += chunk
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        return [line.decode("utf-8", "replace") for line in lines]
+
+    @property
+    def finished(self) -> bool:
+        return self._eof
+
+    def error_output(self) -> str:
+        assert self.proc.stderr
+        if self.proc.poll() is None:
+            return ""
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+
+def _download_from_process(argv: list[str], local: Path, stdin: bytes,
+                           on_progress: ProgressHandler | None) -> CommandResult:
+    """Run argv with its stdout appended to local; an interrupt stops the child and goes on up."""
+    with open(local, "ab") as sink:
+        proc = openssh.child(argv, stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.PIPE)
+        return _follow_download(proc, local, stdin, on_progress)
+
+
+def _follow_download(proc: subprocess.Popen, local: Path, stdin: bytes,
+                     on_progress: ProgressHandler | None) -> CommandResult:
+    assert proc.stderr
+    errors: list[bytes] = []
+    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        if proc.stdin:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        while True:
+            try:
+                proc.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                if on_progress:
+                    on_progress(local.stat().st_size, 0)
+    except BaseException:
+        proc.terminate()
+        proc.wait()
+        raise
+    reader.join()
+    if on_progress:
+        on_progress(local.stat().st_size, 0)
+    return CommandResult(proc.returncode, "", b"".join(errors).decode("utf-8", "replace"))
+
+
+def _download_from_channel(channel: paramiko.Channel, line: str, local: Path, stdin: bytes,
+                           on_progress: ProgressHandler | None) -> CommandResult:
+    errors = bytearray()
+    try:
+        channel.exec_command(line)
+        channel.sendall(stdin)
+        channel.shutdown_write()
+        with open(local, "ab") as sink:
+            while True:
+                select.select([channel], [], [], 0.2)
+                while channel.recv_stderr_ready():
+                    errors += channel.recv_stderr(CHUNK)
+                data = channel.recv(CHUNK) if channel.recv_ready() or channel.eof_received else b""
+                if data:
+                    sink.write(data)
+                    if on_progress:
+                        on_progress(sink.tell(), 0)
+                elif channel.eof_received:
+                    break
+        while not channel.exit_status_ready() or channel.recv_stderr_ready():
+            errors += channel.recv_stderr(CHUNK)
+            if not channel.recv_stderr_ready() and channel.exit_status_ready():
+                break
+        return CommandResult(channel.recv_exit_status(), "", errors.decode("utf-8", "replace"))
+    except (OSError, paramiko.SSHException) as exc:
+        return CommandResult(255, "", f"{errors.decode('utf-8', 'replace')}{exc}")
+    finally:
+        channel.close()
 
 
 class LocalTransport:
@@ -408,18 +560,14 @@ class LocalTransport:
         os.chmod(partial, mode)
         os.replace(partial, target)
 
-    def get(self, remote: str, local: Path, on_progress: ProgressHandler | None = None) -> None:
-        try:
-            total = os.path.getsize(remote)
-            done = 0
-            with open(remote, "rb") as source, open(local, "wb") as sink:
-                for block in iter(lambda: source.read(CHUNK), b""):
-                    sink.write(block)
-                    done += len(block)
-                    if on_progress:
-                        on_progress(done, total)
-        except OSError as exc:
-            raise TransferError(f"copying {remote} failed: {exc.strerror}", "check free space on this machine") from None
+    def open_stream(self, command: ShellCommand) -> Stream:
+        proc = subprocess.Popen(["/bin/sh", "-c", command.render()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        return _ProcessStream(proc)
+
+    def download(self, command: ShellCommand, local: Path, stdin: bytes,
+                 on_progress: ProgressHandler | None = None) -> CommandResult:
+        return _download_from_process(["/bin/sh", "-c", command.render()], local, stdin, on_progress)
 
     def close(self) -> None:
         pass

@@ -1,0 +1,146 @@
+"""After the capture: judge it, bring the report here verified, import and export it, tidy the board,
+summarise. Shared by ``profile`` and ``fetch``, which differ only in how they reach the end of a capture."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..analysis import AnalysisOptions, analyze_report, write_summary
+from ..errors import OrchestratorError, ReportError
+from ..inventory.catalog import AppSpec
+from ..nsys.commands import RemoteRunPaths, export_sqlite_argv
+from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
+from ..targets.agent import RemoteAgent
+from ..targets.shell import ShellCommand
+from .outcome import app_ending, classify_capture
+from .phases import RunLog
+from .pull import pull_verified, sha256_file
+
+
+def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
+            keep_remote: bool) -> OrchestratorError | None:
+    """Returns the error the run ends with (None for success); raises when the report cannot be had."""
+    record, progress, run_dir = log.record, log.progress, log.run_dir
+    status, failure = classify_capture(capture, app)
+    record["app_exit"] = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
+    record["capture"] = capture
+    record["status"] = status
+    if status == "ok" and capture["watchdog"]:
+        progress.note("warning", "nsys stalled while writing its report and finished it once interrupted (exit 0); "
+                                 "run.json lists the signals")
+    if capture.get("import"):
+        record["import"] = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
+    progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")
+    logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
+            paths.nsys_log: run_dir / "nsys.log"}
+    if not capture["reports"]:
+        pulled = pull_verified(agent, logs)
+        record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+        _tidy_board(agent, paths, log, keep_remote)
+        log.stage("failed")
+        return failure
+
+    remote_report = _finished_report(capture["reports"], record)
+    local_report = run_dir / ("report" + Path(remote_report).suffix)
+    wanted = {remote_report: local_report, **logs}
+    log.stage("on_board")
+    with log.phase("pull"):
+        pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total))
+    record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+    seconds = log.seconds["pull"] or 1e-9
+    size = sum(p.size - p.resumed_from for p in pulled)
+    record["pull"] = {"bytes": size, "seconds": seconds, "mb_per_s": round(size / 2**20 / seconds, 1),
+                      "resumed_bytes": sum(p.resumed_from for p in pulled)}
+    resumed = f", resumed after {record['pull']['resumed_bytes'] / 2**20:.1f} MB" if record["pull"]["resumed_bytes"] \
+        else ""
+    progress.finish("pull", f"{size / 2**20:.1f} MB verified (sha256 on both sides){resumed}")
+    host_nsys = find_host_nsys()
+    if local_report.suffix == ".qdstrm":
+        local_report = _import_here(host_nsys, local_report, log)
+    with log.phase("export"):
+        sqlite = _export(agent, host_nsys, local_report, remote_report, record)
+    record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
+    progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
+    _tidy_board(agent, paths, log, keep_remote)
+    log.stage("pulled")
+    with log.phase("analyze"):  # on this machine only, once the board is tidy
+        _summarize(sqlite, app, log)
+    return failure
+
+
+def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_remote: bool) -> None:
+    if not keep_remote:
+        agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
+    log.record["remote_removed"] = not keep_remote
+
+
+def _finished_report(reports: dict[str, str], record: dict[str, Any]) -> str:
+    """The imported report when there is one (nsys's own, or the board's importer's), else the raw capture
+    for this machine to import."""
+    for suffix in (".nsys-rep", ".qdrep"):
+        if suffix in reports:
+            record.setdefault("import", {"where": "nsys"})
+            return reports[suffix]
+    return reports[".qdstrm"]
+
+
+def _import_here(host_nsys: HostNsys | None, raw: Path, log: RunLog) -> Path:
+    record = log.record
+    with log.phase("import"):
+        if host_nsys is None:
+            raise ReportError("the target left a raw .qdstrm and this machine has no nsys to import it",
+                              f"install Nsight Systems here, then run QdstrmImporter -i {raw}")
+        report = import_on_host(host_nsys, raw)
+    # QdstrmImporter appends to the raw file it reads: keep the pulled checksum, record the new one
+    pulled_raw = record["files"][raw.name]
+    record["files"][raw.name] = {"sha256": sha256_file(raw), "size": raw.stat().st_size,
+                                 "pulled_sha256": pulled_raw["sha256"], "pulled_size": pulled_raw["size"]}
+    record["files"][report.name] = {"sha256": sha256_file(report), "size": report.stat().st_size}
+    record["import"] = {"where": "host", "importer": host_nsys.importer}
+    log.progress.finish("import", f"imported on this machine to {report.name}")
+    return report
+
+
+def _summarize(sqlite: Path, app: AppSpec, log: RunLog) -> None:
+    """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
+    record, progress = log.record, log.progress
+    try:
+        summary = analyze_report(sqlite, AnalysisOptions(frame_range=app.frame_delimiter))
+    except OrchestratorError as exc:
+        record["analysis"] = {"error": exc.one_line()}
+        progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
+        return
+    path = write_summary(summary, log.run_dir / "summary.json")
+    record["files"][path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+    verdict, frames = summary["verdict"], summary["frames"]
+    record["analysis"] = {"verdict": verdict["kind"], "frames": frames["count"] if frames else None}
+    timing = f"{frames['steady']['mean_ns'] / 1e6:.2f} ms per frame, " if frames else ""
+    progress.finish("analyze", f"{timing}{verdict['kind']}: {verdict['summary']}")
+
+
+def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, remote_report: str,
+            record: dict[str, Any]) -> Path:
+    """Prefer this machine (boards are slow); fall back to the target's nsys."""
+    sqlite = local_report.with_suffix(".sqlite")
+    host_error = None
+    if host_nsys is not None:
+        try:
+            export_on_host(host_nsys, local_report, sqlite)
+            record["export"] = {"where": "host", "nsys": host_nsys.path, "nsys_version": host_nsys.version}
+            return sqlite
+        except ReportError as exc:
+            host_error = exc.one_line()
+    nsys = record["facts"]["nsys"]
+    if not remote_report.endswith((".nsys-rep", ".qdrep")):
+        raise ReportError(host_error or "cannot export a raw capture on the target", "install Nsight Systems here")
+    remote_sqlite = remote_report.rsplit(".", 1)[0] + ".sqlite"
+    done = agent.transport.run(ShellCommand(tuple(export_sqlite_argv(nsys["path"], remote_report, remote_sqlite))),
+                               timeout=1800)
+    if done.exit_status != 0:
+        output = (done.stdout + done.stderr).strip().splitlines()
+        raise ReportError(f"exporting to SQLite failed here ({host_error or 'no nsys here'}) and on the target",
+                          output[-1] if output else "see nsys.log")
+    pull_verified(agent, {remote_sqlite: sqlite})
+    record["export"] = {"where": "target", "nsys": nsys["path"], "nsys_version": nsys["version"],
+                        "host_error": host_error}
+    return sqlite

@@ -1,0 +1,96 @@
+"""``orchestrate fetch RUN_DIR``: re-attach to a run the host lost (interrupt, broken link, closed laptop).
+
+It reconnects to the run's target, waits for a capture still running (renewing its heartbeat), then
+collects as ``profile`` would: a partial download resumes from the bytes already here, and the sha256
+of both sides still has to agree. Running it again is always safe.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import AgentError, OrchestratorError, TransferError, UsageError
+from ..inventory.catalog import AppSpec
+from ..inventory.hosts import Inventory
+from ..nsys.commands import RemoteRunPaths
+from ..targets.transport import ConnectOptions, open_transport
+from . import session
+from .collect import collect
+from .folder import read_run_json
+from .phases import RunLog
+from .profile import ProfileOutcome, deploy_agent_logged, error_record, finish, follow_capture
+from .progress import Progress
+
+LIST_FIELDS = ("command", "env", "trace", "nsys_args")
+
+
+def app_from_record(spec: dict[str, Any]) -> AppSpec:
+    values = {key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in LIST_FIELDS else value
+              for key, value in spec.items() if key in AppSpec.__dataclass_fields__}
+    return AppSpec(**values)
+
+
+def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress: Progress) -> ProfileOutcome:
+    try:
+        record = read_run_json(run_dir)
+    except (OSError, ValueError):
+        raise UsageError(f"{run_dir} is not a run folder (no readable run.json)",
+                         "pass a folder that 'orchestrate profile' made, e.g. runs/<run>") from None
+    if record.get("stage") == "pulled":
+        progress.note("info", f"the report is already here, verified: {run_dir}")
+        return ProfileOutcome(run_dir, record.get("status", "ok"), record)
+    if not record.get("remote"):
+        raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
+                         "profile again")
+    host = inventory.host(record["target"]["name"])
+    app = app_from_record(record["app"])
+    keep_remote = bool(record.get("request", {}).get("keep_remote"))
+    heartbeat_timeout_s = float(record.get("request", {}).get("heartbeat_timeout_s") or 30)
+    log = RunLog(run_dir, record, progress)
+    record.pop("error", None)
+    record.pop("lost_contact", None)
+    failure: OrchestratorError | None = None
+    try:
+        with log.phase("connect"):
+            transport = open_transport(host, connect)
+        progress.finish("connect", transport.description)
+        try:
+            agent = deploy_agent_logged(transport, host, log)
+            paths = RemoteRunPaths(record["remote"]["run_dir"])
+            board = agent.call("status", {"run_dir": paths.run_dir})
+            state = board["state"]
+            if not board["present"] or state is None:
+                raise TransferError(f"{transport.description} no longer has {paths.run_dir}",
+                                    "its copy was removed after a verified pull, or by hand; profile again")
+            if board["supervisor_alive"]:
+                progress.note("info", "the capture is still running on the board; following it")
+                with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
+                    log.stage("capturing")
+                    capture = follow_capture(agent, paths.run_dir, heartbeat_timeout_s, log, session.Following())
+            elif state.get("result") is not None:
+                capture = state["result"]
+            else:
+                raise AgentError(f"the capture on {transport.description} ended without a result "
+                                 f"({state.get('error') or 'its supervisor died'})",
+                                 "see agent.log in the run folder on the board")
+            early = capture.get("ended_early")
+            if early:
+                progress.note("warning", f"the capture was ended early, after {early['after_s']:.1f} s: "
+                                         f"{early['reason']}")
+            failure = collect(agent, capture, app, paths, log, keep_remote)
+        finally:
+            transport.close()
+    except KeyboardInterrupt:
+        record["error"] = {"type": "InterruptedRunError", "message": "interrupted during fetch", "exit_code": 16}
+        finish(log)
+        raise
+    except OrchestratorError as exc:
+        record["error"] = error_record(exc)
+        finish(log)
+        raise
+    if failure is not None:
+        record["error"] = error_record(failure)
+    finish(log)
+    if failure is not None:
+        raise failure
+    return ProfileOutcome(run_dir, record["status"], record)

@@ -1,0 +1,102 @@
+"""What a capture's result means: a status for run.json and, when the run failed, the error to raise."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import (
+    AppFailedError,
+    AppNotFoundError,
+    DiskFullError,
+    NsysMissingError,
+    OrchestratorError,
+    PreflightError,
+    ReportError,
+    WatchdogError,
+)
+from ..inventory.catalog import AppSpec
+
+# Exit statuses of an app stopped at the end of the capture (SIGTERM, SIGINT, SIGKILL), as nsys reports them.
+STOPPED_AT_END = {128 + 15, 128 + 2, 128 + 9, -15, -2, -9}
+FINDING_ERRORS: dict[str, type[OrchestratorError]] = {
+    "nsys_missing": NsysMissingError,
+    "nsys_too_old": NsysMissingError,
+    "app_not_found": AppNotFoundError,
+    "low_disk": DiskFullError,
+}
+
+
+def raise_for_findings(findings: list[dict[str, Any]]) -> None:
+    errors = [f for f in findings if f["level"] == "error"]
+    if not errors:
+        return
+    first = errors[0]
+    kind = FINDING_ERRORS.get(first["code"], PreflightError)
+    more = f" (+{len(errors) - 1} more problem(s), listed above)" if len(errors) > 1 else ""
+    raise kind(f"preflight: {first['what']}{more}", first["fix"])
+
+
+def app_ending(capture: dict[str, Any], status: str) -> str:
+    """How the app's run ended, in words for run.json."""
+    if any(action["target"] == "app" for action in capture["watchdog"]):
+        return "killed by the watchdog"
+    early = capture.get("ended_early")
+    if early and capture.get("app_stopped_after_s") is not None:
+        return f"stopped by the agent after {capture['app_stopped_after_s']:.1f} s, early: {early['reason']}"
+    if capture.get("app_stopped_after_s") is not None and status == "ok":
+        return f"stopped by the agent after {capture['app_stopped_after_s']:.1f} s, as planned"
+    if capture.get("app_pid") is None:
+        return "never started"
+    return "exited by itself"
+
+
+def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, OrchestratorError | None]:
+    """Turn the agent's capture result into a status and, when the run failed, the error to raise."""
+    log_hint = "see nsys.log in the run folder"
+    if capture["program_not_found"]:
+        return "app_not_found", AppNotFoundError(f"nsys could not start '{app.command[0]}'",
+                                                 "check 'command' and 'workdir' in the app spec")
+    code = capture["nsys_exit"]
+    # The app ending by itself before the planned end with a failure status is the news, even when
+    # nsys then hung (nsys 2022.4 does, now and then, when the app ends soon after starting).
+    ended_early = capture.get("app_gone_after_s") is not None and capture.get("app_stopped_after_s") is None
+    if ended_early and code != 0 and code not in STOPPED_AT_END:
+        after = f" after {capture['app_gone_after_s']:.1f} s"
+        if capture["watchdog"]:
+            return "app_failed", AppFailedError(
+                f"the app exited with status {code}{after}; nsys then hung and was stopped by the watchdog",
+                "its output is in app.stdout.log / app.stderr.log in the run folder; " + log_hint)
+        return "app_failed", AppFailedError(
+            f"the app exited with status {code}{after}",
+            "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
+    if capture["watchdog"] and not finished_when_nudged(capture):
+        steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
+        return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
+                                         "the report, if any, was still pulled; try a shorter --duration or a larger --grace")
+    early = capture.get("ended_early") or {}
+    if early.get("reason", "").startswith("the disk is nearly full"):
+        kept = "its report was kept" if capture["reports"] else "nsys wrote no report"
+        return "disk_full", DiskFullError(
+            f"the capture was ended after {early['after_s']:.1f} s: {early['reason']}; {kept}",
+            "free space on the board or set orchestrate_work_dir to a larger disk")
+    if not capture["reports"]:
+        if capture.get("app_pid") is None:
+            return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)
+        return "no_report", ReportError("nsys wrote no report", log_hint)
+    ran_full = capture.get("app_stopped_after_s") is not None or \
+        capture["nsys_elapsed_s"] >= app.delay_s + app.duration_s - 0.5
+    if code != 0 and not (ran_full and code in STOPPED_AT_END):
+        return "app_failed", AppFailedError(
+            f"the app exited with status {code} after {capture['nsys_elapsed_s']:.1f} s",
+            "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
+    return "ok", None
+
+
+def finished_when_nudged(capture: dict[str, Any]) -> bool:
+    """The app ended (as planned, or by itself with success), nsys stalled while writing its report, and one
+    SIGINT made it finish normally (exit 0, report written): nothing was lost, the run is a success (with a
+    warning). The watchdog touched nothing but nsys's SIGINT and the clean-up of its orphaned daemon."""
+    nudges = [a for a in capture["watchdog"] if a["target"] != "nsys daemon"]
+    return (bool(capture["reports"]) and capture["nsys_exit"] == 0
+            and [(a["target"], a["signal"]) for a in nudges] == [("nsys", "SIGINT")])
+
+

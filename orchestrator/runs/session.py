@@ -1,0 +1,93 @@
+"""The host's side of a detached capture: launch it on the board, then follow it.
+
+Following means renewing the board's heartbeat once a second and reading its progress. The first
+interrupt (Ctrl-C, SIGTERM) asks the board to end the capture early, as nsys's own Ctrl-C would; the
+second stops following and leaves the board to finish on its own. Silence from the board past
+``silence_s`` counts as a lost connection. Either way the board keeps whatever the capture wrote.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AgentError, BoardBusyError
+from ..targets.agent import RemoteAgent, parse_event
+
+BEAT_EVERY_S = 1.0
+INTERRUPT_REASON = "the user interrupted orchestrate on the host"
+
+
+class StoppedFollowing(Exception):
+    """The user interrupted twice: the host stops waiting; the board carries on without it."""
+
+
+class LostContact(Exception):
+    """Nothing heard from the board for too long, or the channel closed without an answer."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass
+class Following:
+    """What the host saw while following: when the user interrupted, and the board's last progress."""
+
+    interrupted_at: float | None = None
+    last_progress: dict[str, Any] = field(default_factory=dict)
+
+
+def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
+    answer = agent.call("launch", request, timeout=float(request.get("wait_lock_s") or 0) + 60)
+    if "busy" in answer:
+        holder = answer["busy"]
+        since = holder.get("since")
+        age = f", for {time.time() - since:.0f} s" if isinstance(since, (int, float)) else ""
+        raise BoardBusyError(f"{agent.transport.description} is busy with run {holder.get('run')} "
+                             f"(from {holder.get('host') or 'another host'}{age})",
+                             "wait for it with --wait-lock SECONDS, or try again later")
+    return answer
+
+
+def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
+           on_interrupt: Callable[[], None], following: Following, silence_s: float | None = None) -> dict:
+    """Follow the capture in run_dir until it ends; returns the board's final state."""
+    silence_s = silence_s or max(heartbeat_timeout_s, 15.0)
+    stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
+    heard = last_beat = time.monotonic()
+    try:
+        while True:
+            try:
+                now = time.monotonic()
+                if now - last_beat >= BEAT_EVERY_S:
+                    stream.send(b"beat\n")
+                    last_beat = now
+                for line in stream.read_lines(0.25):
+                    event = parse_event(line)
+                    if event is None:
+                        continue
+                    heard = time.monotonic()
+                    if event.get("event") == "result":
+                        if event.get("data") is None:
+                            raise LostContact("the board stopped hearing the host's heartbeat")
+                        return event["data"]
+                    if event.get("failed"):
+                        raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
+                                         f"{event.get('msg')}", "see agent.log in the run folder on the board")
+                    following.last_progress = event
+                    on_progress(event)
+                if stream.finished:
+                    detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
+                    raise LostContact(detail[0])
+                if time.monotonic() - heard > silence_s:
+                    raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
+            except KeyboardInterrupt:
+                if following.interrupted_at is not None:
+                    raise StoppedFollowing() from None
+                following.interrupted_at = time.monotonic()
+                stream.send(f"stop {INTERRUPT_REASON}\n".encode())
+                on_interrupt()
+    finally:
+        stream.close()

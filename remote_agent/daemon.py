@@ -1,0 +1,297 @@
+"""The capture runs detached from the SSH channel that started it.
+
+``launch`` takes the board's lock, forks a supervisor into a session of its own (output to files in the
+run folder) and returns once it runs. The supervisor runs the capture, imports the raw capture when the
+board has an importer, removes nsys's scratch and records every step in ``state.json``. The host keeps
+it company through ``attach``, which renews a heartbeat file while the host sends "beat" lines and
+turns a "stop" line into a stop request. Without a heartbeat for ``heartbeat_timeout_s`` the supervisor
+ends the capture on its own and keeps the report on the board, so a lost link, a closed laptop or a
+killed host process costs nothing but the rest of the capture.
+"""
+import errno
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+import traceback
+
+from . import capture as capture_mod
+from . import files
+
+STATE = "state.json"
+HEARTBEAT = "heartbeat"
+STOP = "stop"
+LOCK = "board.lock"
+LOG = "agent.log"
+# Bytes set aside at launch and given back when the disk fills up, so that the state file can still
+# be written; and the free space under which the capture is ended early, so that nsys can still
+# write the report of what it has.
+RESERVE_BYTES = 1024 * 1024
+LOW_DISK_BYTES = 48 * 1024 * 1024
+DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
+ENDED = "ended"
+
+
+def write_json_atomic(path, data):
+    partial = path + ".part"
+    with open(partial, "w") as handle:
+        json.dump(data, handle, sort_keys=True)
+    os.rename(partial, path)
+
+
+def read_state(run_dir):
+    try:
+        with open(os.path.join(run_dir, STATE)) as handle:
+            return json.load(handle)
+    except (OSError, IOError, ValueError):
+        return None
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return True
+
+
+class BoardLock(object):
+    """One capture at a time on a board: an flock on the work dir's lock file, held by the supervisor
+    for the capture and the import. The file says who holds it."""
+
+    def __init__(self, work_dir):
+        self.path = os.path.join(work_dir, LOCK)
+        self.fd = None
+
+    def acquire(self, wait_s, holder):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.time() + max(float(wait_s or 0), 0)
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except (OSError, IOError) as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.time() >= deadline:
+                    held_by = self.holder()
+                    os.close(self.fd)
+                    self.fd = None
+                    return held_by or {"run": "unknown"}
+                time.sleep(0.2)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, json.dumps(holder, sort_keys=True).encode())
+        return None
+
+    def holder(self):
+        try:
+            with open(self.path) as handle:
+                return json.load(handle)
+        except (OSError, IOError, ValueError):
+            return None
+
+
+def launch(request):
+    """Start the supervisor; returns {'pid', 'run_dir'} or {'busy': holder} when the lock is taken."""
+    run_dir = request["run_dir"]
+    lock = BoardLock(request["work_dir"])
+    busy = lock.acquire(request.get("wait_lock_s", 0), {
+        "run": os.path.basename(run_dir), "host": request.get("requested_by"), "since": time.time()})
+    if busy is not None:
+        return {"busy": busy}
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+    for name in (STATE, STOP):
+        try:
+            os.remove(os.path.join(run_dir, name))
+        except OSError:
+            pass
+    with open(os.path.join(run_dir, files.RESERVE), "wb") as handle:
+        handle.write(b"\0" * RESERVE_BYTES)
+    touch(os.path.join(run_dir, HEARTBEAT))
+    first = os.fork()
+    if first == 0:  # the child starts a session of its own and forks the supervisor, then leaves
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                _become_daemon(run_dir)
+                code = 0
+                try:
+                    supervise(request)
+                except BaseException:  # noqa: B036 (the supervisor must record any ending)
+                    code = 1
+                os._exit(code)
+        finally:
+            os._exit(0)
+    os.waitpid(first, 0)
+    os.close(lock.fd)  # the supervisor holds its own copy of the lock
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        state = read_state(run_dir)
+        if state is not None:
+            return {"pid": state["pid"], "run_dir": run_dir, "state": state}
+        time.sleep(0.05)
+    raise RuntimeError("the capture supervisor did not start (see {})".format(os.path.join(run_dir, LOG)))
+
+
+def _become_daemon(run_dir):
+    devnull = os.open(os.devnull, os.O_RDWR)
+    log = os.open(os.path.join(run_dir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(devnull)
+    os.close(log)
+    sys.stdout = os.fdopen(1, "w", 1)
+    sys.stderr = os.fdopen(2, "w", 1)
+    os.chdir("/")
+    # a SIGHUP from the closing channel or a SIGINT meant for the host's terminal must not end the capture
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def touch(path):
+    with open(path, "a"):
+        os.utime(path, None)
+
+
+class Supervisor(object):
+    def __init__(self, request):
+        self.request = request
+        self.run_dir = request["run_dir"]
+        self.started = time.time()
+        self.state = {"stage": "starting", "pid": os.getpid(), "started_at": self.started,
+                      "heartbeat_timeout_s": self.heartbeat_timeout}
+
+    @property
+    def heartbeat_timeout(self):
+        return float(self.request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
+
+    def save(self, **changes):
+        self.state.update(changes)
+        self.state["updated_at"] = time.time()
+        self.state["elapsed_s"] = round(time.time() - self.started, 3)
+        path = os.path.join(self.run_dir, STATE)
+        try:
+            write_json_atomic(path, self.state)
+        except (OSError, IOError) as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            files.release_reserve(self.run_dir)  # the disk is full: give back the reserve to record this
+            self.state["disk_full"] = True
+            write_json_atomic(path, self.state)
+
+    def on_event(self, event, **fields):
+        if event == "heartbeat":
+            self.save(capture_elapsed_s=fields.get("elapsed_s"))
+
+    def should_stop(self):
+        stop_file = os.path.join(self.run_dir, STOP)
+        if os.path.exists(stop_file):
+            with open(stop_file) as handle:
+                return handle.read().strip() or "the host asked to end the capture"
+        try:
+            silent = time.time() - os.path.getmtime(os.path.join(self.run_dir, HEARTBEAT))
+        except OSError:
+            silent = 0
+        if silent > self.heartbeat_timeout:
+            self.state["host_gone"] = True
+            return "no heartbeat from the host for {:.0f} s".format(silent)
+        free = files.free_bytes(self.run_dir)
+        if free < LOW_DISK_BYTES:
+            self.state["disk_low"] = {"free": free}
+            return "the disk is nearly full ({} MB free in {})".format(free // 2**20, self.run_dir)
+        return None
+
+
+def supervise(request):
+    sup = Supervisor(request)
+    sup.save(stage="capturing")
+    result = None
+    try:
+        result = capture_mod.capture(request, sup.on_event, sup.should_stop)
+        importer = request.get("importer")
+        if ".qdstrm" in result["reports"] and not (set(result["reports"]) & {".nsys-rep", ".qdrep"}) and importer:
+            sup.save(stage="importing", capture=result)
+            result["import"] = files.import_qdstrm(importer, result["reports"][".qdstrm"])
+            result["reports"] = capture_mod.find_reports(request["report_base"])
+        shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)  # nsys's, not needed now
+        files.release_reserve(sup.run_dir)
+        sup.save(stage=ENDED, result=result, free_bytes=files.free_bytes(sup.run_dir))
+    except BaseException as exc:  # noqa: B036 (recorded for the host, then re-raised)
+        shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)
+        files.release_reserve(sup.run_dir)
+        sup.save(stage=ENDED, result=result, error="{}: {}".format(type(exc).__name__, exc),
+                 trace=traceback.format_exc()[-4000:])
+        raise
+
+
+def attach(request, emit, stdin_fd=0):
+    """Keep the host company: renew the heartbeat on every 'beat' line, turn 'stop' into a stop
+    request, report progress every second, answer with the final state once the capture ended.
+    Returns None when the host went away (end of input, or silence past the heartbeat timeout)."""
+    run_dir = request["run_dir"]
+    heartbeat = os.path.join(run_dir, HEARTBEAT)
+    timeout_s = float(request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
+    last_input = last_report = 0.0
+    last_input = time.time()
+    pending = b""
+    while True:
+        ready, _, _ = select.select([stdin_fd], [], [], 0.25)
+        now = time.time()
+        if ready:
+            data = os.read(stdin_fd, 4096)
+            if not data:
+                return None
+            last_input = now
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                word = line.strip().decode("utf-8", "replace")
+                if word == "beat":
+                    touch(heartbeat)
+                elif word.startswith("stop"):
+                    with open(os.path.join(run_dir, STOP), "w") as handle:
+                        handle.write(word[4:].strip() or "the host asked to end the capture")
+        state = read_state(run_dir)
+        if state is None:
+            raise RuntimeError("no capture in {}".format(run_dir))
+        if state.get("stage") == ENDED:
+            return state
+        if not pid_alive(state["pid"]):
+            state = read_state(run_dir) or state
+            if state.get("stage") != ENDED:
+                raise RuntimeError("the capture supervisor (pid {}) died; see {}".format(
+                    state["pid"], os.path.join(run_dir, LOG)))
+            return state
+        if now - last_report >= 1.0:
+            emit("progress", stage=state.get("stage"), elapsed_s=state.get("capture_elapsed_s") or 0,
+                 ended_early=state.get("ended_early"))
+            last_report = now
+        if now - last_input > timeout_s:
+            return None
+
+
+def status(request):
+    """Where a run stands on the board: its state (None when unknown), whether its supervisor lives,
+    and the size of each of its files."""
+    run_dir = request["run_dir"]
+    state = read_state(run_dir)
+    present = os.path.isdir(run_dir)
+    sizes = {}
+    if present:
+        for name in sorted(os.listdir(run_dir)):
+            path = os.path.join(run_dir, name)
+            if os.path.isfile(path):
+                sizes[name] = os.path.getsize(path)
+    alive = bool(state) and state.get("stage") != ENDED and pid_alive(state["pid"])
+    return {"present": present, "state": state, "supervisor_alive": alive, "files": sizes}
+
+
+def request_stop(request):
+    with open(os.path.join(request["run_dir"], STOP), "w") as handle:
+        handle.write(request.get("reason") or "the host asked to end the capture")
+    return {"requested": True}

@@ -1,0 +1,217 @@
+"""Faults injected for real: Ctrl-C and SIGTERM on the host, the host process killed, sshd killed mid-pull,
+two orchestrators on one board, a tampered agent. After each: no report lost, no process of the run
+left on the board, nothing left in the board's work dir once the report is safe."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from board_state import bytes_left, wait_for_no_run_processes
+from conftest import REPO, run_cli, write_inventory
+from orchestrator.errors import TransferError
+from orchestrator.inventory.hosts import Host
+from orchestrator.runs.pull import partial_path, pull_verified
+from orchestrator.targets.agent import build_agent_archive, deploy_agent
+from orchestrator.targets.transport import ConnectOptions, open_transport
+from sshd_server import make_sshd
+from test_profile_e2e import board, ssh_args
+
+pytestmark = pytest.mark.integration
+# a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM
+LOOP_APP = "sh -c 'while true; do sleep 0.2; done'"
+
+
+def start_profile(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
+    work = tmp_path / "work"
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--inventory",
+                             str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd), *extra],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, work
+
+
+def wait_for_stage(tmp_path: Path, stage: str, timeout_s: float = 60) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for run_json in (tmp_path / "runs").glob("*/run.json"):
+            try:
+                if json.loads(run_json.read_text()).get("stage") == stage:
+                    return run_json.parent
+            except ValueError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"no run reached stage {stage}")
+
+
+def error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def assert_board_clean(work: Path) -> None:
+    assert wait_for_no_run_processes(work) == []
+    assert bytes_left(work) == {}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_path, sig):
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                               "--duration", "20")
+    run_dir = wait_for_stage(tmp_path, "capturing")
+    time.sleep(4)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 16, err
+    [line] = error_lines(err)
+    record = json.loads((run_dir / "run.json").read_text())
+    after = record["capture"]["ended_early"]["after_s"]
+    assert line == f"error: interrupted after {after:.1f} s; report kept: {run_dir}"
+    assert 3 < after < 15
+    assert (record["stage"], record["status"]) == ("pulled", "interrupted")
+    assert record["app_exit"]["ended"].startswith("stopped by the agent after ")
+    assert record["files"]["report.nsys-rep"]["size"] > 0 and (run_dir / "report.sqlite").is_file()
+    assert_board_clean(work)
+
+
+def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_path):
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                               "--duration", "20")
+    run_dir = wait_for_stage(tmp_path, "capturing")
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 16, err
+    [line] = error_lines(err)
+    assert f"the board ends the capture on its own and keeps the report (get it with 'orchestrate fetch {run_dir}')" \
+        in line
+    assert json.loads((run_dir / "run.json").read_text())["stage"] == "capturing"
+    done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(run_dir)
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["stage"] == "pulled" and "error" not in record
+    assert record["capture"]["ended_early"]["reason"] == "the user interrupted orchestrate on the host"
+    assert (run_dir / "report.nsys-rep").stat().st_size == record["files"]["report.nsys-rep"]["size"]
+    assert_board_clean(work)
+    again = run_cli("fetch", str(run_dir), *ssh_args(sshd))  # running it again is safe
+    assert again.returncode == 0 and "already here" in again.stderr
+
+
+def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, tmp_path):
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                               "--duration", "30", "--heartbeat-timeout", "3")
+    run_dir = wait_for_stage(tmp_path, "capturing")
+    time.sleep(2)
+    proc.kill()  # no clean-up of any kind on the host
+    proc.communicate(timeout=30)
+    done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    early = record["capture"]["ended_early"]
+    assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 20
+    assert "the capture was ended early" in done.stderr
+    assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
+    assert_board_clean(work)
+
+
+def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_path):
+    first, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                                "--duration", "6")
+    first_run = wait_for_stage(tmp_path, "capturing")
+    inventory = tmp_path / "inventory.yaml"
+    busy = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                   "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "other"), *ssh_args(sshd))
+    assert busy.returncode == 18, busy.stderr
+    [line] = error_lines(busy.stderr)
+    assert f"is busy with run {first_run.name} (from root@127.0.0.1:{sshd.port}, for " in line
+    assert "wait for it with --wait-lock SECONDS" in line
+    waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                     "--duration", "2", "--wait-lock", "120", "--inventory", str(inventory),
+                     "--out", str(tmp_path / "other"), *ssh_args(sshd))
+    first.communicate(timeout=120)
+    assert first.returncode == 0 and waited.returncode == 0, waited.stderr
+    one = json.loads((first_run / "run.json").read_text())
+    two = json.loads(next((tmp_path / "other").glob("*/run.json")).read_text())
+    # the runs never mixed: the second capture started after the first one's had ended
+    assert two["started_at"] < one["finished_at"]
+    assert two["capture"]["app_pid"] != one["capture"]["app_pid"]
+    assert_board_clean(work)
+
+
+def test_a_tampered_agent_is_uploaded_again_and_never_run(sshd, tmp_path):
+    host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key),
+                work_dir=str(tmp_path / "work"))
+    transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
+    marker = tmp_path / "the-tampered-agent-ran"
+    try:
+        agent = deploy_agent(transport, host)
+        archive = Path(agent.archive)
+        # a valid agent archive that does something else: it must never be run
+        import io
+        import zipfile
+        evil = io.BytesIO()
+        with zipfile.ZipFile(evil, "w") as zf:
+            zf.writestr("__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+        archive.write_bytes(evil.getvalue())
+        again = deploy_agent(transport, host)
+        assert again.reused is False and archive.read_bytes() == build_agent_archive()
+        assert not marker.exists()
+        archive.chmod(0o644)  # readable by others: not trusted either
+        third = deploy_agent(transport, host)
+        assert third.reused is False and (archive.stat().st_mode & 0o777) == 0o600
+        assert third.call("version")["sha256"] == third.sha256
+    finally:
+        transport.close()
+
+
+def test_a_pull_cut_by_killing_sshd_resumes_and_verifies(tmp_path):
+    server = make_sshd(tmp_path / "sshd")
+    server.start()
+    host = Host(name="board", address="127.0.0.1", port=server.port, user="root", key_file=str(server.client_key),
+                work_dir=str(tmp_path / "work"))
+    options = ConnectOptions(server.ssh_config, server.known_hosts)
+    data = os.urandom(2**20) * 400  # 400 MB: long enough to cut in the middle
+    try:
+        transport = open_transport(host, options)
+        agent = deploy_agent(transport, host)
+        source = Path(agent.work_dir) / "report.nsys-rep"
+        source.write_bytes(data)
+        local = tmp_path / "report.nsys-rep"
+        failure: list[BaseException] = []
+
+        def pull() -> None:
+            try:
+                pull_verified(agent, {str(source): local})
+            except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+                failure.append(exc)
+        puller = threading.Thread(target=pull)
+        puller.start()
+        while not partial_path(local).exists() or partial_path(local).stat().st_size < 40 * 2**20:
+            time.sleep(0.005)
+        server.kill_all()  # the listener and every session it forked: the link is gone
+        puller.join(timeout=60)
+        transport.close()
+        assert isinstance(failure[0], TransferError), failure
+        assert "broke after" in str(failure[0]) and "'orchestrate fetch RUN_DIR' resumes it" in failure[0].one_line()
+        kept = partial_path(local).stat().st_size
+        assert 0 < kept < len(data) and not local.exists() and source.stat().st_size == len(data)
+        server.start()
+        transport = open_transport(host, options)
+        agent = deploy_agent(transport, host)
+        [pulled] = pull_verified(agent, {str(source): local})
+        transport.close()
+        assert pulled.resumed_from == kept and pulled.size == len(data)
+        assert local.read_bytes() == data and not partial_path(local).exists()
+    finally:
+        server.stop()
