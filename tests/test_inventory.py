@@ -81,7 +81,7 @@ def test_an_alias_bomb_is_refused_quickly():
     with pytest.raises(InventoryError, match="group 'all' could not be read: bomb.yaml: group 'all' children must be"):
         inventory.host("nano01")
     groups = "base: &g {hosts: {h: }}\n" + "".join(
-        f"l{i}: &l{i} {{children: {{{', '.join(f'c{j}: *' + ('g' if i == 0 else f'l{i - 1}') for j in range(9))}}}}}\n"
+        f"l{i}: &l{i} {{children: {{{', '.join(f'c{i}_{j}: *' + ('g' if i == 0 else f'l{i - 1}') for j in range(9))}}}}}\n"
         for i in range(8))
     with pytest.raises(InventoryError, match="more than 20000 group entries"):
         parse_inventory(groups + "all:\n  children: {top: *l7}\n", "groups.yaml")

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted
+from ..targets.shell import ShellCommand
 
 CHUNK = 1024 * 1024
 
@@ -64,9 +65,17 @@ def partial_path(local: Path) -> Path:
 
 
 def board_sizes(agent: RemoteAgent, paths: list[str]) -> dict[str, int | None]:
-    """remote path -> size on the target (None for a file it does not have); nothing is hashed."""
-    found = agent.call("checksum", {"paths": paths, "sha256": False})["files"]
-    return {path: (meta or {}).get("size") for path, meta in found.items()}
+    """remote path -> size on the target (None for a file it does not have); nothing is hashed. One shell
+    command (a tenth of an agent call's cost): a line per path, '-' for a missing one."""
+    if not paths:
+        return {}
+    quoted = ShellCommand(tuple(paths)).render()
+    done = agent.transport.run(f'for f in {quoted}; do [ -f "$f" ] && stat -c %s -- "$f" || echo -; done')
+    lines = done.stdout.split()
+    if done.exit_status != 0 or len(lines) != len(paths):
+        raise TransferError(f"cannot read the sizes of the files to pull on {agent.transport.description}",
+                            (done.stderr.strip().splitlines() or ["no output"])[-1])
+    return {path: int(line) if line.isdigit() else None for path, line in zip(paths, lines)}
 
 
 def _send_answer(stderr: str) -> dict[str, Any] | None:
@@ -118,8 +127,7 @@ def _resume_offset(partial: Path, size: int) -> int:
 def _pull_one(agent: RemoteAgent, remote: str, local: Path, size: int, offset: int, done_before: int, total: int,
               on_progress: Callable[[int, int], None] | None) -> PulledFile:
     partial = partial_path(local)
-    follower = GrowingFileHash(partial)
-    follower.catch_up()  # the bytes kept from an earlier try
+    follower = GrowingFileHash(partial)  # from byte 0: the bytes kept from an earlier try are hashed here too
 
     def forward(done: int, _total: int) -> None:
         follower.catch_up()
