@@ -304,7 +304,8 @@ def capture(request, emit, should_stop=None):
             if ended_early is None and should_stop is not None:
                 reason = should_stop()
                 if reason:
-                    ended_early = {"reason": reason, "after_s": round(now - started, 3)}
+                    # seconds of capture: from the app's start, as the user counts them
+                    ended_early = {"reason": reason, "after_s": round(now - (app_started or started), 3)}
             planned_stop = app_started is not None and app_stopped is None and (
                 now - app_started >= capture_s or ended_early is not None)
             # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost: resend it

@@ -166,6 +166,9 @@ class Supervisor(object):
         self.state = {"stage": "starting", "pid": os.getpid(), "started_at": self.started,
                       "heartbeat_timeout_s": self.heartbeat_timeout}
 
+    # above this much free space, the scratch folder is not even measured
+    roomy = 8 * 2**30
+
     @property
     def heartbeat_timeout(self):
         return float(self.request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
@@ -201,9 +204,12 @@ class Supervisor(object):
             self.state["host_gone"] = True
             return "no heartbeat from the host for {:.0f} s".format(silent)
         free = files.free_bytes(self.run_dir)
-        if free < LOW_DISK_BYTES:
-            self.state["disk_low"] = {"free": free}
-            return "the disk is nearly full ({} MB free in {})".format(free // 2**20, self.run_dir)
+        # nsys turns its scratch into the report when the capture ends, and needs about as much room again
+        scratch = capture_mod.folder_bytes(os.path.join(self.run_dir, "scratch")) if free < self.roomy else 0
+        if free < LOW_DISK_BYTES + scratch:
+            self.state["disk_low"] = {"free": free, "scratch": scratch}
+            return "the disk is nearly full ({} MB free in {}, nsys needs about {} MB to write its report)".format(
+                free // 2**20, self.run_dir, (scratch + LOW_DISK_BYTES) // 2**20)
         return None
 
 

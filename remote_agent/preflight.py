@@ -12,6 +12,10 @@ MIN_NSYS_VERSION = (2019, 5)
 # 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
 BYTES_PER_CAPTURE_SECOND = 40 * 1024 * 1024
 BYTES_FIXED_OVERHEAD = 200 * 1024 * 1024
+# Below this a capture cannot even start (nsys's scratch, the agent's reserve, a short report): an error.
+# Between it and the estimate, a warning: the capture runs, and is ended early, its report kept, if the
+# disk fills up (the agent watches the free space).
+BYTES_MINIMUM = 96 * 1024 * 1024
 
 
 def finding(level, code, what, why, fix):
@@ -92,9 +96,13 @@ def evaluate(request, facts, probes):
 
     for place in probes.get("disk", []):
         if place["free"] < place["needed"]:
+            blocking = place["free"] < BYTES_MINIMUM
             found.append(finding(
-                "error", "low_disk", "only {} MB free in {} ({})".format(place["free"] // 2**20, place["path"], place["role"]),
-                "a {} s capture needs about {} MB there".format(request.get("duration_s"), place["needed"] // 2**20),
+                "error" if blocking else "warning", "low_disk",
+                "only {} MB free in {} ({})".format(place["free"] // 2**20, place["path"], place["role"]),
+                "a {} s capture needs about {} MB there{}".format(
+                    request.get("duration_s"), place["needed"] // 2**20,
+                    "" if blocking else "; if the disk fills up, the capture is ended early and its report kept"),
                 "free space there, shorten --duration, or set orchestrate_work_dir to a larger disk"))
     return found
 

@@ -61,7 +61,7 @@ PACKAGES=(
     python3 python3-venv python3-pip procps
     openssh-server openssh-client
     nsight-systems nsight-systems-target libssh-4 libpfm4
-    xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
+    iproute2 xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
 )
 # the tests open the HTML reports in it (headless, through Playwright); Ubuntu ships it as a snap only,
 # so there the browser tests are skipped

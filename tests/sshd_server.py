@@ -36,21 +36,21 @@ class Sshd:
     known_hosts: Path
     ssh_config: Path
     host_public_key: str
+    address: str = "127.0.0.1"
+    netns: str | None = None  # run inside this network namespace (a board behind a link of its own)
     process: subprocess.Popen | None = None
-
-    @property
-    def address(self) -> str:
-        return "127.0.0.1"
 
     def start(self) -> None:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
         log = open(self.root / "sshd.log", "ab")
-        self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        self.process = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                         stdout=log, stderr=log)
         deadline = time.time() + 10
         while time.time() < deadline:
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                probe.settimeout(1)
+                if probe.connect_ex((self.address, self.port)) == 0:
                     return
             if self.process.poll() is not None:
                 break
@@ -102,7 +102,8 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None) -> Sshd:
+def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None, address: str = "127.0.0.1",
+              netns: str | None = None) -> Sshd:
     """Write keys and config under root; the caller starts and stops it."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
@@ -118,13 +119,13 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
     sftp_server = next((p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
                         if os.path.exists(p)), "internal-sftp")
     (root / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {root}/sshd.pid\n"
+        f"Port {port}\nListenAddress {address}\nHostKey {host_key}\nPidFile {root}/sshd.pid\n"
         f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
         f"Subsystem sftp {sftp_server}\n")
     known_hosts = root / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {' '.join(host_public.split()[:2])}\n")
+    known_hosts.write_text(f"[{address}]:{port} {' '.join(host_public.split()[:2])}\n")
     ssh_config = root / "ssh_config"
     ssh_config.write_text("# empty on purpose: keeps the developer's own ~/.ssh/config out of the tests\n")
     return Sshd(root=root, port=port, client_key=client_key, known_hosts=known_hosts, ssh_config=ssh_config,
-                host_public_key=host_public)
+                host_public_key=host_public, address=address, netns=netns)

@@ -215,3 +215,111 @@ def test_a_pull_cut_by_killing_sshd_resumes_and_verifies(tmp_path):
         assert local.read_bytes() == data and not partial_path(local).exists()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 200 MB tmpfs: room for the preflight's minimum, not for a whole capture."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", str(mount)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd, tmp_path, small_disk):
+    """es2gears with OpenGL trace writes about 30 MB/s of capture: 200 MB fill up within seconds."""
+    work = small_disk / "work"
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--duration", "20", "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 12, done.stderr
+    [line] = error_lines(done.stderr)
+    # preflight warned first: 200 MB is below its estimate, above its minimum
+    assert "; if the disk fills up, the capture is ended early and its report kept" in done.stderr
+    run_dir = next((tmp_path / "runs").glob("*"))
+    record = json.loads((run_dir / "run.json").read_text())
+    after = record["capture"]["ended_early"]["after_s"]
+    assert line.startswith(f"error: the capture was ended after {after:.1f} s: the disk is nearly full (")
+    assert line.endswith("; its report was kept (free space on the board or set orchestrate_work_dir to a larger disk)")
+    assert 1 < after < 15
+    # nothing corrupted: the report of those seconds is whole, verified, exported and analysed
+    assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["frames"]["count"] > 100
+    assert_board_clean(work)
+
+
+def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_runs_on(sshd, tmp_path, small_disk):
+    work = small_disk / "work"
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    # the app fills the whole disk two seconds in, faster than anything can react
+    app = f"sh -c 'sleep 2; dd if=/dev/zero of={small_disk}/fill bs=1M 2>/dev/null; while true; do sleep 0.2; done'"
+    done = run_cli("profile", "--target", "board", "--app-cmd", app, "--trace", "osrt", "--sample", "none",
+                   "--duration", "20", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 12, done.stderr
+    [line] = error_lines(done.stderr)
+    run_dir = next((tmp_path / "runs").glob("*"))
+    record = json.loads((run_dir / "run.json").read_text())
+    assert line.startswith("error: the capture was ended after ")
+    assert record["capture_attempts"] == []  # a full disk is not a stall worth a second capture
+    if record["capture"]["reports"]:  # nsys found room for its report: it came back whole
+        assert record["stage"] == "pulled" and (run_dir / "summary.json").is_file()
+        assert line.endswith("; its report was kept (free space on the board or set orchestrate_work_dir to a "
+                             "larger disk)")
+    else:  # it did not: the logs came back, and the error says why there is no report
+        assert record["stage"] == "failed" and (run_dir / "nsys.log").is_file()
+        assert "nsys could not write its report on the full disk; its logs were kept" in line
+    (small_disk / "fill").unlink()
+    assert_board_clean(work)
+
+
+@pytest.fixture
+def board_behind_a_link(tmp_path):
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        pytest.skip("needs root and network namespaces (iproute2)")
+    from netns import make_board_link
+    link = make_board_link(rate="8mbit")
+    server = make_sshd(tmp_path / "sshd", address=link.board_address, netns=link.name)
+    try:
+        server.start()
+        yield link, server
+    finally:
+        server.kill_all()
+        link.remove()
+
+
+def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_behind_a_link, tmp_path):
+    link, server = board_behind_a_link
+    work = tmp_path / "work"
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(server, work)})
+    # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--app",
+                             "es2gears", "--duration", "3", "--inventory", str(inventory), "--out",
+                             str(tmp_path / "runs"), *ssh_args(server)],
+                            cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_dir = wait_for_stage(tmp_path, "on_board", timeout_s=120)
+    partial = run_dir / ".report.nsys-rep.part"
+    deadline = time.monotonic() + 60
+    while not (partial.exists() and partial.stat().st_size > 256 * 1024) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    link.cut()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 13, err
+    [line] = error_lines(err)
+    assert "the transfer of " in line and "'orchestrate fetch RUN_DIR' resumes it" in line
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["stage"] == "on_board"
+    kept = partial.stat().st_size
+    remote_report = Path(record["remote"]["run_dir"]) / "report.nsys-rep"
+    assert 0 < kept < remote_report.stat().st_size  # the board keeps its copy, the bytes so far stay here
+    link.restore()
+    done = run_cli("fetch", str(run_dir), *ssh_args(server))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["stage"] == "pulled" and record["pull"]["resumed_bytes"] >= kept
+    assert record["files"]["report.nsys-rep"]["size"] == (run_dir / "report.nsys-rep").stat().st_size
+    assert not partial.exists() and (run_dir / "summary.json").is_file()
+    assert_board_clean(work)

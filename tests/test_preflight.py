@@ -11,7 +11,7 @@ from orchestrator.errors import (
     WatchdogError,
 )
 from orchestrator.inventory.catalog import AppSpec
-from orchestrator.runs.profile import classify_capture, raise_for_findings
+from orchestrator.runs.outcome import classify_capture, raise_for_findings
 from remote_agent import preflight
 
 NSYS_OK = {"path": "/usr/bin/nsys", "version": "2022.4.2.1", "tried": ["/usr/bin/nsys"],
@@ -62,6 +62,15 @@ def test_app_display_and_disk_probes():
     assert "600 MB" in found[2]["why"]
 
 
+def test_disk_between_the_minimum_and_the_estimate_is_a_warning():
+    probes = {"disk": [{"path": "/w", "role": "report and nsys scratch", "free": 300 * 2**20,
+                        "needed": preflight.required_bytes(10)}]}
+    [found] = preflight.evaluate({"duration_s": 10}, facts(), probes)
+    assert (found["level"], found["code"], found["what"]) == ("warning", "low_disk",
+                                                              "only 300 MB free in /w (report and nsys scratch)")
+    assert found["why"].endswith("if the disk fills up, the capture is ended early and its report kept")
+
+
 def test_display_decision():
     assert preflight.probe_display(False, None, "auto", None) == {"mode": "none"}
     assert preflight.probe_display(True, None, "auto", "/usr/bin/Xvfb")["mode"] == "xvfb"
@@ -94,7 +103,7 @@ def capture(**changes):
 
 
 def test_how_the_app_ended_in_words():
-    from orchestrator.runs.profile import app_ending
+    from orchestrator.runs.outcome import app_ending
     assert app_ending(capture(app_stopped_after_s=3.02), "ok") == "stopped by the agent after 3.0 s, as planned"
     assert app_ending(capture(), "app_failed") == "exited by itself"
     assert app_ending(capture(app_pid=None), "nsys_failed") == "never started"
@@ -153,3 +162,14 @@ def test_nsys_that_finishes_once_nudged_is_a_success():
     assert classify_capture(capture(watchdog=harder, **planned), APP)[0] == "watchdog"
     killed = [{"reason": "app outlived the capture", "signal": "SIGKILL", "target": "app"}] + nudged
     assert classify_capture(capture(watchdog=killed, **planned), APP)[0] == "watchdog"
+
+
+def test_nsys_hanging_after_it_said_generated_is_a_success():
+    hung = [{"reason": "nsys hung after writing the report", "signal": "SIGTERM", "target": "nsys"},
+            {"reason": "nsys hung after writing the report", "signal": "SIGKILL", "target": "nsys"},
+            {"reason": "nsys daemon outlived the capture", "signal": "SIGTERM", "target": "nsys daemon"}]
+    planned = {"app_stopped_after_s": 5.0, "app_gone_after_s": 5.1, "nsys_exit": -9,
+               "generated": ["/w/runs/r/report.qdstrm"]}
+    assert classify_capture(capture(watchdog=hung, **planned), APP) == ("ok", None)
+    # without nsys's word that the report was written, the same signals are the watchdog's failure
+    assert classify_capture(capture(watchdog=hung, **{**planned, "generated": []}), APP)[0] == "watchdog"

@@ -6,13 +6,19 @@ below it each answer one question (schema, frames, sampling, scheduling, API sum
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
+from ..errors import ReportError
 from .report_input import open_report
 from .selection import AnalysisOptions
 from .trace import Trace
 
 __all__ = ["AnalysisOptions", "analyze_report", "write_summary"]
+
+
+# What malformed table contents make SQLite, numpy and pandas raise.
+UNREADABLE = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, OverflowError, ZeroDivisionError)
 
 
 def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> dict:
@@ -22,10 +28,21 @@ def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint
     from .summary import analyze_trace  # pandas and the analyzers load while the first tables are read
     try:
         summary = analyze_trace(trace, options)
+    except ReportError as exc:  # say which file, in one bounded line
+        raise ReportError(f"{export}: {_bounded(exc.message)}", exc.hint) from None
+    except UNREADABLE as exc:  # values no exporter writes: hostile or damaged, never a traceback
+        raise ReportError(f"{export} holds values the analysis cannot read ({type(exc).__name__}: "
+                          f"{_bounded(str(exc))})",
+                          "export it again from the .nsys-rep with 'nsys export --type sqlite'") from None
     finally:
         conn.close()
     summary["capture"]["export"] = str(export)
     return summary
+
+
+def _bounded(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
 def write_summary(summary: dict, path: Path) -> Path:

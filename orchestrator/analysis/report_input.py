@@ -10,6 +10,21 @@ from ..nsys.host import export_on_host, find_host_nsys
 from .schema import Schema, open_export, probe
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+# How every .nsys-rep and .qdrep begins, from nsys 2019 to 2024: checked before nsys is given the file, so
+# that a zip (bomb or not) or any other file named .nsys-rep is refused at once.
+REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+KNOWN_STARTS = {b"PK\x03\x04": "a zip archive", b"SQLite format 3": "an SQLite file", b"\x1f\x8b": "a gzip file",
+                b"\x7fELF": "a program"}
+
+
+def check_report_file(report: Path) -> None:
+    with report.open("rb") as handle:
+        head = handle.read(len(REPORT_MAGIC))
+    if head == REPORT_MAGIC:
+        return
+    what = next((name for start, name in KNOWN_STARTS.items() if head.startswith(start)), "something else")
+    raise ReportError(f"{report} is not an Nsight Systems report (it is {what})",
+                      "give the .nsys-rep or .qdrep nsys wrote, or its .sqlite export")
 
 
 def sqlite_for(report: Path, nsys_hint: str | None = None) -> Path:
@@ -18,6 +33,7 @@ def sqlite_for(report: Path, nsys_hint: str | None = None) -> Path:
         return report
     if not report.is_file():
         raise ReportError(f"{report}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
+    check_report_file(report)
     beside = report.with_suffix(".sqlite")
     if beside.is_file() and beside.stat().st_mtime >= report.stat().st_mtime:
         return beside

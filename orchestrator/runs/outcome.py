@@ -56,6 +56,13 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
         return "app_not_found", AppNotFoundError(f"nsys could not start '{app.command[0]}'",
                                                  "check 'command' and 'workdir' in the app spec")
     code = capture["nsys_exit"]
+    early = capture.get("ended_early") or {}
+    if early.get("reason", "").startswith("the disk is nearly full"):  # the cause, whatever nsys did next
+        kept = "its report was kept" if capture["reports"] else \
+            "nsys could not write its report on the full disk; its logs were kept"
+        return "disk_full", DiskFullError(
+            f"the capture was ended after {early['after_s']:.1f} s: {early['reason']}; {kept}",
+            "free space on the board or set orchestrate_work_dir to a larger disk")
     # The app ending by itself before the planned end with a failure status is the news, even when
     # nsys then hung (nsys 2022.4 does, now and then, when the app ends soon after starting).
     ended_early = capture.get("app_gone_after_s") is not None and capture.get("app_stopped_after_s") is None
@@ -72,12 +79,6 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
         steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
         return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
                                          "the report, if any, was still pulled; try a shorter --duration or a larger --grace")
-    early = capture.get("ended_early") or {}
-    if early.get("reason", "").startswith("the disk is nearly full"):
-        kept = "its report was kept" if capture["reports"] else "nsys wrote no report"
-        return "disk_full", DiskFullError(
-            f"the capture was ended after {early['after_s']:.1f} s: {early['reason']}; {kept}",
-            "free space on the board or set orchestrate_work_dir to a larger disk")
     if not capture["reports"]:
         if capture.get("app_pid") is None:
             return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)
@@ -92,11 +93,17 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
 
 
 def finished_when_nudged(capture: dict[str, Any]) -> bool:
-    """The app ended (as planned, or by itself with success), nsys stalled while writing its report, and one
-    SIGINT made it finish normally (exit 0, report written): nothing was lost, the run is a success (with a
-    warning). The watchdog touched nothing but nsys's SIGINT and the clean-up of its orphaned daemon."""
-    nudges = [a for a in capture["watchdog"] if a["target"] != "nsys daemon"]
-    return (bool(capture["reports"]) and capture["nsys_exit"] == 0
-            and [(a["target"], a["signal"]) for a in nudges] == [("nsys", "SIGINT")])
+    """The app ended well (as planned, or by itself with success) and nsys stalled around its report, but
+    nothing was lost: one SIGINT made it finish normally (exit 0, report written), or it had already said
+    "Generated:" for the report it then hung after. The run is a success (with a warning); the watchdog
+    touched nsys alone (and the clean-up of its orphaned daemon and helpers), never the app."""
+    if any(a["target"] == "app" for a in capture["watchdog"]) or not capture["reports"]:
+        return False
+    nudges = [(a["target"], a["signal"]) for a in capture["watchdog"] if a["target"] == "nsys"]
+    app_ended_well = capture.get("app_stopped_after_s") is not None or capture["nsys_exit"] == 0
+    report_said_written = bool(capture.get("generated")) and any(
+        a["reason"] == "nsys hung after writing the report" for a in capture["watchdog"])
+    return app_ended_well and ((capture["nsys_exit"] == 0 and nudges == [("nsys", "SIGINT")])
+                               or report_said_written)
 
 

@@ -195,7 +195,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
             attempts.append(capture)
             # nsys 2022.4 now and then stalls for good while writing its report; a second try usually works
             if capture["reports"] or not capture.get("stalled") or len(attempts) > request.retries \
-                    or following.interrupted_at is not None:
+                    or capture.get("ended_early"):
                 break
             progress.note("warning", f"nsys stalled while writing its report (attempt {len(attempts)}); "
                                      "capturing again")
