@@ -18,6 +18,7 @@ and a host each side has its own.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -30,12 +31,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from sshd_server import make_sshd  # noqa: E402
+
 from orchestrator.inventory.hosts import Host  # noqa: E402
 from orchestrator.runs.pull import partial_path, pull_verified  # noqa: E402
 from orchestrator.targets.agent import RemoteAgent, deploy_agent  # noqa: E402
 from orchestrator.targets.openssh import PREFERRED_CIPHERS  # noqa: E402
 from orchestrator.targets.transport import ConnectOptions, open_transport  # noqa: E402
-from sshd_server import make_sshd  # noqa: E402
 
 TARGET_RATIO = 0.90
 
@@ -88,7 +90,7 @@ def main() -> int:
                 cold = open_transport(host, options)
                 cold_agent = RemoteAgent(cold, agent.python, agent.archive, agent.work_dir, agent.sha256,
                                          agent.version, True)
-                times["verified pull, cold"].append(timed(lambda: pull(target / "cold.bin", cold_agent)))
+                times["verified pull, cold"].append(timed(functools.partial(pull, target / "cold.bin", cold_agent)))
                 cold.close()
                 half = partial_path(target / "resumed.bin")
                 with open(source, "rb") as whole, open(half, "wb") as part:
@@ -106,7 +108,8 @@ def main() -> int:
         median = statistics.median(measured)
         print(f"{label:28} {size / median:8.1f} MB/s   ratio to scp {baseline / median:5.2f}")
     ratio = baseline / statistics.median(times["verified pull"])
-    print(f"verified pull: {ratio:.2f}x scp (target {TARGET_RATIO:.2f}x): {'met' if ratio >= TARGET_RATIO else 'NOT met'}")
+    verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+    print(f"verified pull: {ratio:.2f}x scp (target {TARGET_RATIO:.2f}x): {verdict}")
     return 0
 
 

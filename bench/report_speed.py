@@ -83,7 +83,8 @@ def main() -> int:
             shown = frames.evaluate("document.querySelector('[data-section=frames] .facts dd').textContent")
             browser.close()
     for name, times in measured.items():
-        print(f"  {name} page opens in {' '.join(f'{t:.3f}' for t in times)} s (median {statistics.median(times):.3f} s)")
+        each = " ".join(f"{t:.3f}" for t in times)
+        print(f"  {name} page opens in {each} s (median {statistics.median(times):.3f} s)")
     short, long_ = statistics.median(measured["short"]), statistics.median(measured["long"])
     ok = long_ < TARGET_SECONDS
     print(f"  long run ({shown}, {drawn} points drawn): median {long_:.3f} s = {long_ / short:.2f}x the short run's "

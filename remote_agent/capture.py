@@ -7,6 +7,7 @@ writing its report, and apps that ignore SIGTERM outlive it (nsys starts the app
 own). So the agent owns the deadline too: past delay + duration + grace it interrupts nsys (which then
 writes what it has), then terminates, then kills nsys's process group and the app's session.
 """
+import glob
 import os
 import select
 import signal
@@ -24,6 +25,8 @@ STALL_S = 15.0
 # Seconds between SIGTERMs while the app has not ended after the planned stop.
 RESEND_TERM_S = 5.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+# Files a killed nsys 2022.4 leaves in /tmp whatever TMPDIR says (a normal exit removes them).
+NSYS_TMP_LEFTOVERS = "/tmp/injection_config_*"
 # The environment variable that marks every process a run starts (nsys, its daemon, the app, Xvfb).
 RUN_MARK = "ORCHESTRATE_RUN"
 
@@ -178,6 +181,22 @@ def folder_bytes(path):
     return total
 
 
+def remove_nsys_leftovers(before, since, actions):
+    """When the watchdog had to step in (nsys, its daemon or its helpers did not end by themselves), the
+    files nsys would have removed on a normal exit, and only those that appeared during this capture."""
+    if not actions:
+        return []
+    removed = []
+    for path in sorted(set(glob.glob(NSYS_TMP_LEFTOVERS)) - before):
+        try:
+            if os.path.getmtime(path) >= since - 1:
+                os.remove(path)
+                removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
 def find_reports(report_base):
     return {suffix: report_base + suffix for suffix in REPORT_SUFFIXES if os.path.isfile(report_base + suffix)}
 
@@ -280,6 +299,7 @@ def capture(request, emit, should_stop=None):
     except OSError:
         pass
     log_path = os.path.join(run_dir, "nsys.log")
+    tmp_before = set(glob.glob(NSYS_TMP_LEFTOVERS))
     with open(log_path, "w") as log:
         proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -344,7 +364,9 @@ def capture(request, emit, should_stop=None):
         if xvfb is not None:
             stop_process_group(xvfb)
     output.poll()
+    removed = remove_nsys_leftovers(tmp_before, started, watchdog.actions)
     return {
+        "removed_leftovers": removed,
         "nsys_exit": nsys_exit,
         "nsys_elapsed_s": round(nsys_ended - started, 3),
         "elapsed_s": round(time.time() - started, 3),
@@ -356,9 +378,11 @@ def capture(request, emit, should_stop=None):
         "display": env.get("DISPLAY"),
         "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
         "app_pid": watchdog.app_session(),
-        "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped else None,
+        "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped and app_started else None,
         "stalled": stalled,
         "stop_signals": terms_sent,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
         "ended_early": ended_early,
+        "started_at": round(started, 3),
+        "ended_at": round(time.time(), 3),
     }

@@ -127,7 +127,8 @@ def launch(request):
         finally:
             os._exit(0)
     os.waitpid(first, 0)
-    os.close(lock.fd)  # the supervisor holds its own copy of the lock
+    if lock.fd is not None:
+        os.close(lock.fd)  # the supervisor holds its own copy of the lock
     deadline = time.time() + 20
     while time.time() < deadline:
         state = read_state(run_dir)

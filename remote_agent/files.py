@@ -23,7 +23,7 @@ def inside(path, root):
 
 def checksums(paths, with_sha256=True):
     """path -> {sha256, size} (sizes only when with_sha256 is false); None for a missing file."""
-    answer = {}
+    answer = {}  # type: dict
     for path in paths:
         if not os.path.isfile(path):
             answer[path] = None

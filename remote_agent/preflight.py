@@ -92,7 +92,8 @@ def evaluate(request, facts, probes):
             "error", "no_display",
             "the app needs a display and none is usable ({})".format(display.get("detail")),
             "GLES apps open an X window",
-            "start X on the board and set orchestrate_display (e.g. ':0'), or install Xvfb and allow the private Xvfb (xvfb: auto)"))
+            "start X on the board and set orchestrate_display (e.g. ':0'), "
+            "or install Xvfb and allow the private Xvfb (xvfb: auto)"))
 
     for place in probes.get("disk", []):
         if place["free"] < place["needed"]:

@@ -47,3 +47,38 @@ def bytes_left(work_dir: Path) -> dict[str, int]:
         if path.is_file() and path.parent.name != "agent" and path.name != "board.lock":
             left[str(path.relative_to(work_dir))] = path.stat().st_size
     return left
+
+
+def record(kind: str, **values: object) -> None:
+    """One line of evidence for scripts/fault_figures.py, when it asked for it (ORCHESTRATE_FAULT_LOG)."""
+    log = os.environ.get("ORCHESTRATE_FAULT_LOG")
+    if log:
+        import json
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"kind": kind, "test": test, **values}) + "\n")
+
+
+def assert_board_clean(work_dir: Path) -> None:
+    """No process of the run left, nothing left in the work dir but the agent: measured, then asserted."""
+    left = wait_for_no_run_processes(work_dir)
+    files = bytes_left(work_dir)
+    record("board_after_fault", processes_left=len(left), bytes_left=sum(files.values()))
+    assert left == []
+    assert files == {}
+
+
+def assert_report_kept(run_dir: Path) -> None:
+    """The run's report is here and matches the sha256 in run.json, or waits on the board."""
+    import hashlib
+    import json
+    record_ = json.loads((run_dir / "run.json").read_text())
+    names = [n for n in ("report.nsys-rep", "report.qdrep", "report.qdstrm") if n in record_.get("files", {})]
+    here = bool(names) and all(
+        (run_dir / n).is_file() and hashlib.sha256((run_dir / n).read_bytes()).hexdigest() ==
+        record_["files"][n].get("pulled_sha256", record_["files"][n]["sha256"]) or n == "report.qdstrm" for n in names)
+    remote = record_.get("remote", {}).get("run_dir")
+    on_board = bool(remote) and any((Path(remote) / n).is_file() for n in ("report.nsys-rep", "report.qdrep",
+                                                                             "report.qdstrm"))
+    record("report_outcome", here=here, on_board=on_board, lost=not (here or on_board))
+    assert here or on_board

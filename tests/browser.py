@@ -5,6 +5,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("ORCHESTRATE_TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -33,7 +34,9 @@ class LazyChromium:
 
     def __init__(self, executable: str) -> None:
         self.executable = executable
-        self._playwright = self._browser = self._context = None
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._context: Any = None
 
     def new_page(self):
         if self._context is None:
@@ -51,7 +54,7 @@ class LazyChromium:
 
 @dataclass
 class OpenedPage:
-    page: object                     # playwright Page, still open
+    page: Any                        # playwright Page, still open
     console: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
@@ -80,10 +83,15 @@ class OpenedPage:
 def open_page(browser, path: Path) -> OpenedPage:
     page = browser.new_page()
     opened = OpenedPage(page)
-    page.on("console", lambda m: opened.console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("console", lambda m: opened.console.append(f"{m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: opened.console.append(f"pageerror: {e}"))
     page.on("request", lambda r: opened.requests.append(r.url))
-    page.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        opened.dialogs.append(dialog.message)
+        dialog.dismiss()
+    page.on("dialog", on_dialog)
     page.goto(path.resolve().as_uri(), wait_until="load")
     opened.load_ms = page.evaluate("performance.getEntriesByType('navigation')[0].duration")
     return opened

@@ -44,7 +44,7 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     """The real command line, in a child process, as a user runs it."""
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
     return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd or REPO, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout)
 
 
 NSYS_DATA = DATA / "nsys"

@@ -48,7 +48,8 @@ def test_nvpmodel_real_samples_all_parse():
 
 
 def test_device_tree_strings_are_nul_separated():
-    assert facts.parse_device_tree_string(b"NVIDIA Jetson Nano Developer Kit\x00") == ["NVIDIA Jetson Nano Developer Kit"]
+    model = "NVIDIA Jetson Nano Developer Kit"
+    assert facts.parse_device_tree_string(model.encode() + b"\x00") == [model]
     compatible = facts.parse_device_tree_string(b"nvidia,p3450-0000\x00nvidia,jetson-nano\x00nvidia,tegra210\x00")
     assert facts.chip_from_compatible(compatible) == "tegra210"
     assert facts.chip_from_compatible(["nvidia,p3768-0000+p3767-0005", "nvidia,tegra234"]) == "tegra234"

@@ -21,7 +21,8 @@ from orchestrator.errors import ReportError, UsageError
 def test_summarize_counts_totals_median_and_sample_std():
     table = summarize({"name": np.array([7, 7, 7, 7, 9])}, np.array([1, 10, 2, 3, 5]))
     first, second = table.to_dict(orient="records")
-    assert first["name"] == 7 and (first["calls"], first["total_ns"], first["min_ns"], first["max_ns"]) == (4, 16, 1, 10)
+    assert first["name"] == 7
+    assert (first["calls"], first["total_ns"], first["min_ns"], first["max_ns"]) == (4, 16, 1, 10)
     assert first["med_ns"] == 2.5 and first["avg_ns"] == 4.0              # even count: mean of the middle two
     assert first["std_ns"] == pytest.approx(np.std([1, 10, 2, 3], ddof=1))
     assert (second["calls"], second["med_ns"], second["std_ns"]) == (1, 5.0, 0.0)

@@ -59,3 +59,12 @@ def test_readme_opens_with_the_two_commands_ci_runs():
     commands = [block.split("\n```")[0].strip() for block in blocks]
     assert commands[0] == "./scripts/setup.sh && .venv/bin/orchestrate profile --target local --app es2gears"
     assert commands[1] in (root / ".ci/run").read_text()
+
+
+def test_targets_lists_a_broken_host_with_its_error_and_the_others(tmp_path, capsys):
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("all:\n  hosts:\n    good: {ansible_host: 10.0.0.5}\n    bad: {ansible_port: many}\n")
+    assert main(["targets", "--inventory", str(inventory)]) == 0
+    out = capsys.readouterr().out
+    assert "good" in out and "10.0.0.5" in out
+    assert f"unusable: bad: {inventory}: host 'bad': 'ansible_port' must be a port number, not 'many'" in out

@@ -3,6 +3,7 @@ two orchestrators on one board, a tampered agent. After each: no report lost, no
 left on the board, nothing left in the board's work dir once the report is safe."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -13,20 +14,27 @@ import time
 from pathlib import Path
 
 import pytest
-
-from board_state import bytes_left, wait_for_no_run_processes
+from board_state import assert_board_clean, assert_report_kept, record
 from conftest import REPO, run_cli, write_inventory
+from sshd_server import make_sshd
+from test_profile_e2e import board, ssh_args
+
 from orchestrator.errors import TransferError
 from orchestrator.inventory.hosts import Host
 from orchestrator.runs.pull import partial_path, pull_verified
 from orchestrator.targets.agent import build_agent_archive, deploy_agent
 from orchestrator.targets.transport import ConnectOptions, open_transport
-from sshd_server import make_sshd
-from test_profile_e2e import board, ssh_args
 
 pytestmark = pytest.mark.integration
 # a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM
 LOOP_APP = "sh -c 'while true; do sleep 0.2; done'"
+
+
+def assert_report_kept_or_capturing(run_dir: Path) -> None:
+    """Right after the host gave up: the board is still finishing the capture (its supervisor lives)."""
+    record_ = json.loads((run_dir / "run.json").read_text())
+    state = json.loads((Path(record_["remote"]["run_dir"]) / "state.json").read_text())
+    assert state["stage"] in ("capturing", "importing", "ended")
 
 
 def start_profile(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -53,13 +61,9 @@ def wait_for_stage(tmp_path: Path, stage: str, timeout_s: float = 60) -> Path:
 
 
 def error_lines(stderr: str) -> list[str]:
+    record("cli_output", traceback="Traceback" in stderr)
     assert "Traceback" not in stderr, stderr
     return [line for line in stderr.splitlines() if line.startswith("error:")]
-
-
-def assert_board_clean(work: Path) -> None:
-    assert wait_for_no_run_processes(work) == []
-    assert bytes_left(work) == {}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -79,6 +83,7 @@ def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_pat
     assert (record["stage"], record["status"]) == ("pulled", "interrupted")
     assert record["app_exit"]["ended"].startswith("stopped by the agent after ")
     assert record["files"]["report.nsys-rep"]["size"] > 0 and (run_dir / "report.sqlite").is_file()
+    assert_report_kept(run_dir)
     assert_board_clean(work)
 
 
@@ -96,6 +101,7 @@ def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_p
     assert f"the board ends the capture on its own and keeps the report (get it with 'orchestrate fetch {run_dir}')" \
         in line
     assert json.loads((run_dir / "run.json").read_text())["stage"] == "capturing"
+    assert_report_kept_or_capturing(run_dir)
     done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
@@ -103,6 +109,7 @@ def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_p
     assert record["stage"] == "pulled" and "error" not in record
     assert record["capture"]["ended_early"]["reason"] == "the user interrupted orchestrate on the host"
     assert (run_dir / "report.nsys-rep").stat().st_size == record["files"]["report.nsys-rep"]["size"]
+    assert_report_kept(run_dir)
     assert_board_clean(work)
     again = run_cli("fetch", str(run_dir), *ssh_args(sshd))  # running it again is safe
     assert again.returncode == 0 and "already here" in again.stderr
@@ -115,6 +122,12 @@ def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, t
     time.sleep(2)
     proc.kill()  # no clean-up of any kind on the host
     proc.communicate(timeout=30)
+    # the board hears nothing more: it ends the capture on its own (a fetch before that would re-attach
+    # and let the capture run its course)
+    remote = Path(json.loads((run_dir / "run.json").read_text())["remote"]["run_dir"])
+    deadline = time.monotonic() + 60
+    while json.loads((remote / "state.json").read_text()).get("stage") != "ended" and time.monotonic() < deadline:
+        time.sleep(0.2)
     done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
     assert done.returncode == 0, done.stderr
     record = json.loads((run_dir / "run.json").read_text())
@@ -122,6 +135,7 @@ def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, t
     assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 20
     assert "the capture was ended early" in done.stderr
     assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
+    assert_report_kept(run_dir)
     assert_board_clean(work)
 
 
@@ -138,13 +152,15 @@ def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_
     assert "wait for it with --wait-lock SECONDS" in line
     waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
                      "--duration", "2", "--wait-lock", "120", "--inventory", str(inventory),
-                     "--out", str(tmp_path / "other"), *ssh_args(sshd))
+                     "--out", str(tmp_path / "waited"), *ssh_args(sshd))
     first.communicate(timeout=120)
     assert first.returncode == 0 and waited.returncode == 0, waited.stderr
     one = json.loads((first_run / "run.json").read_text())
-    two = json.loads(next((tmp_path / "other").glob("*/run.json")).read_text())
+    two = json.loads(next((tmp_path / "waited").glob("*/run.json")).read_text())
+    refused = json.loads(next((tmp_path / "other").glob("*/run.json")).read_text())
+    assert (refused["stage"], refused["error"]["exit_code"]) == ("failed", 18)
     # the runs never mixed: the second capture started after the first one's had ended
-    assert two["started_at"] < one["finished_at"]
+    assert two["capture"]["started_at"] >= one["capture"]["ended_at"]
     assert two["capture"]["app_pid"] != one["capture"]["app_pid"]
     assert_board_clean(work)
 
@@ -248,6 +264,7 @@ def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd, tm
     assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["frames"]["count"] > 100
+    assert_report_kept(run_dir)
     assert_board_clean(work)
 
 
@@ -266,6 +283,7 @@ def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_ru
     assert record["capture_attempts"] == []  # a full disk is not a stall worth a second capture
     if record["capture"]["reports"]:  # nsys found room for its report: it came back whole
         assert record["stage"] == "pulled" and (run_dir / "summary.json").is_file()
+        assert_report_kept(run_dir)
         assert line.endswith("; its report was kept (free space on the board or set orchestrate_work_dir to a "
                              "larger disk)")
     else:  # it did not: the logs came back, and the error says why there is no report
@@ -322,4 +340,28 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     assert record["stage"] == "pulled" and record["pull"]["resumed_bytes"] >= kept
     assert record["files"]["report.nsys-rep"]["size"] == (run_dir / "report.nsys-rep").stat().st_size
     assert not partial.exists() and (run_dir / "summary.json").is_file()
+    assert_report_kept(run_dir)
     assert_board_clean(work)
+
+
+def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(sshd, tmp_path):
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    secret = "s3cr3t-Value-917"
+    (apps / "withsecret.yaml").write_text(
+        "name: withsecret\n"
+        "command: [sh, -c, 'printf %s \"$API_TOKEN\" | sha256sum; while true; do sleep 0.2; done']\n"
+        f"env: {{API_TOKEN: {secret}, PLAIN_SETTING: visible-value}}\n"
+        "trace: [osrt]\nsample: none\nduration_s: 2\n")
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work")})
+    done = run_cli("profile", "--target", "board", "--app", "withsecret", "--apps-dir", str(apps), "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    # the app had the real value (it prints its hash, not the value)
+    assert (run_dir / "app.stdout.log").read_text() == f"{hashlib.sha256(secret.encode()).hexdigest()}  -\n"
+    record = (run_dir / "run.json").read_text()
+    assert "API_TOKEN=***" in json.loads(record)["remote_command"] and "PLAIN_SETTING=visible-value" in record
+    for name in ("run.json", "report.html", "summary.json", "nsys.log"):
+        assert secret not in (run_dir / name).read_text(errors="replace"), name
+    assert secret not in done.stderr + done.stdout

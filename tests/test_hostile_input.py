@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from board_state import record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,8 @@ NASTY = ["; touch /tmp/orchestrate-injection-canary", "$(touch /tmp/orchestrate-
 # every string the board's shell can carry: argv and environment entries cannot hold NUL
 hostile_text = st.one_of(st.sampled_from(NASTY), st.text(st.characters(blacklist_characters="\0",
                                                                        blacklist_categories=("Cs",)), max_size=300))
-PRINT_ARGV = "import json,os,sys; print(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'env': dict(os.environ)}))"
+PRINT_ARGV = ("import json,os,sys; "
+              "print(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'env': dict(os.environ)}))")
 
 
 def run_rendered(command: ShellCommand) -> dict:
@@ -38,6 +40,7 @@ def test_argv_and_environment_reach_the_program_exactly(args, value):
     CANARY.unlink(missing_ok=True)
     seen = run_rendered(ShellCommand((sys.executable, "-c", PRINT_ARGV, *args), (("ORCH_VALUE", value),)))
     assert seen["argv"] == args
+    tried()
     assert seen["env"]["ORCH_VALUE"] == value
     assert not CANARY.exists()
 
@@ -51,6 +54,7 @@ def test_a_working_directory_of_any_name_is_entered_exactly(tmp_path_factory, na
     folder.mkdir()
     seen = run_rendered(ShellCommand((sys.executable, "-c", PRINT_ARGV), (), str(folder)))
     assert seen["cwd"] == str(folder)
+    tried()
     assert not CANARY.exists()
 
 
@@ -73,6 +77,7 @@ def test_files_go_to_exactly_the_named_path_on_both_sides(tmp_path_factory, name
     transport.download(ShellCommand(("cat", remote)), out, b"")
     assert out.read_bytes() == b"payload"
     assert sorted(p.name for p in folder.iterdir()) == sorted({"source", name, "copy"})
+    tried()
     assert not CANARY.exists()
 
 
@@ -81,6 +86,7 @@ def test_run_names_are_one_plain_path_component(target, app):
     name = run_id(target, app)
     assert "/" not in name and ".." not in name and name == name.strip()
     assert all(c.isalnum() or c in "._-" for c in name)
+    tried()
 
 
 @settings(max_examples=80, deadline=None)
@@ -90,6 +96,7 @@ def test_the_nsys_command_keeps_app_arguments_as_separate_words(args, work):
     argv = profile_argv("/usr/bin/nsys", spec, RemoteRunPaths(f"/w/{work}/runs/r1"))
     assert argv[-len(args) - 1:] == ["./app", *args]
     assert f"--output=/w/{work}/runs/r1/report" in argv
+    tried()
 
 
 def test_a_home_relative_work_dir_stays_home_relative_and_quoted():
@@ -112,3 +119,7 @@ def _no_canary():
     CANARY.unlink(missing_ok=True)
     yield
     assert not CANARY.exists(), "a hostile value ran as a command"
+
+
+def tried(*values: object) -> None:
+    record("hostile_input", injected=CANARY.exists(), values=len(values))

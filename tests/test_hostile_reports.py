@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from board_state import record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def test_hostile_table_contents_give_a_summary_or_one_clean_error(export, tmp_pa
             except sqlite3.IntegrityError:  # a NOT NULL column: the schema itself refuses that value
                 pass
     started = time.monotonic()
+    record("hostile_input", injected=False)
     try:
         summary = analyze_report(copy)
     except ReportError as exc:

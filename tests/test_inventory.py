@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from board_state import record
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,8 @@ def test_wrong_type_names_file_host_key_and_value():
 
 def test_a_broken_group_var_breaks_the_hosts_below_it_only():
     inv = parse_inventory("all:\n  hosts: {solo: }\n  children:\n    boards:\n      vars: {colour: red}\n"
-                          "      hosts: {b1: }\n      children:\n        deeper:\n          hosts: {b2: }\n", "inv.yaml")
+                          "      hosts: {b1: }\n      children:\n        deeper:\n          hosts: {b2: }\n",
+                          "inv.yaml")
     for name in ("b1", "b2"):
         with pytest.raises(InventoryError, match="inv.yaml: group 'boards': unknown key 'colour'"):
             inv.host(name)
@@ -80,9 +82,10 @@ def test_an_alias_bomb_is_refused_quickly():
     inventory = parse_inventory(bomb + "all:\n  children: *i\n", "bomb.yaml")  # 9^9 leaves, never expanded
     with pytest.raises(InventoryError, match="group 'all' could not be read: bomb.yaml: group 'all' children must be"):
         inventory.host("nano01")
-    groups = "base: &g {hosts: {h: }}\n" + "".join(
-        f"l{i}: &l{i} {{children: {{{', '.join(f'c{i}_{j}: *' + ('g' if i == 0 else f'l{i - 1}') for j in range(9))}}}}}\n"
-        for i in range(8))
+    def level(i: int) -> str:
+        below = "g" if i == 0 else f"l{i - 1}"
+        return f"l{i}: &l{i} {{children: {{{', '.join(f'c{i}_{j}: *{below}' for j in range(9))}}}}}\n"
+    groups = "base: &g {hosts: {h: }}\n" + "".join(level(i) for i in range(8))
     with pytest.raises(InventoryError, match="more than 20000 group entries"):
         parse_inventory(groups + "all:\n  children: {top: *l7}\n", "groups.yaml")
 
@@ -149,6 +152,7 @@ inventory_keys = st.sampled_from(["ansible_host", "ansible_port", "ansible_user"
     inventory_keys, yaml_values | st.dictionaries(inventory_keys, yaml_values, max_size=4), max_size=4), max_size=4))
 def test_any_yaml_document_loads_or_is_one_clear_line(document):
     text = yaml.safe_dump(document)
+    record("hostile_input", injected=False)
     try:
         inventory = parse_inventory(text, "fuzz.yaml")
     except InventoryError as exc:
@@ -166,6 +170,7 @@ def test_any_yaml_document_loads_or_is_one_clear_line(document):
 def test_any_bytes_load_or_are_one_clear_line(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("inv") / "inv.yaml"
     path.write_bytes(data)
+    record("hostile_input", injected=False)
     try:
         load_inventory(str(path))
     except InventoryError as exc:

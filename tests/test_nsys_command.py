@@ -12,7 +12,8 @@ def test_profile_argv_for_the_gl2posenet_spec():
                    duration_s=10, delay_s=2.5, cpuctxsw="process-tree", nsys_args=("--wait=primary",))
     assert profile_argv("/opt/nvidia/nsight-systems/2022.2.3/bin/nsys", spec, PATHS) == [
         "/opt/nvidia/nsight-systems/2022.2.3/bin/nsys", "profile", "--trace=opengl,osrt", "--sample=cpu",
-        "--output=/root/.cache/orchestrate/runs/r1/report", "--force-overwrite=true", "--delay=3", "--cpuctxsw=process-tree", "--wait=primary",
+        "--output=/root/.cache/orchestrate/runs/r1/report", "--force-overwrite=true", "--delay=3",
+        "--cpuctxsw=process-tree", "--wait=primary",
         "/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch", "/root/.cache/orchestrate/runs/r1/app.pid",
         "/root/.cache/orchestrate/runs/r1/app.stdout.log", "/root/.cache/orchestrate/runs/r1/app.stderr.log",
         "./gl2posenet", "-x",

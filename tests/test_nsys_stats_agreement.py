@@ -31,4 +31,5 @@ def test_reports_are_exported_first_and_still_agree(report, tmp_path, host_nsys)
     summary = analyze_report(copy)
     assert summary["capture"]["export"] == str(copy.with_suffix(".sqlite"))
     for section in ("nvtx", "cuda_kernels", "cuda_api", "memcpy", "osrt"):
-        assert_same_numbers(section, summary[section], nsys_stats(host_nsys, REPORTS[section], copy.with_suffix(".sqlite")))
+        expected = nsys_stats(host_nsys, REPORTS[section], copy.with_suffix(".sqlite"))
+        assert_same_numbers(section, summary[section], expected)

@@ -37,7 +37,8 @@ def assert_tables_equal_summary(opened, summary: dict) -> int:
             continue
         shown = opened.table_values(key)
         assert len(shown) == len(records)
-        headings = opened.page.eval_on_selector_all(f"table[data-table='{key}'] th", "ths => ths.map(t => t.textContent)")
+        headings = opened.page.eval_on_selector_all(f"table[data-table='{key}'] th",
+                                                     "ths => ths.map(t => t.textContent)")
         for row, record in zip(shown, records):
             numbers = [float(v) for v in row if _is_number(v)]
             expected = [float(v) for k, v in record.items() if isinstance(v, (int, float)) and k in _numeric(headings)]

@@ -181,7 +181,8 @@ def test_labels_come_from_what_differs_between_the_commands():
 
 
 def test_comparison_document_has_values_and_deltas_per_metric():
-    document = comparison([_run("a", ["gl", "--cpu"], 165e6), _run("b", ["gl", "--gpu"], 81e6), _run("c", ["gl"], None)])
+    document = comparison([_run("a", ["gl", "--cpu"], 165e6), _run("b", ["gl", "--gpu"], 81e6),
+                           _run("c", ["gl"], None)])
     assert [v["label"] for v in document["variants"]] == ["a", "b", "c"]  # one command has no word of its own
     steady = next(m for m in document["metrics"] if m["key"] == "steady_mean_ns")
     assert steady["values"] == [165e6, 81e6, None]
@@ -194,7 +195,8 @@ JETSON_RECORD = {
     "app": {"name": "gl2posenet", "command": ["./gl2posenet", "--delegate", "gpu"]},
     "target": {"name": "nano01", "address": "root@nano01:22"}, "started_at": "2026-11-30T03:20:51.238030+00:00",
     "facts": {"board": {"model": "NVIDIA Jetson Nano Developer Kit", "l4t": "32.7.1", "jetpack": "4.6.1",
-                        "power_mode": {"name": "5W", "id": 1}, "clocks": {"cpu_mhz": [921, 921, 1479, 1479], "gpu_mhz": 640}},
+                        "power_mode": {"name": "5W", "id": 1},
+                        "clocks": {"cpu_mhz": [921, 921, 1479, 1479], "gpu_mhz": 640}},
               "system": {"os": "Ubuntu 18.04.6 LTS", "kernel": "4.9.253-tegra", "arch": "aarch64"},
               "nsys": {"version": "2021.2.4.12"}},
     "phases": {"connect": 0.5, "capture": 12.0, "pull": 1.5}}

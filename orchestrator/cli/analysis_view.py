@@ -34,8 +34,8 @@ def summary_view(summary: dict) -> Group:
 def _header(summary: dict) -> Table:
     capture, window, verdict = summary["capture"], summary["window"], summary["verdict"]
     table = Table.grid(padding=(0, 2))
-    table.add_row("capture", f"{capture['duration_ns'] / 1e9:.3f} s, exported by nsys {capture['nsys_version'] or '?'}, "
-                             f"{len(capture['processes'])} processes seen")
+    table.add_row("capture", f"{capture['duration_ns'] / 1e9:.3f} s, exported by nsys "
+                             f"{capture['nsys_version'] or '?'}, {len(capture['processes'])} processes seen")
     table.add_row("window", f"{window['kind']}: {window['start_ns'] / 1e9:.3f} s to {window['end_ns'] / 1e9:.3f} s")
     table.add_row("verdict", Text(f"{verdict['kind']} ({verdict['confidence']}): {verdict['summary']}", style="bold"))
     for line in verdict["evidence"]:

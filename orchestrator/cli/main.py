@@ -229,11 +229,16 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
         table.add_row(host.name, host.connection, host.address or host.name, host.user or "root (default)",
                       ",".join(host.groups))
     Console().print(table)
+    out = Console(soft_wrap=True, highlight=False)
+    for name, error in sorted(inventory.broken.items()):
+        out.print(f"[red]unusable:[/] {name}: {error.one_line()}")
+    for group, error in sorted(inventory.broken_groups.items()):
+        out.print(f"[red]unreadable group:[/] {group}: {error.one_line()}")
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets, "analyze": cmd_analyze,
-            "report": cmd_report, "compare": cmd_compare}
+COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
+            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:
@@ -261,6 +266,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # a bug: short notice here, the traceback in the debug log
         logging.basicConfig(filename=debug_log, level=logging.DEBUG)
         logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())
-        console.print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; please report it)",
-                      highlight=False, soft_wrap=True)
+        console.print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; "
+                      "please report it)", highlight=False, soft_wrap=True)
         return 1

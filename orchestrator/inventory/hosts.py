@@ -183,8 +183,8 @@ class _Walk:
             body = _mapping(body, f"group '{_short(name)}'", self.source)
             unknown = set(map(str, body)) - {"hosts", "vars", "children"}
             if unknown:
-                raise InventoryError(f"{self.source}: group '{_short(name)}': unknown key '{_short(sorted(unknown)[0])}'",
-                                     "a group holds only hosts, vars and children")
+                raise InventoryError(f"{self.source}: group '{_short(name)}': unknown key "
+                                     f"'{_short(sorted(unknown)[0])}'", "a group holds only hosts, vars and children")
             hosts = _mapping(body.get("hosts"), f"group '{_short(name)}' hosts", self.source)
             children = _mapping(body.get("children"), f"group '{_short(name)}' children", self.source)
         except InventoryError as exc:

@@ -1,7 +1,8 @@
 """HTML pages people open first: one run's report and the comparison of several runs.
 
 ``write_report(path)`` turns a run folder or a report file into report.html; ``compare_runs(paths)`` puts
-runs side by side and ``write_comparison(document, path)`` draws that. Geometry (charts), tables and page contexts are pure; templates/ draws them.
+runs side by side and ``write_comparison(document, path)`` draws that. Geometry (charts), tables and page
+contexts are pure; templates/ draws them.
 """
 from __future__ import annotations
 

@@ -25,8 +25,11 @@ LIST_FIELDS = ("command", "env", "trace", "nsys_args")
 
 
 def app_from_record(spec: dict[str, Any]) -> AppSpec:
-    values = {key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in LIST_FIELDS else value
-              for key, value in spec.items() if key in AppSpec.__dataclass_fields__}
+    """The app spec back from run.json (lists become tuples again; masked values stay masked: only the
+    analysis options and the capture's timing are needed after the capture)."""
+    values: dict[str, Any] = {
+        key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in LIST_FIELDS else value
+        for key, value in spec.items() if key in AppSpec.__dataclass_fields__}
     return AppSpec(**values)
 
 

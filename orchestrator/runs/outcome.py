@@ -78,7 +78,8 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
     if capture["watchdog"] and not finished_when_nudged(capture):
         steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
         return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
-                                         "the report, if any, was still pulled; try a shorter --duration or a larger --grace")
+                                         "the report, if any, was still pulled; "
+                                         "try a shorter --duration or a larger --grace")
     if not capture["reports"]:
         if capture.get("app_pid") is None:
             return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)

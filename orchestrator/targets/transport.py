@@ -184,7 +184,8 @@ def _connect_client(params: SSHParams, options: ConnectOptions, sock=None) -> pa
         raise HostKeyError(
             f"host key of {target} CHANGED: got {fingerprint(exc.key)}, {params.known_hosts} has "
             f"{fingerprint(exc.expected_key)}",
-            f"if the board was re-flashed, remove the old key: ssh-keygen -R '{name}' -f {params.known_hosts}") from None
+            f"if the board was re-flashed, remove the old key: ssh-keygen -R '{name}' -f {params.known_hosts}",
+        ) from None
     except paramiko.AuthenticationException:
         client.close()
         raise AuthError(f"{target} refused our SSH keys",
@@ -551,7 +552,8 @@ class LocalTransport:
                                          "rerun with a longer --grace")
         proc.wait()
         reader.join()
-        return CommandResult(proc.returncode, out.decode("utf-8", "replace"), b"".join(err_chunks).decode("utf-8", "replace"))
+        errors = b"".join(err_chunks).decode("utf-8", "replace")
+        return CommandResult(proc.returncode, out.decode("utf-8", "replace"), errors)
 
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None:
         target = Path(remote)

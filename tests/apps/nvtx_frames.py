@@ -2,7 +2,8 @@
 
 Each frame computes square roots (--work of them) and sleeps --sleep-ms; the first frame does four times
 the work (a "first inference"). With --stage NAME the work runs inside a nested range of that name (the
-report tests give it a name full of markup and quotes). At the end it prints one JSON line with its own count and per-frame times.
+report tests give it a name full of markup and quotes). At the end it prints one JSON line with its own count
+and per-frame times.
 """
 import argparse
 import contextlib
