@@ -125,15 +125,6 @@ def _read(path, binary=False):
         return None
 
 
-def free_bytes(path):
-    """Free bytes on the file system holding path (or its nearest existing parent)."""
-    probe = os.path.abspath(path)
-    while not os.path.exists(probe) and probe != "/":
-        probe = os.path.dirname(probe)
-    stat = os.statvfs(probe)
-    return stat.f_bavail * stat.f_frsize
-
-
 def display_socket_exists(display):
     """':1' or ':1.0' -> whether /tmp/.X11-unix/X1 exists (a local X server listens)."""
     match = re.match(r"^[^:]*:(\d+)(?:\.\d+)?$", display or "")

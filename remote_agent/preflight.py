@@ -6,7 +6,7 @@ import os
 import shutil
 
 from . import facts as facts_mod
-from . import nsys_locate
+from . import files, nsys_locate
 
 MIN_NSYS_VERSION = (2019, 5)
 # 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
@@ -145,7 +145,7 @@ def run(request):
     needed = required_bytes(request.get("duration_s"))
     work_dir = request["work_dir"]
     disk = [{"path": work_dir, "role": "report and nsys scratch", "needed": needed,
-             "free": facts_mod.free_bytes(work_dir)}]
+             "free": files.free_bytes(work_dir)}]
     probes = {
         "app": probe_app(request.get("argv0"), request.get("cwd")),
         "display": display,

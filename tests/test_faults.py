@@ -365,3 +365,42 @@ def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(ss
     for name in ("run.json", "report.html", "summary.json", "nsys.log"):
         assert secret not in (run_dir / name).read_text(errors="replace"), name
     assert secret not in done.stderr + done.stdout
+
+
+def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finishes_alone(board_behind_a_link,
+                                                                                         tmp_path):
+    link, server = board_behind_a_link
+    proc, work = start_profile(server, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                               "--duration", "40", "--heartbeat-timeout", "4")
+    run_dir = wait_for_stage(tmp_path, "capturing")
+    time.sleep(2)
+    link.cut()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 17, err
+    [line] = error_lines(err)
+    assert line.startswith(f"error: lost contact with root@{link.board_address}:{server.port} during the capture (")
+    assert f"the board ends the capture on its own after 4 s without a heartbeat and keeps the report: " \
+           f"'orchestrate fetch {run_dir}' gets it" in line
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["stage"] == "capturing" and record["lost_contact"]
+    link.restore()
+    done = run_cli("fetch", str(run_dir), *ssh_args(server))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    early = record["capture"]["ended_early"]
+    assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 30
+    assert_report_kept(run_dir)
+    assert_board_clean(work)
+
+
+def test_a_work_dir_with_spaces_and_quotes_works_on_both_sides(sshd, tmp_path):
+    work = tmp_path / "orch w's \"dir\""
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    done = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+                   "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "run.json").read_text())
+    assert record["agent"]["path"] == f"{work}/agent/orchestrate-agent-{record['agent']['sha256'][:16]}.pyz"
+    assert record["remote"]["run_dir"].startswith(f"{work}/runs/")
+    assert (work.stat().st_mode & 0o777) == 0o700
+    assert_board_clean(work)

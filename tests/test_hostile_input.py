@@ -123,3 +123,31 @@ def _no_canary():
 
 def tried(*values: object) -> None:
     record("hostile_input", injected=CANARY.exists(), values=len(values))
+
+
+@pytest.mark.integration
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(st.characters(blacklist_characters="\0/", blacklist_categories=("Cs",)), min_size=1,
+                    max_size=60).filter(lambda n: n not in (".", "..")))
+def test_over_ssh_the_sftp_side_and_the_shell_side_agree_on_any_name(sshd, tmp_path_factory, name):
+    from orchestrator.inventory.hosts import Host
+    from orchestrator.targets.transport import ConnectOptions, open_transport
+    CANARY.unlink(missing_ok=True)
+    folder = tmp_path_factory.mktemp("ssh-files")
+    local = folder / "source"
+    local.write_bytes(b"over ssh")
+    remote = str(folder / name)
+    host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key))
+    transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
+    try:
+        transport.put(local, remote)                                   # SFTP
+        done = transport.run(ShellCommand(("cat", remote)))            # the shell, through sshd
+        copy = folder / "copy"
+        got = transport.download(ShellCommand(("cat", remote)), copy, b"")  # OpenSSH's client
+    finally:
+        transport.close()
+    assert Path(remote).read_bytes() == b"over ssh"
+    assert (done.exit_status, done.stdout, got.exit_status, copy.read_bytes()) == (0, "over ssh", 0, b"over ssh")
+    assert sorted(p.name for p in folder.iterdir()) == sorted({"source", name, "copy"})
+    tried()
+    assert not CANARY.exists()

@@ -105,8 +105,10 @@ def profile(request: ProfileRequest, progress: Progress) -> ProfileOutcome:
         if record["status"] in ("started", "ok"):
             record["status"] = "interrupted" if isinstance(exc, InterruptedRunError) else "failed"
         record["error"] = error_record(exc)
-        if record["stage"] == "preparing":
+        if record["stage"] == "preparing" and not (isinstance(exc, InterruptedRunError) and record.get("remote")):
             record["stage"] = "failed"
+        elif record["stage"] == "preparing":  # the capture may have started: fetch finds out
+            record["stage"] = "capturing"
         raise
     finally:
         if failure is not None:
@@ -136,6 +138,10 @@ def interrupted(log: RunLog) -> InterruptedRunError:
         log.stage("on_board" if stage == "on_board" else "capturing")
         return InterruptedRunError(f"interrupted; the board {'ends the capture and ' if stage == 'capturing' else ''}"
                                    f"keeps the report", f"get it with 'orchestrate fetch {run_dir}'")
+    if stage == "preparing" and log.record.get("remote"):  # between asking for the capture and hearing back
+        return InterruptedRunError("interrupted as the capture started; the board ends it on its own after "
+                                   f"{log.record['request']['heartbeat_timeout_s']:g} s without a heartbeat and keeps "
+                                   "the report", f"get it with 'orchestrate fetch {run_dir}'")
     if stage == "pulled":
         return InterruptedRunError(f"interrupted after the pull; the report is here: {run_dir}",
                                    f"'orchestrate report {run_dir}' writes its page")
