@@ -30,7 +30,7 @@ def test_agent_imports_only_the_standard_library_and_itself():
 
 
 def test_agent_source_needs_nothing_newer_than_python_3_6():
-    vermin = shutil.which("vermin")
+    vermin = shutil.which("vermin", path=str(Path(sys.executable).parent)) or shutil.which("vermin")
     if vermin is None:
         pytest.skip("vermin not installed (pip install -e .[test])")
     done = subprocess.run([vermin, "--no-tips", "--violations", "-t=3.6-", "--eval-annotations", str(AGENT)],

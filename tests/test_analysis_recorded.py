@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 from browser import assert_clean, open_page
-from conftest import run_cli, write_inventory
+from conftest import profiled_run, run_cli, write_inventory
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
 
 from orchestrator.inventory.catalog import BUILTIN_DIR
@@ -34,8 +34,7 @@ def profile_locally(tmp_path: Path, *args: str) -> tuple[Path, dict]:
         "ansible_connection": "local", "orchestrate_work_dir": str(tmp_path / "work")}})
     done = run_cli("profile", "--target", "local", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
                    *args)
-    assert done.returncode == 0, done.stderr
-    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    run_dir = profiled_run(done, tmp_path / "runs")
     assert "analyze" in done.stderr
     return run_dir, json.loads((run_dir / "summary.json").read_text())
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from board_state import assert_board_clean, record
 from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
 from sshd_server import free_port, keygen, make_sshd
@@ -31,6 +32,7 @@ def profile(sshd, tmp_path, *extra: str, host_vars: dict | None = None, ssh: lis
 
 
 def error_line(done: subprocess.CompletedProcess) -> str:
+    record("cli_output", traceback="Traceback" in done.stderr)
     lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -139,6 +141,7 @@ def test_app_ignoring_sigterm_is_killed_by_the_watchdog(sshd, tmp_path):
     line = error_line(done)
     assert line.startswith("error: watchdog: ") and "SIGTERM to app, SIGKILL to app" in line
     assert not _alive(marker)
+    assert_board_clean(tmp_path / "work")
     record = last_record(tmp_path)
     # each capture is bounded by the watchdog; a capture whose nsys stalled without a report is made again
     assert time.monotonic() - started < 60 * (1 + len(record["capture_attempts"]))
@@ -172,6 +175,7 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
     assert not _alive(marker)
     assert not _alive("nsys-launcher")
     assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed
+    assert_board_clean(tmp_path / "work")
 
 
 def test_small_disk_is_refused_before_capturing(sshd, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from board_state import assert_board_clean, assert_report_kept, record
-from conftest import REPO, run_cli, write_inventory
+from conftest import REPO, nsys_stall_only, profiled_run, run_cli, write_inventory
 from sshd_server import make_sshd
 from test_profile_e2e import board, ssh_args
 
@@ -74,13 +74,17 @@ def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_pat
     time.sleep(4)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=180)
-    assert proc.returncode == 16, err
     [line] = error_lines(err)
     record = json.loads((run_dir / "run.json").read_text())
     after = record["capture"]["ended_early"]["after_s"]
-    assert line == f"error: interrupted after {after:.1f} s; report kept: {run_dir}"
     assert 3 < after < 15
-    assert (record["stage"], record["status"]) == ("pulled", "interrupted")
+    if proc.returncode == 11:  # nsys stalled after the early end and had to be stopped: it says so
+        assert nsys_stall_only(record) and line.startswith("error: watchdog: nsys "), err
+    else:
+        assert proc.returncode == 16, err
+        assert line == f"error: interrupted after {after:.1f} s; report kept: {run_dir}"
+        assert record["status"] == "interrupted"
+    assert record["stage"] == "pulled"
     assert record["app_exit"]["ended"].startswith("stopped by the agent after ")
     assert record["files"]["report.nsys-rep"]["size"] > 0 and (run_dir / "report.sqlite").is_file()
     assert_report_kept(run_dir)
@@ -103,10 +107,9 @@ def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_p
     assert json.loads((run_dir / "run.json").read_text())["stage"] == "capturing"
     assert_report_kept_or_capturing(run_dir)
     done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == str(run_dir)
+    assert profiled_run(done, tmp_path / "runs") == run_dir
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["stage"] == "pulled" and "error" not in record
+    assert record["stage"] == "pulled" and ("error" not in record or nsys_stall_only(record))
     assert record["capture"]["ended_early"]["reason"] == "the user interrupted orchestrate on the host"
     assert (run_dir / "report.nsys-rep").stat().st_size == record["files"]["report.nsys-rep"]["size"]
     assert_report_kept(run_dir)
@@ -129,7 +132,7 @@ def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, t
     while json.loads((remote / "state.json").read_text()).get("stage") != "ended" and time.monotonic() < deadline:
         time.sleep(0.2)
     done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
-    assert done.returncode == 0, done.stderr
+    assert profiled_run(done, tmp_path / "runs") == run_dir
     record = json.loads((run_dir / "run.json").read_text())
     early = record["capture"]["ended_early"]
     assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 20
@@ -153,8 +156,9 @@ def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_
     waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
                      "--duration", "2", "--wait-lock", "120", "--inventory", str(inventory),
                      "--out", str(tmp_path / "waited"), *ssh_args(sshd))
-    first.communicate(timeout=120)
-    assert first.returncode == 0 and waited.returncode == 0, waited.stderr
+    out, err = first.communicate(timeout=120)
+    profiled_run(subprocess.CompletedProcess(first.args, first.returncode, out, err), tmp_path / "runs")
+    profiled_run(waited, tmp_path / "waited")
     one = json.loads((first_run / "run.json").read_text())
     two = json.loads(next((tmp_path / "waited").glob("*/run.json")).read_text())
     refused = json.loads(next((tmp_path / "other").glob("*/run.json")).read_text())
@@ -335,7 +339,7 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     assert 0 < kept < remote_report.stat().st_size  # the board keeps its copy, the bytes so far stay here
     link.restore()
     done = run_cli("fetch", str(run_dir), *ssh_args(server))
-    assert done.returncode == 0, done.stderr
+    assert profiled_run(done, tmp_path / "runs") == run_dir
     record = json.loads((run_dir / "run.json").read_text())
     assert record["stage"] == "pulled" and record["pull"]["resumed_bytes"] >= kept
     assert record["files"]["report.nsys-rep"]["size"] == (run_dir / "report.nsys-rep").stat().st_size
@@ -356,8 +360,7 @@ def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(ss
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work")})
     done = run_cli("profile", "--target", "board", "--app", "withsecret", "--apps-dir", str(apps), "--inventory",
                    str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
-    assert done.returncode == 0, done.stderr
-    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    run_dir = profiled_run(done, tmp_path / "runs")
     # the app had the real value (it prints its hash, not the value)
     assert (run_dir / "app.stdout.log").read_text() == f"{hashlib.sha256(secret.encode()).hexdigest()}  -\n"
     record = (run_dir / "run.json").read_text()
@@ -385,7 +388,7 @@ def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finish
     assert record["stage"] == "capturing" and record["lost_contact"]
     link.restore()
     done = run_cli("fetch", str(run_dir), *ssh_args(server))
-    assert done.returncode == 0, done.stderr
+    assert profiled_run(done, tmp_path / "runs") == run_dir
     record = json.loads((run_dir / "run.json").read_text())
     early = record["capture"]["ended_early"]
     assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 30
@@ -398,8 +401,7 @@ def test_a_work_dir_with_spaces_and_quotes_works_on_both_sides(sshd, tmp_path):
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
     done = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
                    "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
-    assert done.returncode == 0, done.stderr
-    record = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "run.json").read_text())
+    record = json.loads((profiled_run(done, tmp_path / "runs") / "run.json").read_text())
     assert record["agent"]["path"] == f"{work}/agent/orchestrate-agent-{record['agent']['sha256'][:16]}.pyz"
     assert record["remote"]["run_dir"].startswith(f"{work}/runs/")
     assert (work.stat().st_mode & 0o777) == 0o700
