@@ -14,7 +14,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import sys
 import time
 import traceback
@@ -149,9 +148,8 @@ def _become_daemon(run_dir):
     sys.stdout = os.fdopen(1, "w", 1)
     sys.stderr = os.fdopen(2, "w", 1)
     os.chdir("/")
-    # a SIGHUP from the closing channel or a SIGINT meant for the host's terminal must not end the capture
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # No signal is ignored here: nsys and the app would inherit the ignoring (the watchdog's SIGINT to nsys
+    # must work). In a session of its own, without a terminal, nothing sends the supervisor SIGHUP or SIGINT.
 
 
 def touch(path):
