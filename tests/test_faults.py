@@ -43,8 +43,15 @@ def start_profile(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, 
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--inventory",
                              str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd), *extra],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     return proc, work
+
+
+def as_from_a_terminal() -> None:
+    """A command started from a terminal takes Ctrl-C. A test runner started in the background by a
+    non-interactive shell ignores SIGINT, and children inherit the ignoring: give it back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_stage(tmp_path: Path, stage: str, timeout_s: float = 60) -> Path:
