@@ -4,6 +4,8 @@ injections, tracebacks, and the pass rate. Every figure is counted from what the
 (tests/board_state.py writes one line of evidence per check), not inferred from passing.
 
     .venv/bin/python scripts/fault_figures.py [--rounds 1]
+    .venv/bin/python scripts/fault_figures.py --from-logs LOG...   (evidence of earlier runs, e.g. whole
+        suites run with ORCHESTRATE_FAULT_LOG=LOG)
 """
 from __future__ import annotations
 
@@ -24,11 +26,17 @@ HOSTILE_FILES = ["tests/test_hostile_input.py", "tests/test_hostile_reports.py",
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--from-logs", nargs="+", type=Path, help="summarise these evidence logs instead")
     args = parser.parse_args()
     evidence: list[dict] = []
     passed = failed = 0
     outcomes: Counter[str] = Counter()
-    for _ in range(args.rounds):
+    if args.from_logs:
+        for log in args.from_logs:
+            evidence += [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        args.rounds = len(args.from_logs)
+        print(f"evidence of {len(args.from_logs)} earlier runs")
+    for _ in range(0 if args.from_logs else args.rounds):
         with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as log:
             log_path = log.name
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
@@ -46,8 +54,9 @@ def main() -> int:
     reports = [e for e in evidence if e["kind"] == "report_outcome"]
     hostile = [e for e in evidence if e["kind"] == "hostile_input"]
     cli = [e for e in evidence if e["kind"] == "cli_output"]
-    print(f"suite rounds: {args.rounds}, all green in {passed} of {args.rounds}; tests "
-          f"{outcomes['PASSED']} passed, {outcomes['FAILED']} failed, {outcomes['ERROR']} errors")
+    if not args.from_logs:
+        print(f"suite rounds: {args.rounds}, all green in {passed} of {args.rounds}; tests "
+              f"{outcomes['PASSED']} passed, {outcomes['FAILED']} failed, {outcomes['ERROR']} errors")
     print(f"fault kinds injected: {len({t.split('::')[-1].split('[')[0] for t in fault_tests})} "
           f"({len(fault_tests)} tests with evidence), fault runs: {len(boards)}")
     print(f"reports lost: {sum(e['lost'] for e in reports)} of {len(reports)} checked "

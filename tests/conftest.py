@@ -93,16 +93,20 @@ NSYS_STALL_REASONS = ("nsys stalled while generating the report", "nsys hung aft
                       "nsys did not finish after the app was gone")
 
 
-def nsys_stall_only(record: dict) -> bool:
+def nsys_stall(record: dict) -> bool:
     """The run's watchdog touched nsys alone, for one of nsys's stalls, after the app had been stopped as
-    planned, and the report still came back: the branch 'nsys stalled and had to be stopped'."""
+    planned: the branch 'nsys stalled and had to be stopped' (whether it had written a report or not)."""
     capture = record.get("capture") or {}
     actions = capture.get("watchdog") or []
     return (record.get("status") == "watchdog" and bool(actions)
             and all(a["target"] in ("nsys", "nsys daemon", "nsys helpers") for a in actions)
             and any(a["reason"] in NSYS_STALL_REASONS for a in actions)
-            and capture.get("app_stopped_after_s") is not None
-            and any(name.startswith("report.") for name in record.get("files", {})))
+            and capture.get("app_stopped_after_s") is not None)
+
+
+def nsys_stall_only(record: dict) -> bool:
+    """nsys stalled and had to be stopped, and its report still came back."""
+    return nsys_stall(record) and any(name.startswith("report.") for name in record.get("files", {}))
 
 
 def profiled_run(done: subprocess.CompletedProcess, out_dir: Path) -> Path:

@@ -76,6 +76,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
                 raise AgentError(f"the capture on {transport.description} ended without a result "
                                  f"({state.get('error') or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
+            record["capture_attempts"] = capture.pop("previous_attempts", [])
             early = capture.get("ended_early")
             if early:
                 progress.note("warning", f"the capture was ended early, after {early['after_s']:.1f} s: "

@@ -191,21 +191,12 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
         "requested_by": record["target"].get("address"),
     }
-    attempts: list[dict[str, Any]] = []
     following = session.Following()
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
-        while True:
-            session.launch(agent, launch)
-            log.stage("capturing")
-            capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, following)
-            attempts.append(capture)
-            # nsys 2022.4 now and then stalls for good while writing its report; a second try usually works
-            if capture["reports"] or not capture.get("stalled") or len(attempts) > request.retries \
-                    or capture.get("ended_early"):
-                break
-            progress.note("warning", f"nsys stalled while writing its report (attempt {len(attempts)}); "
-                                     "capturing again")
-    record["capture_attempts"] = attempts[:-1]
+        session.launch(agent, {**launch, "retries": request.retries})
+        log.stage("capturing")
+        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, following)
+    record["capture_attempts"] = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
     record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
@@ -232,9 +223,16 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
     def on_interrupt() -> None:
         progress.note("warning", "interrupted: the board ends the capture now and nsys writes its report "
                                  "(interrupt again to stop waiting; the board then keeps the report)")
+    attempt = [1]
+
+    def on_progress(event: dict[str, Any]) -> None:
+        if (event.get("attempt") or 1) > attempt[0]:
+            attempt[0] = event["attempt"]
+            progress.note("warning", f"nsys stalled while writing its report (attempt {attempt[0] - 1}); "
+                                     "capturing again")
+        progress.update("capture", event.get("elapsed_s") or 0)
     try:
-        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s,
-                               lambda e: progress.update("capture", e.get("elapsed_s") or 0), on_interrupt, following)
+        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, following)
     except session.StoppedFollowing:
         log.stage("capturing")
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",
