@@ -284,13 +284,21 @@ def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd, tm
     record = json.loads((run_dir / "run.json").read_text())
     after = record["capture"]["ended_early"]["after_s"]
     assert line.startswith(f"error: the capture was ended after {after:.1f} s: the disk is nearly full (")
-    assert line.endswith("; its report was kept (free space on the board or set orchestrate_work_dir to a larger disk)")
     assert 1 < after < 15
-    # nothing corrupted: the report of those seconds is whole, verified, exported and analysed
-    assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["frames"]["count"] > 100
-    assert_report_kept(run_dir)
+    assert record["capture_attempts"] == []  # a full disk is not a stall worth a second capture
+    if record["capture"]["reports"]:
+        assert line.endswith("; its report was kept (free space on the board or set orchestrate_work_dir to a "
+                             "larger disk)")
+        # nothing corrupted: the report of those seconds is whole, verified, exported and analysed
+        assert record["stage"] == "pulled" and record["files"]["report.nsys-rep"]["size"] > 0
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["frames"]["count"] > 100
+        assert_report_kept(run_dir)
+    else:  # nsys stalled in "Generating" all the same (it does, now and then): said, logs kept
+        assert record["capture"]["watchdog"], record["capture"]
+        assert line.endswith("; nsys wrote no report; its logs were kept (free space on the board or set "
+                             "orchestrate_work_dir to a larger disk)")
+        assert record["stage"] == "failed" and (run_dir / "nsys.log").is_file()
     assert_board_clean(work)
 
 
@@ -314,7 +322,7 @@ def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_ru
                              "larger disk)")
     else:  # it did not: the logs came back, and the error says why there is no report
         assert record["stage"] == "failed" and (run_dir / "nsys.log").is_file()
-        assert "nsys could not write its report on the full disk; its logs were kept" in line
+        assert "; nsys wrote no report; its logs were kept" in line
     (small_disk / "fill").unlink()
     assert_board_clean(work)
 

@@ -58,8 +58,7 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
     code = capture["nsys_exit"]
     early = capture.get("ended_early") or {}
     if early.get("reason", "").startswith("the disk is nearly full"):  # the cause, whatever nsys did next
-        kept = "its report was kept" if capture["reports"] else \
-            "nsys could not write its report on the full disk; its logs were kept"
+        kept = "its report was kept" if capture["reports"] else "nsys wrote no report; its logs were kept"
         return "disk_full", DiskFullError(
             f"the capture was ended after {early['after_s']:.1f} s: {early['reason']}; {kept}",
             "free space on the board or set orchestrate_work_dir to a larger disk")
