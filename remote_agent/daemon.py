@@ -231,7 +231,6 @@ def capture_with_retries(request, sup):
 
 def supervise(request):
     sup = Supervisor(request)
-    sup.save(stage="capturing")
     result = None
     try:
         result = capture_with_retries(request, sup)
@@ -258,8 +257,7 @@ def attach(request, emit, stdin_fd=0):
     run_dir = request["run_dir"]
     heartbeat = os.path.join(run_dir, HEARTBEAT)
     timeout_s = float(request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
-    last_input = last_report = 0.0
-    last_input = time.time()
+    last_input, last_report = time.time(), 0.0
     pending = b""
     while True:
         ready, _, _ = select.select([stdin_fd], [], [], 0.25)
@@ -298,22 +296,8 @@ def attach(request, emit, stdin_fd=0):
 
 
 def status(request):
-    """Where a run stands on the board: its state (None when unknown), whether its supervisor lives,
-    and the size of each of its files."""
+    """Where a run stands on the board: its state (None when unknown) and whether its supervisor lives."""
     run_dir = request["run_dir"]
     state = read_state(run_dir)
-    present = os.path.isdir(run_dir)
-    sizes = {}
-    if present:
-        for name in sorted(os.listdir(run_dir)):
-            path = os.path.join(run_dir, name)
-            if os.path.isfile(path):
-                sizes[name] = os.path.getsize(path)
     alive = bool(state) and state.get("stage") != ENDED and pid_alive(state["pid"])
-    return {"present": present, "state": state, "supervisor_alive": alive, "files": sizes}
-
-
-def request_stop(request):
-    with open(os.path.join(request["run_dir"], STOP), "w") as handle:
-        handle.write(request.get("reason") or "the host asked to end the capture")
-    return {"requested": True}
+    return {"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive}

@@ -1,38 +1,11 @@
-"""File chores on the target: checksums, removal and import, confined to the agent's work dir."""
-import hashlib
+"""File chores on the target: removal confined to the agent's work dir, the import, free space."""
 import os
 import subprocess
-
-CHUNK = 1024 * 1024
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-            size += len(block)
-    return digest.hexdigest(), size
 
 
 def inside(path, root):
     path, root = os.path.realpath(path), os.path.realpath(root)
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def checksums(paths, with_sha256=True):
-    """path -> {sha256, size} (sizes only when with_sha256 is false); None for a missing file."""
-    answer = {}  # type: dict
-    for path in paths:
-        if not os.path.isfile(path):
-            answer[path] = None
-        elif with_sha256:
-            digest, size = sha256_of(path)
-            answer[path] = {"sha256": digest, "size": size}
-        else:
-            answer[path] = {"size": os.path.getsize(path)}
-    return answer
 
 
 def remove(paths, root):

@@ -14,8 +14,7 @@ import traceback
 from . import AGENT_VERSION, daemon, facts, files, preflight, send
 from .protocol import emit, fail
 
-COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "stop", "send", "checksum", "remove",
-            "import")
+COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove")
 
 
 def own_sha256():
@@ -46,14 +45,8 @@ def handle(command, request):
         return daemon.attach(request, emit)
     if command == "status":
         return daemon.status(request)
-    if command == "stop":
-        return daemon.request_stop(request)
-    if command == "checksum":
-        return {"files": files.checksums(request["paths"], request.get("sha256", True))}
     if command == "remove":
         return {"removed": files.remove(request["paths"], request["root"])}
-    if command == "import":
-        return files.import_qdstrm(request["importer"], request["qdstrm"])
     raise ValueError("unknown command " + command)
 
 

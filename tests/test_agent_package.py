@@ -52,7 +52,7 @@ def test_archive_is_reproducible_and_runs(tmp_path):
 def test_agent_answers_failures_in_json_not_tracebacks(tmp_path):
     archive = tmp_path / "agent.pyz"
     archive.write_bytes(build_agent_archive())
-    done = subprocess.run([sys.executable, str(archive), "checksum"], input="{}", capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(archive), "remove"], input="{}", capture_output=True, text=True)
     answer = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 1
     assert answer["failed"] is True and answer["msg"] == "KeyError: 'paths'"

@@ -228,7 +228,7 @@ def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
         "work_dir": agent.work_dir, "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2,
         "delay_s": 0, "grace_s": 30, "display": {"mode": "none"}}
     session.launch(agent, request)
-    capture = session.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None, session.Following())["result"]
+    capture = session.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None)["result"]
     transport.close()
     assert capture["app_pid"] != 4194000
     assert capture["app_stopped_after_s"] == pytest.approx(2, abs=1.5)

@@ -14,7 +14,6 @@ from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
 from ..nsys.commands import RemoteRunPaths
 from ..targets.transport import ConnectOptions, open_transport
-from . import session
 from .collect import collect
 from .folder import read_run_json
 from .phases import RunLog
@@ -69,7 +68,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
                 progress.note("info", "the capture is still running on the board; following it")
                 with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
                     log.stage("capturing")
-                    capture = follow_capture(agent, paths.run_dir, heartbeat_timeout_s, log, session.Following())
+                    capture = follow_capture(agent, paths.run_dir, heartbeat_timeout_s, log)
             elif state.get("result") is not None:
                 capture = state["result"]
             else:

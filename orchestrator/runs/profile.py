@@ -20,7 +20,7 @@ from ..nsys.commands import RemoteRunPaths, profile_argv
 from ..report import write_report
 from ..targets.agent import RemoteAgent, deploy_agent
 from ..targets.shell import ShellCommand, masked_env
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.transport import ConnectOptions, Transport, open_transport
 from . import session
 from .collect import collect
 from .folder import create_run_dir, run_id
@@ -148,7 +148,7 @@ def interrupted(log: RunLog) -> InterruptedRunError:
     return InterruptedRunError("interrupted before the capture; nothing to keep", "")
 
 
-def deploy_agent_logged(transport: Any, host: Host, log: RunLog) -> RemoteAgent:
+def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> RemoteAgent:
     with log.phase("deploy"):
         agent = deploy_agent(transport, host)
     log.record["agent"] = {"version": agent.version, "sha256": agent.sha256, "reused": agent.reused,
@@ -191,11 +191,10 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
         "requested_by": record["target"].get("address"),
     }
-    following = session.Following()
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
         session.launch(agent, {**launch, "retries": request.retries})
         log.stage("capturing")
-        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, following)
+        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log)
     record["capture_attempts"] = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
@@ -215,8 +214,8 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog) -> OrchestratorEr
     return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}", "")
 
 
-def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float, log: RunLog,
-                   following: session.Following) -> dict[str, Any]:
+def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
+                   log: RunLog) -> dict[str, Any]:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -232,7 +231,7 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
                                      "capturing again")
         progress.update("capture", event.get("elapsed_s") or 0)
     try:
-        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, following)
+        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt)
     except session.StoppedFollowing:
         log.stage("capturing")
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AgentError, BoardBusyError
@@ -31,14 +30,6 @@ class LostContact(Exception):
         self.detail = detail
 
 
-@dataclass
-class Following:
-    """What the host saw while following: when the user interrupted, and the board's last progress."""
-
-    interrupted_at: float | None = None
-    last_progress: dict[str, Any] = field(default_factory=dict)
-
-
 def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
     answer = agent.call("launch", request, timeout=float(request.get("wait_lock_s") or 0) + 60)
     if "busy" in answer:
@@ -52,11 +43,12 @@ def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
-           on_interrupt: Callable[[], None], following: Following, silence_s: float | None = None) -> dict:
+           on_interrupt: Callable[[], None], silence_s: float | None = None) -> dict:
     """Follow the capture in run_dir until it ends; returns the board's final state."""
     silence_s = silence_s or max(heartbeat_timeout_s, 15.0)
     stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
     heard = last_beat = time.monotonic()
+    interrupted = False
     try:
         while True:
             try:
@@ -76,7 +68,6 @@ def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_prog
                     if event.get("failed"):
                         raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
                                          f"{event.get('msg')}", "see agent.log in the run folder on the board")
-                    following.last_progress = event
                     on_progress(event)
                 if stream.finished:
                     detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
@@ -84,9 +75,9 @@ def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_prog
                 if time.monotonic() - heard > silence_s:
                     raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
             except KeyboardInterrupt:
-                if following.interrupted_at is not None:
+                if interrupted:
                     raise StoppedFollowing() from None
-                following.interrupted_at = time.monotonic()
+                interrupted = True
                 stream.send(f"stop {INTERRUPT_REASON}\n".encode())
                 on_interrupt()
     finally:

@@ -513,10 +513,8 @@ def _download_from_channel(channel: paramiko.Channel, line: str, local: Path, st
                         on_progress(sink.tell(), 0)
                 elif channel.eof_received:
                     break
-        while not channel.exit_status_ready() or channel.recv_stderr_ready():
-            errors += channel.recv_stderr(CHUNK)
-            if not channel.recv_stderr_ready() and channel.exit_status_ready():
-                break
+        for chunk in iter(lambda: channel.recv_stderr(CHUNK), b""):  # to stderr's end: b"" once it closes
+            errors += chunk
         return CommandResult(channel.recv_exit_status(), "", errors.decode("utf-8", "replace"))
     except (OSError, paramiko.SSHException) as exc:
         return CommandResult(255, "", f"{errors.decode('utf-8', 'replace')}{exc}")
