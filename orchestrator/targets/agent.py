@@ -14,7 +14,7 @@ import json
 import tempfile
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -178,5 +178,4 @@ def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
     if not found or found.get("sha256") != digest:
         raise AgentError(f"the agent does not run on {transport.description} with {python}",
                          "the agent needs Python 3.6 or newer; set orchestrate_python to one")
-    return RemoteAgent(transport=transport, python=python, archive=archive, work_dir=work_dir, sha256=digest,
-                       version=str(found.get("version")), reused=reused)
+    return replace(agent, version=str(found.get("version")), reused=reused)
