@@ -1,6 +1,7 @@
 """Shared fixtures. Integration fixtures start real services: sshd on loopback, Xvfb via the agent."""
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -22,6 +23,20 @@ def _no_developer_config(monkeypatch, tmp_path):
     """Keep the developer's own inventory, app folder and ssh files out of every test."""
     monkeypatch.delenv("ORCHESTRATE_INVENTORY", raising=False)
     monkeypatch.setenv("ORCHESTRATE_APPS_DIR", str(tmp_path / "no-user-apps"))
+
+
+NSYS_TMP_FILES = "/tmp/injection_config_*"  # nsys removes them when it ends well; a stopped one leaves them
+
+
+@pytest.fixture(autouse=True)
+def _no_nsys_files_left_in_tmp():
+    """Nothing a test's runs start outlives them, nsys's own files in /tmp included."""
+    before = set(glob.glob(NSYS_TMP_FILES))
+    yield
+    left = sorted(set(glob.glob(NSYS_TMP_FILES)) - before)
+    for path in left:
+        os.remove(path)
+    assert not left, f"nsys files left in /tmp: {left}"
 
 
 @pytest.fixture(scope="session")

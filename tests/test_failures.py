@@ -157,8 +157,8 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
     # and writes nothing more once the app is gone, which is how a stalled nsys looks
     app = f"sh -c 'kill -STOP $(ps -o ppid= -p $PPID); {marker}'"
     # grace 6 s: the app is surely gone (SIGTERM at 2 s) before the deadline, even on a loaded machine
-    done = profile(sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none", "--duration", "2",
-                   "--grace", "6", "--retries", "1")
+    done = profile(sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none", "--cpuctxsw", "none",
+                   "--duration", "2", "--grace", "6", "--retries", "1")
     assert done.returncode == 11
     # interrupted, terminated, killed (and its orphaned daemon after it)
     line = error_line(done)
@@ -222,7 +222,8 @@ def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
     paths = RemoteRunPaths(str(tmp_path / "run"))
     Path(paths.run_dir).mkdir()
     Path(paths.pid_file).write_text("4194000\n")  # no such process
-    spec = with_overrides(adhoc_app("sh -c 'while true; do sleep 0.2; done'", False), 2, trace="osrt", sample="none")
+    spec = with_overrides(adhoc_app("sh -c 'while true; do sleep 0.2; done'", False), 2, trace="osrt", sample="none",
+                          cpuctxsw="none")
     request = {
         "argv": profile_argv("/usr/bin/nsys", spec, paths), "cwd": None, "env": {}, "run_dir": paths.run_dir,
         "work_dir": agent.work_dir, "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2,

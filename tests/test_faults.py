@@ -28,6 +28,9 @@ from orchestrator.targets.transport import ConnectOptions, open_transport
 pytestmark = pytest.mark.integration
 # a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM
 LOOP_APP = "sh -c 'while true; do sleep 0.2; done'"
+# OS-runtime trace alone: with context switches traced too, nsys 2022.4 stalled while generating its report in
+# 2 of 13 such captures, without them in 0 of 20. These tests are about what happens around nsys, not in it.
+QUIET_TRACE = ("--trace", "osrt", "--sample", "none", "--cpuctxsw", "none")
 
 
 def assert_fetched(done: subprocess.CompletedProcess, run_dir: Path) -> dict:
@@ -93,7 +96,7 @@ def error_lines(stderr: str) -> list[str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_path, sig):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                "--duration", "20")
     run_dir = wait_for_stage(tmp_path, "capturing")
     time.sleep(4)
@@ -120,7 +123,7 @@ def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_pat
 
 
 def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_path):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                "--duration", "20")
     run_dir = wait_for_stage(tmp_path, "capturing")
     time.sleep(3)
@@ -144,7 +147,7 @@ def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_p
 
 
 def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, tmp_path):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                "--duration", "30", "--heartbeat-timeout", "3")
     run_dir = wait_for_stage(tmp_path, "capturing")
     time.sleep(2)
@@ -165,17 +168,19 @@ def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, t
 
 
 def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_path):
-    first, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    first, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                 "--duration", "6")
     first_run = wait_for_stage(tmp_path, "capturing")
     inventory = tmp_path / "inventory.yaml"
-    busy = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
-                   "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "other"), *ssh_args(sshd))
+    # another work dir on the same machine is the same board: its nsys would be the same nsys
+    twin = write_inventory(tmp_path / "twin.yaml", {"twin": board(sshd, tmp_path / "twin-work")})
+    busy = run_cli("profile", "--target", "twin", "--app-cmd", LOOP_APP, *QUIET_TRACE,
+                   "--duration", "2", "--inventory", str(twin), "--out", str(tmp_path / "other"), *ssh_args(sshd))
     assert busy.returncode == 18, busy.stderr
     [line] = error_lines(busy.stderr)
     assert f"is busy with run {first_run.name} (from root@127.0.0.1:{sshd.port}, for " in line
     assert "wait for it with --wait-lock SECONDS" in line
-    waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, *QUIET_TRACE,
                      "--duration", "2", "--wait-lock", "120", "--inventory", str(inventory),
                      "--out", str(tmp_path / "waited"), *ssh_args(sshd))
     out, err = first.communicate(timeout=120)
@@ -189,6 +194,7 @@ def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_
     assert two["capture"]["started_at"] >= one["capture"]["ended_at"]
     assert two["capture"]["app_pid"] != one["capture"]["app_pid"]
     assert_board_clean(work)
+    assert_board_clean(tmp_path / "twin-work")
 
 
 def test_a_tampered_agent_is_uploaded_again_and_never_run(sshd, tmp_path):
@@ -307,7 +313,7 @@ def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_ru
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
     # the app fills the whole disk two seconds in, faster than anything can react
     app = f"sh -c 'sleep 2; dd if=/dev/zero of={small_disk}/fill bs=1M 2>/dev/null; while true; do sleep 0.2; done'"
-    done = run_cli("profile", "--target", "board", "--app-cmd", app, "--trace", "osrt", "--sample", "none",
+    done = run_cli("profile", "--target", "board", "--app-cmd", app, *QUIET_TRACE,
                    "--duration", "20", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     assert done.returncode == 12, done.stderr
     [line] = error_lines(done.stderr)
@@ -386,7 +392,7 @@ def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(ss
         "name: withsecret\n"
         "command: [sh, -c, 'printf %s \"$API_TOKEN\" | sha256sum; while true; do sleep 0.2; done']\n"
         f"env: {{API_TOKEN: {secret}, PLAIN_SETTING: visible-value}}\n"
-        "trace: [osrt]\nsample: none\nduration_s: 2\n")
+        "trace: [osrt]\nsample: none\ncpuctxsw: none\nduration_s: 2\n")
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work")})
     done = run_cli("profile", "--target", "board", "--app", "withsecret", "--apps-dir", str(apps), "--inventory",
                    str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
@@ -403,7 +409,7 @@ def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(ss
 def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finishes_alone(board_behind_a_link,
                                                                                          tmp_path):
     link, server = board_behind_a_link
-    proc, work = start_profile(server, tmp_path, "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    proc, work = start_profile(server, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                "--duration", "40", "--heartbeat-timeout", "4")
     run_dir = wait_for_stage(tmp_path, "capturing")
     time.sleep(2)
@@ -427,7 +433,7 @@ def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finish
 def test_a_work_dir_with_spaces_and_quotes_works_on_both_sides(sshd, tmp_path):
     work = tmp_path / "orch w's \"dir\""
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    done = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, "--trace", "osrt", "--sample", "none",
+    done = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, *QUIET_TRACE,
                    "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     record = json.loads((profiled_run(done, tmp_path / "runs") / "run.json").read_text())
     assert record["agent"]["path"] == f"{work}/agent/orchestrate-agent-{record['agent']['sha256'][:16]}.pyz"

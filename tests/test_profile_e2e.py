@@ -120,7 +120,7 @@ def test_target_without_importer_sends_the_raw_capture_for_the_host_to_import(ss
                                 {"board": board(sshd, tmp_path / "work", orchestrate_nsys=str(bin_dir / "nsys"))})
     # short sleeps in a loop: each completed nanosleep is an OS-runtime row
     done = run_cli("profile", "--target", "board", "--app-cmd", "sh -c 'while true; do sleep 0.2; done'",
-                   "--trace", "osrt", "--duration", "2",
+                   "--trace", "osrt", "--sample", "none", "--cpuctxsw", "none", "--duration", "2",
                    "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     run_dir = profiled_run(done, tmp_path / "runs")
     record = json.loads((run_dir / "run.json").read_text())
