@@ -32,6 +32,10 @@ class AppSpecError(OrchestratorError):
     exit_code = 3
 
 
+class StudySpecError(OrchestratorError):
+    exit_code = 3
+
+
 class ConnectError(OrchestratorError):
     """The host could not be reached (refused, timed out, name not resolved)."""
 
@@ -116,11 +120,17 @@ class BoardBusyError(OrchestratorError):
     exit_code = 18
 
 
+class ParseError(OrchestratorError):
+    """A tool's output file holds none of the figures its parser knows."""
+
+    exit_code = 19
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
     2: "bad command-line usage",
-    3: "invalid inventory or app spec",
+    3: "invalid inventory, app spec or study file",
     4: "host unreachable (refused, timed out, unknown name)",
     5: "SSH authentication refused",
     6: "host key unknown or changed",
@@ -136,4 +146,5 @@ EXIT_CODES: dict[int, str] = {
     16: "interrupted (Ctrl-C or SIGTERM); the report was kept, here or on the board for 'orchestrate fetch'",
     17: "the connection broke mid-run; the board keeps the report for 'orchestrate fetch'",
     18: "the board is busy with another run (see --wait-lock)",
+    19: "the file holds no output of the named tool ('orchestrate parse')",
 }

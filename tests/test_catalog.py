@@ -56,6 +56,16 @@ def test_adhoc_app_and_overrides():
         adhoc_app("  ", needs_display=False)
     with pytest.raises(AppSpecError, match="unknown trace 'gl' in --trace"):
         with_overrides(spec, trace="gl")
+    assert with_overrides(spec, cpuctxsw="none").cpuctxsw == "none" and spec.cpuctxsw is None
+    with pytest.raises(AppSpecError, match="--cpuctxsw must be one of process-tree, system-wide, none"):
+        with_overrides(spec, cpuctxsw="off")
+    with pytest.raises(AppSpecError, match=r"x.yaml: 'cpuctxsw' must be one of process-tree, system-wide, none, "
+                                           r"not 'off'"):
+        parse_app_spec({"name": "x", "command": ["./x"], "cpuctxsw": "off"}, "x.yaml")
+    assert parse_app_spec({"name": "x", "command": ["./x"], "parser": "trtexec"}, "x.yaml").parser == "trtexec"
+    with pytest.raises(AppSpecError, match="x.yaml: 'parser' must be one of trtexec, tftrt-bench, glmark2, "
+                                           "jetson-inference, not 'nvprof'"):
+        parse_app_spec({"name": "x", "command": ["./x"], "parser": "nvprof"}, "x.yaml")
 
 
 def test_parse_spec_rejects_non_mapping():

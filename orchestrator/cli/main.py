@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--delay", type=float, help="seconds to wait before capturing (default: the app spec's)")
     prof.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
     prof.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
+    prof.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none (default: the "
+                                         "app spec's, else nsys's; cores busy needs it)")
     prof.add_argument("--grace", type=float, default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
     prof.add_argument("--retries", type=int, default=1,
@@ -116,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
     _add_nsys_option(compare)
 
+    parse = sub.add_parser("parse", help="read a benchmark tool's console output and print its figures",
+                           description="Parse the console output of trtexec, the TF-TRT benchmark (tftrt-bench), "
+                                       "glmark2 or jetson-inference into named figures; a failed run prints "
+                                       "its reason.")
+    parse.add_argument("parser", help="trtexec, tftrt-bench, glmark2 or jetson-inference")
+    parse.add_argument("file", type=Path, help="the tool's output, e.g. runs/<run>/app.stdout.log")
+    parse.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+
     targets = sub.add_parser("targets", help="list the inventory's targets",
                              description="List the hosts of the inventory, with their groups.")
     targets.add_argument("--inventory", help="inventory YAML")
@@ -141,7 +151,7 @@ def cmd_profile(args: argparse.Namespace, console: Console) -> int:
         spec = find_app(args.app, load_catalog(args.apps_dir))
     else:
         spec = adhoc_app(args.app_cmd, args.needs_display)
-    spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample)
+    spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
     if args.retries < 0:
         raise UsageError("--retries must be 0 or more", "e.g. --retries 1")
     if args.heartbeat_timeout < 2:
@@ -222,6 +232,26 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_parse(args: argparse.Namespace, console: Console) -> int:
+    from ..parsers import parse
+    try:
+        text = args.file.read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}", "give the path of the tool's output") from None
+    parsed = parse(args.parser, text, str(args.file))
+    if args.json:
+        print(json.dumps(parsed.as_json()))
+        return 0
+    table = Table("figure", "value", title=f"{args.parser}: {args.file}")
+    for name, figure in parsed.figures.items():
+        table.add_row(name, f"{figure.value:g} {figure.unit}")
+    out = Console()
+    out.print(table)
+    if parsed.failure:
+        out.print(f"failed: {parsed.failure}", highlight=False, soft_wrap=True)
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace, console: Console) -> int:
     inventory = load_inventory(args.inventory)
     table = Table("target", "connection", "address", "user", "groups", title=inventory.source)
@@ -238,7 +268,7 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
 
 
 COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
-            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare}
+            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare, "parse": cmd_parse}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

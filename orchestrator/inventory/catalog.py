@@ -19,6 +19,7 @@ KNOWN_TRACES = frozenset({
     "openmp", "nvvideo", "none",
 })
 SAMPLE_MODES = ("cpu", "none", "process-tree", "system-wide")
+CPUCTXSW_MODES = ("process-tree", "system-wide", "none")
 XVFB_POLICIES = ("auto", "always", "never")
 
 
@@ -38,11 +39,12 @@ class AppSpec:
     xvfb: str | None = None
     frame_delimiter: str | None = None
     nsys_args: tuple[str, ...] = field(default=())
+    parser: str | None = None
     source: str = "<built-in>"
 
 
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
-           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args"}
+           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "parser"}
 
 
 def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
@@ -95,13 +97,14 @@ def parse_app_spec(data: Any, source: str) -> AppSpec:
         env=tuple(sorted((str(k), str(v)) for k, v in env.items())),
         trace=trace,
         sample=sample,
-        cpuctxsw=data.get("cpuctxsw"),
+        cpuctxsw=_cpuctxsw(data.get("cpuctxsw"), source),
         duration_s=_number(data.get("duration_s", 5), "duration_s", source, 0.1),
         delay_s=_number(data.get("delay_s", 0), "delay_s", source, 0),
         needs_display=bool(data.get("needs_display", False)),
         xvfb=xvfb,
         frame_delimiter=data.get("frame_delimiter"),
         nsys_args=_string_list(data.get("nsys_args", []), "nsys_args", source),
+        parser=_parser(data.get("parser"), source),
         source=source,
     )
 
@@ -140,8 +143,21 @@ def adhoc_app(command_line: str, needs_display: bool) -> AppSpec:
     return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source="--app-cmd")
 
 
+def _parser(value: Any, source: str) -> str | None:
+    from ..parsers import PARSERS
+    if value is not None and value not in PARSERS:
+        raise _fail(source, "parser", "one of " + ", ".join(PARSERS), value)
+    return value
+
+
+def _cpuctxsw(value: Any, source: str) -> str | None:
+    if value is not None and value not in CPUCTXSW_MODES:
+        raise _fail(source, "cpuctxsw", "one of " + ", ".join(CPUCTXSW_MODES), value)
+    return value
+
+
 def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: float | None = None,
-                   trace: str | None = None, sample: str | None = None) -> AppSpec:
+                   trace: str | None = None, sample: str | None = None, cpuctxsw: str | None = None) -> AppSpec:
     changes: dict[str, Any] = {}
     if duration_s is not None:
         changes["duration_s"] = _number(duration_s, "--duration", "the command line", 0.1)
@@ -156,4 +172,8 @@ def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: floa
         if sample not in SAMPLE_MODES:
             raise AppSpecError(f"--sample must be one of {', '.join(SAMPLE_MODES)}", "fix --sample")
         changes["sample"] = sample
+    if cpuctxsw is not None:
+        if cpuctxsw not in CPUCTXSW_MODES:
+            raise AppSpecError(f"--cpuctxsw must be one of {', '.join(CPUCTXSW_MODES)}", "fix --cpuctxsw")
+        changes["cpuctxsw"] = cpuctxsw
     return replace(spec, **changes)
