@@ -126,6 +126,12 @@ class ParseError(OrchestratorError):
     exit_code = 19
 
 
+class StudyCellsFailedError(OrchestratorError):
+    """A study ran to its end, but some of its cells failed (their reasons are in study.json)."""
+
+    exit_code = 20
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
@@ -147,4 +153,5 @@ EXIT_CODES: dict[int, str] = {
     17: "the connection broke mid-run; the board keeps the report for 'orchestrate fetch'",
     18: "the board is busy with another run (see --wait-lock)",
     19: "the file holds no output of the named tool ('orchestrate parse')",
+    20: "a study ran, but some of its cells failed (study.json says why)",
 }

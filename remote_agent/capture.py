@@ -380,6 +380,10 @@ def capture(request, emit, should_stop=None):
         "app_pid": watchdog.app_session(),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped and app_started else None,
         "stalled": stalled,
+        # nsys 2022.4 now and then fails at once ("End of file", exit 1) when a capture follows another
+        # closely: it never started the app, so a capture again costs nothing
+        "failed_to_start": nsys_exit not in (0, None) and watchdog.app_session() is None
+        and not output.program_not_found and nsys_ended - started < 10,
         "stop_signals": terms_sent,
         "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
         "ended_early": ended_early,

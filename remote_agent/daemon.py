@@ -225,18 +225,21 @@ class Supervisor(object):
 
 
 def capture_with_retries(request, sup):
-    """nsys 2022.4 now and then stalls for good while writing its report; a second capture usually works.
-    The retries happen here, under the board's lock, so that no other run slips in between; never after
-    an early end (the user, the host or the disk asked for an end, not for more)."""
+    """nsys 2022.4 now and then stalls for good while writing its report, or fails at once before starting
+    the app; a second capture usually works. The retries happen here, under the board's lock, so that no
+    other run slips in between; never after an early end (the user, the host or the disk asked for an
+    end, not for more)."""
     retries = int(request.get("retries") or 0)
     attempts = []  # type: list
     while True:
         sup.save(stage="capturing", attempt=len(attempts) + 1)
         result = capture_mod.capture(request, sup.on_event, sup.should_stop)
-        if result["reports"] or not result.get("stalled") or result.get("ended_early") or len(attempts) >= retries:
+        again = not result["reports"] and (result.get("stalled") or result.get("failed_to_start"))
+        if not again or result.get("ended_early") or len(attempts) >= retries:
             result["previous_attempts"] = attempts
             return result
         attempts.append(result)
+        time.sleep(2)  # let the failed attempt's nsys processes go
 
 
 def supervise(request):

@@ -110,6 +110,42 @@ def current_clocks():
     return parse_clocks(cpu_khz, devfreq)
 
 
+def parse_thermal_zones(zones):
+    """{zone type: temp file text (millidegrees)} -> {type: degrees C}. Zones that failed to read
+    (power-gated ones answer EAGAIN) or read -256 C (powered off) are left out."""
+    temps = {}
+    for name, text in sorted(zones.items()):
+        text = (text or "").strip()
+        if not name or not text.lstrip("-").isdigit():
+            continue
+        celsius = int(text) / 1000.0
+        if celsius > -200:
+            temps[name] = celsius
+    return temps
+
+
+def current_temperatures():
+    root = "/sys/class/thermal"
+    zones = {}
+    for zone in sorted(d for d in _list(root) if d.startswith("thermal_zone")):
+        name = (_read(os.path.join(root, zone, "type")) or "").strip() or zone
+        zones[name if name not in zones else "{} ({})".format(name, zone)] = _read(os.path.join(root, zone, "temp"))
+    return parse_thermal_zones(zones)
+
+
+def board_state():
+    """What can change between two runs on one board and explain a fast or slow one: clocks, power mode,
+    temperatures, the load average (None for what the board does not expose)."""
+    nvpmodel = shutil.which("nvpmodel")
+    load = _read("/proc/loadavg")
+    return {
+        "clocks": current_clocks(),
+        "power_mode": parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None,
+        "temperatures_c": current_temperatures() or None,
+        "load_average": [float(x) for x in load.split()[:3]] if load else None,
+    }
+
+
 def _list(folder):
     try:
         return os.listdir(folder)

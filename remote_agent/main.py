@@ -14,7 +14,7 @@ import traceback
 from . import AGENT_VERSION, daemon, facts, files, preflight, send
 from .protocol import emit, fail
 
-COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove")
+COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove", "board_state")
 
 
 def own_sha256():
@@ -37,6 +37,8 @@ def handle(command, request):
                 "python": "{}.{}.{}".format(*sys.version_info[:3])}
     if command == "facts":
         return facts.collect(request.get("nsys"))
+    if command == "board_state":
+        return facts.board_state()
     if command == "preflight":
         return preflight.run(request)
     if command == "launch":

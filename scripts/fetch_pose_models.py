@@ -1,6 +1,6 @@
-"""Fetch the two TFLite pose models the tests profile: MediaPipe 0.10.14's wheel carries them.
+"""Fetch the two TFLite pose models posebench and the tests run: MediaPipe 0.10.14's wheel carries them.
 
-    python scripts/fetch_pose_models.py [--dest .cache/models]
+    python scripts/fetch_pose_models.py [--dest ~/.cache/orchestrate/models]
 
 Downloads that one wheel (no dependencies, any platform's copy of the same files) with pip and unpacks
 pose_detection.tflite and pose_landmark_full.tflite. Does nothing when both are already there.
@@ -21,7 +21,8 @@ MODELS = {"pose_detection.tflite": "mediapipe/modules/pose_detection/pose_detect
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dest", type=Path, default=Path(__file__).resolve().parent.parent / ".cache" / "models")
+    parser.add_argument("--dest", type=Path, default=Path.home() / ".cache" / "orchestrate" / "models",
+                        help="where posebench's app spec looks for them (the default)")
     args = parser.parse_args()
     if all((args.dest / name).is_file() for name in MODELS):
         return 0

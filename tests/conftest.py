@@ -103,25 +103,22 @@ def browser():
     lazy.close()
 
 
-# What the watchdog says when nsys 2022.4 stalls around its report (its moods, not the app's or ours).
-NSYS_STALL_REASONS = ("nsys stalled while generating the report", "nsys hung after writing the report",
-                      "nsys did not finish after the app was gone")
-
-
 def nsys_stall(record: dict) -> bool:
     """The run's watchdog touched nsys alone, for one of nsys's stalls, after the app had been stopped as
     planned: the branch 'nsys stalled and had to be stopped' (whether it had written a report or not)."""
+    from orchestrator.runs.outcome import NSYS_STALLS, NSYS_TARGETS
     capture = record.get("capture") or {}
     actions = capture.get("watchdog") or []
     return (record.get("status") == "watchdog" and bool(actions)
-            and all(a["target"] in ("nsys", "nsys daemon", "nsys helpers") for a in actions)
-            and any(a["reason"] in NSYS_STALL_REASONS for a in actions)
+            and all(a["target"] in NSYS_TARGETS for a in actions)
+            and any(a["reason"] in NSYS_STALLS for a in actions)
             and capture.get("app_stopped_after_s") is not None)
 
 
 def nsys_stall_only(record: dict) -> bool:
-    """nsys stalled and had to be stopped, and its report still came back."""
-    return nsys_stall(record) and any(name.startswith("report.") for name in record.get("files", {}))
+    """nsys stalled and had to be stopped, and its report still came back (what a study counts too)."""
+    from orchestrator.runs.outcome import measured_despite_nsys
+    return measured_despite_nsys(record)
 
 
 def profiled_run(done: subprocess.CompletedProcess, out_dir: Path) -> Path:

@@ -119,3 +119,22 @@ def test_clocks_from_cpufreq_and_the_gpus_devfreq():
     assert facts.parse_clocks([], {"17000000.ga10b": "1300500000"}) == {"cpu_mhz": [], "gpu_mhz": 1300}
     assert facts.parse_clocks([], {"17000000.gv11b": "not a number"}) is None
     assert facts.parse_clocks([], {}) is None
+
+
+def test_thermal_zones_by_type_on_a_nano_and_unreadable_zones_left_out():
+    """The Nano's zone types (s076) with a Nano's temp files (s046): same tegra210 layout of six zones."""
+    types = [line.split(": ", 1)[1] for line in next(s for s in SAMPLES if s["id"] == "s076")["text"].splitlines()]
+    temps = next(s for s in SAMPLES if s["id"] == "s046")["text"].splitlines()
+    assert facts.parse_thermal_zones(dict(zip(types, temps))) == {
+        "AO-therm": 50.0, "CPU-therm": 41.5, "GPU-therm": 40.5, "PLL-therm": 40.5, "PMIC-Die": 100.0,
+        "thermal-fan-est": 41.25}
+    # Orin Nano (s034): power-gated zones fail to read; a powered-off zone reads -256 C
+    assert facts.parse_thermal_zones({"cpu-thermal": "49468\n", "gpu-thermal": None, "cv0-thermal": "-256000"}) == {
+        "cpu-thermal": 49.468}
+
+
+def test_board_state_on_this_machine_names_what_it_has():
+    state = facts.board_state()
+    assert set(state) == {"clocks", "power_mode", "temperatures_c", "load_average"}
+    assert state["power_mode"] is None  # no nvpmodel off a Jetson
+    assert len(state["load_average"]) == 3 and all(x >= 0 for x in state["load_average"])

@@ -121,7 +121,7 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch, bro
     opened.screenshot("recorded-es2gears")
 
 
-MODELS = Path(__file__).resolve().parent.parent / ".cache" / "models"
+MODELS = Path.home() / ".cache" / "orchestrate" / "models"  # where scripts/fetch_pose_models.py puts them
 
 
 @pytest.mark.skipif(not (MODELS / "pose_landmark_full.tflite").is_file(),

@@ -8,7 +8,7 @@ import yaml
 
 from orchestrator.errors import StudySpecError
 from orchestrator.inventory.catalog import load_catalog
-from orchestrator.study.spec import cell_app, cells, fill, load_study, parse_study
+from orchestrator.study.spec import cell_app, cells, fill, load_study, parse_study, with_values
 
 DELEGATE = {
     "study": "posebench-delegate", "command": ["python3", "posebench.py"], "target": "local", "repeat": 3,
@@ -65,6 +65,7 @@ def test_no_matrix_is_one_cell(tmp_path):
     ({"matrix": {"threads": []}}, "'matrix.threads' must be a non-empty list of values"),
     ({"matrix": {"threads": [1, 1]}}, "'matrix.threads' must list distinct plain values"),
     ({"matrix": {"1x": [1]}}, "'matrix.1x' is not a variable name"),
+    ({"matrix": {"python": ["3"]}}, "'matrix.python' is not a variable name"),
     ({"args": ["--nms", "{nms}"]}, "'args' names {nms}, which is not a matrix variable (variables: delegate, threads)"),
     ({"env": {"POSEBENCH_NMS": "{nms}"}}, "'env.POSEBENCH_NMS' names {nms}, which is not a matrix variable"),
     ({"exclude": [{"model": "ssd"}]}, "'exclude[0].model' is not a matrix variable"),
@@ -98,5 +99,19 @@ def test_files_that_are_not_studies(tmp_path):
         parse_study(["a"], "x.yaml")
 
 
-def test_fill_keeps_escaped_braces():
+def test_fill_keeps_escaped_braces_and_the_boards_python():
     assert fill("{a}-{{b}}-{ a }", {"a": 1}) == "1-{b}-1"
+    assert fill("{python}", {"a": 1}) == "{python}"
+
+
+def test_set_gives_a_variable_other_values_for_a_quick_run(tmp_path):
+    spec = load_study(write(tmp_path, DELEGATE))
+    quick = with_values(spec, ["threads=1", "delegate=xnnpack,none"])
+    assert dict(quick.matrix) == {"delegate": ("xnnpack", "none"), "threads": (1,)}
+    assert [c.variables for c in cells(quick)] == [{"delegate": "xnnpack", "threads": 1},
+                                                    {"delegate": "none", "threads": 1}]
+    assert quick.exclude == ()  # threads=2 is gone, and the rule naming it with it
+    with pytest.raises(StudySpecError, match="--set model=a: name a matrix variable"):
+        with_values(spec, ["model=a"])
+    with pytest.raises(StudySpecError, match="--set threads=1,1: give distinct plain values"):
+        with_values(spec, ["threads=1,1"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -22,12 +23,14 @@ class RichProgress:
             TextColumn("{task.fields[detail]}", table_column=Column(ratio=1, overflow="fold")),
             console=console, transient=False, expand=True)
         self.tasks: dict[str, TaskID] = {}
+        self.totals: dict[str, float | None] = {}
         self.started: dict[str, float] = {}
 
     def start(self, phase: str, total: float | None = None, unit: str = "") -> None:
         if not self.view.live.is_started:
             self.view.start()
         self.started[phase] = time.monotonic()
+        self.totals[phase] = total
         self.tasks[phase] = self.view.add_task(phase, total=total, phase=phase, detail="")
 
     def update(self, phase: str, done: float, total: float | None = None) -> None:
@@ -36,16 +39,18 @@ class RichProgress:
             seconds = max(time.monotonic() - self.started[phase], 1e-6)
             detail = f"{done / 2**20:.1f}/{total / 2**20:.1f} MB, {done / 2**20 / seconds:.1f} MB/s"
         elif phase == "capture":
-            planned = self.view.tasks[task].total or 0
+            planned = self.totals.get(phase) or 0
             detail = f"{done:.0f} s of {planned:.0f} s" + (" (waiting for nsys to finish)" if done > planned else "")
         else:
             detail = ""
-        self.view.update(task, completed=done, total=total or self.view.tasks[task].total, detail=detail)
+        if total:
+            self.totals[phase] = total
+        self.view.update(task, completed=done, total=self.totals.get(phase), detail=detail)
 
     def finish(self, phase: str, summary: str = "") -> None:
         task = self.tasks.get(phase)
         if task is not None:
-            total = self.view.tasks[task].total or 1
+            total = self.totals.get(phase) or 1
             self.view.update(task, completed=total, total=total, detail=summary)
             self.view.stop_task(task)
 
@@ -55,3 +60,33 @@ class RichProgress:
     def close(self) -> None:
         if self.view.live.is_started:
             self.view.stop()
+
+
+class StudyView(RichProgress):
+    """A study's progress: one line for the study (cell i of n, run j of repeat, ETA from the runs so
+    far) above the running run's phases, which go once the run ends."""
+
+    def __init__(self, console: Console, total_runs: int) -> None:
+        super().__init__(console)
+        self.total_runs = total_runs
+        self.ended = 0
+        self.study_task: TaskID | None = None
+
+    def begin_run(self, cell: Any, cells: int, run: int, repeat: int, eta_s: float | None) -> None:
+        if not self.view.live.is_started:
+            self.view.start()
+        if self.study_task is None:
+            self.study_task = self.view.add_task("study", total=self.total_runs, phase="study", detail="")
+        eta = f", about {eta_s / 60:.0f} min left" if eta_s is not None and eta_s >= 90 else (
+            f", about {eta_s:.0f} s left" if eta_s is not None else "")
+        self.view.update(self.study_task, completed=self.ended,
+                         detail=f"cell {cell.index + 1} of {cells} ({cell.label or 'one cell'}), run {run} of "
+                                f"{repeat}{eta}")
+
+    def end_run(self, outcome: str) -> None:
+        self.ended += 1
+        for task in self.tasks.values():
+            self.view.remove_task(task)
+        self.tasks.clear()
+        if self.study_task is not None:
+            self.view.update(self.study_task, completed=self.ended)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import __version__
-from ..errors import EXIT_CODES, OrchestratorError, UsageError
+from ..errors import EXIT_CODES, OrchestratorError, StudyCellsFailedError, UsageError
 from ..inventory.catalog import BUILTIN_DIR, adhoc_app, find_app, load_catalog, with_overrides
 from ..inventory.hosts import load_inventory
 from .console import RichProgress
@@ -68,6 +68,23 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S",
                       help="the board ends the capture on its own after S seconds without hearing from this "
                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+
+    study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
+                           description="Run every cell of the study's matrix --repeat times on one target, over "
+                                       "one connection and one agent deployment, reusing runs an earlier folder of "
+                                       "the same study already has (unless --fresh). Prints the study folder.")
+    study.add_argument("file", type=Path, help="the study file (YAML; see 'Studies' in the README)")
+    study.add_argument("--target", help="host name from the inventory (default: the study's 'target')")
+    study.add_argument("--inventory", help="inventory YAML (as for profile)")
+    study.add_argument("--repeat", type=int, help="runs per cell (default: the study's 'repeat')")
+    study.add_argument("--fresh", action="store_true", help="run every cell again, reusing nothing")
+    study.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                       help="other values for a matrix variable, e.g. --set frames=10 for a quick run")
+    study.add_argument("--out", type=Path, default=Path("runs"), help="folder for study folders (default runs/)")
+    study.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    study.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
+    study.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
+    _add_ssh_options(study)
 
     fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
                            description="Reconnect to the run's target, wait for a capture still running, then "
@@ -166,6 +183,37 @@ def cmd_profile(args: argparse.Namespace, console: Console) -> int:
     finally:
         progress.close()
     print(outcome.run_dir)
+    return 0
+
+
+def cmd_study(args: argparse.Namespace, console: Console) -> int:
+    from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
+    from ..study.spec import cells, load_study, with_values
+    from ..targets.transport import ConnectOptions
+    from .console import StudyView
+    spec = with_values(load_study(args.file), args.set)
+    target = args.target or spec.target
+    if not target:
+        raise UsageError(f"{args.file} names no target", "add 'target:' to the study, or give --target")
+    repeat = spec.repeat if args.repeat is None else args.repeat
+    if not 1 <= repeat <= 1000:
+        raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
+    request = StudyRequest(spec=spec, host=load_inventory(args.inventory).host(target),
+                           catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
+                           connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                           inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0))
+    view = StudyView(console, len(cells(spec)) * repeat)
+    try:
+        outcome = run_study(request, view)
+    finally:
+        view.close()
+    print(outcome.folder)
+    failed = outcome.failed_cells
+    if failed:
+        first = failed[0]
+        raise StudyCellsFailedError(f"{len(failed)} of {len(outcome.document['cells'])} cells failed; the first, "
+                                    f"{first['label'] or 'the only cell'}: {first['reason']}",
+                                    f"see {outcome.folder / 'study.json'}")
     return 0
 
 
@@ -268,7 +316,8 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
 
 
 COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
-            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare, "parse": cmd_parse}
+            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare, "parse": cmd_parse,
+            "study": cmd_study}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -40,11 +40,12 @@ class AppSpec:
     frame_delimiter: str | None = None
     nsys_args: tuple[str, ...] = field(default=())
     parser: str | None = None
+    files: tuple[str, ...] = field(default=())  # host paths uploaded beside the app on the board
     source: str = "<built-in>"
 
 
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
-           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "parser"}
+           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "parser", "files"}
 
 
 def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
@@ -105,6 +106,7 @@ def parse_app_spec(data: Any, source: str) -> AppSpec:
         frame_delimiter=data.get("frame_delimiter"),
         nsys_args=_string_list(data.get("nsys_args", []), "nsys_args", source),
         parser=_parser(data.get("parser"), source),
+        files=_files(data.get("files"), source),
         source=source,
     )
 
@@ -141,6 +143,20 @@ def adhoc_app(command_line: str, needs_display: bool) -> AppSpec:
     if not argv:
         raise AppSpecError("--app-cmd is empty", "give the command line to profile, e.g. --app-cmd './app -x'")
     return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source="--app-cmd")
+
+
+def _files(value: Any, source: str) -> tuple[str, ...]:
+    """Paths relative to the spec's folder ('~' is the user's home), made absolute; whether they exist is
+    checked when a run needs them."""
+    names = _string_list(value or [], "files", source)
+    base = Path(source).parent if source not in ("<built-in>", "--app-cmd") else Path.cwd()
+    found = []
+    for name in names:
+        path = Path(name).expanduser()
+        found.append(str(path if path.is_absolute() else (base / path).resolve()))
+    if len({Path(f).name for f in found}) != len(found):
+        raise _fail(source, "files", "files with distinct names (they land in one folder)", list(names))
+    return tuple(found)
 
 
 def _parser(value: Any, source: str) -> str | None:

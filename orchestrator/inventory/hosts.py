@@ -8,6 +8,7 @@ error naming the file, the host (or group) and the key.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,8 +110,8 @@ class Inventory:
             raise self.broken[name]
         if name in self.hosts:
             return self.hosts[name]
-        if name == LOCAL_TARGET:
-            return Host(name=LOCAL_TARGET, connection="local")
+        if name == LOCAL_TARGET:  # this machine, with the Python orchestrate runs on (its packages included)
+            return Host(name=LOCAL_TARGET, connection="local", python=sys.executable)
         known = ", ".join(sorted(self.hosts)) or "none"
         unread = "".join(f"; group '{g}' could not be read: {e.message}" for g, e in sorted(self.broken_groups.items()))
         raise InventoryError(f"no target '{name}' in {self.source} (known: {known}{unread})",

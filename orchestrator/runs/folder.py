@@ -34,9 +34,10 @@ def create_run_dir(out_dir: Path, identifier: str) -> Path:
             candidate = out_dir / f"{identifier}-{n}"
 
 
-def write_run_json(run_dir: Path, record: dict[str, Any]) -> Path:
-    path = run_dir / "run.json"
-    partial = run_dir / ".run.json.part"
+def write_run_json(run_dir: Path, record: dict[str, Any], name: str = "run.json") -> Path:
+    """Written whole or not at all (a crash leaves the previous version)."""
+    path = run_dir / name
+    partial = run_dir / f".{name}.part"
     partial.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
     partial.replace(path)
     return path

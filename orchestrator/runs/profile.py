@@ -7,7 +7,7 @@ capture: the board finishes it on its own and keeps the report for ``orchestrate
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,14 @@ from ..targets.agent import RemoteAgent, deploy_agent
 from ..targets.shell import ShellCommand, masked_env
 from ..targets.transport import ConnectOptions, Transport, open_transport
 from . import session
+from .app_files import stage_app_files
 from .collect import collect
 from .folder import create_run_dir, run_id
 from .outcome import raise_for_findings
 from .phases import RunLog
 from .progress import Progress
+
+PYTHON_PLACEHOLDER = "{python}"
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,14 @@ class ProfileRequest:
     heartbeat_timeout_s: float = 30.0
     wait_lock_s: float = 0.0
     inventory: str | None = None
+    study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
+
+
+@dataclass(frozen=True)
+class Board:
+    """An open connection with its checked agent, shared by the runs of a study."""
+    transport: Transport
+    agent: RemoteAgent
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,7 @@ class ProfileOutcome:
     record: dict[str, Any]
 
 
-def preflight_request(request: ProfileRequest, work_dir: str) -> dict[str, Any]:
-    app = request.app
+def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> dict[str, Any]:
     return {
         "nsys": request.host.nsys,
         "argv0": app.command[0],
@@ -72,7 +82,8 @@ def app_record(app: AppSpec) -> dict[str, Any]:
     return spec
 
 
-def profile(request: ProfileRequest, progress: Progress) -> ProfileOutcome:
+def profile(request: ProfileRequest, progress: Progress, board: Board | None = None) -> ProfileOutcome:
+    """One run. It connects and deploys the agent itself, or runs over ``board`` (a study's)."""
     app, host = request.app, request.host
     run_dir = create_run_dir(request.out_dir, run_id(host.name, app.name))
     record: dict[str, Any] = {
@@ -86,19 +97,26 @@ def profile(request: ProfileRequest, progress: Progress) -> ProfileOutcome:
                     "heartbeat_timeout_s": request.heartbeat_timeout_s},
         "status": "started",
     }
+    if request.study is not None:
+        record["study"] = request.study
     log = RunLog(run_dir, record, progress)
     log.stage("preparing")
     failure: OrchestratorError | None = None
     try:
         try:
-            with log.phase("connect"):
-                transport = open_transport(host, request.connect)
-            progress.finish("connect", transport.description)
-            record["target"]["address"] = transport.description
-            try:
-                failure = _run_on_target(request, deploy_agent_logged(transport, host, log), log)
-            finally:
-                transport.close()
+            if board is not None:
+                record["target"]["address"] = board.transport.description
+                record["agent"] = {**agent_record(board.agent), "shared": True}
+                failure = _run_on_target(request, board.agent, log)
+            else:
+                with log.phase("connect"):
+                    transport = open_transport(host, request.connect)
+                progress.finish("connect", transport.description)
+                record["target"]["address"] = transport.description
+                try:
+                    failure = _run_on_target(request, deploy_agent_logged(transport, host, log), log)
+                finally:
+                    transport.close()
         except KeyboardInterrupt:
             raise interrupted(log) from None
     except OrchestratorError as exc:
@@ -148,11 +166,15 @@ def interrupted(log: RunLog) -> InterruptedRunError:
     return InterruptedRunError("interrupted before the capture; nothing to keep", "")
 
 
+def agent_record(agent: RemoteAgent) -> dict[str, Any]:
+    return {"version": agent.version, "sha256": agent.sha256, "reused": agent.reused, "python": agent.python,
+            "path": agent.archive}
+
+
 def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> RemoteAgent:
     with log.phase("deploy"):
         agent = deploy_agent(transport, host)
-    log.record["agent"] = {"version": agent.version, "sha256": agent.sha256, "reused": agent.reused,
-                           "python": agent.python, "path": agent.archive}
+    log.record["agent"] = agent_record(agent)
     log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
     return agent
 
@@ -169,17 +191,22 @@ def _write_report_page(run_dir: Path, progress: Progress) -> None:
 
 
 def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> OrchestratorError | None:
-    app, record, progress = request.app, log.record, log.progress
+    app, record, progress = with_python(request.app, agent.python), log.record, log.progress
     with log.phase("preflight"):
-        checked = agent.call("preflight", preflight_request(request, agent.work_dir))
+        checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
     record["facts"], record["preflight"] = checked["facts"], checked["findings"]
     for found in checked["findings"]:
         progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
     raise_for_findings(checked["findings"])
     nsys = checked["facts"]["nsys"]
     progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}")
+    record["board_state"] = {"before": board_state(agent)}
 
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
+    if app.files:
+        record["app_files"] = stage_app_files(agent, app.files, paths.run_dir)
+        if app.workdir is None:
+            app = replace(app, workdir=paths.run_dir)
     argv = profile_argv(nsys["path"], app, paths)
     record["remote"] = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
     record["remote_command"] = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
@@ -195,12 +222,31 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         session.launch(agent, {**launch, "retries": request.retries})
         log.stage("capturing")
         capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log)
+    record["board_state"]["after"] = board_state(agent)
     record["capture_attempts"] = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
     record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
     failure = collect(agent, capture, app, paths, log, request.keep_remote)
     return failure or interruption_outcome(capture, log)
+
+
+def with_python(app: AppSpec, python: str) -> AppSpec:
+    """'{python}' in an app's command is the board's Python, the one the agent runs with
+    (orchestrate_python)."""
+    if PYTHON_PLACEHOLDER not in app.command:
+        return app
+    return replace(app, command=tuple(python if word == PYTHON_PLACEHOLDER else word for word in app.command))
+
+
+def board_state(agent: RemoteAgent) -> dict[str, Any]:
+    """Clocks, power mode, temperatures and load now: what explains a fast run that could not be
+    reproduced. A board that cannot say does not fail the run: the record says why instead."""
+    now = datetime.now(timezone.utc).isoformat()
+    try:
+        return {"at": now, **agent.call("board_state", {})}
+    except OrchestratorError as exc:
+        return {"at": now, "error": exc.one_line()}
 
 
 def interruption_outcome(capture: dict[str, Any], log: RunLog) -> OrchestratorError | None:
@@ -227,8 +273,8 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
     def on_progress(event: dict[str, Any]) -> None:
         if (event.get("attempt") or 1) > attempt[0]:
             attempt[0] = event["attempt"]
-            progress.note("warning", f"nsys stalled while writing its report (attempt {attempt[0] - 1}); "
-                                     "capturing again")
+            progress.note("warning", f"nsys gave no report on attempt {attempt[0] - 1} (it stalled writing it, "
+                                     "or failed before starting the app); capturing again")
         progress.update("capture", event.get("elapsed_s") or 0)
     try:
         state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt)

@@ -22,6 +22,7 @@ PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 KEYS = {"study", "description", "app", "command", "needs_display", "target", "repeat", "matrix", "exclude",
         "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "parser", "compare_by"}
 MAX_CELLS = 512
+RESERVED = {"python"}  # {python} is the board's Python, filled in by the run
 Scalar = str | int | float | bool
 
 
@@ -112,7 +113,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
     for key, text in [("command", t) for t in spec.command] + [("args", t) for t in spec.args] + \
             [(f"env.{k}", v) for k, v in spec.env]:
         for placeholder in placeholders(text):
-            if placeholder not in variables:
+            if placeholder not in variables and placeholder not in RESERVED:
                 raise _fail(source, key, f"names {{{placeholder}}}, which is not a matrix variable",
                             "variables: " + (", ".join(variables) or "none"))
     if not cells(spec):
@@ -137,7 +138,7 @@ def _matrix(value: Any, source: str) -> tuple[tuple[str, tuple[Scalar, ...]], ..
         raise _fail(source, "matrix", "must map each variable to a list of values (or be left out)")
     matrix, count = [], 1
     for name, values in value.items():
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$", name):
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$", name) or name in RESERVED:
             raise _fail(source, f"matrix.{name}", "is not a variable name (letters, digits, '_')")
         if not isinstance(values, list) or not values:
             raise _fail(source, f"matrix.{name}", "must be a non-empty list of values")
@@ -210,7 +211,8 @@ def fill(text: str, variables: dict[str, Scalar]) -> str:
     def one(match: re.Match[str]) -> str:
         if match.group(0) in ("{{", "}}"):
             return match.group(0)[0]
-        return str(variables[match.group(1).strip()])
+        name = match.group(1).strip()
+        return match.group(0) if name in RESERVED else str(variables[name])
     return PLACEHOLDER_RE.sub(one, text)
 
 
@@ -248,3 +250,26 @@ def _apply_overrides(app: AppSpec, overrides: dict[str, Any]) -> AppSpec:
         trace = ",".join(str(t) for t in trace)
     return with_overrides(app, overrides.get("duration_s"), None, trace, overrides.get("sample"),
                           overrides.get("cpuctxsw"))
+
+
+def with_values(spec: StudySpec, settings: list[str]) -> StudySpec:
+    """'--set frames=10' or '--set threads=1,2': other values for a matrix variable (read like YAML
+    scalars), e.g. a quick run of a long study; excluded combinations stay excluded."""
+    matrix = dict(spec.matrix)
+    for setting in settings:
+        name, sep, text = setting.partition("=")
+        name = name.strip()
+        if not sep or name not in matrix:
+            raise StudySpecError(f"--set {setting}: name a matrix variable and its values, e.g. --set "
+                                 f"{next(iter(matrix), 'frames')}=10", "variables: " + (", ".join(matrix) or "none"))
+        values = tuple(yaml.safe_load(v) if v.strip() else v for v in text.split(","))
+        if not values or not all(_scalar(v) for v in values) or len({str(v) for v in values}) != len(values):
+            raise StudySpecError(f"--set {setting}: give distinct plain values, comma-separated", "e.g. --set "
+                                 f"{name}=1,2")
+        matrix[name] = values
+    changed = replace(spec, matrix=tuple(matrix.items()),
+                      exclude=tuple(r for r in spec.exclude if all(str(v) in {str(x) for x in matrix[k]}
+                                                                  for k, v in r.items())))
+    if not cells(changed):
+        raise StudySpecError("--set leaves no cell to run", "exclude fewer combinations or set other values")
+    return changed

@@ -1,0 +1,73 @@
+"""The figures a study keeps of each run: from its analysis (summary.json) and from what the app's
+output parser found in app.stdout.log. Pure over the run folder's files."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParseError
+from ..parsers import parse
+from ..report.page import cores_busy
+
+# name: (unit, which way is faster: "lower", "higher" or None when neither)
+REPORT_METRICS: dict[str, tuple[str, str | None]] = {
+    "first_frame_ms": ("ms", "lower"),
+    "steady_mean_ms": ("ms", "lower"),
+    "steady_p90_ms": ("ms", "lower"),
+    "frames_per_s": ("frames/s", "higher"),
+    "cores_busy": ("cores", None),
+}
+FASTER_WHEN_UNIT = {"ms": "lower", "s": "lower", "qps": "higher", "frames/s": "higher"}
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    values: dict[str, float]
+    units: dict[str, tuple[str, str | None]]
+    top_function: str | None = None
+    verdict: str | None = None
+    app_failure: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
+    summary = _read_json(run_dir / "summary.json") or {}
+    values: dict[str, float] = {}
+    frames = summary.get("frames") or {}
+    steady = frames.get("steady") or {}
+    for name, raw in (("first_frame_ms", frames.get("first_ns")), ("steady_mean_ms", steady.get("mean_ns")),
+                      ("steady_p90_ms", steady.get("p90_ns"))):
+        if raw is not None:
+            values[name] = raw / 1e6
+    if steady.get("mean_ns"):
+        values["frames_per_s"] = 1e9 / steady["mean_ns"]
+    busy = cores_busy(summary)
+    if busy is not None:
+        values["cores_busy"] = busy
+    units = {name: REPORT_METRICS[name] for name in values}
+    hot = (summary.get("hotspots") or {}).get("self") or []
+    verdict = summary.get("verdict") or {}
+    notes: list[str] = []
+    failure = None
+    if parser:
+        text = "".join((run_dir / name).read_text(errors="replace") for name in ("app.stdout.log", "app.stderr.log")
+                       if (run_dir / name).is_file())
+        try:
+            parsed = parse(parser, text, "the app's output")
+        except ParseError as exc:
+            notes.append(exc.message)
+        else:
+            failure = parsed.failure
+            for name, figure in parsed.figures.items():
+                values[f"app.{name}"] = figure.value
+                units[f"app.{name}"] = (figure.unit, FASTER_WHEN_UNIT.get(figure.unit))
+    return RunMetrics(values, units, hot[0]["symbol"] if hot else None, verdict.get("kind"), failure, notes)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

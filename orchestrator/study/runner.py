@@ -1,0 +1,274 @@
+"""Run a study: every cell ``repeat`` times over one connection and one agent deployment, each run a
+normal run folder (``runs.profile``), then the statistics into study.json.
+
+A run that already exists for the same target fingerprint, app and variables (in an earlier folder of
+the same study) is reused unless ``fresh``: an interrupted study goes on where it stopped. A failed cell
+does not stop the study; an interrupt or a lost link does, after study.json says how far it got.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import __version__
+from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
+from ..inventory.catalog import AppSpec
+from ..inventory.hosts import Host
+from ..runs.folder import read_run_json, write_run_json
+from ..runs.outcome import measured_despite_nsys
+from ..runs.profile import Board, ProfileRequest, agent_record, profile
+from ..runs.progress import Progress
+from ..targets.agent import deploy_agent
+from ..targets.transport import ConnectOptions, open_transport
+from .metrics import REPORT_METRICS, run_metrics
+from .spec import Cell, StudySpec, cell_app, cells
+from .stats import INTERVAL_METHOD, compare, estimate
+
+STUDY_VERSION = 1
+STABLE_FACTS = {"system": ("hostname", "kernel", "arch", "os", "cpu_count"),
+                "board": ("model", "chip", "l4t", "jetpack"), "nsys": ("version", "path")}
+
+
+class StudyProgress(Progress, Protocol):
+    def begin_run(self, cell: Cell, cells: int, run: int, repeat: int, eta_s: float | None) -> None: ...
+
+    def end_run(self, outcome: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    spec: StudySpec
+    host: Host
+    catalog: dict[str, AppSpec]
+    out_dir: Path
+    repeat: int
+    fresh: bool = False
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+    inventory: str | None = None
+    grace_s: float = 30.0
+    retries: int = 1
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    folder: Path
+    document: dict[str, Any]
+
+    @property
+    def failed_cells(self) -> list[dict[str, Any]]:
+        return [c for c in self.document["cells"] if c["status"] == "failed"]
+
+
+def study_folder(out_dir: Path, name: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = out_dir / f"{stamp}-{name}"
+    suffix = 1
+    while folder.exists():
+        suffix += 1
+        folder = out_dir / f"{stamp}-{name}-{suffix}"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def fingerprint(host: Host, address: str, facts: dict[str, Any]) -> str:
+    """The target as far as results depend on it: name, address, board, OS, kernel, nsys (not clocks)."""
+    stable = {part: {k: (facts.get(part) or {}).get(k) for k in keys} for part, keys in STABLE_FACTS.items()}
+    return _digest({"target": host.name, "address": address, "facts": stable})
+
+
+def app_key(app: AppSpec) -> str:
+    spec = asdict(app)
+    spec.pop("source", None)
+    return _digest(spec)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
+    """Runs of earlier folders of this study with the same fingerprint, app and variables that came back
+    with their analysis, oldest first."""
+    found = []
+    for record_path in sorted(out_dir.glob(f"*-{name}*/*/run.json")):
+        if record_path.parent.is_symlink():
+            continue
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError):
+            continue
+        mine = record.get("study") or {}
+        if all(mine.get(k) == tag[k] for k in ("name", "fingerprint", "app_key", "variables")) and \
+                measured_run(record_path.parent):
+            found.append(record_path.parent)
+    return found
+
+
+def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
+    spec, host = request.spec, request.host
+    folder = study_folder(request.out_dir, spec.name)
+    study_cells = cells(spec)
+    document: dict[str, Any] = {
+        "study_version": STUDY_VERSION, "orchestrate_version": __version__, "study": spec.name,
+        "file": spec.source, "description": spec.description, "target": host.name, "repeat": request.repeat,
+        "variables": list(spec.variables), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
+        "interval": INTERVAL_METHOD, "cells": [], "comparisons": [],
+    }
+    progress.start("connect")
+    transport = open_transport(host, request.connect)
+    progress.finish("connect", transport.description)
+    try:
+        progress.start("deploy")
+        agent = deploy_agent(transport, host)
+        progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
+        facts = agent.call("facts", {"nsys": host.nsys})
+        document["target_fingerprint"] = fingerprint(host, transport.description, facts)
+        document["agent"] = agent_record(agent)
+        board = Board(transport, agent)
+        _run_cells(request, board, study_cells, document, folder, progress)
+        document["status"] = "complete"
+    except (InterruptedRunError, ConnectionLostError) as stopped:
+        document["status"] = "interrupted"
+        document["stopped"] = stopped.one_line()
+        raise
+    finally:
+        transport.close()
+        document["finished"] = datetime.now(timezone.utc).isoformat()
+        finish_document(document, folder)
+        _write_json(folder / "study.json", document)
+    return StudyOutcome(folder, document)
+
+
+def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],
+               folder: Path, progress: StudyProgress) -> None:
+    spec = request.spec
+    durations: list[float] = []
+    total_runs = len(study_cells) * request.repeat
+    for cell in study_cells:
+        app = cell_app(spec, cell, request.catalog)
+        tag = {"name": spec.name, "fingerprint": document["target_fingerprint"], "app_key": app_key(app),
+               "variables": cell.variables}
+        entry: dict[str, Any] = {"index": cell.index, "variables": cell.variables, "label": cell.label,
+                                 "status": "ok", "reason": None, "runs": [], "reused": [], "parser": app.parser}
+        document["cells"].append(entry)
+        previous = [] if request.fresh else reusable_runs(request.out_dir, spec.name, tag)[:request.repeat]
+        for old in previous:
+            link = folder / old.name
+            link.symlink_to(os.path.relpath(old, folder))
+            entry["runs"].append(old.name)
+            entry["reused"].append(old.name)
+        for run in range(len(previous), request.repeat):
+            left = total_runs - sum(len(c["runs"]) for c in document["cells"])
+            eta = (sum(durations) / len(durations)) * left if durations else None
+            progress.begin_run(cell, len(study_cells), run + 1, request.repeat, eta)
+            started = time.monotonic()
+            profile_request = ProfileRequest(
+                host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
+                retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1})
+            try:
+                outcome = profile(profile_request, progress, board)
+                entry["runs"].append(outcome.run_dir.name)
+                progress.end_run("ok")
+            except (InterruptedRunError, ConnectionLostError):
+                _note_last_run(folder, entry)
+                entry["status"] = "interrupted"
+                progress.end_run("interrupted")
+                raise
+            except OrchestratorError as failed:
+                run_dir = _note_last_run(folder, entry)
+                if run_dir is not None and measured_despite_nsys(read_run_json(run_dir)):
+                    entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
+                    progress.end_run("ok")
+                    continue
+                entry["status"], entry["reason"] = "failed", failed.one_line()
+                progress.end_run("failed")
+                break  # the cell's other repeats would fail the same way
+            finally:
+                durations.append(time.monotonic() - started)
+        _write_json(folder / "study.json", document)
+
+
+def _note_last_run(folder: Path, entry: dict[str, Any]) -> Path | None:
+    """The run folder of the run that just ended in an error: the newest one no cell knows yet."""
+    known = {name for name in entry["runs"]}
+    fresh = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and (p / "run.json").is_file()
+             and p.name not in known]
+    if not fresh:
+        return None
+    newest = max(fresh, key=lambda p: p.stat().st_mtime)
+    entry["runs"].append(newest.name)
+    return newest
+
+
+def finish_document(document: dict[str, Any], folder: Path) -> None:
+    """Each cell's metrics (values, median, interval) and the comparisons against the first cell."""
+    for entry in document["cells"]:
+        values: dict[str, list[float]] = {}
+        units: dict[str, tuple[str, str | None]] = {}
+        tops: list[str | None] = []
+        verdicts: list[str | None] = []
+        failures: list[str] = []
+        for run_dir in (folder / name for name in entry["runs"]):
+            measured = run_metrics(run_dir, entry.get("parser"))
+            if measured.app_failure:
+                failures.append(measured.app_failure)
+            if not measured_run(run_dir):
+                continue
+            for metric, value in measured.values.items():
+                values.setdefault(metric, []).append(value)
+            units.update(measured.units)
+            tops.append(measured.top_function)
+            verdicts.append(measured.verdict)
+        if failures and entry["status"] == "ok":
+            entry["status"], entry["reason"] = "failed", failures[0]
+        elif failures and entry["reason"]:
+            entry["reason"] = f"{entry['reason']}; the app's output says: {failures[0]}"
+        entry["metrics"] = {}
+        for metric, found in values.items():
+            try:
+                est = estimate(found)
+            except ValueError:
+                continue
+            entry["metrics"][metric] = {**est.as_json(), "unit": units[metric][0], "faster_when": units[metric][1]}
+        entry["top_function"] = _most_common(tops)
+        entry["verdict"] = _most_common(verdicts)
+    document["comparisons"] = comparisons(document["cells"])
+
+
+def measured_run(run_dir: Path) -> bool:
+    """A run whose figures count: it ended well, or nsys alone stalled after a complete capture."""
+    try:
+        record = read_run_json(run_dir)
+    except (OSError, ValueError):
+        return False
+    return (run_dir / "summary.json").is_file() and (record.get("status") == "ok" or measured_despite_nsys(record))
+
+
+def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ok = [c for c in study_cells if c["status"] == "ok" and c.get("metrics")]
+    if len(ok) < 2:
+        return []
+    base, found = ok[0], []
+    for other in ok[1:]:
+        for metric in REPORT_METRICS.keys() | {m for m in base["metrics"] if m.startswith("app.")}:
+            a, b = base["metrics"].get(metric), other["metrics"].get(metric)
+            if not (a and b):
+                continue
+            diff = compare(estimate(a["values"]), estimate(b["values"]), a["faster_when"])
+            found.append({"metric": metric, "base": base["index"], "other": other["index"], **diff.as_json()})
+    return sorted(found, key=lambda d: (d["other"], d["metric"]))
+
+
+def _most_common(items: list[str | None]) -> str | None:
+    present = [i for i in items if i]
+    return max(set(present), key=present.count) if present else None
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    write_run_json(path.parent, document, name=path.name)
