@@ -41,10 +41,12 @@ def wait_for_no_run_processes(work_dir: Path, timeout_s: float = 30) -> list[tup
 
 
 def bytes_left(work_dir: Path) -> dict[str, int]:
-    """Files under the work dir other than the agent itself and the board's lock file."""
+    """Files under the work dir other than the agent itself, the apps' files kept once per content for
+    the next runs (files/), and the board's lock file."""
     left = {}
     for path in work_dir.rglob("*"):
-        if path.is_file() and path.parent.name != "agent" and path.name != "board.lock":
+        kept = path.parent.name == "agent" or path.parent == work_dir / "files" or path.name == "board.lock"
+        if path.is_file() and not kept:
             left[str(path.relative_to(work_dir))] = path.stat().st_size
     return left
 

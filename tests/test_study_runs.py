@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from board_state import assert_board_clean
+from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
 from test_profile_e2e import board, ssh_args
 
@@ -42,7 +43,7 @@ def inventory(sshd, tmp_path: Path) -> Path:
     return write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work")})
 
 
-def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd, tmp_path):
+def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd, browser, tmp_path):
     done = run_cli("study", str(study_file(tmp_path)), "--inventory", str(inventory(sshd, tmp_path)),
                    "--out", str(tmp_path / "runs"), *RETRIES, *ssh_args(sshd), timeout=600)
     assert done.returncode == 20, done.stderr
@@ -80,6 +81,21 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
     assert [r["study"]["variables"]["first"] for r in records] == [100, 100, 100, 200, 200]
     assert all("after" in r["board_state"] for r in records if r["status"] == "ok")
     assert_board_clean(tmp_path / "work")
+    # the page: drawn as the data says, the failed cell shown failed with its reason, never as 0
+    page = folder / "study.html"
+    opened = open_page(browser, page)
+    assert_clean(opened, page)
+    drawn = opened.charts()
+    assert drawn["study-app.first_inference_ms"]["drawn"] == 2 and drawn["study-app.inference_mean_ms"]["drawn"] == 2
+    states = opened.page.eval_on_selector_all("table[data-table='app.first_inference_ms'] td",
+                                              "tds => tds.map(t => [t.dataset.state, t.textContent])")
+    assert states == [["ok", "100100–100"], ["failed", "failed"], ["ok", "200200–200"], ["missing", "–"]]
+    reason = opened.page.locator("[data-failed-cell]").text_content()
+    assert reason.startswith("first=100, mode=fail failed: the app exited with status 3")
+    assert opened.page.locator("svg[data-chart='study-app.first_inference_ms'] text.failed").count() == 1
+    links = opened.page.eval_on_selector_all("a[data-run]", "as => as.map(a => a.getAttribute('href'))")
+    assert len(links) == 5 and all((folder / href).is_file() for href in links)
+    opened.screenshot("study-loop-with-a-failed-cell")
 
 
 def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
@@ -130,3 +146,35 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
     no_target = study_file(tmp_path, target=None)
     done = run_cli("study", str(no_target))
     assert done.returncode == 2 and "names no target" in done.stderr
+
+
+def test_the_posebench_delegate_study_runs_the_shipped_app_with_its_models(sshd, tmp_path):
+    """The stand-in study as shipped, smaller: posebench and its models go up once, every cell's figures
+    come from the app's own lines and from the report's NVTX frames. 150 frames keep the app running for
+    two seconds or more: nsys 2022.4 stalls far more often after an app gone within its first second."""
+    inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
+                                                                       orchestrate_python=sys.executable)})
+    done = run_cli("study", str(REPO / "studies" / "posebench-delegate.yaml"), "--target", "board", "--inventory",
+                   str(inv), "--out", str(tmp_path / "runs"), "--repeat", "2", "--set", "frames=150",
+                   "--set", "threads=2", *RETRIES, *ssh_args(sshd), timeout=900)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "study.json").read_text())
+    assert [c["label"] for c in document["cells"]] == ["delegate=xnnpack, threads=2, frames=150",
+                                                       "delegate=none, threads=2, frames=150"]
+    for cell in document["cells"]:
+        metrics = cell["metrics"]
+        assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == 2
+        assert metrics["app.inference_mean_ms"]["median"] > 0 and metrics["steady_mean_ms"]["median"] > 0
+        assert cell["verdict"] is not None
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    records = [json.loads((folder / n / "run.json").read_text()) for c in document["cells"] for n in c["runs"]]
+    uploads = [[f["uploaded"] for f in r["app_files"]] for r in records]
+    assert uploads[0] == [True, True, True] and all(u == [False, False, False] for u in uploads[1:])
+    assert [f["name"] for f in records[0]["app_files"]] == ["posebench.py", "pose_detection.tflite",
+                                                            "pose_landmark_full.tflite"]
+    assert records[0]["app"]["command"][0] == "{python}" and sys.executable in records[0]["remote_command"]
+    assert "--delegate none" in records[-1]["remote_command"]
+    # the app's own steady mean and the report's NVTX frames measure the same frames
+    own, frames = (document["cells"][0]["metrics"][m]["median"] for m in ("app.inference_mean_ms", "steady_mean_ms"))
+    assert abs(own - frames) / own < 0.25
+    assert_board_clean(tmp_path / "work")

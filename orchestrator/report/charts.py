@@ -250,3 +250,69 @@ KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}  # lanes' rows 
 
 def kind_rank(kind: str) -> int:
     return KIND_RANK.get(kind, len(KIND_RANK))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median and its interval, for one bar with whiskers."""
+    median: float
+    low: float
+    high: float
+
+
+def grouped_bars(name: str, groups: list[str], series: list[str], values: dict[tuple[str, str], Interval | str],
+                 unit: str) -> Chart:
+    """Horizontal bars grouped by row (groups), one per column (series), each with its 95 % interval as
+    whiskers. A value that is a text (a failed cell's reason) is drawn as that text, never as a bar of 0.
+    The scale turns logarithmic when one bar is more than ten times another (as the seed's 16,066 ms cell
+    made its author do)."""
+    row_h, label_w, gap = 20.0, 300.0, 10.0
+    bar_room = WIDTH - label_w - 120
+    numbers = [v for v in values.values() if isinstance(v, Interval)]
+    positive = [x for v in numbers for x in (v.low, v.median, v.high) if x > 0]
+    log = bool(positive) and max(positive) > 10 * min(positive)
+    if log:
+        low_exp, high_exp = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+        high_exp = max(high_exp, low_exp + 1)
+
+        def x_of(value: float) -> float:
+            if value <= 0:
+                return label_w
+            return label_w + bar_room * (math.log10(value) - low_exp) / (high_exp - low_exp)
+        ticks = [10.0 ** e for e in range(low_exp, high_exp + 1)]
+    else:
+        top = max((v.high for v in numbers), default=1.0) or 1.0
+        ticks = nice_ticks(0.0, top)
+        top = max(ticks[-1], top)
+
+        def x_of(value: float) -> float:
+            return label_w + bar_room * max(value, 0.0) / top
+    rows = len(groups) * len(series)
+    height = rows * row_h + len(groups) * gap + 30
+    chart = Chart(name, WIDTH, height)
+    y = 4.0
+    for group in groups:
+        chart.texts.append(Text(8, y + 14, shorten(group, 36), "group"))
+        for column in series:
+            found = values.get((group, column))
+            chart.texts.append(Text(label_w - 8, y + 14, shorten(column, 40), "label", "end"))
+            if isinstance(found, Interval):
+                width = max(x_of(found.median) - label_w, 1.0)
+                tip = f"{group} · {column}: {found.median:.4g} {unit} (95 % interval {found.low:.4g}–{found.high:.4g})"
+                chart.rects.append(Rect(label_w, y + 3, width, row_h - 6, "mark bar", tip))
+                chart.lines.append(Line(x_of(found.low), y + row_h / 2, x_of(found.high), y + row_h / 2, "whisker"))
+                for end in (found.low, found.high):
+                    chart.lines.append(Line(x_of(end), y + 5, x_of(end), y + row_h - 5, "whisker"))
+                chart.texts.append(Text(max(x_of(found.high), label_w + width) + 6, y + 14, f"{found.median:.4g}",
+                                        "value"))
+            elif isinstance(found, str):
+                chart.rects.append(Rect(label_w, y + 3, 4.0, row_h - 6, "failed", found))
+                chart.texts.append(Text(label_w + 10, y + 14, shorten("failed: " + found, 70), "failed"))
+            y += row_h
+        y += gap
+    for tick in ticks:
+        x = x_of(tick)
+        chart.lines.append(Line(x, y, x, y + 5, "axis"))
+        chart.texts.append(Text(x, y + 18, f"{tick:g}", "tick", "middle"))
+    chart.texts.append(Text(WIDTH - 8, y + 18, f"{unit}{' (log scale)' if log else ''}", "axis-unit", "end"))
+    return chart

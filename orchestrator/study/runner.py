@@ -142,7 +142,17 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         document["finished"] = datetime.now(timezone.utc).isoformat()
         finish_document(document, folder)
         _write_json(folder / "study.json", document)
+        _write_page(document, folder, progress)
     return StudyOutcome(folder, document)
+
+
+def _write_page(document: dict[str, Any], folder: Path, progress: StudyProgress) -> None:
+    from .page import write_study_page
+    try:
+        write_study_page(document, folder)
+    except (OrchestratorError, OSError) as exc:
+        message = exc.one_line() if isinstance(exc, OrchestratorError) else str(exc)
+        progress.note("warning", f"study.html could not be written ({message}); study.json holds every figure")
 
 
 def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],

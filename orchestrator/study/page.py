@@ -1,0 +1,165 @@
+"""study.html: the seeds' own tables (rows = one variable, columns = the combinations of the others,
+cell = median with its interval), a chart per metric, every variant side by side, the verdicts, and a
+link to every run's report. Pure: study.json in, the page's typed context out."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..report import charts
+from ..report.charts import Chart, Interval
+from ..report.render import render, write_page
+
+FIRST_METRICS = ("steady_mean_ms", "first_frame_ms", "steady_p90_ms", "frames_per_s", "cores_busy")
+TITLES = {"steady_mean_ms": "steady mean per frame", "first_frame_ms": "first frame (first inference)",
+          "steady_p90_ms": "steady p90 per frame", "frames_per_s": "frames per second", "cores_busy": "cores busy"}
+
+
+@dataclass(frozen=True)
+class TableCell:
+    text: str
+    interval: str
+    state: str  # "ok", "failed" or "missing"
+    tip: str = ""
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    key: str
+    title: str
+    unit: str
+    row_variable: str
+    columns: list[str]
+    rows: list[tuple[str, list[TableCell]]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    status: str
+    reason: str | None
+    cores_busy: str
+    top_function: str | None
+    verdict: str | None
+    runs: list[tuple[str, str]]  # (run folder, href of its report)
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    metric: str
+    base: str
+    other: str
+    verdict: str
+    change: str
+    why: str
+
+
+@dataclass(frozen=True)
+class StudyPage:
+    title: str
+    description: str
+    facts: list[tuple[str, str]]
+    tables: list[MetricTable]
+    charts: list[tuple[str, Chart]]
+    variants: list[Variant]
+    verdicts: list[Verdict]
+    interval: str
+
+
+def metric_keys(cells: list[dict[str, Any]]) -> list[str]:
+    present = {key for cell in cells for key in cell.get("metrics", {})}
+    return [k for k in FIRST_METRICS if k in present] + sorted(k for k in present if k not in FIRST_METRICS)
+
+
+def layout(document: dict[str, Any]) -> tuple[str, list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
+    """(row variable, row values, column labels, (row, column) -> cell): the first variable down the side,
+    the combinations of the others across."""
+    variables = document.get("variables") or []
+    by_place: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: list[str] = []
+    columns: list[str] = []
+    for cell in document["cells"]:
+        values = cell["variables"]
+        row = f"{variables[0]}={values[variables[0]]}" if variables else "all"
+        rest = ", ".join(f"{k}={values[k]}" for k in variables[1:])
+        column = rest or ("value" if variables else "the cell")
+        if row not in rows:
+            rows.append(row)
+        if column not in columns:
+            columns.append(column)
+        by_place[(row, column)] = cell
+    return (variables[0] if variables else "cell"), rows, columns, by_place
+
+
+def study_page(document: dict[str, Any]) -> StudyPage:
+    row_variable, rows, columns, by_place = layout(document)
+    tables, drawn = [], []
+    for key in metric_keys(document["cells"]):
+        unit = next(c["metrics"][key]["unit"] for c in document["cells"] if key in c.get("metrics", {}))
+        table_rows = []
+        values: dict[tuple[str, str], Interval | str] = {}
+        for row in rows:
+            found = []
+            for column in columns:
+                cell = by_place.get((row, column))
+                found.append(_table_cell(cell, key))
+                if cell is None:
+                    continue
+                metric = cell.get("metrics", {}).get(key)
+                if metric:
+                    values[(row, column)] = Interval(metric["median"], metric["ci95"][0], metric["ci95"][1])
+                elif cell["status"] == "failed":
+                    values[(row, column)] = cell["reason"] or "failed"
+            table_rows.append((row, found))
+        title = TITLES.get(key, key.replace("app.", "the app's own ").replace("_", " "))
+        tables.append(MetricTable(key, title, unit, row_variable, columns, table_rows))
+        drawn.append((f"{title} ({unit})", charts.grouped_bars(f"study-{key}", rows, columns, values, unit)))
+    labels = {c["index"]: c["label"] or "the cell" for c in document["cells"]}
+    return StudyPage(
+        title=f"study {document['study']}", description=document.get("description") or "",
+        facts=[("target", str(document.get("target"))), ("repeat", f"{document.get('repeat')} runs per cell"),
+               ("status", _status(document)), ("cells", str(len(document["cells"]))),
+               ("started", str(document.get("started", ""))), ("study file", str(document.get("file", "")))],
+        tables=tables, charts=drawn, variants=[_variant(c) for c in document["cells"]],
+        verdicts=[Verdict(v["metric"], labels[v["base"]], labels[v["other"]], v["verdict"],
+                          f"{v['relative']:+.1%}", v["reason"]) for v in document.get("comparisons", [])],
+        interval=document.get("interval", ""))
+
+
+def _status(document: dict[str, Any]) -> str:
+    failed = sum(1 for c in document["cells"] if c["status"] == "failed")
+    text = {"complete": "complete", "interrupted": "interrupted (run it again to go on)"}.get(
+        document.get("status", ""), str(document.get("status")))
+    return text + (f", {failed} cell(s) failed" if failed else "")
+
+
+def _table_cell(cell: dict[str, Any] | None, key: str) -> TableCell:
+    if cell is None:
+        return TableCell("–", "", "missing", "not in the study (excluded)")
+    metric = cell.get("metrics", {}).get(key)
+    if metric:
+        low, high = metric["ci95"]
+        return TableCell(f"{metric['median']:.4g}", f"{low:.4g}–{high:.4g}", "ok",
+                         f"{len(metric['values'])} runs: " + ", ".join(f"{v:.4g}" for v in metric["values"]))
+    if cell["status"] == "failed":
+        return TableCell("failed", "", "failed", cell["reason"] or "")
+    return TableCell("–", "", "missing", "no such figure in these runs")
+
+
+def _variant(cell: dict[str, Any]) -> Variant:
+    busy = cell.get("metrics", {}).get("cores_busy")
+    return Variant(cell["label"] or "the cell", cell["status"], cell.get("reason"),
+                   f"{busy['median']:.2f}" if busy else "–", cell.get("top_function"), cell.get("verdict"),
+                   [(name, f"{name}/report.html") for name in cell["runs"]], cell.get("notes", []))
+
+
+def write_study_page(document: dict[str, Any], folder: Path) -> Path:
+    page = study_page(document)
+    return write_page(render("study.html", page.title, page=page), folder / "study.html")
+
+
+def read_study(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "study.json").read_text())
