@@ -241,6 +241,28 @@ def test_compare_page_and_json_put_variants_side_by_side(export, browser, tmp_pa
     assert (ARTIFACTS / "compare-two-exports.png").stat().st_size > 10_000
 
 
+def test_compare_of_repeats_compares_distributions(export, browser, tmp_path):
+    pose, gears = export("tflite-pose-xnnpack"), export("es2gears-opengl")
+    document = compare_runs([pose, pose, gears, gears], ["pose", "pose", "gears", "gears"], page_dir=tmp_path)
+    groups = document["repeats"]["groups"]
+    assert [(g["label"], g["runs"]) for g in groups] == [("pose", ["pose", "pose"]), ("gears", ["gears", "gears"])]
+    steady = [g["metrics"]["steady_mean_ns"] for g in groups]
+    assert all(m["values"][0] == m["values"][1] == m["median"] and m["ci95"] == [m["median"]] * 2 for m in steady)
+    [verdict] = [v for v in document["repeats"]["verdicts"] if v["metric"] == "steady_mean_ns"]
+    assert verdict["verdict"] == ("slower" if steady[1]["median"] > steady[0]["median"] else "faster")
+    assert verdict["intervals_apart"] and verdict["base"] == "pose" and verdict["other"] == "gears"
+    assert compare_runs([pose, gears], page_dir=tmp_path)["repeats"] is None  # no repeats: one delta each
+    page_path, _ = write_comparison(document, tmp_path / "compare.html")
+    opened = open_page(browser, page_path)
+    assert_clean(opened, page_path)
+    rows = opened.page.eval_on_selector_all("table[data-table='repeats'] tbody tr",
+                                            "trs => trs.map(r => [r.cells[0].textContent, r.cells[1].textContent])")
+    assert rows == [["pose", "2"], ["gears", "2"]]
+    shown = opened.page.eval_on_selector_all("table[data-table='repeat-verdicts'] td[data-verdict]",
+                                             "tds => tds.map(t => t.dataset.verdict)")
+    assert verdict["verdict"] in shown
+
+
 def test_report_of_an_nsys_rep_links_it_and_says_how_to_open_it(host_nsys, browser, tmp_path):
     source = tmp_path / "pose capture.nsys-rep"  # a space: the command must quote it
     source.write_bytes((Path(__file__).parent / "data" / "nsys" / "tflite-pose-xnnpack.nsys-rep").read_bytes())

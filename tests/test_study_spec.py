@@ -115,3 +115,13 @@ def test_set_gives_a_variable_other_values_for_a_quick_run(tmp_path):
         with_values(spec, ["model=a"])
     with pytest.raises(StudySpecError, match="--set threads=1,1: give distinct plain values"):
         with_values(spec, ["threads=1,1"])
+
+
+@pytest.mark.parametrize("name, count", [("posebench-delegate", 4), ("posebench-matrix", 12), ("seed-tftrt", 36),
+                                         ("seed-posenet", 2)])
+def test_the_shipped_studies_load_and_expand(name, count):
+    spec = load_study(Path(__file__).resolve().parent.parent / "studies" / f"{name}.yaml")
+    found = cells(spec)
+    assert spec.name == name and len(found) == count
+    apps = [cell_app(spec, c, load_catalog()) for c in found]
+    assert len({a.command + tuple(a.env) for a in apps}) == count  # every cell runs something else

@@ -71,6 +71,13 @@ class StudyView(RichProgress):
         self.total_runs = total_runs
         self.ended = 0
         self.study_task: TaskID | None = None
+        self.said: set[tuple[str, str]] = set()
+
+    def note(self, level: str, text: str) -> None:
+        """Each run's preflight says the same things about the board: once is enough."""
+        if (level, text) not in self.said:
+            self.said.add((level, text))
+            super().note(level, text)
 
     def begin_run(self, cell: Any, cells: int, run: int, repeat: int, eta_s: float | None) -> None:
         if not self.view.live.is_started:

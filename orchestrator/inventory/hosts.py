@@ -110,7 +110,7 @@ class Inventory:
             raise self.broken[name]
         if name in self.hosts:
             return self.hosts[name]
-        if name == LOCAL_TARGET:  # this machine, with the Python orchestrate runs on (its packages included)
+        if name == LOCAL_TARGET:
             return Host(name=LOCAL_TARGET, connection="local", python=sys.executable)
         known = ", ".join(sorted(self.hosts)) or "none"
         unread = "".join(f"; group '{g}' could not be read: {e.message}" for g, e in sorted(self.broken_groups.items()))
@@ -254,10 +254,18 @@ def parse_inventory(text: str, source: str) -> Inventory:
     except RecursionError:
         raise InventoryError(f"{source}: groups are nested too deeply", "an inventory is a few levels of groups") \
             from None
-    hosts = {name: Host(name=name, groups=tuple(walk.host_groups.get(name, ())), **values)
+    hosts = {name: Host(name=name, groups=tuple(walk.host_groups.get(name, ())), **_local_python(values))
              for name, values in walk.host_vars.items() if name not in walk.broken}
     return Inventory(source=source, hosts=hosts, groups={k: tuple(v) for k, v in walk.groups.items()},
                      broken=walk.broken, broken_groups=walk.broken_groups)
+
+
+def _local_python(values: dict[str, Any]) -> dict[str, Any]:
+    """A local target runs the agent and '{python}' apps with the Python orchestrate runs on (and the
+    packages installed with it), unless the inventory names another."""
+    if values.get("connection") == "local" and "python" not in values:
+        return {**values, "python": sys.executable}
+    return values
 
 
 def load_inventory(path: str | None) -> Inventory:

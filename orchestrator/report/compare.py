@@ -5,8 +5,10 @@ compare page draws from it.
 """
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import UsageError
 from . import charts
@@ -98,7 +100,49 @@ def comparison(runs: list[RunData], labels: list[str] | None = None) -> dict:
         metrics.append({"key": key, "label": label, "unit": unit, "better": better, "values": values,
                         "deltas": [None] + [delta(base[key], value, better) for value in values[1:]]})
     return {"compare_version": COMPARE_VERSION, "baseline": variants[0]["label"], "variants": variants,
-            "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT}
+            "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT, "repeats": repeats(runs, variants, labels)}
+
+
+def repeat_key(run: RunData, given: str | None) -> str:
+    """Runs are repeats of one variant when the user gave them the same label, or when they ran the same
+    app (command and environment) on the same target."""
+    if given is not None:
+        return "label:" + given
+    record = run.record or {}
+    app = record.get("app") or {}
+    if not app.get("command"):
+        return "source:" + str(run.source)
+    return "app:" + json.dumps([app.get("command"), app.get("env"), (record.get("target") or {}).get("name")])
+
+
+def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) -> dict | None:
+    """When some variant was run more than once: each variant's distribution (median and 95 % interval per
+    metric) and, against the first variant, the verdict of the study's statistics instead of one delta."""
+    from ..study.stats import compare, estimate
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(repeat_key(run, given[i] if given else None), []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return None
+    members = list(groups.values())
+    labels = variant_labels([runs[m[0]] for m in members], [given[m[0]] for m in members] if given else None)
+    found: list[dict[str, Any]] = []
+    for label, indices in zip(labels, members):
+        metrics = {}
+        for key, _, unit, better in METRICS:
+            values = [variants[i]["values"][key] for i in indices if variants[i]["values"][key] is not None]
+            if values:
+                metrics[key] = {**estimate(values).as_json(), "unit": unit, "faster_when": better}
+        found.append({"label": label, "runs": [variants[i]["label"] for i in indices], "metrics": metrics})
+    verdicts = []
+    for other in found[1:]:
+        for key, title, _, better in METRICS:
+            a, b = found[0]["metrics"].get(key), other["metrics"].get(key)
+            if a and b and key != "frames":
+                diff = compare(estimate(a["values"]), estimate(b["values"]), better)
+                verdicts.append({"metric": key, "title": title, "base": found[0]["label"], "other": other["label"],
+                                 **diff.as_json()})
+    return {"groups": found, "verdicts": verdicts}
 
 
 @dataclass(frozen=True)
@@ -115,6 +159,13 @@ class CompareRow:
 
 
 @dataclass(frozen=True)
+class RepeatRow:
+    label: str
+    runs: int
+    cells: list[str]  # per metric: median and interval
+
+
+@dataclass(frozen=True)
 class ComparePage:
     title: str
     labels: list[str]
@@ -122,6 +173,9 @@ class ComparePage:
     charts: list[tuple[str, Chart]]
     variants: list[dict]
     missing: list[str]
+    repeat_titles: list[str]
+    repeat_rows: list[RepeatRow]
+    repeat_verdicts: list[dict]
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -165,4 +219,18 @@ def comparison_page(document: dict) -> ComparePage:
         drawn.append((title, charts.hbars(f"compare-{key}", bars, value_format=fmt)))
     missing = [f"{v['label']}: {v['analysis_error'] or 'no frames in this run'}" for v in document["variants"]
                if v["values"]["steady_mean_ns"] is None]
-    return ComparePage(" vs ".join(labels), labels, rows, drawn, document["variants"], missing)
+    found = document.get("repeats") or {"groups": [], "verdicts": []}
+    shown = [(key, title, unit) for key, title, unit, _ in METRICS
+             if key != "frames" and any(key in g["metrics"] for g in found["groups"])]
+    repeat_rows = [RepeatRow(g["label"], len(g["runs"]), [_estimate_text(g["metrics"].get(key), unit)
+                                                          for key, _, unit in shown]) for g in found["groups"]]
+    title = " vs ".join(g["label"] for g in found["groups"]) if found["groups"] else " vs ".join(labels)
+    return ComparePage(title, labels, rows, drawn, document["variants"], missing, [t for _, t, _ in shown],
+                       repeat_rows, found["verdicts"])
+
+
+def _estimate_text(metric: dict | None, unit: str) -> str:
+    if metric is None:
+        return "–"
+    low, high = metric["ci95"]
+    return f"{format_value(metric['median'], unit)} [{format_value(low, unit)}–{format_value(high, unit)}]"

@@ -151,8 +151,10 @@ def _table_cell(cell: dict[str, Any] | None, key: str) -> TableCell:
 
 def _variant(cell: dict[str, Any]) -> Variant:
     busy = cell.get("metrics", {}).get("cores_busy")
+    top = cell.get("top_function")
     return Variant(cell["label"] or "the cell", cell["status"], cell.get("reason"),
-                   f"{busy['median']:.2f}" if busy else "–", cell.get("top_function"), cell.get("verdict"),
+                   f"{busy['median']:.2f}" if busy else "–", charts.shorten(top, 90) if top else None,
+                   cell.get("verdict"),
                    [(name, f"{name}/report.html") for name in cell["runs"]], cell.get("notes", []))
 
 

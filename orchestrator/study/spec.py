@@ -19,7 +19,7 @@ from ..inventory.catalog import AppSpec, adhoc_app, find_app, with_overrides
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
-KEYS = {"study", "description", "app", "command", "needs_display", "target", "repeat", "matrix", "exclude",
+KEYS = {"study", "description", "app", "command", "workdir", "needs_display", "target", "repeat", "matrix", "exclude",
         "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "parser", "compare_by"}
 MAX_CELLS = 512
 RESERVED = {"python"}  # {python} is the board's Python, filled in by the run
@@ -33,6 +33,7 @@ class StudySpec:
     matrix: tuple[tuple[str, tuple[Scalar, ...]], ...]
     app: str | None = None
     command: tuple[str, ...] = ()
+    workdir: str | None = None
     needs_display: bool = False
     target: str | None = None
     repeat: int = 3
@@ -101,6 +102,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
     spec = StudySpec(
         name=name, source=source, matrix=matrix,
         app=_optional_str(data, "app", source), command=_str_list(data, "command", source),
+        workdir=_optional_str(data, "workdir", source),
         needs_display=_bool(data, "needs_display", source), target=_optional_str(data, "target", source),
         repeat=repeat, exclude=_exclude(data.get("exclude"), dict(matrix), source),
         args=_str_list(data, "args", source), env=_env(data.get("env"), source),
@@ -235,7 +237,8 @@ def cell_app(spec: StudySpec, cell: Cell, catalog: dict[str, AppSpec]) -> AppSpe
         base = find_app(spec.app, catalog)
     else:
         base = replace(adhoc_app("true", spec.needs_display),
-                       command=tuple(fill(t, cell.variables) for t in spec.command), source=spec.source)
+                       command=tuple(fill(t, cell.variables) for t in spec.command), source=spec.source,
+                       workdir=spec.workdir)
         base = replace(base, name=Path(base.command[0]).name)
     env = dict(base.env)
     env.update({k: fill(v, cell.variables) for k, v in spec.env})
