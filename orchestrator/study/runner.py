@@ -112,7 +112,6 @@ def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
 
 def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
     spec, host = request.spec, request.host
-    folder = study_folder(request.out_dir, spec.name)
     study_cells = cells(spec)
     document: dict[str, Any] = {
         "study_version": STUDY_VERSION, "orchestrate_version": __version__, "study": spec.name,
@@ -121,8 +120,13 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         "interval": INTERVAL_METHOD, "cells": [], "comparisons": [],
     }
     progress.start("connect")
-    transport = open_transport(host, request.connect)
+    transport = open_transport(host, request.connect)  # a target out of reach leaves no empty study folder
     progress.finish("connect", transport.description)
+    try:
+        folder = study_folder(request.out_dir, spec.name)
+    except BaseException:
+        transport.close()
+        raise
     try:
         progress.start("deploy")
         agent = deploy_agent(transport, host)
@@ -136,6 +140,10 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
     except (InterruptedRunError, ConnectionLostError) as stopped:
         document["status"] = "interrupted"
         document["stopped"] = stopped.one_line()
+        raise
+    except OrchestratorError as failed:  # the agent or the board failed the study as a whole
+        document["status"] = "failed"
+        document["stopped"] = failed.one_line()
         raise
     finally:
         transport.close()
