@@ -148,25 +148,36 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
     assert done.returncode == 2 and "names no target" in done.stderr
 
 
-def test_the_posebench_delegate_study_runs_the_shipped_app_with_its_models(sshd, tmp_path):
-    """The stand-in study as shipped, smaller: posebench and its models go up once, every cell's figures
-    come from the app's own lines and from the report's NVTX frames. 150 frames keep the app running for
-    two seconds or more: nsys 2022.4 stalls far more often after an app gone within its first second."""
+@pytest.mark.parametrize("study, settings, labels", [
+    ("posebench-delegate", ["threads=2"], ["delegate=xnnpack, threads=2, frames=150",
+                                           "delegate=none, threads=2, frames=150"]),
+    ("posebench-matrix", ["threads=1"], ["threads=1, delegate=xnnpack, nms=vectorised, frames=150",
+                                         "threads=1, delegate=xnnpack, nms=loop, frames=150",
+                                         "threads=1, delegate=none, nms=vectorised, frames=150",
+                                         "threads=1, delegate=none, nms=loop, frames=150"]),
+])
+def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, tmp_path, study, settings, labels):
+    """The stand-in studies as shipped, smaller (one thread count, 150 frames, 2 repeats): posebench and its
+    models go up once, every cell's figures come from the app's own lines and from the report's NVTX
+    frames. 150 frames keep the app running for a second or more: nsys 2022.4 stalls far more often after
+    an app gone within its first second."""
     inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
                                                                        orchestrate_python=sys.executable)})
-    done = run_cli("study", str(REPO / "studies" / "posebench-delegate.yaml"), "--target", "board", "--inventory",
-                   str(inv), "--out", str(tmp_path / "runs"), "--repeat", "2", "--set", "frames=150",
-                   "--set", "threads=2", *RETRIES, *ssh_args(sshd), timeout=900)
+    sets = [arg for setting in ["frames=150", *settings] for arg in ("--set", setting)]
+    done = run_cli("study", str(REPO / "studies" / f"{study}.yaml"), "--target", "board", "--inventory", str(inv),
+                   "--out", str(tmp_path / "runs"), "--repeat", "2", *sets, *RETRIES, *ssh_args(sshd), timeout=900)
     assert done.returncode == 0, done.stderr
-    document = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "study.json").read_text())
-    assert [c["label"] for c in document["cells"]] == ["delegate=xnnpack, threads=2, frames=150",
-                                                       "delegate=none, threads=2, frames=150"]
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    document = json.loads((folder / "study.json").read_text())
+    assert [c["label"] for c in document["cells"]] == labels
     for cell in document["cells"]:
         metrics = cell["metrics"]
         assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == 2
         assert metrics["app.inference_mean_ms"]["median"] > 0 and metrics["steady_mean_ms"]["median"] > 0
         assert cell["verdict"] is not None
-    folder = Path(done.stdout.strip().splitlines()[-1])
+        # the app's own steady mean and the report's NVTX frames measure the same frames
+        own, frames = (metrics[m]["median"] for m in ("app.inference_mean_ms", "steady_mean_ms"))
+        assert abs(own - frames) / own < 0.25
     records = [json.loads((folder / n / "run.json").read_text()) for c in document["cells"] for n in c["runs"]]
     uploads = [[f["uploaded"] for f in r["app_files"]] for r in records]
     assert uploads[0] == [True, True, True] and all(u == [False, False, False] for u in uploads[1:])
@@ -174,7 +185,6 @@ def test_the_posebench_delegate_study_runs_the_shipped_app_with_its_models(sshd,
                                                             "pose_landmark_full.tflite"]
     assert records[0]["app"]["command"][0] == "{python}" and sys.executable in records[0]["remote_command"]
     assert "--delegate none" in records[-1]["remote_command"]
-    # the app's own steady mean and the report's NVTX frames measure the same frames
-    own, frames = (document["cells"][0]["metrics"][m]["median"] for m in ("app.inference_mean_ms", "steady_mean_ms"))
-    assert abs(own - frames) / own < 0.25
+    assert {c["metric"] for c in document["comparisons"]} >= {"steady_mean_ms", "app.inference_mean_ms"}
+    assert (folder / "study.html").stat().st_size > 10_000
     assert_board_clean(tmp_path / "work")
