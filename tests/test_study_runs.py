@@ -156,7 +156,7 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
                                          "threads=1, delegate=none, nms=vectorised, frames=150",
                                          "threads=1, delegate=none, nms=loop, frames=150"]),
 ])
-def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, tmp_path, study, settings, labels):
+def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser, tmp_path, study, settings, labels):
     """The stand-in studies as shipped, smaller (one thread count, 150 frames, 2 repeats): posebench and its
     models go up once, every cell's figures come from the app's own lines and from the report's NVTX
     frames. 150 frames keep the app running for a second or more: nsys 2022.4 stalls far more often after
@@ -186,5 +186,11 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, tmp_path
     assert records[0]["app"]["command"][0] == "{python}" and sys.executable in records[0]["remote_command"]
     assert "--delegate none" in records[-1]["remote_command"]
     assert {c["metric"] for c in document["comparisons"]} >= {"steady_mean_ms", "app.inference_mean_ms"}
-    assert (folder / "study.html").stat().st_size > 10_000
     assert_board_clean(tmp_path / "work")
+    page = folder / "study.html"
+    opened = open_page(browser, page)
+    assert_clean(opened, page)
+    drawn = opened.charts()
+    for key in ("steady_mean_ms", "cores_busy", "app.first_inference_ms", "app.inference_mean_ms"):
+        assert drawn[f"study-{key}"]["drawn"] == len(labels)  # one bar per cell, as study.json says
+    opened.screenshot(f"study-{study}")

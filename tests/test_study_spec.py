@@ -74,7 +74,6 @@ def test_no_matrix_is_one_cell(tmp_path):
     ({"repeat": 0}, "'repeat' must be a whole number from 1 to 1000"),
     ({"repeat": True}, "'repeat' must be a whole number from 1 to 1000"),
     ({"needs_display": "yes"}, "'needs_display' must be true or false"),
-    ({"compare_by": "model"}, "'compare_by' names 'model', which is not a matrix variable"),
     ({"matrix": {f"v{i}": [1, 2, 3] for i in range(6)}}, "'matrix' makes 729 cells, more than 512"),
     ({"duration_s": -1}, "'duration_s' is not valid: "),
     ({"sample": "often"}, "'sample' is not valid: --sample must be one of"),

@@ -20,7 +20,7 @@ from ..inventory.catalog import AppSpec, adhoc_app, find_app, with_overrides
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 KEYS = {"study", "description", "app", "command", "workdir", "needs_display", "target", "repeat", "matrix", "exclude",
-        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "parser", "compare_by"}
+        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "parser"}
 MAX_CELLS = 512
 RESERVED = {"python"}  # {python} is the board's Python, filled in by the run
 Scalar = str | int | float | bool
@@ -43,7 +43,6 @@ class StudySpec:
     description: str = ""
     overrides: dict[str, Any] = field(default_factory=dict)
     parser: str | None = None
-    compare_by: str | None = None
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -108,10 +107,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
         args=_str_list(data, "args", source), env=_env(data.get("env"), source),
         description=str(data.get("description") or "").strip(),
         overrides={k: data[k] for k in ("duration_s", "trace", "sample", "cpuctxsw") if data.get(k) is not None},
-        parser=_optional_str(data, "parser", source), compare_by=_optional_str(data, "compare_by", source))
-    if spec.compare_by is not None and spec.compare_by not in variables:
-        raise _fail(source, "compare_by", f"names '{spec.compare_by}', which is not a matrix variable",
-                    "variables: " + ", ".join(variables))
+        parser=_optional_str(data, "parser", source))
     for key, text in [("command", t) for t in spec.command] + [("args", t) for t in spec.args] + \
             [(f"env.{k}", v) for k, v in spec.env]:
         for placeholder in placeholders(text):
