@@ -5,11 +5,15 @@ bug and gets a short notice plus a traceback in the debug log.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class OrchestratorError(Exception):
-    """A failure the user can act on. ``hint`` says what to do about it."""
+    """A failure the user can act on. ``hint`` says what to do about it; ``run_dir`` is the run folder
+    the failure belongs to, once a run had one."""
 
     exit_code = 1
+    run_dir: Path | None = None
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)

@@ -124,6 +124,11 @@ def parse_thermal_zones(zones):
     return temps
 
 
+def current_power_mode():
+    nvpmodel = shutil.which("nvpmodel")
+    return parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None
+
+
 def current_temperatures():
     root = "/sys/class/thermal"
     zones = {}
@@ -136,11 +141,10 @@ def current_temperatures():
 def board_state():
     """What can change between two runs on one board and explain a fast or slow one: clocks, power mode,
     temperatures, the load average (None for what the board does not expose)."""
-    nvpmodel = shutil.which("nvpmodel")
     load = _read("/proc/loadavg")
     return {
         "clocks": current_clocks(),
-        "power_mode": parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None,
+        "power_mode": current_power_mode(),
         "temperatures_c": current_temperatures() or None,
         "load_average": [float(x) for x in load.split()[:3]] if load else None,
     }
@@ -187,9 +191,8 @@ def board_facts():
     if l4t is None and shutil.which("dpkg-query"):
         l4t = parse_l4t_core_version(_command_output(["dpkg-query", "--show", "nvidia-l4t-core"]))
     model = parse_device_tree_string(model_raw)[0] if model_raw else None
-    nvpmodel = shutil.which("nvpmodel")
     return {
-        "power_mode": parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None,
+        "power_mode": current_power_mode(),
         "model": model,
         "chip": chip_from_compatible(parse_device_tree_string(compat_raw)),
         "l4t": l4t,

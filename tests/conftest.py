@@ -106,13 +106,8 @@ def browser():
 def nsys_stall(record: dict) -> bool:
     """The run's watchdog touched nsys alone, for one of nsys's stalls, after the app had been stopped as
     planned: the branch 'nsys stalled and had to be stopped' (whether it had written a report or not)."""
-    from orchestrator.runs.outcome import NSYS_STALLS, NSYS_TARGETS
-    capture = record.get("capture") or {}
-    actions = capture.get("watchdog") or []
-    return (record.get("status") == "watchdog" and bool(actions)
-            and all(a["target"] in NSYS_TARGETS for a in actions)
-            and any(a["reason"] in NSYS_STALLS for a in actions)
-            and capture.get("app_stopped_after_s") is not None)
+    from orchestrator.runs.outcome import nsys_alone_stalled
+    return nsys_alone_stalled(record)
 
 
 def nsys_stall_only(record: dict) -> bool:

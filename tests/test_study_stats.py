@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.study.stats import compare, estimate
+from orchestrator.study.stats import Estimate, compare, estimate
 
 # the seed's GPU-delegate figures, as five runs each of a noisy board (ms per frame)
 DELEGATE_ON = [81.2, 80.4, 82.9, 81.0, 83.5]
@@ -86,3 +86,8 @@ def test_a_verdict_is_symmetric(first, second):
         assert flipped[there.verdict] == back.verdict
     assert there.intervals_apart == back.intervals_apart
     assert math.copysign(1, there.relative) != math.copysign(1, back.relative) or there.relative == 0
+
+
+def test_an_estimate_reads_back_as_written():
+    found = estimate(DELEGATE_ON)
+    assert Estimate.from_json(found.as_json()) == found

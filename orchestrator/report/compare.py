@@ -118,7 +118,7 @@ def repeat_key(run: RunData, given: str | None) -> str:
 def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) -> dict | None:
     """When some variant was run more than once: each variant's distribution (median and 95 % interval per
     metric) and, against the first variant, the verdict of the study's statistics instead of one delta."""
-    from ..study.stats import compare, estimate
+    from ..study.stats import Estimate, compare, estimate
     groups: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(repeat_key(run, given[i] if given else None), []).append(i)
@@ -139,7 +139,7 @@ def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) 
         for key, title, _, better in METRICS:
             a, b = found[0]["metrics"].get(key), other["metrics"].get(key)
             if a and b and key != "frames":
-                diff = compare(estimate(a["values"]), estimate(b["values"]), better)
+                diff = compare(Estimate.from_json(a), Estimate.from_json(b), better)
                 verdicts.append({"metric": key, "title": title, "base": found[0]["label"], "other": other["label"],
                                  **diff.as_json()})
     return {"groups": found, "verdicts": verdicts}

@@ -120,6 +120,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         except KeyboardInterrupt:
             raise interrupted(log) from None
     except OrchestratorError as exc:
+        exc.run_dir = run_dir
         if record["status"] in ("started", "ok"):
             record["status"] = "interrupted" if isinstance(exc, InterruptedRunError) else "failed"
         record["error"] = error_record(exc)
@@ -133,6 +134,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
             record["error"] = error_record(failure)
         finish(log)
     if failure is not None:
+        failure.run_dir = run_dir
         raise failure
     return ProfileOutcome(run_dir=run_dir, status=record["status"], record=record)
 

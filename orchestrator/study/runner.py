@@ -28,7 +28,7 @@ from ..targets.agent import deploy_agent
 from ..targets.transport import ConnectOptions, open_transport
 from .metrics import REPORT_METRICS, run_metrics
 from .spec import Cell, StudySpec, cell_app, cells
-from .stats import INTERVAL_METHOD, compare, estimate
+from .stats import INTERVAL_METHOD, Estimate, compare, estimate
 
 STUDY_VERSION = 1
 STABLE_FACTS = {"system": ("hostname", "kernel", "arch", "os", "cpu_count"),
@@ -105,7 +105,7 @@ def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
             continue
         mine = record.get("study") or {}
         if all(mine.get(k) == tag[k] for k in ("name", "fingerprint", "app_key", "variables")) and \
-                measured_run(record_path.parent):
+                measured_run(record_path.parent, record):
             found.append(record_path.parent)
     return found
 
@@ -193,13 +193,16 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
                 outcome = profile(profile_request, progress, board)
                 entry["runs"].append(outcome.run_dir.name)
                 progress.end_run("ok")
-            except (InterruptedRunError, ConnectionLostError):
-                _note_last_run(folder, entry)
+            except (InterruptedRunError, ConnectionLostError) as stopped:
+                if stopped.run_dir is not None:
+                    entry["runs"].append(stopped.run_dir.name)
                 entry["status"] = "interrupted"
                 progress.end_run("interrupted")
                 raise
             except OrchestratorError as failed:
-                run_dir = _note_last_run(folder, entry)
+                run_dir = failed.run_dir
+                if run_dir is not None:
+                    entry["runs"].append(run_dir.name)
                 if run_dir is not None and measured_despite_nsys(read_run_json(run_dir)):
                     entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
                     progress.end_run("ok")
@@ -210,18 +213,6 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             finally:
                 durations.append(time.monotonic() - started)
         _write_json(folder / "study.json", document)
-
-
-def _note_last_run(folder: Path, entry: dict[str, Any]) -> Path | None:
-    """The run folder of the run that just ended in an error: the newest one no cell knows yet."""
-    known = {name for name in entry["runs"]}
-    fresh = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and (p / "run.json").is_file()
-             and p.name not in known]
-    if not fresh:
-        return None
-    newest = max(fresh, key=lambda p: p.stat().st_mtime)
-    entry["runs"].append(newest.name)
-    return newest
 
 
 def finish_document(document: dict[str, Any], folder: Path) -> None:
@@ -259,12 +250,13 @@ def finish_document(document: dict[str, Any], folder: Path) -> None:
     document["comparisons"] = comparisons(document["cells"])
 
 
-def measured_run(run_dir: Path) -> bool:
+def measured_run(run_dir: Path, record: dict[str, Any] | None = None) -> bool:
     """A run whose figures count: it ended well, or nsys alone stalled after a complete capture."""
-    try:
-        record = read_run_json(run_dir)
-    except (OSError, ValueError):
-        return False
+    if record is None:
+        try:
+            record = read_run_json(run_dir)
+        except (OSError, ValueError):
+            return False
     return (run_dir / "summary.json").is_file() and (record.get("status") == "ok" or measured_despite_nsys(record))
 
 
@@ -278,7 +270,7 @@ def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             a, b = base["metrics"].get(metric), other["metrics"].get(metric)
             if not (a and b):
                 continue
-            diff = compare(estimate(a["values"]), estimate(b["values"]), a["faster_when"])
+            diff = compare(Estimate.from_json(a), Estimate.from_json(b), a["faster_when"])
             found.append({"metric": metric, "base": base["index"], "other": other["index"], **diff.as_json()})
     return sorted(found, key=lambda d: (d["other"], d["metric"]))
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -33,6 +34,12 @@ class Estimate:
 
     def as_json(self) -> dict[str, object]:
         return {"values": list(self.values), "median": self.median, "ci95": list(self.ci95), "n": len(self.values)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Estimate:
+        """What as_json wrote, read back as it was (no second bootstrap)."""
+        low, high = data["ci95"]
+        return cls(tuple(float(v) for v in data["values"]), float(data["median"]), (float(low), float(high)))
 
 
 @dataclass(frozen=True)
