@@ -6,6 +6,7 @@ pipeline), never from the analysis itself.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 
 import pytest
@@ -20,6 +21,12 @@ SECTIONS = {"summary_version", "capture", "window", "frames", "hotspots", "cores
 def sql(path, query, *params):
     with sqlite3.connect(path) as conn:
         return conn.execute(query, params).fetchone()
+
+
+def events_span(*columns: tuple[str, str, str]) -> str:
+    """SQL for the first start and the last end over (table, start column, end column)."""
+    union = " UNION ALL ".join(f"SELECT {start} AS a, {end} AS b FROM {table}" for table, start, end in columns)
+    return f"SELECT min(a), max(b) FROM ({union})"
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +118,13 @@ def test_gears_threads_show_the_llvmpipe_workers(gears):
 def test_sampled_python_app_without_frames_uses_the_whole_capture(export):
     summary = analyze_report(export("python-cpu-sampling"))
     path = export("python-cpu-sampling")
-    start, stop = sql(path, "SELECT startTime, stopTime FROM ANALYSIS_DETAILS")
+    # the whole capture is every event: scheduling and samples start before the session's startTime
+    start, stop = sql(path, events_span(("SCHED_EVENTS", "start", "start"), ("COMPOSITE_EVENTS", "start", "start"),
+                                        ("OSRT_API", "start", '"end"'), ("ANALYSIS_DETAILS", "startTime", "stopTime")))
+    assert start < sql(path, "SELECT startTime FROM ANALYSIS_DETAILS")[0]
+    app_samples = sql(path, "SELECT count(*) FROM COMPOSITE_EVENTS WHERE globalTid NOT IN (SELECT t.globalTid "
+                      "FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value LIKE '[NSys%')")[0]
+    assert summary["hotspots"]["samples"] == app_samples  # every sample but nsys's own threads'
     assert summary["frames"] is None
     assert summary["window"] == {"kind": "all", "start_ns": start, "end_ns": stop, "duration_ns": stop - start}
     assert summary["hotspots"]["self"][0]["symbol"] == "_PyEval_EvalFrameDefault"
@@ -146,6 +159,46 @@ def test_2019_report_nvtx_text_ranges(export):
     summary = analyze_report(export("flux_gtx1650_2019.export2022_4"))
     assert summary["nvtx"] and summary["nvtx"][0]["style"] == "StartEnd"
     assert summary["capture"]["platform"]["gpus"] == ["GeForce GTX 1650"]
+
+
+LEAF_COUNTS = """SELECT s.value, count(*) FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS c ON c.id = e.id
+    AND c.stackDepth = 0 JOIN StringIds s ON s.id = c.symbol GROUP BY s.value ORDER BY 2 DESC, 1 LIMIT 1"""
+
+
+def test_2024_export_counts_the_samples_before_the_session_start(export):
+    path = export("cpuonly_sampling_2024")
+    summary = analyze_report(path)
+    start = sql(path, "SELECT startTime FROM ANALYSIS_DETAILS")[0]
+    assert sql(path, "SELECT count(*) FROM COMPOSITE_EVENTS WHERE start < ?", start)[0] == 28
+    assert summary["capture"]["nsys_version"].startswith("2024.6")
+    assert summary["window"]["kind"] == "all" and summary["window"]["start_ns"] < start
+    assert summary["hotspots"]["samples"] == sql(path, "SELECT count(*) FROM COMPOSITE_EVENTS")[0] == 44
+    symbol, samples = sql(path, LEAF_COUNTS)
+    hottest = summary["hotspots"]["self"][0]
+    assert (hottest["symbol"], hottest["samples"]) == (symbol, samples) == ("__memset_avx2_unaligned_erms", 8)
+
+
+def test_legacy_2020_export_has_the_figures_of_its_2022_reexport(export, tmp_path, host_nsys):
+    from conftest import NSYS_DATA
+    legacy = analyze_report(export("openacc_rtx3080_2020"))
+    copy = tmp_path / "openacc_rtx3080_2020.qdrep"
+    shutil.copyfile(NSYS_DATA / copy.name, copy)
+    current = analyze_report(copy)  # exported here by the host's nsys 2022.4
+    assert legacy["capture"]["export_schema"] == "legacy" and current["capture"]["export_schema"] == "current"
+    for section in ("cuda_kernels", "cuda_api", "memcpy", "osrt", "nvtx"):
+        assert legacy[section] == current[section], section
+    gpus = ["NVIDIA GeForce RTX 3080"]
+    assert legacy["capture"]["platform"]["gpus"] == current["capture"]["platform"]["gpus"] == gpus
+    path = export("openacc_rtx3080_2020")
+    kernels, kernel_ns = sql(path, "SELECT count(*), sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert (sum(k["calls"] for k in legacy["cuda_kernels"]), sum(k["total_ns"] for k in legacy["cuda_kernels"])) \
+        == (kernels, kernel_ns) == (1934, 4481929)
+    copied = sql(path, "SELECT sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0]
+    assert sum(m["bytes"] for m in legacy["memcpy"] if m["direction"] != "memset") == copied
+    # no session span in the legacy schema: its capture is the span of its events
+    first, last = sql(path, events_span(*((f"CUPTI_ACTIVITY_KIND_{kind}", "start", '"end"')
+                                          for kind in ("RUNTIME", "KERNEL", "MEMCPY", "MEMSET"))))
+    assert (legacy["capture"]["start_ns"], legacy["capture"]["end_ns"]) == (first, last)
 
 
 @pytest.mark.parametrize("options, message", [

@@ -11,7 +11,8 @@ from orchestrator.analysis import analyze_report
 pytestmark = pytest.mark.integration
 
 EXPORTS = ["es2gears-opengl", "python-cpu-sampling", "tflite-pose-xnnpack", "flux_gtx1650_2019.export2022_4",
-           "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4", "ompoffload_t4_2023"]
+           "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4", "ompoffload_t4_2023",
+           "openacc_rtx3080_2020", "cpuonly_sampling_2024"]
 
 
 @pytest.mark.parametrize("name", EXPORTS)

@@ -19,8 +19,10 @@ from orchestrator.report.run_data import RunData
 from orchestrator.report.tables import API_TITLES, SHOWN_ROWS
 
 pytestmark = pytest.mark.integration
+# one of every exporter generation: the 2020.5 legacy schema, 2022.4 (ours and re-exports), 2023.3, 2024.6
 EXPORTS = ["es2gears-opengl", "tflite-pose-xnnpack", "python-cpu-sampling", "abacus_titanrtx_2020.export2022_4",
-           "flux_gtx1650_2019.export2022_4"]
+           "flux_gtx1650_2019.export2022_4", "openacc_rtx3080_2020", "nsu_v100_2022.export2022_4",
+           "ompoffload_t4_2023", "cpuonly_sampling_2024"]
 
 
 def tree_nodes(node: dict) -> int:

@@ -11,19 +11,27 @@ PLATFORM_FIELDS = ("Hostname", "HardwarePlatform", "SoftwarePlatform", "OsDescri
 
 
 def capture_span(conn: sqlite3.Connection, schema: Schema) -> tuple[int, int]:
-    """Start and end of the capture on the trace's own clock (ns)."""
+    """Start and end of the whole capture on the trace's own clock (ns): every event, and the session span.
+
+    nsys 2024.x writes events outside ANALYSIS_DETAILS' startTime..stopTime (CPU samples from before it),
+    so the session span alone is not the whole capture; legacy (2020.x) exports have no such table at all.
+    """
+    lows, highs = [], []
     if schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
         start, stop = conn.execute("SELECT min(startTime), max(stopTime) FROM ANALYSIS_DETAILS").fetchone()
         if start is not None and stop is not None and stop > start:
-            return int(start), int(stop)
-    lows, highs = [], []
+            lows.append(int(start))
+            highs.append(int(stop))
     for table in schema.known_tables():
         if schema.has(table, "start"):
             end = '"end"' if schema.has(table, "end") else "start"
             low, high = conn.execute(f'SELECT min(start), max({end}) FROM "{table}"').fetchone()
-            lows.append(low)
-            highs.append(high)
-    return int(min(lows)), int(max(highs))
+            if low is not None:
+                lows.append(int(low))
+                highs.append(int(high if high is not None else low))
+    if not lows:
+        return 0, 0
+    return min(lows), max(highs)
 
 
 def platform(conn: sqlite3.Connection, schema: Schema) -> dict:
@@ -33,9 +41,21 @@ def platform(conn: sqlite3.Connection, schema: Schema) -> dict:
         for name, value in conn.execute(f"SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name IN ({marks})",
                                         PLATFORM_FIELDS):
             facts.setdefault(name, value)
-    if schema.has("TARGET_INFO_GPU", "name"):
-        facts["gpus"] = [row[0] for row in conn.execute("SELECT name FROM TARGET_INFO_GPU ORDER BY id")]
+    gpus = gpu_names(conn, schema)
+    if gpus:
+        facts["gpus"] = gpus
     return facts
+
+
+def gpu_names(conn: sqlite3.Connection, schema: Schema) -> list[str]:
+    """GPU names in device order; legacy exports have a 5-column TARGET_INFO_GPU (no id) and TARGET_INFO_CUDA_GPU."""
+    for table, order in (("TARGET_INFO_GPU", "id"), ("TARGET_INFO_GPU", "deviceId"),
+                         ("TARGET_INFO_CUDA_GPU", "deviceId")):
+        if schema.has(table, "name", order):
+            names = [row[0] for row in conn.execute(f"SELECT name FROM {table} ORDER BY {order}") if row[0]]
+            if names:
+                return names
+    return []
 
 
 def cpu_count(conn: sqlite3.Connection, schema: Schema) -> int:
@@ -60,5 +80,6 @@ def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
 def capture_section(conn: sqlite3.Connection, schema: Schema) -> dict:
     start, end = capture_span(conn, schema)
     return {"duration_ns": end - start, "start_ns": start, "end_ns": end, "nsys_version": schema.exporter_version,
+            "export_schema": "legacy" if schema.legacy else "current",
             "platform": platform(conn, schema), "processes": traced_processes(conn, schema),
             "tables": schema.known_tables()}

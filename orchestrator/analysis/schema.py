@@ -29,6 +29,11 @@ class Schema:
         present = self.columns.get(table)
         return present is not None and all(c in present for c in columns)
 
+    @property
+    def legacy(self) -> bool:
+        """The 2020.x exporter's schema: no ENUM_* tables, no ANALYSIS_DETAILS (so no session span)."""
+        return "ANALYSIS_DETAILS" not in self.columns and not any(t.startswith("ENUM_") for t in self.columns)
+
     def known_tables(self) -> list[str]:
         return [t for t in KNOWN_TABLES if t in self.columns]
 
