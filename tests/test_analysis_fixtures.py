@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 
 from orchestrator.analysis import AnalysisOptions, analyze_report
+from orchestrator.analysis.frame_names import module_frame
 from orchestrator.errors import UsageError
 
 SECTIONS = {"summary_version", "capture", "window", "frames", "hotspots", "cores", "cpu_source", "threads", "osrt",
@@ -67,7 +68,10 @@ def test_pose_hotspots_are_xnnpack_kernels_and_it_is_cpu_bound(pose):
     hot = pose["hotspots"]
     assert hot["self"][0]["symbol"].startswith("xnn_f32_gemm")
     assert sum(row["pct"] for row in hot["self"][:5] if row["symbol"].startswith("xnn_")) > 60
-    assert all(not row["symbol"].startswith("[") for row in hot["inclusive"])  # pseudo-frames left out
+    # pseudo-frames ([Broken backtraces]...) left out; a module's unresolved addresses are its one frame
+    assert all(not row["symbol"].startswith("[") or row["symbol"] == module_frame(row["module"])
+               for row in hot["inclusive"])
+    assert hot["modules"][0]["module"] == "libpywrap_litert_common.so" and hot["modules"][0]["pct"] > 90
     assert hot["tree"]["samples"] == hot["samples"]
     assert sum(child["samples"] for child in hot["tree"]["children"]) <= hot["samples"]
     assert [c["cpu"] for c in pose["cores"]] == [0, 1] and pose["cpu_source"] == "context switches"
@@ -113,6 +117,34 @@ def test_gears_threads_show_the_llvmpipe_workers(gears):
     names = {row["name"] for row in gears["threads"]}
     assert {"es2gears_x11", "llvmpipe-0", "llvmpipe-1"} <= names
     assert gears["hotspots"]["excluded_threads"] >= 1   # nsys's own [NSys] threads
+
+
+MODULE_COUNTS = """SELECT CASE m.value WHEN '//anon' THEN '[JIT]'
+    ELSE replace(m.value, rtrim(m.value, replace(m.value, '/', '')), '') END AS module, count(*)
+    FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0
+    JOIN StringIds m ON m.id = c.module WHERE e.start BETWEEN ? AND ? AND e.globalTid NOT IN (SELECT t.globalTid
+    FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value LIKE '[NSys%') GROUP BY module
+    ORDER BY 2 DESC, 1 LIMIT 4"""
+
+
+def test_gears_hotspots_by_module_and_no_bare_addresses(gears, export):
+    hot, window = gears["hotspots"], gears["window"]
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        expected = conn.execute(MODULE_COUNTS, (window["start_ns"], window["end_ns"])).fetchall()
+    assert [(row["module"], row["samples"]) for row in hot["modules"][:4]] == expected
+    assert [row["module"] for row in hot["modules"][:3]] == ["swrast_dri.so", "[JIT]", "libc.so.6"]
+    assert hot["modules"][0]["pct"] > 50 and hot["modules"][0]["path"].endswith("/dri/swrast_dri.so")
+    # Mesa's stripped driver is one frame, not one per instruction address, in the tables and the tree
+    assert hot["self"][0]["symbol"] == "[swrast_dri.so]" and hot["self"][0]["samples"] == expected[0][1]
+    assert hot["grouped_addresses"] > 500
+
+    def frames(node):
+        yield node
+        for child in node["children"]:
+            assert not (child["symbol"] == node["symbol"] and child["symbol"].startswith("["))  # no towers
+            yield from frames(child)
+    symbols = [node["symbol"] for node in frames(hot["tree"])] + [row["symbol"] for row in hot["inclusive"]]
+    assert not [symbol for symbol in symbols if symbol.startswith("0x")]
 
 
 def test_sampled_python_app_without_frames_uses_the_whole_capture(export):
@@ -161,8 +193,11 @@ def test_2019_report_nvtx_text_ranges(export):
     assert summary["capture"]["platform"]["gpus"] == ["GeForce GTX 1650"]
 
 
-LEAF_COUNTS = """SELECT s.value, count(*) FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS c ON c.id = e.id
-    AND c.stackDepth = 0 JOIN StringIds s ON s.id = c.symbol GROUP BY s.value ORDER BY 2 DESC, 1 LIMIT 1"""
+# the hottest self frame in SQL: a module's unresolved addresses (0x...) count as one '[file name]' frame
+LEAF_COUNTS = """SELECT CASE WHEN s.value GLOB '0x[0-9a-f]*'
+    THEN '[' || replace(m.value, rtrim(m.value, replace(m.value, '/', '')), '') || ']' ELSE s.value END AS frame,
+    count(*) FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0
+    JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module GROUP BY frame ORDER BY 2 DESC, 1 LIMIT 1"""
 
 
 def test_2024_export_counts_the_samples_before_the_session_start(export):
@@ -175,7 +210,8 @@ def test_2024_export_counts_the_samples_before_the_session_start(export):
     assert summary["hotspots"]["samples"] == sql(path, "SELECT count(*) FROM COMPOSITE_EVENTS")[0] == 44
     symbol, samples = sql(path, LEAF_COUNTS)
     hottest = summary["hotspots"]["self"][0]
-    assert (hottest["symbol"], hottest["samples"]) == (symbol, samples) == ("__memset_avx2_unaligned_erms", 8)
+    assert (hottest["symbol"], hottest["samples"]) == (symbol, samples) == ("[libnvidia-ptxjitcompiler.so.1]", 13)
+    assert summary["hotspots"]["self"][1]["symbol"] == "__memset_avx2_unaligned_erms"
 
 
 def test_legacy_2020_export_has_the_figures_of_its_2022_reexport(export, tmp_path, host_nsys):

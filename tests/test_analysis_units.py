@@ -132,12 +132,12 @@ def test_samples_give_self_inclusive_and_a_pruned_tree():
         INSERT INTO SAMPLING_CALLCHAINS VALUES (1, 3, 5, 0), (1, 2, 5, 1), (1, 1, 5, 2), (1, 6, 6, 3),
                                                (2, 2, 5, 0), (2, 1, 5, 1), (3, 4, 5, 0), (3, 1, 5, 1);""")
     samples = sampling.load_samples(trace, (0, 100), None)
-    self_rows = sampling.self_hotspots(trace.conn, samples).to_dict(orient="records")
+    self_rows = sampling.self_hotspots(samples).to_dict(orient="records")
     assert {(r["symbol"], r["samples"]) for r in self_rows} == {("g", 1), ("f", 1), ("h", 1)}
-    inclusive = sampling.inclusive_hotspots(trace.conn, samples).to_dict(orient="records")
+    inclusive = sampling.inclusive_hotspots(samples).to_dict(orient="records")
     assert [(r["symbol"], r["samples"], r["module"]) for r in inclusive[:2]] == [("main", 3, "app"), ("f", 2, "app")]
     assert "[Max depth]" not in {r["symbol"] for r in inclusive}
-    tree = sampling.top_down_tree(trace.conn, samples, min_share=0.5)  # h and g fall under the 50 % floor
+    tree = sampling.top_down_tree(samples, min_share=0.5)  # h and g fall under the 50 % floor
     main, = tree["children"]
     assert (main["symbol"], main["samples"]) == ("main", 3)
     assert [(c["symbol"], c["samples"], c["children"]) for c in main["children"]] == [("f", 2, [])]

@@ -82,7 +82,11 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
         assert "frame-series" not in charts
         assert "no frames" in opened.page.locator("[data-section=frames] [data-missing]").inner_text()
     if hotspots:
+        assert charts["hotspots-modules"]["drawn"] == min(HOT_BARS, len(hotspots["modules"]))
         assert charts["hotspots-self"]["drawn"] == min(HOT_BARS, len(hotspots["self"]))
+        if hotspots["grouped_addresses"]:
+            note = opened.page.locator("[data-symbols-note]").first.inner_text()
+            assert f"{hotspots['grouped_addresses']:,} addresses" in note
         assert charts["flame-graph"]["drawn"] == tree_nodes(hotspots["tree"])
         assert opened.page.locator(".tree .node").count() == tree_nodes(hotspots["tree"])
     else:

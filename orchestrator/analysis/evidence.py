@@ -144,7 +144,7 @@ def _wait_symbol(trace: Trace, samples: Samples | None, gtid: int | None) -> tup
     mine = of_thread(samples, gtid) if samples is not None and gtid is not None else None
     if mine is None:
         return None, 0.0
-    for row in inclusive_hotspots(trace.conn, mine).to_dict(orient="records"):
+    for row in inclusive_hotspots(mine).to_dict(orient="records"):
         if WAIT_SYMBOL.search(row["symbol"]):
             return row["symbol"], float(row["pct"])
     return None, 0.0

@@ -2,7 +2,8 @@
 
 A sample is a COMPOSITE_EVENTS row; its stack is the SAMPLING_CALLCHAINS rows with the same id, stackDepth 0
 being the leaf. Self counts the leaf frame; inclusive counts every distinct frame of a stack once per sample.
-Frames are (symbol, module) StringIds until the very end.
+Frames are named once, when the samples load (frame_names.py): unresolved addresses are resolved from the
+symbol folders or grouped per module, and the arrays hold codes into that one list of names.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..symbols import Resolver
 from .durations import argsort_pairs
-from .names import ID_MASK, PID_SHIFT, string_values
+from .frame_names import module_label, name_frames
+from .names import ID_MASK, PID_SHIFT
 from .trace import Trace
 
 TREE_MIN_SHARE = 0.01  # tree nodes under 1 % of the window's samples are pruned
@@ -28,9 +31,11 @@ class Samples:
     tids: np.ndarray         # globalTid
     cpus: np.ndarray
     chain_ids: np.ndarray    # SAMPLING_CALLCHAINS rows of these samples, leaf first within a sample
-    symbols: np.ndarray
-    modules: np.ndarray
+    symbols: np.ndarray      # codes into names
+    modules: np.ndarray      # codes into names
     depths: np.ndarray
+    names: list[str]
+    grouped_addresses: int = 0
 
 
 def pseudo_frame_ids(conn: sqlite3.Connection) -> np.ndarray:
@@ -40,8 +45,12 @@ def pseudo_frame_ids(conn: sqlite3.Connection) -> np.ndarray:
 
 
 def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
-                 skip_tids: list[int] | None = None) -> Samples | None:
-    """Samples of the window (and processes), their stacks leaf first; pseudo-frames above the leaf dropped."""
+                 skip_tids: list[int] | None = None, resolver: Resolver | None = None) -> Samples | None:
+    """Samples of the window (and processes), their stacks leaf first, their frames named.
+
+    Pseudo-frames above the leaf are dropped, and so are repeats of a module's grouped frame right above
+    itself: a stack of five unresolved swrast_dri.so frames is one '[swrast_dri.so]' frame.
+    """
     rows, chains = trace.events("COMPOSITE_EVENTS"), trace.events("SAMPLING_CALLCHAINS")
     if rows is None or chains is None:
         return None
@@ -57,8 +66,15 @@ def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
     keep &= ~((chains["depth"] > 0) & np.isin(chains["symbol"], pseudo_frame_ids(trace.conn)))
     ids, depths = chains["id"][keep], chains["depth"][keep]
     order = argsort_pairs(ids, depths)
-    return Samples(rows["id"], rows["start"], rows["tid"], rows["cpu"], ids[order], chains["symbol"][keep][order],
-                   chains["module"][keep][order], depths[order])
+    ids, depths = ids[order], depths[order]
+    named = name_frames(trace.conn, chains["symbol"][keep][order], chains["module"][keep][order], resolver)
+    symbols, modules = named.symbols, named.modules
+    bracketed = np.array([n.startswith("[") and n.endswith("]") for n in named.names] + [False], dtype=bool)
+    stay = np.ones(len(ids), dtype=bool)
+    stay[1:] = ~((ids[1:] == ids[:-1]) & (symbols[1:] == symbols[:-1]) & (modules[1:] == modules[:-1])
+                 & bracketed[symbols[1:]])
+    return Samples(rows["id"], rows["start"], rows["tid"], rows["cpu"], ids[stay], symbols[stay], modules[stay],
+                   depths[stay], named.names, named.grouped_addresses)
 
 
 def of_thread(samples: Samples, global_tid: int) -> Samples | None:
@@ -68,7 +84,8 @@ def of_thread(samples: Samples, global_tid: int) -> Samples | None:
         return None
     keep = np.isin(samples.chain_ids, samples.ids[mine])
     return Samples(samples.ids[mine], samples.starts[mine], samples.tids[mine], samples.cpus[mine],
-                   samples.chain_ids[keep], samples.symbols[keep], samples.modules[keep], samples.depths[keep])
+                   samples.chain_ids[keep], samples.symbols[keep], samples.modules[keep], samples.depths[keep],
+                   samples.names, samples.grouped_addresses)
 
 
 def _frame_codes(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
@@ -82,25 +99,35 @@ def _split_key(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (keys >> 32) - 1, (keys & 0xFFFFFFFF) - 1
 
 
-def _frame_table(conn: sqlite3.Connection, symbols: np.ndarray, modules: np.ndarray, counts: np.ndarray,
-                 total: int) -> pd.DataFrame:
-    names = string_values(conn, np.r_[symbols, modules])
-    table = pd.DataFrame({"symbol": [names.get(int(s), "[unknown]") for s in symbols],
-                          "module": [names.get(int(m), "") for m in modules],
+def _frame_table(samples: Samples, symbols: np.ndarray, modules: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
+    names = samples.names
+    table = pd.DataFrame({"symbol": [names[int(s)] for s in symbols], "module": [names[int(m)] for m in modules],
                           "samples": counts.astype(int)})
-    table["pct"] = table["samples"] * 100.0 / total
+    table["pct"] = table["samples"] * 100.0 / len(samples.ids)
     return table.sort_values(["samples", "symbol"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
-def self_hotspots(conn: sqlite3.Connection, samples: Samples, top: int = TOP_N) -> pd.DataFrame:
+def module_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
+    """Self samples by module, like `perf report --sort dso`: which library the time is spent in."""
+    leaf = samples.depths == 0
+    labels = pd.Series([module_label(samples.names[int(m)]) for m in samples.modules[leaf]], dtype=object)
+    paths = pd.Series([samples.names[int(m)] for m in samples.modules[leaf]], dtype=object)
+    table = pd.DataFrame({"module": labels, "path": paths}).groupby("module", sort=False).agg(
+        samples=("path", "size"), path=("path", "first")).reset_index()
+    table["pct"] = table["samples"] * 100.0 / len(samples.ids)
+    table = table.sort_values(["samples", "module"], ascending=[False, True], kind="stable").head(top)
+    return table[["module", "path", "samples", "pct"]].reset_index(drop=True)
+
+
+def self_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
     leaf = samples.depths == 0
     keys, counts = np.unique(((samples.symbols[leaf] + 1) << 32) | (samples.modules[leaf] + 1), return_counts=True)
     best = np.argsort(-counts, kind="stable")[:top]
     symbols, modules = _split_key(keys[best])
-    return _frame_table(conn, symbols, modules, counts[best], len(samples.ids))
+    return _frame_table(samples, symbols, modules, counts[best])
 
 
-def inclusive_hotspots(conn: sqlite3.Connection, samples: Samples, top: int = TOP_N) -> pd.DataFrame:
+def inclusive_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
     codes, keys = _frame_codes(samples)
     sample_index = np.cumsum(np.r_[True, samples.chain_ids[1:] != samples.chain_ids[:-1]]) - 1
     distinct = np.unique((sample_index << 32) | codes)  # each frame once per sample
@@ -108,10 +135,10 @@ def inclusive_hotspots(conn: sqlite3.Connection, samples: Samples, top: int = TO
     best = np.argsort(-counts, kind="stable")[:top]
     best = best[counts[best] > 0]
     symbols, modules = _split_key(keys[best])
-    return _frame_table(conn, symbols, modules, counts[best], len(samples.ids))
+    return _frame_table(samples, symbols, modules, counts[best])
 
 
-def top_down_tree(conn: sqlite3.Connection, samples: Samples, min_share: float = TREE_MIN_SHARE) -> dict:
+def top_down_tree(samples: Samples, min_share: float = TREE_MIN_SHARE) -> dict:
     """The root-to-leaf call tree with sample counts, nodes under ``min_share`` of the samples pruned."""
     total = len(samples.ids)
     floor = max(1, int(np.ceil(total * min_share)))
@@ -140,12 +167,12 @@ def top_down_tree(conn: sqlite3.Connection, samples: Samples, min_share: float =
             nodes[int(node_id)] = {"symbol": int(symbol), "module": int(module), "samples": int(count)}
             children.setdefault(parent_id, []).append(int(node_id))
         parent[sample_of[at]] = ids[inverse.ravel()]
-    names = string_values(conn, [v for n in nodes.values() for v in (n["symbol"], n["module"])])
+    names = samples.names
 
     def build(node_id: int) -> dict:
         node = nodes[node_id]
         kids = sorted(children.get(node_id, []), key=lambda k: -nodes[k]["samples"])
-        return {"symbol": names.get(node["symbol"], "[unknown]"), "module": names.get(node["module"], ""),
+        return {"symbol": names[node["symbol"]], "module": names[node["module"]],
                 "samples": node["samples"], "pct": node["samples"] * 100.0 / total,
                 "children": [build(k) for k in kids]}
 

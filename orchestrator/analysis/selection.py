@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import UsageError
 
@@ -14,6 +15,7 @@ class AnalysisOptions:
     steady: bool = False
     process: str | None = None
     frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
+    symbols: tuple[Path, ...] = ()  # folders of unstripped copies or debug files, to name unresolved addresses
 
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")

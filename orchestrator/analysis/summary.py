@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ReportError, UsageError
+from ..symbols import Resolver, SymbolFiles
 from . import api_summaries, sampling, scheduling
 from .calls import WAIT_TABLES
 from .capture import capture_section, cpu_count
 from .evidence import focus_thread, gather_evidence
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
-from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from .names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
 from .schema import Schema
 from .selection import AnalysisOptions, Window, parse_range, pick_processes
 from .trace import Trace
@@ -65,8 +66,9 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     threads_by_tid = thread_names(conn, schema)
     skip = [gtid for gtid, name in threads_by_tid.items() if name.startswith(PROFILER_THREAD_PREFIX)]
 
-    samples = sampling.load_samples(trace, window.as_tuple(), pids, skip)
-    hotspots = hotspots_section(conn, samples, skip)
+    resolver = Resolver(SymbolFiles(list(options.symbols))) if options.symbols else None
+    samples = sampling.load_samples(trace, window.as_tuple(), pids, skip, resolver)
+    hotspots = hotspots_section(samples, skip, resolver)
     cpus = cpu_count(conn, schema)
     intervals = scheduling.on_cpu_intervals(trace, window.as_tuple(), pids)
     if intervals is not None and len(intervals):
@@ -82,7 +84,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
         done = {name: pool.submit(_section_records, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
-    threads = _threads_section(conn, use, samples, threads_by_tid)
+    threads = _threads_section(use, samples, threads_by_tid)
     evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
     return {
         "summary_version": SUMMARY_VERSION,
@@ -119,13 +121,16 @@ def choose_window(options: AnalysisOptions, span: tuple[int, int], frames: Frame
     return Window("all", *span)
 
 
-def hotspots_section(conn: sqlite3.Connection, samples: sampling.Samples | None, skip: list[int]) -> dict | None:
+def hotspots_section(samples: sampling.Samples | None, skip: list[int],
+                     resolver: Resolver | None = None) -> dict | None:
     if samples is None:
         return None
     return {"samples": int(len(samples.ids)), "excluded_threads": len(skip),
-            "self": _records(sampling.self_hotspots(conn, samples)),
-            "inclusive": _records(sampling.inclusive_hotspots(conn, samples)),
-            "tree": sampling.top_down_tree(conn, samples)}
+            "modules": _records(sampling.module_hotspots(samples)),
+            "self": _records(sampling.self_hotspots(samples)),
+            "inclusive": _records(sampling.inclusive_hotspots(samples)),
+            "tree": sampling.top_down_tree(samples), "grouped_addresses": samples.grouped_addresses,
+            "symbols": None if resolver is None else resolver.report()}
 
 
 def _frames_section(frames: Frames | None, window: Window) -> dict | None:
@@ -139,7 +144,7 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
             "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
 
 
-def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, samples: sampling.Samples | None,
+def _threads_section(use: scheduling.CpuUse | None, samples: sampling.Samples | None,
                      names: dict[int, str]) -> list[dict] | None:
     if use is None:
         return None
@@ -151,8 +156,7 @@ def _threads_section(conn: sqlite3.Connection, use: scheduling.CpuUse | None, sa
         frame["tid"] = owner.reindex(frame["id"]).to_numpy()
         best = frame.groupby(["tid", "symbol"]).size().reset_index(name="n").sort_values("n", ascending=False)
         best = best.drop_duplicates("tid")
-        symbols = string_values(conn, best["symbol"])
-        top = {int(t): symbols.get(int(s), "[unknown]") for t, s in zip(best["tid"], best["symbol"])}
+        top = {int(t): samples.names[int(s)] for t, s in zip(best["tid"], best["symbol"])}
     rows = []
     for gtid, cpu_ns, pct in use.threads[["globalTid", "cpu_ns", "cpu_pct"]].itertuples(index=False):
         rows.append({"tid": tid_of(gtid), "pid": pid_of(gtid), "name": names.get(int(gtid), ""),

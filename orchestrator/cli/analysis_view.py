@@ -20,6 +20,8 @@ def summary_view(summary: dict) -> Group:
     if summary["frames"]:
         parts.append(_frames(summary["frames"]))
     if summary["hotspots"]:
+        if summary["hotspots"].get("modules"):
+            parts.append(_modules(summary["hotspots"]))
         parts.append(_hotspots(summary["hotspots"]))
     if summary["threads"]:
         parts.append(_cpu(summary))
@@ -50,6 +52,13 @@ def _frames(frames: dict) -> Table:
     table.add_row(frames["kind"], str(frames["count"]), _ms(frames["first_ns"]), _ms(steady["mean_ns"]),
                   _ms(steady["p50_ns"]), _ms(steady["p90_ns"]), _ms(steady["p99_ns"]), _ms(steady["max_ns"]),
                   str(frames["warmup"]["frames"]))
+    return table
+
+
+def _modules(hotspots: dict) -> Table:
+    table = Table("self %", "samples", "module", title="CPU time by module (self samples)")
+    for row in hotspots["modules"][:ROWS]:
+        table.add_row(f"{row['pct']:.1f}", str(row["samples"]), Text(row["module"]))
     return table
 
 

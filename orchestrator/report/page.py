@@ -15,7 +15,7 @@ from ..analysis.frames import first_steady_index
 from . import charts
 from .charts import Chart
 from .run_data import RunData
-from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, threads_table
+from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
 from .units import format_ms, format_ns
 
 HOT_BARS = 15
@@ -72,6 +72,9 @@ class TreeItem:
 class HotspotsSection:
     window: str
     samples: int
+    modules_chart: Chart | None
+    modules_table: Table | None
+    notes: list[str]
     self_chart: Chart
     inclusive_chart: Chart
     flame: Chart
@@ -264,11 +267,33 @@ def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | No
     def bars(name: str, rows: list[dict]) -> Chart:
         return charts.hbars(name, [(r["symbol"], r["pct"], f"{r['symbol']} ({r['module']}): {r['samples']} samples, "
                                    f"{r['pct']:.1f} %") for r in rows[:HOT_BARS]], 100.0)
-    return HotspotsSection(window, hotspots["samples"], bars("hotspots-self", hotspots["self"]),
+    modules = hotspots.get("modules")  # summaries written before modules were counted have none
+    modules_chart = None if not modules else charts.hbars(
+        "hotspots-modules", [(r["module"], r["pct"], f"{r['module']} ({r['path']}): {r['samples']} samples, "
+                             f"{r['pct']:.1f} %") for r in modules[:HOT_BARS]], 100.0)
+    return HotspotsSection(window, hotspots["samples"], modules_chart, modules_table(modules) if modules else None,
+                           symbol_notes(hotspots),
+                           bars("hotspots-self", hotspots["self"]),
                            bars("hotspots-inclusive", hotspots["inclusive"]), charts.flame_graph(hotspots["tree"]),
                            tree_items(hotspots["tree"]),
                            hotspot_table("hotspots_self", "Self time (bottom-up)", hotspots["self"]),
                            hotspot_table("hotspots_inclusive", "Inclusive time (top-down)", hotspots["inclusive"]))
+
+
+def symbol_notes(hotspots: dict) -> list[str]:
+    """What became of the addresses nsys could not name: grouped per module, or resolved from --symbols."""
+    notes = []
+    grouped = hotspots.get("grouped_addresses") or 0
+    if grouped:
+        notes.append(f"{grouped:,} addresses nsys could not name are shown as their module's one frame, "
+                     "e.g. [swrast_dri.so]; give the unstripped libraries with --symbols DIR to name them.")
+    for module in hotspots.get("symbols") or []:
+        if module["file"]:
+            notes.append(f"{module['module']}: {module['resolved']:,} addresses named from {module['file']} "
+                         f"(loaded at {module['load_address']}, from {module['named_frames']} frames nsys named).")
+        else:
+            notes.append(f"{module['module']}: not resolved ({module['why']}).")
+    return notes
 
 
 def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:

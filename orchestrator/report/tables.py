@@ -29,7 +29,7 @@ COLUMNS = {"name": ("name", "text"), "style": ("style", "text"), "grid": ("grid"
            "med_ns": ("median", "ns"), "min_ns": ("min", "ns"), "max_ns": ("max", "ns"), "std_ns": ("std dev", "ns"),
            "bytes": ("bytes", "bytes"), "symbol": ("function", "text"), "module": ("module", "path"),
            "samples": ("samples", "count"), "tid": ("tid", "id"), "cpu_pct": ("CPU %", "pct"),
-           "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text")}
+           "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text"), "path": ("file", "text")}
 API_ORDER = ("name", "style", "grid", "block", "direction", "calls", "pct", "total_ns", "avg_ns", "med_ns", "min_ns",
              "max_ns", "std_ns", "bytes")
 
@@ -95,3 +95,7 @@ def threads_table(records: list[dict]) -> Table:
 
 def hotspot_table(key: str, title: str, records: list[dict]) -> Table:
     return table(key, title, records, ("symbol", "samples", "pct", "module"))
+
+
+def modules_table(records: list[dict]) -> Table:
+    return table("hotspots_modules", "Self time by module", records, ("module", "samples", "pct", "path"))
