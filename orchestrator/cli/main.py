@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--process", help="only this process (name as in the capture)")
     analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
                                                "swaps, else glFinish, else an NVTX range named 'frame')")
+    _add_symbols_option(analyze)
     _add_nsys_option(analyze)
 
     report = sub.add_parser("report", help="write the HTML report of a run folder or a report file",
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
     report.add_argument("-o", "--output", type=Path, help="HTML file (default: report.html in the run folder, "
                                                           "else NAME.html beside the report)")
+    _add_symbols_option(report)
     _add_nsys_option(report)
 
     compare = sub.add_parser("compare", help="put two or more runs side by side, with deltas",
@@ -147,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
                              description="List the hosts of the inventory, with their groups.")
     targets.add_argument("--inventory", help="inventory YAML")
     return parser
+
+
+def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--symbols", type=Path, action="append", default=[], metavar="DIR",
+                        help="folder of unstripped copies or .debug files of the board's libraries, to name the "
+                             "addresses nsys could not (repeatable; matched by build id, else by file name)")
 
 
 def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
@@ -251,7 +259,7 @@ def cmd_apps(args: argparse.Namespace, console: Console) -> int:
 def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
     from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
-                              frame_range=args.frame_range)
+                              frame_range=args.frame_range, symbols=tuple(args.symbols))
     summary = analyze_report(args.report, options, args.nsys)
     if args.json:
         print(json.dumps(summary))
@@ -263,7 +271,7 @@ def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from ..report import write_report  # imported here: pandas, numpy and jinja load slowly
-    print(write_report(args.source, args.output, args.nsys))
+    print(write_report(args.source, args.output, args.nsys, tuple(args.symbols)))
     return 0
 
 

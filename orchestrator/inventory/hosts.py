@@ -49,6 +49,14 @@ def _seconds(value: Any) -> float:
     return float(value)
 
 
+def _folders(value: Any) -> tuple[str, ...]:
+    """One folder or a list of them."""
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
+        raise TypeError("a folder or a list of folders")
+    return tuple(values)
+
+
 def _choice(*allowed: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in allowed:
@@ -71,6 +79,7 @@ HOST_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "orchestrate_work_dir": ("work_dir", _str),
     "orchestrate_xvfb": ("xvfb", _choice("auto", "always", "never")),
     "orchestrate_connect_timeout": ("connect_timeout", _seconds),
+    "orchestrate_symbols": ("symbols", _folders),
 }
 
 
@@ -88,6 +97,7 @@ class Host:
     work_dir: str = DEFAULT_WORK_DIR
     xvfb: str = "auto"
     connect_timeout: float = 10.0
+    symbols: tuple[str, ...] = ()   # host folders with unstripped copies of the board's libraries
     groups: tuple[str, ...] = field(default=())
 
     @property

@@ -23,9 +23,10 @@ def default_report_path(source: Path) -> Path:
     return source / "report.html" if source.is_dir() else source.with_suffix(".html")
 
 
-def write_report(source: Path, output: Path | None = None, nsys_hint: str | None = None) -> Path:
+def write_report(source: Path, output: Path | None = None, nsys_hint: str | None = None,
+                 symbols: tuple[Path, ...] = ()) -> Path:
     output = output or default_report_path(source)
-    return write_run_report(load_run(source, output.parent, nsys_hint), output)
+    return write_run_report(load_run(source, output.parent, nsys_hint, symbols), output)
 
 
 def write_run_report(run: RunData, output: Path) -> Path:

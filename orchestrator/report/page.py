@@ -287,11 +287,11 @@ def symbol_notes(hotspots: dict) -> list[str]:
     if grouped:
         notes.append(f"{grouped:,} addresses nsys could not name are shown as their module's one frame, "
                      "e.g. [swrast_dri.so]; give the unstripped libraries with --symbols DIR to name them.")
-    for module in hotspots.get("symbols") or []:
+    for module in hotspots.get("symbols") or []:  # modules without a file in the folders: in the JSON only
         if module["file"]:
             notes.append(f"{module['module']}: {module['resolved']:,} addresses named from {module['file']} "
                          f"(loaded at {module['load_address']}, from {module['named_frames']} frames nsys named).")
-        else:
+        elif not module["why"].startswith("no file"):
             notes.append(f"{module['module']}: not resolved ({module['why']}).")
     return notes
 

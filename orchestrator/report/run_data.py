@@ -31,14 +31,15 @@ class RunData:
     report_href: str | None       # that report, relative to the page's folder
 
 
-def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None) -> RunData:
-    """A run folder or a report file -> RunData. A run without a summary is analysed here when its report
-    is still there; one whose app crashed before any report still gives a page that says so."""
+def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: tuple[Path, ...] = ()) -> RunData:
+    """A run folder or a report file -> RunData. A run without a summary (or, with ``symbols``, any run) is
+    analysed here when its report is still there; one whose app crashed before any report still gives a page
+    that says so."""
     if path.is_dir():
-        return _load_run_dir(path, page_dir, nsys_hint)
+        return _load_run_dir(path, page_dir, nsys_hint, symbols)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder", "give a run folder (runs/<run>) or a report file")
-    summary = analyze_report(path, nsys_hint=nsys_hint)
+    summary = analyze_report(path, AnalysisOptions(symbols=symbols), nsys_hint)
     export = Path(summary["capture"]["export"])
     report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
     timeline, why = timeline_of(export, summary)
@@ -46,7 +47,7 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None) -> RunDat
                    _href(report, page_dir) if report else None)
 
 
-def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None) -> RunData:
+def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols: tuple[Path, ...] = ()) -> RunData:
     record = _read_json(run_dir / "run.json")
     summary = _read_json(run_dir / "summary.json")
     reports = [run_dir / name for name in REPORT_NAMES if (run_dir / name).is_file()]
@@ -54,10 +55,10 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None) -> RunDa
         raise UsageError(f"{run_dir} is not a run folder (no run.json, summary.json or report in it)",
                          "give a folder that 'orchestrate profile' made, or a .nsys-rep/.sqlite report")
     analysis_error = ((record or {}).get("analysis") or {}).get("error")
-    if summary is None and reports and analysis_error is None:
+    if (summary is None or symbols) and reports and analysis_error is None:
         delimiter = ((record or {}).get("app") or {}).get("frame_delimiter")
         try:
-            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter), nsys_hint)
+            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter, symbols=symbols), nsys_hint)
         except OrchestratorError as exc:
             analysis_error = exc.one_line()
     report = next((r for r in reports if r.suffix != ".sqlite"), None)

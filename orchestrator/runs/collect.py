@@ -18,7 +18,7 @@ from .pull import pull_verified, sha256_file
 
 
 def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
-            keep_remote: bool) -> OrchestratorError | None:
+            keep_remote: bool, symbols: tuple[str, ...] = ()) -> OrchestratorError | None:
     """Returns the error the run ends with (None for success); raises when the report cannot be had."""
     record, progress, run_dir = log.record, log.progress, log.run_dir
     status, failure = classify_capture(capture, app)
@@ -64,7 +64,7 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     _tidy_board(agent, paths, log, keep_remote)
     log.stage("pulled")
     with log.phase("analyze"):  # on this machine only, once the board is tidy
-        _summarize(sqlite, app, log)
+        _summarize(sqlite, app, log, symbols)
     return failure
 
 
@@ -101,11 +101,12 @@ def _import_here(host_nsys: HostNsys | None, raw: Path, log: RunLog) -> Path:
     return report
 
 
-def _summarize(sqlite: Path, app: AppSpec, log: RunLog) -> None:
+def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...] = ()) -> None:
     """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
     record, progress = log.record, log.progress
     try:
-        summary = analyze_report(sqlite, AnalysisOptions(frame_range=app.frame_delimiter))
+        options = AnalysisOptions(frame_range=app.frame_delimiter, symbols=tuple(Path(s) for s in symbols))
+        summary = analyze_report(sqlite, options)
     except OrchestratorError as exc:
         record["analysis"] = {"error": exc.one_line()}
         progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")

@@ -80,7 +80,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
             if early:
                 progress.note("warning", f"the capture was ended early, after {early['after_s']:.1f} s: "
                                          f"{early['reason']}")
-            failure = collect(agent, capture, app, paths, log, keep_remote)
+            failure = collect(agent, capture, app, paths, log, keep_remote, host.symbols)
         finally:
             transport.close()
     except KeyboardInterrupt:

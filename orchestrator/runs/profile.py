@@ -229,7 +229,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
     record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
-    failure = collect(agent, capture, app, paths, log, request.keep_remote)
+    failure = collect(agent, capture, app, paths, log, request.keep_remote, request.host.symbols)
     return failure or interruption_outcome(capture, log)
 
 
