@@ -3,17 +3,20 @@
 Builds the export from a real one in tests/data/nsys by replicating its event rows along the time axis
 (each copy shifted by the capture's length, sample ids shifted so stacks stay whole), until it holds at
 least --events rows of trace events. Then, in the same run and on the same file, times:
-- nsys stats: the 2022.4 reports our sections equal (osrtsum, nvtxsum, khrdebugsum, cudaapisum, gpukernsum,
-  gpumemtimesum), one `nsys stats` process after another, as a user would run them;
+- nsys stats in one process: the 2022.4 reports our sections equal (osrtsum, nvtxsum, khrdebugsum,
+  cudaapisum, gpukernsum, gpumemtimesum) in one `nsys stats` run, the baseline the targets are held to;
+- nsys stats one report at a time: the same six, one process after another, as a user would run them
+  (printed for information);
 - orchestrate: one `orchestrate analyze --json` process doing the whole analysis (every API section plus
   frames, hotspots, cores, threads and verdict: more than nsys computes);
 and prints the ratio and the analysis's peak memory.
 
 Workloads: "cuda" grows the abacus CUDA report (kernels, runtime API, memcpy, memset, OS runtime): nsys has
-a report for every event table, so both sides read the same rows; this one is held to the targets
-(>= 3x, < 2 GB) and sets the exit status. "opengl" grows the es2gears report (OpenGL, OS runtime, CPU
-sampling, context switches): nsys's reports cover only its OS runtime rows (osrtsum), while the analysis
-reads all of them; its ratio is printed for information, with how many events each side covers.
+a report for every event table, so both sides read the same rows; this one is held to the targets (>= 5x
+against the one-process baseline, peak memory < 1 GB) and sets the exit status. "opengl" grows the es2gears
+report (OpenGL, OS runtime, CPU sampling, context switches): nsys's reports cover only its OS runtime rows
+(osrtsum), while the analysis reads all of them; its ratio is printed for information, with how many events
+each side covers.
 
     python bench/analysis_speed.py [--workload cuda|opengl|both] [--events 5000000] [--rounds 3] [--nsys PATH]
 """
@@ -42,7 +45,7 @@ EVENT_TABLES = ["OSRT_API", "OPENGL_API", "OPENGL_WORKLOAD", "KHR_DEBUG_EVENTS",
                 "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
                 "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
-TARGET_RATIO, MEMORY_LIMIT = 3.0, 2 * 2**30
+TARGET_RATIO, MEMORY_LIMIT = 5.0, 2**30
 
 
 def build_export(source: str, events: int, folder: Path) -> tuple[Path, int, int]:
@@ -97,23 +100,29 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) ->
           f"{covered:,} of them")
     ours_argv = [sys.executable, "-m", "orchestrator", "analyze", "--json", str(export)]
     run_measured(ours_argv)  # warm the page cache for both sides
-    nsys_times, ours_times, peaks = [], [], []
+    one_argv = [nsys, "stats", *(arg for r in NSYS_REPORTS for arg in ("--report", r)), "--format", "csv",
+                "--output", "-", str(export)]
+    one_times, each_times, ours_times, peaks = [], [], [], []
     for _ in range(rounds):
+        one_times.append(run_measured(one_argv)[0])
         each = [run_measured([nsys, "stats", "--report", r, "--format", "csv", "--output", "-", str(export)])[0]
                 for r in NSYS_REPORTS]
-        nsys_times.append(sum(each))
+        each_times.append(sum(each))
         seconds, peak = run_measured(ours_argv)
         ours_times.append(seconds)
         peaks.append(peak)
-        print(f"  nsys stats {' + '.join(f'{s:.2f}' for s in each)} = {sum(each):.2f} s | analyze {seconds:.2f} s, "
+        print(f"  nsys stats, one process {one_times[-1]:.2f} s; one per report "
+              f"{' + '.join(f'{s:.2f}' for s in each)} = {sum(each):.2f} s | analyze {seconds:.2f} s, "
               f"peak {peak / 2**20:.0f} MB")
-    ratio = statistics.median(nsys_times) / statistics.median(ours_times)
+    ours = statistics.median(ours_times)
+    ratio = statistics.median(one_times) / ours
     peak = max(peaks)
     ok = ratio >= TARGET_RATIO and peak < MEMORY_LIMIT
     verdict = ("ok" if ok else "MISSED") if workload == GATED else "for information"
-    print(f"  median: nsys stats {statistics.median(nsys_times):.2f} s, analyze {statistics.median(ours_times):.2f} s"
-          f" -> ratio {ratio:.2f}x (target >= {TARGET_RATIO:g}x); peak memory {peak / 2**30:.2f} GB (target < 2 GB)"
-          f" -> {verdict}")
+    print(f"  median: nsys stats {statistics.median(one_times):.2f} s in one process "
+          f"({statistics.median(each_times):.2f} s one report at a time: {statistics.median(each_times) / ours:.2f}x), "
+          f"analyze {ours:.2f} s -> ratio {ratio:.2f}x (target >= {TARGET_RATIO:g}x); peak memory "
+          f"{peak / 2**30:.2f} GB (target < {MEMORY_LIMIT / 2**30:g} GB) -> {verdict}")
     return ok or workload != GATED
 
 

@@ -10,3 +10,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # the TFLite pose models the analysis tests profile (from MediaPipe's wheel)
 .venv/bin/python scripts/fetch_pose_models.py
+# speedscope, a real consumer of the Chrome traces `orchestrate trace` writes: the tests open them in it
+if command -v npm >/dev/null && [ ! -f .venv/speedscope/node_modules/speedscope/dist/release/index.html ]; then
+    npm install --prefix .venv/speedscope --no-audit --no-fund --silent speedscope@1.25.0 >/dev/null
+fi

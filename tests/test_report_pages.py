@@ -97,6 +97,19 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
         assert charts["cores"]["drawn"] == len(summary["cores"])
     timeline = load_run(source, tmp_path).timeline
     assert charts["frame-timeline"]["drawn"] == timeline["events"] > 0
+    # the verdict's findings: where each happens, and a marker on the frame carrying most of it
+    findings = summary["verdict"]["findings"]
+    placed = [f for f in findings if f["frames"]]
+    assert opened.page.locator("[data-where]").count() == len(placed)
+    marked = {f["frames"][0]["index"] for f in placed}
+    assert opened.page.locator("svg[data-chart=frame-series] rect.finding").count() == len(marked)
+    slowest = timeline["slowest"]
+    if frames and frames["steady"]["count"] > 1:
+        steady = frames["per_frame_ns"][frames["count"] - frames["steady"]["count"]:]
+        assert slowest["frame"] == frames["count"] - len(steady) + steady.index(max(steady))
+        assert charts["slowest-frame-timeline"]["drawn"] == slowest["events"] > 0
+    else:
+        assert slowest is None and "slowest-frame-timeline" not in charts
     assert assert_tables_equal_summary(opened, summary) == sum(1 for k in API_TITLES if summary[k])
     opened.screenshot(f"report-{name}")
 

@@ -12,6 +12,7 @@ from .sampling import Samples, inclusive_hotspots, of_thread
 from .scheduling import CpuUse
 from .selection import Window
 from .trace import Trace
+from .where import Where, in_frames_count, in_frames_ns, where
 
 
 @dataclass(frozen=True)
@@ -30,22 +31,40 @@ class Evidence:
     gpu_busy_pct: float | None     # union of GPU work over the window
     hottest_self: str | None
     hottest_self_pct: float | None
+    window: tuple[int, int] = (0, 0)
+    gpu_wait_where: Where | None = None     # where each finding happens: the window, and its heaviest frames
+    wait_symbol_where: Where | None = None
+    blocking_where: Where | None = None
+    hottest_where: Where | None = None
+
+
+@dataclass(frozen=True)
+class Calls:
+    """A thread's time in some calls over a window: the total, the calls by time, and the clipped intervals."""
+    ns: int
+    names: tuple[str, ...]
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+NO_CALLS = Calls(0, (), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
 
 def time_in_calls(trace: Trace, table: str, names: tuple[str, ...], global_tid: int,
-                  window: tuple[int, int]) -> tuple[int, tuple[str, ...]]:
+                  window: tuple[int, int]) -> Calls:
     """Time the thread spends in the named (outermost) calls, clipped to the window, and which calls those were."""
     found = trace.calls_of_thread(table, names, global_tid, window)
     if found is None:
-        return 0, ()
+        return NO_CALLS
     rows, ids = found
-    spent = np.clip(rows["end"], *window) - np.clip(rows["start"], *window)
+    starts, ends = np.clip(rows["start"], *window), np.clip(rows["end"], *window)
+    spent = ends - starts
     by_name: dict[str, int] = {}
     name_ids, slot = np.unique(rows["nameId"], return_inverse=True)
     for name_id, ns in zip(name_ids, np.bincount(slot, weights=spent, minlength=len(name_ids))):
         by_name[ids[int(name_id)]] = by_name.get(ids[int(name_id)], 0) + int(ns)
     ranked = tuple(sorted(by_name, key=lambda n: -by_name[n]))
-    return int(spent.sum()), ranked
+    return Calls(int(spent.sum()), ranked, starts, ends)
 
 
 GPU_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -95,29 +114,38 @@ def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: i
                     names: dict[int, str]) -> Evidence:
     """The figures about the focus thread over the window that decide() weighs."""
     span = window.as_tuple()
-    wait_ns, blocking_ns = 0, 0
-    wait_calls: tuple[str, ...] = ()
-    blocking_calls: tuple[str, ...] = ()
+    gpu_wait, blocking = NO_CALLS, NO_CALLS
     thread_pct = None
     if gtid is not None:
         found = {table: time_in_calls(trace, table, names, gtid, span) for table, names in WAIT_TABLES.items()}
-        (gl_ns, gl_calls), (cu_ns, cu_calls) = found["OPENGL_API"], found["CUPTI_ACTIVITY_KIND_RUNTIME"]
-        wait_ns, wait_calls = gl_ns + cu_ns, gl_calls + cu_calls
-        blocking_ns, blocking_calls = found["OSRT_API"]
+        gl, cu = found["OPENGL_API"], found["CUPTI_ACTIVITY_KIND_RUNTIME"]
+        gpu_wait = Calls(gl.ns + cu.ns, gl.names + cu.names, np.r_[gl.starts, cu.starts], np.r_[gl.ends, cu.ends])
+        blocking = found["OSRT_API"]
         if use is not None:
             match = use.threads[use.threads["globalTid"] == gtid]["cpu_pct"]
             thread_pct = float(match.iloc[0]) if len(match) else 0.0
-    wait_symbol, wait_pct = _wait_symbol(trace, samples, gtid)
+    wait_symbol, wait_pct, wait_times = _wait_symbol(samples, gtid)
     busy = gpu_busy_ns(trace, span)
     in_window = frames.count_within(span) if frames is not None else 0
     hottest = hotspots["self"][0] if hotspots and hotspots["self"] else None
+
+    def calls_where(calls: Calls) -> Where | None:
+        return where(span, frames, in_frames_ns(frames, calls.starts, calls.ends) if frames else None) \
+            if calls.ns else None
+
+    def samples_where(times: np.ndarray | None) -> Where | None:
+        return None if times is None else where(span, frames, in_frames_count(frames, times) if frames else None,
+                                                "samples")
     return Evidence(
         window_ns=span[1] - span[0], thread=_thread_label(gtid, names) if gtid is not None else None,
-        frame_count=in_window, gpu_wait_ns=wait_ns, gpu_wait_calls=wait_calls, wait_symbol_pct=wait_pct,
-        wait_symbol=wait_symbol, blocking_ns=blocking_ns, blocking_calls=blocking_calls, thread_cpu_pct=thread_pct,
+        frame_count=in_window, gpu_wait_ns=gpu_wait.ns, gpu_wait_calls=gpu_wait.names, wait_symbol_pct=wait_pct,
+        wait_symbol=wait_symbol, blocking_ns=blocking.ns, blocking_calls=blocking.names, thread_cpu_pct=thread_pct,
         busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
         gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
-        hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None)
+        hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None,
+        window=span, gpu_wait_where=calls_where(gpu_wait), wait_symbol_where=samples_where(wait_times),
+        blocking_where=calls_where(blocking),
+        hottest_where=samples_where(_leaf_times(samples, hottest["symbol"]) if hottest and samples else None))
 
 
 def _busiest_thread(use: CpuUse | None, names: dict[int, str]) -> int | None:
@@ -139,12 +167,23 @@ def _busiest_api_thread(trace: Trace) -> int | None:
     return None
 
 
-def _wait_symbol(trace: Trace, samples: Samples | None, gtid: int | None) -> tuple[str | None, float]:
-    """The wait function (WaitForCompletion...) most present in the focus thread's samples, and its share."""
+def _wait_symbol(samples: Samples | None, gtid: int | None) -> tuple[str | None, float, np.ndarray | None]:
+    """The wait function (WaitForCompletion...) most present in the focus thread's samples, its share, and
+    when the samples inside it were taken."""
     mine = of_thread(samples, gtid) if samples is not None and gtid is not None else None
     if mine is None:
-        return None, 0.0
+        return None, 0.0, None
     for row in inclusive_hotspots(mine).to_dict(orient="records"):
         if WAIT_SYMBOL.search(row["symbol"]):
-            return row["symbol"], float(row["pct"])
-    return None, 0.0
+            code = mine.names.index(row["symbol"])
+            holding = np.unique(mine.chain_ids[mine.symbols == code])
+            return row["symbol"], float(row["pct"]), mine.starts[np.isin(mine.ids, holding)]
+    return None, 0.0, None
+
+
+def _leaf_times(samples: Samples, symbol: str) -> np.ndarray | None:
+    """When the samples whose leaf is ``symbol`` were taken."""
+    if symbol not in samples.names:
+        return None
+    leaf = (samples.depths == 0) & (samples.symbols == samples.names.index(symbol))
+    return samples.starts[np.isin(samples.ids, samples.chain_ids[leaf])]

@@ -10,12 +10,15 @@ import os
 import re
 import sqlite3
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from ..symbols import Resolver
 from .names import string_values
+
+if TYPE_CHECKING:  # pyelftools loads only when --symbols is given
+    from ..symbols import Resolver
 
 ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
 MODULE_LABELS = {"//anon": "[JIT]", "": "[unknown]"}  # //anon: anonymous executable memory, i.e. JIT code

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from ..symbols import Resolver
 from .durations import argsort_pairs
 from .frame_names import module_label, name_frames
 from .names import ID_MASK, PID_SHIFT
 from .trace import Trace
+
+if TYPE_CHECKING:  # pyelftools loads only when --symbols is given
+    from ..symbols import Resolver
 
 TREE_MIN_SHARE = 0.01  # tree nodes under 1 % of the window's samples are pruned
 TREE_MAX_DEPTH = 64

@@ -10,12 +10,12 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ReportError, UsageError
-from ..symbols import Resolver, SymbolFiles
 from . import api_summaries, sampling, scheduling
 from .calls import WAIT_TABLES
 from .capture import capture_section, cpu_count
@@ -26,6 +26,9 @@ from .schema import Schema
 from .selection import AnalysisOptions, Window, parse_range, pick_processes
 from .trace import Trace
 from .verdict import decide
+
+if TYPE_CHECKING:
+    from ..symbols import Resolver
 
 SUMMARY_VERSION = 1
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
@@ -66,7 +69,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     threads_by_tid = thread_names(conn, schema)
     skip = [gtid for gtid, name in threads_by_tid.items() if name.startswith(PROFILER_THREAD_PREFIX)]
 
-    resolver = Resolver(SymbolFiles(list(options.symbols))) if options.symbols else None
+    resolver = symbol_resolver(options)
     samples = sampling.load_samples(trace, window.as_tuple(), pids, skip, resolver)
     hotspots = hotspots_section(samples, skip, resolver)
     cpus = cpu_count(conn, schema)
@@ -98,6 +101,14 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         **apis,
         "verdict": decide(evidence),
     }
+
+
+def symbol_resolver(options: AnalysisOptions) -> Resolver | None:
+    """The resolver for --symbols (pyelftools loads only when it is asked for)."""
+    if not options.symbols:
+        return None
+    from ..symbols import Resolver, SymbolFiles
+    return Resolver(SymbolFiles(list(options.symbols)))
 
 
 def choose_window(options: AnalysisOptions, span: tuple[int, int], frames: Frames | None) -> Window:

@@ -18,6 +18,7 @@ from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, 
 from .schema import Schema
 
 MAX_EVENTS = 3000  # past this the longest events are kept: a frame's structure, not its noise
+OSRT_CALL_CLASS = 27  # other OSRT_API rows are zero-length "profiling started/finished" markers
 
 # kind -> (table, columns that must exist, name id column or None)
 THREAD_SOURCES = {
@@ -26,7 +27,21 @@ THREAD_SOURCES = {
     "osrt": ("OSRT_API", ("start", "end", "globalTid", "nameId"), "nameId"),
     "cuda_api": ("CUPTI_ACTIVITY_KIND_RUNTIME", ("start", "end", "globalTid", "nameId"), "nameId"),
 }
-KIND_ORDER = ("nvtx", "opengl", "cuda_api", "osrt", "cuda_kernel", "memcpy")
+GPU_KINDS = ("cuda_kernel", "memcpy", "opengl_gpu")
+KIND_ORDER = ("nvtx", "opengl", "cuda_api", "osrt", "cuda_kernel", "memcpy")  # what the page's timeline draws
+ALL_KINDS = (*THREAD_SOURCES, *GPU_KINDS)
+
+
+@dataclass(frozen=True)
+class SpanEvent:
+    """One event of the report overlapping a span, with where it ran: a thread, or a GPU's stream/context."""
+    kind: str
+    name: str
+    start_ns: int
+    end_ns: int
+    global_tid: int | None = None
+    device: int | None = None
+    stream: int | None = None   # CUDA stream, or OpenGL context for opengl_gpu
 
 
 @dataclass(frozen=True)
@@ -38,15 +53,22 @@ class Event:
     end_ns: int
 
 
+def span_events(conn: sqlite3.Connection, schema: Schema, span: tuple[int, int],
+                kinds: tuple[str, ...] = ALL_KINDS) -> list[SpanEvent]:
+    """Every event of the given kinds that overlaps the span, with its real start, end and name."""
+    events: list[SpanEvent] = []
+    for kind, (table, columns, name_column) in THREAD_SOURCES.items():
+        if kind in kinds and schema.has(table, *columns):
+            events += _thread_events(conn, schema, kind, table, name_column, span)
+    return events + _gpu_events(conn, schema, span, kinds)
+
+
 def frame_timeline(conn: sqlite3.Connection, schema: Schema, span: tuple[int, int],
                    max_events: int = MAX_EVENTS) -> dict:
     """{start_ns, end_ns, lanes: [{name, events: [{kind, name, start_ns, end_ns, level}]}], events, dropped}."""
     threads = thread_names(conn, schema)
-    events: list[Event] = []
-    for kind, (table, columns, name_column) in THREAD_SOURCES.items():
-        if schema.has(table, *columns):
-            events += _thread_events(conn, schema, kind, table, name_column, span, threads)
-    events += _gpu_events(conn, schema, span)
+    events = [Event(_lane(e, threads), e.kind, e.name, e.start_ns, e.end_ns)
+              for e in span_events(conn, schema, span, KIND_ORDER)]
     events = [e for e in events if not e.lane.startswith(PROFILER_THREAD_PREFIX)]
     dropped = max(0, len(events) - max_events)
     if dropped:
@@ -55,41 +77,58 @@ def frame_timeline(conn: sqlite3.Connection, schema: Schema, span: tuple[int, in
             "dropped": dropped}
 
 
+def _lane(event: SpanEvent, threads: dict[int, str]) -> str:
+    if event.global_tid is not None:
+        return _thread_label(event.global_tid, threads)
+    return f"GPU {event.device} stream {event.stream}"
+
+
 def _thread_events(conn: sqlite3.Connection, schema: Schema, kind: str, table: str, name_column: str | None,
-                   span: tuple[int, int], threads: dict[int, str]) -> list[Event]:
-    where = 'start < :end AND "end" > :start'
+                   span: tuple[int, int]) -> list[SpanEvent]:
+    where = 'start < :end AND "end" > :start AND globalTid IS NOT NULL'
     if kind == "nvtx":
         text = "text" if schema.has(table, "text") else "NULL"
         text_id = "textId" if schema.has(table, "textId") else "NULL"
         query = (f'SELECT start, "end", globalTid, {text_id}, {text} FROM NVTX_EVENTS WHERE {where} '
                  f'AND eventType IN ({",".join(map(str, NVTX_RANGE_TYPES))})')
     else:
+        if table == "OSRT_API" and schema.has(table, "eventClass"):
+            where += f" AND eventClass = {OSRT_CALL_CLASS}"
         query = f'SELECT start, "end", globalTid, {name_column}, NULL FROM "{table}" WHERE {where}'
     rows = conn.execute(query, {"start": span[0], "end": span[1]}).fetchall()
     names = string_values(conn, [r[3] for r in rows if r[3] is not None])
-    return [Event(_thread_label(gtid, threads), kind, names.get(name_id, text) if name_id is not None else text or "",
-                  int(start), int(end))
-            for start, end, gtid, name_id, text in rows if gtid is not None]
+    return [SpanEvent(kind, names.get(name_id, text) if name_id is not None else text or "", int(start), int(end),
+                      int(gtid)) for start, end, gtid, name_id, text in rows]
 
 
-def _gpu_events(conn: sqlite3.Connection, schema: Schema, span: tuple[int, int]) -> list[Event]:
-    found: list[Event] = []
+def _gpu_events(conn: sqlite3.Connection, schema: Schema, span: tuple[int, int],
+                kinds: tuple[str, ...]) -> list[SpanEvent]:
+    found: list[SpanEvent] = []
     params = {"start": span[0], "end": span[1]}
-    if schema.has("CUPTI_ACTIVITY_KIND_KERNEL", "start", "end", "deviceId", "streamId", "shortName"):
+    overlap = 'WHERE start < :end AND "end" > :start'
+    if "cuda_kernel" in kinds and schema.has("CUPTI_ACTIVITY_KIND_KERNEL", "start", "end", "deviceId", "streamId",
+                                             "shortName"):
         rows = conn.execute('SELECT start, "end", deviceId, streamId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL '
-                            'WHERE start < :end AND "end" > :start', params).fetchall()
+                            + overlap, params).fetchall()
         names = string_values(conn, [r[4] for r in rows])
-        found += [Event(f"GPU {device} stream {stream}", "cuda_kernel", names.get(name, "[kernel]"), start, end)
+        found += [SpanEvent("cuda_kernel", names.get(name, "[kernel]"), start, end, None, device, stream)
                   for start, end, device, stream, name in rows]
     for table, kind_column in (("CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind"), ("CUPTI_ACTIVITY_KIND_MEMSET", None)):
-        if not schema.has(table, "start", "end", "deviceId", "streamId"):
+        if "memcpy" not in kinds or not schema.has(table, "start", "end", "deviceId", "streamId"):
             continue
         kind = kind_column if kind_column and schema.has(table, kind_column) else "NULL"
-        rows = conn.execute(f'SELECT start, "end", deviceId, streamId, {kind} FROM {table} '
-                            'WHERE start < :end AND "end" > :start', params).fetchall()
-        found += [Event(f"GPU {device} stream {stream}", "memcpy",
-                        "[CUDA memset]" if copy_kind is None else memop_name(int(copy_kind)), start, end)
-                  for start, end, device, stream, copy_kind in rows]
+        rows = conn.execute(f'SELECT start, "end", deviceId, streamId, {kind} FROM {table} ' + overlap,
+                            params).fetchall()
+        found += [SpanEvent("memcpy", "[CUDA memset]" if copy_kind is None else memop_name(int(copy_kind)),
+                            start, end, None, device, stream) for start, end, device, stream, copy_kind in rows]
+    if "opengl_gpu" in kinds and schema.has("OPENGL_WORKLOAD", "start", "end", "nameId"):
+        gpu = "coalesce(gpu, 0)" if schema.has("OPENGL_WORKLOAD", "gpu") else "0"
+        context = "coalesce(contextId, 0)" if schema.has("OPENGL_WORKLOAD", "contextId") else "0"
+        rows = conn.execute(f'SELECT start, "end", {gpu}, {context}, nameId FROM OPENGL_WORKLOAD ' + overlap,
+                            params).fetchall()
+        names = string_values(conn, [r[4] for r in rows])
+        found += [SpanEvent("opengl_gpu", names.get(name, "[OpenGL workload]"), start, end, None, device, ctx)
+                  for start, end, device, ctx, name in rows]
     return found
 
 

@@ -9,11 +9,14 @@ frames, the app thread that used the most CPU):
   io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
   unknown     none of these
 Confidence is "high" when the deciding share is well past its threshold, else "medium"; "low" for unknown.
+Each evidence line comes again in ``findings`` with where it happens: the window and, with frames, the
+frames carrying most of it (start and end in ns), for the page to mark and for --json users to jump to.
 """
 from __future__ import annotations
 
 from .calls import SWAP_CALLS
 from .evidence import Evidence
+from .where import Where
 
 GPU_WAIT_SHARE, GPU_BUSY_SHARE, CPU_SHARE, BLOCKING_SHARE = 0.30, 0.85, 0.70, 0.50
 
@@ -30,28 +33,35 @@ def _per_frame(ev: Evidence, ns: int) -> str:
 
 def decide(ev: Evidence) -> dict:
     on = f" on {ev.thread}" if ev.thread else ""
-    evidence: list[str] = []
+    findings: list[dict] = []
+
+    def found(text: str, kind: str, at: Where | None = None) -> None:
+        findings.append({"text": text, "kind": kind, **(at or Where(*ev.window)).to_json()})
+
     wait_share = ev.gpu_wait_ns / ev.window_ns if ev.window_ns else 0.0
     symbol_share = ev.wait_symbol_pct / 100.0
     blocking_share = ev.blocking_ns / ev.window_ns if ev.window_ns else 0.0
     cpu_share = (ev.thread_cpu_pct or 0.0) / 100.0
     gpu_share = (ev.gpu_busy_pct or 0.0) / 100.0
     if wait_share >= 0.01:
-        evidence.append(f"{wait_share * 100:.0f} % of the time{on} is spent waiting for the GPU in "
-                        f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})")
+        found(f"{wait_share * 100:.0f} % of the time{on} is spent waiting for the GPU in "
+              f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})", "gpu_wait", ev.gpu_wait_where)
     if ev.wait_symbol:
-        evidence.append(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}")
+        found(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}", "wait_function",
+              ev.wait_symbol_where)
     if ev.gpu_busy_pct is not None:
-        evidence.append(f"GPU work recorded by nsys covers {ev.gpu_busy_pct:.0f} % of the window")
+        found(f"GPU work recorded by nsys covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy")
     if ev.thread_cpu_pct is not None:
-        evidence.append(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window")
+        found(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window", "thread_cpu")
     if ev.busy_cores is not None:
-        evidence.append(f"{ev.busy_cores:.2g} cores busy on average")
+        found(f"{ev.busy_cores:.2g} cores busy on average", "cores")
     if ev.blocking_ns:
-        evidence.append(f"{blocking_share * 100:.0f} % of the time{on} is in blocking OS calls "
-                        f"({', '.join(ev.blocking_calls[:3])})")
+        found(f"{blocking_share * 100:.0f} % of the time{on} is in blocking OS calls "
+              f"({', '.join(ev.blocking_calls[:3])})", "blocking", ev.blocking_where)
     if ev.hottest_self:
-        evidence.append(f"hottest function: {ev.hottest_self} ({ev.hottest_self_pct:.0f} % of samples)")
+        found(f"hottest function: {ev.hottest_self} ({ev.hottest_self_pct:.0f} % of samples)", "hottest_function",
+              ev.hottest_where)
+    evidence = [finding["text"] for finding in findings]
 
     deciding = max(wait_share, symbol_share)
     if deciding >= GPU_WAIT_SHARE:
@@ -64,9 +74,10 @@ def decide(ev: Evidence) -> dict:
         kind, share, threshold = "io_or_sleep", blocking_share, BLOCKING_SHARE
     else:
         return {"kind": "unknown", "confidence": "low", "summary": "no single bottleneck stands out",
-                "evidence": evidence}
+                "evidence": evidence, "findings": findings}
     confidence = "high" if share >= threshold + (1 - threshold) / 2 else "medium"
-    return {"kind": kind, "confidence": confidence, "summary": _summary(kind, share, ev, on), "evidence": evidence}
+    return {"kind": kind, "confidence": confidence, "summary": _summary(kind, share, ev, on), "evidence": evidence,
+            "findings": findings}
 
 
 def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:

@@ -124,6 +124,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_symbols_option(report)
     _add_nsys_option(report)
 
+    trace = sub.add_parser("trace", help="write a report's events as a Chrome trace (Perfetto UI, speedscope)",
+                           description="Write the Chrome trace event format ({\"traceEvents\": [...]}, times in "
+                                       "microseconds on the report's clock): threads with their OpenGL, OS runtime, "
+                                       "NVTX and CUDA API calls, GPU streams with kernels and memory operations, CPU "
+                                       "samples as instant events, frames on a Frames track. Covers the analysis "
+                                       "window (steady frames, else the whole capture) unless told otherwise.")
+    trace.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
+    trace.add_argument("-o", "--output", type=Path, help="JSON file (default: trace.json in the run folder, else "
+                                                         "NAME.trace.json beside the report)")
+    span = trace.add_mutually_exclusive_group()
+    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s)")
+    span.add_argument("--frame", type=int, help="frame N only (0 is the first frame)")
+    trace.add_argument("--process", help="only this process (name as in the capture)")
+    trace.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame")
+    trace.add_argument("--max-events", type=int, default=200_000,
+                       help="stop after this many events, in time order (default 200000: ~30 MB)")
+    _add_symbols_option(trace)
+    _add_nsys_option(trace)
+
     compare = sub.add_parser("compare", help="put two or more runs side by side, with deltas",
                              description="Compare runs (folders or reports) against the first: frame times, first "
                                          "frame, cores busy, top functions, verdict. Writes an HTML page and the same "
@@ -159,6 +178,29 @@ def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
 
 def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
+    parser.add_argument("--export-on", metavar="TARGET",
+                        help="export the .nsys-rep/.qdrep with this target's nsys (for reports newer than the nsys "
+                             "here); the SQLite comes back verified, beside the report")
+    parser.add_argument("--inventory", help="inventory YAML for --export-on (as for profile)")
+    _add_ssh_options(parser)
+
+
+def _export_first(args: argparse.Namespace, source: Path, console: Console) -> None:
+    """With --export-on, export the source's report with that target's nsys before anything reads it."""
+    if not args.export_on:
+        return
+    from ..runs.remote_export import export_on_target
+    from ..targets.transport import ConnectOptions
+    report = source
+    if source.is_dir():
+        found = [source / n for n in ("report.nsys-rep", "report.qdrep") if (source / n).is_file()]
+        if not found:
+            raise UsageError(f"--export-on: {source} holds no report.nsys-rep or report.qdrep",
+                             "give a run folder whose report came back, or the report file")
+        report = found[0]
+    host = load_inventory(args.inventory).host(args.export_on)
+    done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
+    console.print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", highlight=False)
 
 
 def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
@@ -260,6 +302,7 @@ def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
     from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
                               frame_range=args.frame_range, symbols=tuple(args.symbols))
+    _export_first(args, args.report, console)
     summary = analyze_report(args.report, options, args.nsys)
     if args.json:
         print(json.dumps(summary))
@@ -271,7 +314,27 @@ def cmd_analyze(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from ..report import write_report  # imported here: pandas, numpy and jinja load slowly
+    _export_first(args, args.source, console)
     print(write_report(args.source, args.output, args.nsys, tuple(args.symbols)))
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace, console: Console) -> int:
+    from ..analysis import AnalysisOptions
+    from ..report.chrome_trace import write_chrome_trace
+    if args.max_events < 1:
+        raise UsageError(f"--max-events {args.max_events}: needs at least one event", "e.g. --max-events 200000")
+    output = args.output or (args.source / "trace.json" if args.source.is_dir()
+                             else args.source.with_name(f"{args.source.stem}.trace.json"))
+    options = AnalysisOptions(window=args.window, frame=args.frame, process=args.process,
+                              frame_range=args.frame_range, symbols=tuple(args.symbols))
+    _export_first(args, args.source, console)
+    written = write_chrome_trace(args.source, output, options, args.nsys, args.max_events)
+    if written.truncated_at_ns is not None:
+        console.print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
+                      f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
+                      "give a --window or a --frame", highlight=False)
+    print(written.path)
     return 0
 
 
@@ -324,7 +387,8 @@ def cmd_targets(args: argparse.Namespace, console: Console) -> int:
 
 
 COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
-            "analyze": cmd_analyze, "report": cmd_report, "compare": cmd_compare, "parse": cmd_parse,
+            "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
+            "parse": cmd_parse,
             "study": cmd_study}
 
 

@@ -54,6 +54,7 @@ def export_on_host(nsys: HostNsys, report: Path, sqlite: Path, timeout_s: float 
         partial.unlink(missing_ok=True)
         tail = done.stdout.strip().splitlines()[-1:] or ["no output"]
         raise ReportError(f"nsys {nsys.version} could not export {report.name}: {tail[0]}",
-                          "the report may come from a newer nsys; install that version here")
+                          "the report may come from a newer nsys: export it with the board's nsys "
+                          "(--export-on TARGET), or install that version here")
     partial.replace(sqlite)
     return sqlite

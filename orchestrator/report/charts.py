@@ -96,9 +96,11 @@ def decimate(values: np.ndarray, max_points: int = MAX_SERIES_POINTS) -> np.ndar
     return np.unique(np.array(keep, dtype=np.int64))
 
 
-def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float]) -> Chart:
+def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float],
+                 findings: dict[int, list[str]] | None = None) -> Chart:
     """Frame time over the run: one point per frame (decimated), warm-up shaded, first frame marked,
-    horizontal lines at the given levels (p50, p90, p99)."""
+    horizontal lines at the given levels (p50, p90, p99), and a marker on each frame that carries most of
+    a verdict finding (``findings``: frame index -> the findings' kinds)."""
     height, left, right, top, bottom = 260.0, 56.0, 16.0, 12.0, 30.0
     values = np.asarray(per_frame_ns, dtype=np.float64) / 1e6
     kept = decimate(values)
@@ -133,6 +135,11 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
     if len(values):
         chart.rects.append(Rect(x_of(0) - 3, y_of(values[0]) - 3, 6, 6, "first",
                                 f"first frame: {format_ns(per_frame_ns[0])}"))
+    for index, kinds in sorted((findings or {}).items()):
+        if 0 <= index < len(values):
+            chart.rects.append(Rect(x_of(index) - 4, y_of(values[index]) - 4, 8, 8, "finding",
+                                    f"frame {index} ({format_ns(per_frame_ns[index])}): most of "
+                                    + ", ".join(k.replace("_", " ") for k in kinds)))
     return chart
 
 
@@ -215,13 +222,13 @@ def flame_graph(tree: dict, max_depth: int = 80) -> Chart:
     return Chart("flame-graph", WIDTH, (deepest + 1) * row_h, rects)
 
 
-def timeline_chart(timeline: dict) -> Chart:
+def timeline_chart(timeline: dict, name: str = "frame-timeline") -> Chart:
     """One lane per thread or GPU stream, rows inside a lane by kind and nesting level."""
     label_w, row_h, gap = 190.0, 14.0, 8.0
     start, end = timeline["start_ns"], timeline["end_ns"]
     plot_w = WIDTH - label_w - 8
     scale = plot_w / max(end - start, 1)
-    chart = Chart("frame-timeline", WIDTH, 0)
+    chart = Chart(name, WIDTH, 0)
     y = 22.0
     for tick in nice_ticks(0, (end - start) / 1e6, 8):
         x = label_w + tick * 1e6 * scale

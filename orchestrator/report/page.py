@@ -46,6 +46,7 @@ class Verdict:
     confidence: str
     sentence: str
     evidence: list[str]
+    where: list[str] = field(default_factory=list)  # per evidence line: where it happens, in words ("" if nowhere)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class TimelineSection:
     chart: Chart
     kinds: list[str]
     note: str
+    findings: list[str] = field(default_factory=list)  # the verdict's findings heaviest in this frame
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ class ReportPage:
     api_tables: list[Table]
     api_missing: list[Fact]
     missing: dict[str, str] = field(default_factory=dict)
+    slowest_timeline: TimelineSection | None = None  # the slowest steady frame's, beside the representative one
 
 
 def report_page(run: RunData) -> ReportPage:
@@ -124,7 +127,8 @@ def report_page(run: RunData) -> ReportPage:
             missing[section] = reason
         return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing)
     window = window_words(summary["window"])
-    frames = frames_section(summary["frames"])
+    findings = summary["verdict"].get("findings") or []  # summaries from before findings have none
+    frames = frames_section(summary["frames"], findings)
     if frames is None:
         missing["frames"] = no_frames_reason(summary)
     hotspots = hotspots_section(summary["hotspots"], window)
@@ -137,13 +141,14 @@ def report_page(run: RunData) -> ReportPage:
     if cpu is None:
         missing["cpu"] = ("no context switches and no CPU samples: per-core and per-thread use are unknown "
                           "(profile with --sample cpu)")
-    timeline = timeline_section(run.timeline)
+    timeline = timeline_section(run.timeline, findings)
     if timeline is None:
         missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
+    slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline")
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
-                      timeline, tables, absent, missing)
+                      timeline, tables, absent, missing, slowest)
 
 
 def _title(run: RunData) -> str:
@@ -226,8 +231,29 @@ def window_words(window: dict) -> str:
 
 
 def verdict_section(verdict: dict) -> Verdict:
+    findings = verdict.get("findings") or []
     return Verdict(verdict["kind"], VERDICT_TITLES.get(verdict["kind"], verdict["kind"]), verdict["confidence"],
-                   verdict["summary"], list(verdict["evidence"]))
+                   verdict["summary"], list(verdict["evidence"]), [where_words(f) for f in findings])
+
+
+def where_words(finding: dict) -> str:
+    """'most in frames 716 (8.28 ms of it), 101 (...)' for a finding with frames, else ''."""
+    if not finding.get("frames"):
+        return ""
+    parts = []
+    for frame in finding["frames"]:
+        amount = f"{frame['samples']} samples" if "samples" in frame else f"{format_ms(frame['ns'])} of it"
+        parts.append(f"{frame['index']} ({amount}, at {frame['start_ns'] / 1e9:.3f} s)")
+    return "most in frames " + ", ".join(parts)
+
+
+def heaviest_frames(findings: list[dict]) -> dict[int, list[str]]:
+    """frame index -> the kinds of the findings whose heaviest frame it is."""
+    marks: dict[int, list[str]] = {}
+    for finding in findings:
+        if finding.get("frames"):
+            marks.setdefault(finding["frames"][0]["index"], []).append(finding["kind"])
+    return marks
 
 
 def no_frames_reason(summary: dict) -> str:
@@ -238,7 +264,7 @@ def no_frames_reason(summary: dict) -> str:
             "frame with --frame-range, or frame_delimiter in the app spec)")
 
 
-def frames_section(frames: dict | None) -> FramesSection | None:
+def frames_section(frames: dict | None, findings: list[dict] | None = None) -> FramesSection | None:
     if frames is None:
         return None
     steady, warmup = frames["steady"], frames["warmup"]["frames"]
@@ -257,7 +283,8 @@ def frames_section(frames: dict | None) -> FramesSection | None:
     if len(per_frame) > charts.MAX_SERIES_POINTS:
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
-    return FramesSection(stats, charts.frame_series(per_frame, warmup, levels), charts.histogram(steady_values), notes)
+    series = charts.frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
+    return FramesSection(stats, series, charts.histogram(steady_values), notes)
 
 
 def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | None:
@@ -341,10 +368,12 @@ def cpu_section(summary: dict, window: str) -> CpuSection | None:
     return CpuSection(summary["cpu_source"], window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
 
 
-def timeline_section(timeline: dict | None) -> TimelineSection | None:
+def timeline_section(timeline: dict | None, findings: list[dict] | None = None,
+                     name: str = "frame-timeline") -> TimelineSection | None:
     if not timeline or not timeline["lanes"]:
         return None
     kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
     note = f"{timeline['dropped']:,} shorter events left out" if timeline["dropped"] else ""
-    return TimelineSection(timeline["caption"], charts.timeline_chart(timeline), kinds, note)
-
+    frame = timeline.get("frame")
+    here = [f["text"] for f in findings or [] if any(fr["index"] == frame for fr in f.get("frames", []))]
+    return TimelineSection(timeline["caption"], charts.timeline_chart(timeline, name), kinds, note, here)

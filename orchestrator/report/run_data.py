@@ -82,14 +82,21 @@ def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
     try:
         schema = probe(conn)
         frames = summary["frames"]
+        slowest = None
         if frames and frames["count"]:
             first_steady = first_steady_index(frames["count"], frames["warmup"]["frames"])
             index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"])
-            start = frames["frame_starts_ns"][index]
-            span = (start, start + frames["per_frame_ns"][index])
+            span = _frame_span(frames, index)
             caption = (f"frame {index} of {frames['count']}: {format_ms(span[1] - span[0])}, the steady frame "
                        f"closest to the median ({format_ms(frames['steady']['p50_ns'])})")
+            slow = slowest_frame(frames["per_frame_ns"], first_steady)
+            if slow != index:
+                slow_span = _frame_span(frames, slow)
+                slowest = {**frame_timeline(conn, schema, slow_span), "frame": slow,
+                           "caption": f"frame {slow} of {frames['count']}: {format_ms(slow_span[1] - slow_span[0])}, "
+                                      f"the slowest steady frame"}
         else:
+            index = None
             window = (summary["window"]["start_ns"], summary["window"]["end_ns"])
             span = busy_span(conn, schema, window, NO_FRAME_SLICE_NS)
             caption = (f"no frames: {format_ns(span[1] - span[0])} of the capture, around "
@@ -101,7 +108,19 @@ def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
         conn.close()
     if not timeline["lanes"]:
         return None, f"nothing traced in that span ({caption})"
-    return {**timeline, "caption": caption}, None
+    return {**timeline, "caption": caption, "frame": index,
+            "slowest": slowest if slowest and slowest["lanes"] else None}, None
+
+
+def _frame_span(frames: dict, index: int) -> tuple[int, int]:
+    start = frames["frame_starts_ns"][index]
+    return start, start + frames["per_frame_ns"][index]
+
+
+def slowest_frame(per_frame_ns: list[int], first_steady: int) -> int:
+    """The slowest steady frame (the first of equals): the frame that tells what goes wrong."""
+    steady = per_frame_ns[first_steady:]
+    return first_steady + max(range(len(steady)), key=lambda i: (steady[i], -i)) if steady else 0
 
 
 def _read_json(path: Path) -> dict | None:
