@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import ReportError
 
 CHUNK_ROWS = 2_000_000
+EXTENT = ("_first", "_last")  # keys of the extent columns int_columns_between adds when asked
 
 
 def rowid_bounds(conn: sqlite3.Connection, table: str) -> tuple[int, int] | None:
@@ -32,9 +33,10 @@ def rowid_chunks(conn: sqlite3.Connection, table: str, rows: int = CHUNK_ROWS) -
 
 
 def int_columns(conn: sqlite3.Connection, table: str, exprs: dict[str, str], where: str = "1",
-                params: dict | None = None) -> dict[str, np.ndarray]:
+                params: dict | None = None, extent: tuple[str, str] | None = None) -> dict[str, np.ndarray]:
     """Evaluate integer SQL expressions over the rows of ``table`` matching ``where``."""
-    parts = [int_columns_between(conn, table, exprs, span, where, params) for span in rowid_chunks(conn, table)]
+    parts = [int_columns_between(conn, table, exprs, span, where, params, extent)
+             for span in rowid_chunks(conn, table)]
     return concat_columns(exprs, parts)
 
 
@@ -43,20 +45,27 @@ def concat_columns(exprs: dict[str, str], parts: list[dict[str, np.ndarray]]) ->
         return {name: np.empty(0, dtype=np.int64) for name in exprs}
     if len(parts) == 1:
         return parts[0]
-    return {name: np.concatenate([part[name] for part in parts]) for name in exprs}
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def int_columns_between(conn: sqlite3.Connection, table: str, exprs: dict[str, str], span: tuple[int, int],
-                        where: str = "1", params: dict | None = None) -> dict[str, np.ndarray]:
+                        where: str = "1", params: dict | None = None,
+                        extent: tuple[str, str] | None = None) -> dict[str, np.ndarray]:
     """int_columns for the rows whose rowid lies in ``span``.
 
     Every expression must be non-NULL for the selected rows (wrap it in coalesce otherwise): a NULL would
-    be skipped by group_concat and shift the columns against each other, which is checked.
+    be skipped by group_concat and shift the columns against each other, which is checked. With ``extent``
+    (a start and an end expression), the same pass also gives the first start and the last end of the rows,
+    as one-value columns under EXTENT's keys (empty without rows).
     """
     select = ", ".join(f"group_concat({expr})" for expr in exprs.values())
-    sql = f'SELECT count(*), {select} FROM "{table}" WHERE rowid BETWEEN :_lo AND :_hi AND ({where})'
-    count, *texts = conn.execute(sql, {**(params or {}), "_lo": span[0], "_hi": span[1]}).fetchone()
+    bounds = f"min({extent[0]}), max({extent[1]})" if extent else "NULL, NULL"
+    sql = f'SELECT count(*), {bounds}, {select} FROM "{table}" WHERE rowid BETWEEN :_lo AND :_hi AND ({where})'
+    count, first, last, *texts = conn.execute(sql, {**(params or {}), "_lo": span[0], "_hi": span[1]}).fetchone()
     columns = {}
+    if extent:
+        columns[EXTENT[0]] = np.array([] if first is None else [first], dtype=np.int64)
+        columns[EXTENT[1]] = np.array([] if last is None else [last], dtype=np.int64)
     for name, text in zip(exprs, texts):
         columns[name] = _parse(text)
         if len(columns[name]) != count:

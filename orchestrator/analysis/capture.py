@@ -5,16 +5,18 @@ import sqlite3
 
 from .names import pid_of, pid_sql, process_names, thread_names
 from .schema import KNOWN_TABLES, Schema
+from .trace import Trace
 
 PLATFORM_FIELDS = ("Hostname", "HardwarePlatform", "SoftwarePlatform", "OsDescription", "SoftwareReleaseVersion",
                    "CpuArchitecture", "CpuDescription", "CpuCores", "CpuSpeedMhz", "NvDriverVersion")
 
 
-def capture_span(conn: sqlite3.Connection, schema: Schema) -> tuple[int, int]:
+def capture_span(conn: sqlite3.Connection, schema: Schema, trace: Trace | None = None) -> tuple[int, int]:
     """Start and end of the whole capture on the trace's own clock (ns): every event, and the session span.
 
     nsys 2024.x writes events outside ANALYSIS_DETAILS' startTime..stopTime (CPU samples from before it),
     so the session span alone is not the whole capture; legacy (2020.x) exports have no such table at all.
+    With ``trace``, the tables it reads give their span from that same read instead of a scan of their own.
     """
     lows, highs = [], []
     if schema.has("ANALYSIS_DETAILS", "startTime", "stopTime"):
@@ -23,7 +25,11 @@ def capture_span(conn: sqlite3.Connection, schema: Schema) -> tuple[int, int]:
             lows.append(int(start))
             highs.append(int(stop))
     for table in schema.known_tables():
-        if schema.has(table, "start"):
+        known = trace.extent(table) if trace is not None else None
+        if known is not None:
+            lows.append(known[0])
+            highs.append(known[1])
+        elif schema.has(table, "start"):
             end = '"end"' if schema.has(table, "end") else "start"
             low, high = conn.execute(f'SELECT min(start), max({end}) FROM "{table}"').fetchone()
             if low is not None:
@@ -77,8 +83,8 @@ def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
     return [{"pid": pid, "name": names.get(pid, "")} for pid in sorted(pids) if pid]
 
 
-def capture_section(conn: sqlite3.Connection, schema: Schema) -> dict:
-    start, end = capture_span(conn, schema)
+def capture_section(conn: sqlite3.Connection, schema: Schema, trace: Trace | None = None) -> dict:
+    start, end = capture_span(conn, schema, trace)
     return {"duration_ns": end - start, "start_ns": start, "end_ns": end, "nsys_version": schema.exporter_version,
             "export_schema": "legacy" if schema.legacy else "current",
             "platform": platform(conn, schema), "processes": traced_processes(conn, schema),

@@ -56,7 +56,7 @@ def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> dict:
 def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     conn, schema = trace.conn, trace.schema
     trace.start_reading()  # the tables load on the workers while capture, frames and window are found
-    capture = capture_section(conn, schema)
+    capture = capture_section(conn, schema, trace)
     span = (capture["start_ns"], capture["end_ns"])
     if span[1] <= span[0]:
         raise ReportError("the capture is empty (it lasts 0 ns)", "profile again with a longer --duration")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bulk import concat_columns, int_columns, int_columns_between, rowid_bounds, rowid_chunks
+from .bulk import EXTENT, concat_columns, int_columns, int_columns_between, rowid_bounds, rowid_chunks
 from .schema import Schema, connect
 
 # Tables read in parallel from the start: the CPU-use tables first (the focus thread depends on them), then
@@ -38,6 +38,7 @@ class Read:
     table: str
     exprs: dict[str, str] = field(hash=False)
     where: str = "1"
+    extent: tuple[str, str] | None = None  # start and end expressions: the read also finds the rows' span
 
 
 class Trace:
@@ -49,6 +50,7 @@ class Trace:
         self._local = threading.local()
         self._owner = threading.current_thread()
         self._name_ids: dict[tuple[str, ...], dict[int, str]] = {}
+        self._extents: dict[Hashable, tuple[int, int] | None] = {}
         workers = os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=workers) if path is not None and workers > 1 else None
 
@@ -90,7 +92,15 @@ class Trace:
 
     def table_read(self, table: str) -> Read | None:
         plan = _plan(self.schema, table)
-        return None if plan is None else Read(table, table, plan[0], plan[1])
+        return None if plan is None else Read(table, table, plan[0], plan[1], _extent(self.schema, table))
+
+    def extent(self, table: str) -> tuple[int, int] | None:
+        """First start and last end of the table's rows the analysis reads (found by the same read), or None."""
+        read = self.table_read(table)
+        if read is None or read.extent is None:
+            return None
+        self.get(read, keep_empty=True)
+        return self._extents.get(read.key)
 
     def thread_calls_read(self, table: str, names: tuple[str, ...], global_tid: int,
                           window: tuple[int, int]) -> Read | None:
@@ -133,13 +143,17 @@ class Trace:
         if columns is None and pending is not None:
             columns = concat_columns(read.exprs, [future.result() for future in pending[1]])
         elif columns is None:
-            columns = int_columns(self.local_conn(), read.table, read.exprs, read.where)
+            columns = int_columns(self.local_conn(), read.table, read.exprs, read.where, extent=read.extent)
+        if EXTENT[0] in columns:
+            firsts, lasts = columns.pop(EXTENT[0]), columns.pop(EXTENT[1])
+            with self._lock:
+                self._extents[read.key] = (int(firsts.min()), int(lasts.max())) if len(firsts) else None
         with self._lock:
             self._cache[read.key] = columns
         return columns if keep_empty or len(next(iter(columns.values()))) else None
 
     def _read_piece(self, read: Read, span: tuple[int, int]) -> Columns:
-        return int_columns_between(self.local_conn(), read.table, read.exprs, span, read.where)
+        return int_columns_between(self.local_conn(), read.table, read.exprs, span, read.where, extent=read.extent)
 
     def sampled_threads(self, table: str, samples: int = 8, rows: int = 5000) -> np.ndarray:
         """Threads of calls read from a few rowid stretches spread over the table (a cheap, even sample)."""
@@ -199,6 +213,12 @@ def _plan(schema: Schema, table: str) -> tuple[dict[str, str], str] | None:
     if table == "CUPTI_ACTIVITY_KIND_MEMSET":
         return {**base, "bytes": "coalesce(bytes, 0)" if schema.has(table, "bytes") else "0"}, where
     return None
+
+
+def _extent(schema: Schema, table: str) -> tuple[str, str] | None:
+    if not schema.has(table, "start"):
+        return None
+    return "start", ('"end"' if schema.has(table, "end") else "start")
 
 
 def unpack_dims(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

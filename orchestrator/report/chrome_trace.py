@@ -77,7 +77,7 @@ def _report_of(source: Path) -> Path:
 
 def chrome_trace(trace: Trace, options: AnalysisOptions, max_events: int = MAX_EVENTS) -> dict:
     conn, schema = trace.conn, trace.schema
-    span = capture_span(conn, schema)
+    span = capture_span(conn, schema, trace)
     processes = traced_processes(conn, schema)
     pids = pick_processes(processes, options.process)
     frames = find_frames(conn, schema, pids, options.frame_range)
