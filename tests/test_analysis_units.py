@@ -5,6 +5,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.analysis import sampling, scheduling
 from orchestrator.analysis.bulk import int_columns
@@ -27,6 +29,21 @@ def test_summarize_counts_totals_median_and_sample_std():
     assert first["std_ns"] == pytest.approx(np.std([1, 10, 2, 3], ddof=1))
     assert (second["calls"], second["med_ns"], second["std_ns"]) == (1, 5.0, 0.0)
     assert first["pct"] == pytest.approx(16 * 100 / 21) and second["pct"] == pytest.approx(5 * 100 / 21)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(-5, 10**12)), min_size=1, max_size=300))
+def test_summarize_equals_numpys_own_figures(rows):
+    keys = {"name": np.array([r[0] for r in rows]), "grid": np.array([r[1] for r in rows])}
+    durations = np.array([r[2] for r in rows], dtype=np.int64)
+    table = summarize(keys, durations)
+    assert table["calls"].sum() == len(rows)
+    for row in table.to_dict(orient="records"):
+        mine = durations[(keys["name"] == row["name"]) & (keys["grid"] == row["grid"])]
+        assert (row["calls"], row["total_ns"], row["min_ns"], row["max_ns"]) == (len(mine), mine.sum(), mine.min(),
+                                                                                  mine.max())
+        assert row["med_ns"] == np.median(mine)
+        assert row["std_ns"] == pytest.approx(np.std(mine, ddof=1) if len(mine) > 1 else 0.0, rel=1e-9, abs=1e-6)
 
 
 def test_summarize_groups_by_several_keys_and_negative_durations():

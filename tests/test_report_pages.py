@@ -103,7 +103,19 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
     assert opened.page.locator("[data-where]").count() == len(placed)
     marked = {f["frames"][0]["index"] for f in placed}
     assert opened.page.locator("svg[data-chart=frame-series] rect.finding").count() == len(marked)
+    # the findings heaviest in a shown frame outline their calls on their thread in its timeline
     slowest = timeline["slowest"]
+    outlined_events = 0
+    for shown, chart in ((timeline, "frame-timeline"), (slowest, "slowest-frame-timeline")):
+        if shown is None:
+            continue
+        here = [f for f in findings if any(fr["index"] == shown["frame"] for fr in f["frames"])]
+        outlined = {(f["thread"], call) for f in here if f["thread"] for call in f["names"]}
+        expected = sum(1 for lane in shown["lanes"] for e in lane["events"] if (lane["name"], e["name"]) in outlined)
+        assert opened.page.locator(f"svg[data-chart={chart}] rect.ev.finding").count() == expected
+        outlined_events += expected
+    if name == "es2gears-opengl":  # its slowest frame is where it waits most in eglSwapBuffers
+        assert outlined_events > 0
     if frames and frames["steady"]["count"] > 1:
         steady = frames["per_frame_ns"][frames["count"] - frames["steady"]["count"]:]
         assert slowest["frame"] == frames["count"] - len(steady) + steady.index(max(steady))

@@ -35,8 +35,10 @@ def decide(ev: Evidence) -> dict:
     on = f" on {ev.thread}" if ev.thread else ""
     findings: list[dict] = []
 
-    def found(text: str, kind: str, at: Where | None = None) -> None:
-        findings.append({"text": text, "kind": kind, **(at or Where(*ev.window)).to_json()})
+    def found(text: str, kind: str, at: Where | None = None, names: tuple[str, ...] = ()) -> None:
+        """One finding: its words, where it happens, and the calls or function it is about, on which thread."""
+        findings.append({"text": text, "kind": kind, **(at or Where(*ev.window)).to_json(), "names": list(names),
+                         "thread": ev.thread if names else None})
 
     wait_share = ev.gpu_wait_ns / ev.window_ns if ev.window_ns else 0.0
     symbol_share = ev.wait_symbol_pct / 100.0
@@ -45,10 +47,11 @@ def decide(ev: Evidence) -> dict:
     gpu_share = (ev.gpu_busy_pct or 0.0) / 100.0
     if wait_share >= 0.01:
         found(f"{wait_share * 100:.0f} % of the time{on} is spent waiting for the GPU in "
-              f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})", "gpu_wait", ev.gpu_wait_where)
+              f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})", "gpu_wait", ev.gpu_wait_where,
+              ev.gpu_wait_calls)
     if ev.wait_symbol:
         found(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}", "wait_function",
-              ev.wait_symbol_where)
+              ev.wait_symbol_where, (ev.wait_symbol,))
     if ev.gpu_busy_pct is not None:
         found(f"GPU work recorded by nsys covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy")
     if ev.thread_cpu_pct is not None:
@@ -57,7 +60,7 @@ def decide(ev: Evidence) -> dict:
         found(f"{ev.busy_cores:.2g} cores busy on average", "cores")
     if ev.blocking_ns:
         found(f"{blocking_share * 100:.0f} % of the time{on} is in blocking OS calls "
-              f"({', '.join(ev.blocking_calls[:3])})", "blocking", ev.blocking_where)
+              f"({', '.join(ev.blocking_calls[:3])})", "blocking", ev.blocking_where, ev.blocking_calls)
     if ev.hottest_self:
         found(f"hottest function: {ev.hottest_self} ({ev.hottest_self_pct:.0f} % of samples)", "hottest_function",
               ev.hottest_where)

@@ -222,8 +222,10 @@ def flame_graph(tree: dict, max_depth: int = 80) -> Chart:
     return Chart("flame-graph", WIDTH, (deepest + 1) * row_h, rects)
 
 
-def timeline_chart(timeline: dict, name: str = "frame-timeline") -> Chart:
-    """One lane per thread or GPU stream, rows inside a lane by kind and nesting level."""
+def timeline_chart(timeline: dict, name: str = "frame-timeline",
+                   marked: frozenset[tuple[str, str]] = frozenset()) -> Chart:
+    """One lane per thread or GPU stream, rows inside a lane by kind and nesting level; events whose
+    (lane, name) is ``marked`` (a verdict finding's calls on its thread) are outlined."""
     label_w, row_h, gap = 190.0, 14.0, 8.0
     start, end = timeline["start_ns"], timeline["end_ns"]
     plot_w = WIDTH - label_w - 8
@@ -243,7 +245,8 @@ def timeline_chart(timeline: dict, name: str = "frame-timeline") -> Chart:
             x1 = label_w + (min(event["end_ns"], end) - start) * scale
             row_y = y + row_of[(kind_rank(event["kind"]), event["level"])] * row_h
             duration = format_ns(event["end_ns"] - event["start_ns"])
-            chart.rects.append(Rect(x0, row_y, max(x1 - x0, 0.8), row_h - 2, f"mark ev k-{event['kind']}",
+            finding = " finding" if (lane["name"], event["name"]) in marked else ""
+            chart.rects.append(Rect(x0, row_y, max(x1 - x0, 0.8), row_h - 2, f"mark ev k-{event['kind']}{finding}",
                                     f"{event['name']} ({event['kind']}, {duration})",
                                     shorten(event["name"], int((x1 - x0) / 6.5)) if x1 - x0 > 30 else ""))
         y += len(rows) * row_h + gap

@@ -375,5 +375,7 @@ def timeline_section(timeline: dict | None, findings: list[dict] | None = None,
     kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
     note = f"{timeline['dropped']:,} shorter events left out" if timeline["dropped"] else ""
     frame = timeline.get("frame")
-    here = [f["text"] for f in findings or [] if any(fr["index"] == frame for fr in f.get("frames", []))]
-    return TimelineSection(timeline["caption"], charts.timeline_chart(timeline, name), kinds, note, here)
+    here = [f for f in findings or [] if any(fr["index"] == frame for fr in f.get("frames", []))]
+    marked = frozenset((f["thread"], call) for f in here if f.get("thread") for call in f.get("names", []))
+    return TimelineSection(timeline["caption"], charts.timeline_chart(timeline, name, marked), kinds, note,
+                           [f["text"] for f in here])
