@@ -92,15 +92,26 @@ class Trace:
 
     def table_read(self, table: str) -> Read | None:
         plan = _plan(self.schema, table)
-        return None if plan is None else Read(table, table, plan[0], plan[1], _extent(self.schema, table))
+        if plan is None:
+            return None
+        exprs, where = plan
+        timed = "start" in exprs  # the span follows from the columns read; otherwise the read finds it too
+        return Read(table, table, exprs, where, None if timed else _extent(self.schema, table))
 
     def extent(self, table: str) -> tuple[int, int] | None:
         """First start and last end of the table's rows the analysis reads (found by the same read), or None."""
         read = self.table_read(table)
-        if read is None or read.extent is None:
+        if read is None:
             return None
-        self.get(read, keep_empty=True)
-        return self._extents.get(read.key)
+        columns = self.get(read, keep_empty=True)
+        if read.extent is not None:
+            return self._extents.get(read.key)
+        assert columns is not None
+        starts = columns["start"]
+        if not len(starts):
+            return None
+        ends = starts + columns["dur"] if "dur" in columns else starts
+        return int(starts.min()), int(ends.max())
 
     def thread_calls_read(self, table: str, names: tuple[str, ...], global_tid: int,
                           window: tuple[int, int]) -> Read | None:
