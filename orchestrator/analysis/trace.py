@@ -107,8 +107,8 @@ class Trace:
         if read.extent is not None:
             return self._extents.get(read.key)
         assert columns is not None
-        starts = columns["start"]
-        if not len(starts):
+        starts = columns.get("start")
+        if starts is None or not len(starts):  # a table without times (SAMPLING_CALLCHAINS), or without rows
             return None
         ends = starts + columns["dur"] if "dur" in columns else starts
         return int(starts.min()), int(ends.max())
