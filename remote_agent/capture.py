@@ -49,6 +49,22 @@ def session_members(sid):
     return members
 
 
+def process_started_at(pid, earliest, latest):
+    """When a process started, in time.time() terms, from its start tick in /proc/<pid>/stat and the
+    uptime, kept within [earliest, latest]; latest when /proc does not say. Polling alone would see the
+    app up to a poll late, and count its run that much short."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as handle:
+            fields = handle.read().rsplit(")", 1)[-1].split()
+        with open("/proc/uptime") as handle:
+            uptime = float(handle.read().split()[0])
+        ticks = int(fields[19])  # field 22 of stat, starttime: clock ticks after boot
+        started = time.time() - uptime + ticks / float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, IOError, ValueError, IndexError):
+        return latest
+    return min(max(started, earliest), latest)
+
+
 def nsys_daemons(nsys_pid):
     """PIDs of the 'nsys --start-agent' daemons a 'nsys profile' started: each runs in a session of
     its own, named '--session-name=profile-<app>-<nsys pid>', and one whose nsys was killed keeps
@@ -318,7 +334,7 @@ def capture(request, emit, should_stop=None):
             now = time.time()
             app = watchdog.app_session()
             if app and app_started is None:
-                app_started = now
+                app_started = process_started_at(app, started, now)
             if app and app_gone is None and not session_members(app):
                 app_gone = now
             if ended_early is None and should_stop is not None:

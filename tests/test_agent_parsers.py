@@ -1,6 +1,8 @@
 """The agent's pure parsers, on text captured from real boards (tests/data/jetson_samples.json)."""
 import json
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,18 @@ def test_board_state_on_this_machine_names_what_it_has():
     assert set(state) == {"clocks", "power_mode", "temperatures_c", "load_average"}
     assert state["power_mode"] is None  # no nvpmodel off a Jetson
     assert len(state["load_average"]) == 3 and all(x >= 0 for x in state["load_average"])
+
+
+def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():
+    from remote_agent.capture import process_started_at
+    before = time.time()
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        time.sleep(0.6)  # seen this late by a poll, it still started right after `before`
+        seen = time.time()
+        assert before - 0.05 <= process_started_at(child.pid, before - 60, seen) <= before + 0.2
+        assert process_started_at(child.pid, seen, seen + 1) == seen     # never before the capture began
+    finally:
+        child.kill()
+        child.wait()
+    assert process_started_at(child.pid, before, 123.0) == 123.0       # gone: when it was seen
