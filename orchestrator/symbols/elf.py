@@ -80,7 +80,3 @@ def read_functions(path: Path) -> FunctionTable:
                     functions[int(symbol["st_value"])] = (int(symbol["st_size"]), symbol.name)
     return FunctionTable.build(functions)
 
-
-def has_symtab(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return isinstance(ELFFile(handle).get_section_by_name(".symtab"), SymbolTableSection)

@@ -29,19 +29,23 @@ class SymbolFiles:
         self.by_name: dict[str, list[Path]] = defaultdict(list)
         self.cache = cache or default_cache()
         self._tables: dict[Path, FunctionTable | None] = {}
+        self._build_ids: dict[Path, str | None] = {}
         for folder in dirs:
             if not folder.is_dir():
                 raise UsageError(f"--symbols {folder}: no such folder",
                                  "give a folder holding unstripped copies or .debug files of the board's libraries")
             for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and is_elf(p)):
-                build_id = read_build_id(path)
+                build_id = self._build_ids[path] = read_build_id(path)
                 if build_id and build_id not in self.by_build_id:
                     self.by_build_id[build_id] = path
                 name = path.name[:-len(DEBUG_SUFFIX)] if path.name.endswith(DEBUG_SUFFIX) else path.name
                 self.by_name[name].append(path)
 
-    def __len__(self) -> int:
-        return sum(len(paths) for paths in self.by_name.values())
+    def build_id(self, path: Path) -> str | None:
+        """The file's build id: read when the folders were indexed, else now."""
+        if path not in self._build_ids:
+            self._build_ids[path] = read_build_id(path)
+        return self._build_ids[path]
 
     def candidates(self, module: str, build_id: str | None) -> list[Path]:
         """Files that may hold the module's symbols: the one with its build id first, then those of its name."""
@@ -53,7 +57,7 @@ class SymbolFiles:
         """The file's function table, from the cache when its build id was read before."""
         if path in self._tables:
             return self._tables[path]
-        build_id = read_build_id(path)
+        build_id = self.build_id(path)
         cached = self.cache / f"{build_id}.json" if build_id else None
         table = None
         if cached is not None and cached.is_file():

@@ -59,7 +59,7 @@ class Resolver:
                                                    "its named frames do not agree on one load address"))
                 continue
             state.file, state.table, state.base, state.named_frames = path, table, base, known
-            state.build_id = state.build_id or read_build_id(path)
+            state.build_id = state.build_id or self.files.build_id(path)
             state.why = ""
             return state
         state.why = "; ".join(reasons)
