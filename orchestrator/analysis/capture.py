@@ -5,7 +5,7 @@ import sqlite3
 
 from .names import pid_of, pid_sql, process_names, thread_names
 from .schema import KNOWN_TABLES, Schema
-from .trace import Trace
+from .trace import Trace, span_exprs
 
 PLATFORM_FIELDS = ("Hostname", "HardwarePlatform", "SoftwarePlatform", "OsDescription", "SoftwareReleaseVersion",
                    "CpuArchitecture", "CpuDescription", "CpuCores", "CpuSpeedMhz", "NvDriverVersion")
@@ -29,9 +29,8 @@ def capture_span(conn: sqlite3.Connection, schema: Schema, trace: Trace | None =
         if known is not None:
             lows.append(known[0])
             highs.append(known[1])
-        elif schema.has(table, "start"):
-            end = '"end"' if schema.has(table, "end") else "start"
-            low, high = conn.execute(f'SELECT min(start), max({end}) FROM "{table}"').fetchone()
+        elif (exprs := span_exprs(schema, table)) is not None:
+            low, high = conn.execute(f'SELECT min({exprs[0]}), max({exprs[1]}) FROM "{table}"').fetchone()
             if low is not None:
                 lows.append(int(low))
                 highs.append(int(high if high is not None else low))

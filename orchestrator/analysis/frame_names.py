@@ -37,6 +37,15 @@ def module_frame(path: str) -> str:
     return label if label.startswith("[") else f"[{label}]"
 
 
+def frame_key(symbols: np.ndarray, modules: np.ndarray) -> np.ndarray:
+    """One integer per (symbol, module) pair (ids or codes, -1 allowed), split again by split_frame_key."""
+    return ((symbols + 1) << 32) | (modules + 1)
+
+
+def split_frame_key(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (keys >> 32) - 1, (keys & 0xFFFFFFFF) - 1
+
+
 @dataclass(frozen=True)
 class NamedFrames:
     symbols: np.ndarray   # per chain row: index into names
@@ -46,13 +55,16 @@ class NamedFrames:
 
 
 def name_frames(conn: sqlite3.Connection, symbol_ids: np.ndarray, module_ids: np.ndarray,
-                resolver: Resolver | None = None) -> NamedFrames:
-    codes, keys = pd.factorize(((symbol_ids + 1) << 32) | (module_ids + 1))
-    uniques = [(int(k >> 32) - 1, int(k & 0xFFFFFFFF) - 1) for k in np.asarray(keys, dtype=np.int64)]
+                resolver: Resolver | None = None, with_addresses: bool = False) -> NamedFrames:
+    """Names of the chain rows' frames; ``with_addresses``: SAMPLING_CALLCHAINS has originalIP, which the
+    resolver needs to place a module."""
+    codes, keys = pd.factorize(frame_key(symbol_ids, module_ids))
+    symbols, modules = split_frame_key(np.asarray(keys, dtype=np.int64))
+    uniques = list(zip(symbols.tolist(), modules.tolist()))
     texts = string_values(conn, [i for pair in uniques for i in pair])
     distinct = [(texts.get(s, "[unknown]"), texts.get(m, "")) for s, m in uniques]
     if resolver is not None:
-        _prepare(conn, resolver, distinct, uniques)
+        _prepare(conn, resolver, distinct, uniques, with_addresses)
     names: list[str] = []
     index: dict[str, int] = {}
 
@@ -74,17 +86,16 @@ def name_frames(conn: sqlite3.Connection, symbol_ids: np.ndarray, module_ids: np
         symbol_codes.append(code(symbol))
         module_codes.append(code(module))
     pick = np.asarray(codes, dtype=np.int64)
-    return NamedFrames(np.asarray(symbol_codes, dtype=np.int64)[pick] if len(pick) else pick,
-                       np.asarray(module_codes, dtype=np.int64)[pick] if len(pick) else pick, names, grouped)
+    return NamedFrames(np.asarray(symbol_codes, dtype=np.int64)[pick], np.asarray(module_codes, dtype=np.int64)[pick],
+                       names, grouped)
 
 
 def _prepare(conn: sqlite3.Connection, resolver: Resolver, distinct: list[tuple[str, str]],
-             uniques: list[tuple[int, int]]) -> None:
+             uniques: list[tuple[int, int]], with_addresses: bool) -> None:
     """Tell the resolver, for each module with unresolved frames, the frames nsys named in it (name, address)."""
     wanted = {m: module for (symbol, module), (_, m) in zip(distinct, uniques) if ADDRESS.match(symbol)}
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(SAMPLING_CALLCHAINS)")}
     named: dict[int, list[tuple[str, int]]] = {m: [] for m in wanted}
-    if wanted and "originalIP" in columns:
+    if wanted and with_addresses:
         marks = ",".join("?" * len(wanted))
         rows = conn.execute(f"SELECT DISTINCT module, symbol, originalIP FROM SAMPLING_CALLCHAINS WHERE module IN "
                             f"({marks}) AND originalIP IS NOT NULL", list(wanted)).fetchall()

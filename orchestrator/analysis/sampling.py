@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .durations import argsort_pairs
-from .frame_names import module_label, name_frames
+from .frame_names import frame_key, module_label, name_frames, split_frame_key
 from .names import ID_MASK, PID_SHIFT
 from .trace import Trace
 
@@ -70,7 +70,8 @@ def load_samples(trace: Trace, window: tuple[int, int], pids: list[int] | None,
     ids, depths = chains["id"][keep], chains["depth"][keep]
     order = argsort_pairs(ids, depths)
     ids, depths = ids[order], depths[order]
-    named = name_frames(trace.conn, chains["symbol"][keep][order], chains["module"][keep][order], resolver)
+    named = name_frames(trace.conn, chains["symbol"][keep][order], chains["module"][keep][order], resolver,
+                        trace.has("SAMPLING_CALLCHAINS", "originalIP"))
     symbols, modules = named.symbols, named.modules
     bracketed = np.array([n.startswith("[") and n.endswith("]") for n in named.names] + [False], dtype=bool)
     stay = np.ones(len(ids), dtype=bool)
@@ -93,13 +94,8 @@ def of_thread(samples: Samples, global_tid: int) -> Samples | None:
 
 def _frame_codes(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
     """A dense code per distinct (symbol, module) of the chain rows, and each code's (symbol, module) key."""
-    keys = ((samples.symbols + 1) << 32) | (samples.modules + 1)
-    codes, uniques = pd.factorize(keys)
+    codes, uniques = pd.factorize(frame_key(samples.symbols, samples.modules))
     return codes.astype(np.int64), np.asarray(uniques, dtype=np.int64)
-
-
-def _split_key(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (keys >> 32) - 1, (keys & 0xFFFFFFFF) - 1
 
 
 def _frame_table(samples: Samples, symbols: np.ndarray, modules: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
@@ -124,9 +120,9 @@ def module_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
 
 def self_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
     leaf = samples.depths == 0
-    keys, counts = np.unique(((samples.symbols[leaf] + 1) << 32) | (samples.modules[leaf] + 1), return_counts=True)
+    keys, counts = np.unique(frame_key(samples.symbols[leaf], samples.modules[leaf]), return_counts=True)
     best = np.argsort(-counts, kind="stable")[:top]
-    symbols, modules = _split_key(keys[best])
+    symbols, modules = split_frame_key(keys[best])
     return _frame_table(samples, symbols, modules, counts[best])
 
 
@@ -137,7 +133,7 @@ def inclusive_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
     counts = np.bincount(distinct & 0xFFFFFFFF, minlength=len(keys))
     best = np.argsort(-counts, kind="stable")[:top]
     best = best[counts[best] > 0]
-    symbols, modules = _split_key(keys[best])
+    symbols, modules = split_frame_key(keys[best])
     return _frame_table(samples, symbols, modules, counts[best])
 
 
@@ -166,7 +162,7 @@ def top_down_tree(samples: Samples, min_share: float = TREE_MIN_SHARE) -> dict:
             parent_id = int(packed >> 32) - 1
             if parent_id != -1 and parent_id not in nodes:
                 continue
-            symbol, module = _split_key(frame_keys[packed & 0xFFFFFFFF])
+            symbol, module = split_frame_key(frame_keys[packed & 0xFFFFFFFF])
             nodes[int(node_id)] = {"symbol": int(symbol), "module": int(module), "samples": int(count)}
             children.setdefault(parent_id, []).append(int(node_id))
         parent[sample_of[at]] = ids[inverse.ravel()]

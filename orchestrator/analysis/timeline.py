@@ -16,9 +16,9 @@ from .api_summaries import memop_name
 from .frames import NVTX_RANGE_TYPES
 from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from .schema import Schema
+from .trace import OSRT_CALL_CLASS
 
 MAX_EVENTS = 3000  # past this the longest events are kept: a frame's structure, not its noise
-OSRT_CALL_CLASS = 27  # other OSRT_API rows are zero-length "profiling started/finished" markers
 
 # kind -> (table, columns that must exist, name id column or None)
 THREAD_SOURCES = {

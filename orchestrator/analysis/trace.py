@@ -96,7 +96,7 @@ class Trace:
             return None
         exprs, where = plan
         timed = "start" in exprs  # the span follows from the columns read; otherwise the read finds it too
-        return Read(table, table, exprs, where, None if timed else _extent(self.schema, table))
+        return Read(table, table, exprs, where, None if timed else span_exprs(self.schema, table))
 
     def extent(self, table: str) -> tuple[int, int] | None:
         """First start and last end of the table's rows the analysis reads (found by the same read), or None."""
@@ -226,7 +226,8 @@ def _plan(schema: Schema, table: str) -> tuple[dict[str, str], str] | None:
     return None
 
 
-def _extent(schema: Schema, table: str) -> tuple[str, str] | None:
+def span_exprs(schema: Schema, table: str) -> tuple[str, str] | None:
+    """SQL for a table's rows' start and end ("end", else start again), or None without times."""
     if not schema.has(table, "start"):
         return None
     return "start", ('"end"' if schema.has(table, "end") else "start")

@@ -33,9 +33,9 @@ def covered_before(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> n
     starts, ends = starts[order], ends[order]
     whole = np.r_[0, np.cumsum(ends - starts)]
     k = np.searchsorted(starts, times, side="right")  # intervals starting at or before t
-    last = np.maximum(k - 1, 0)
+    last = np.maximum(k - 1, 0)  # the interval t may be in: all before it are whole
     partial = np.where(k > 0, np.clip(times - starts[last], 0, ends[last] - starts[last]), 0)
-    return whole[np.maximum(k - 1, 0)] * (k > 0) + partial
+    return whole[last] * (k > 0) + partial
 
 
 def in_frames_ns(frames: Frames, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
