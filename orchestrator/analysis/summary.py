@@ -9,6 +9,7 @@ import math
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +54,20 @@ def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> dict:
         trace.close()
 
 
-def _sections(trace: Trace, options: AnalysisOptions) -> dict:
+@dataclass(frozen=True)
+class Scope:
+    """What an analysis (or a trace of it) covers: the capture, the processes, frames, window and samples."""
+    capture: dict
+    pids: list[int] | None
+    frames: Frames | None
+    window: Window
+    threads: dict[int, str]         # globalTid -> thread name
+    skip: list[int]                 # nsys's own threads
+    resolver: Resolver | None
+    samples: sampling.Samples | None
+
+
+def analysis_scope(trace: Trace, options: AnalysisOptions) -> Scope:
     conn, schema = trace.conn, trace.schema
     trace.start_reading()  # the tables load on the workers while capture, frames and window are found
     capture = capture_section(conn, schema, trace)
@@ -66,11 +80,18 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         raise UsageError(f"no frames delimited by '{options.frame_range}' in the capture",
                          "give an NVTX range name from the 'nvtx' section, or eglSwapBuffers/glXSwapBuffers/glFinish")
     window = choose_window(options, span, frames)
-    threads_by_tid = thread_names(conn, schema)
-    skip = [gtid for gtid, name in threads_by_tid.items() if name.startswith(PROFILER_THREAD_PREFIX)]
-
+    threads = thread_names(conn, schema)
+    skip = [gtid for gtid, name in threads.items() if name.startswith(PROFILER_THREAD_PREFIX)]
     resolver = symbol_resolver(options)
     samples = sampling.load_samples(trace, window.as_tuple(), pids, skip, resolver)
+    return Scope(capture, pids, frames, window, threads, skip, resolver, samples)
+
+
+def _sections(trace: Trace, options: AnalysisOptions) -> dict:
+    conn, schema = trace.conn, trace.schema
+    scope = analysis_scope(trace, options)
+    capture, pids, frames, window = scope.capture, scope.pids, scope.frames, scope.window
+    threads_by_tid, skip, resolver, samples = scope.threads, scope.skip, scope.resolver, scope.samples
     hotspots = hotspots_section(samples, skip, resolver)
     cpus = cpu_count(conn, schema)
     intervals = scheduling.on_cpu_intervals(trace, window.as_tuple(), pids)

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import UNREADABLE
-from ..analysis.capture import capture_span, traced_processes
-from ..analysis.frames import Frames, find_frames
-from ..analysis.names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
+from ..analysis.frames import Frames
+from ..analysis.names import pid_of, tid_of
 from ..analysis.report_input import open_report
-from ..analysis.sampling import Samples, load_samples
-from ..analysis.selection import AnalysisOptions, pick_processes
-from ..analysis.summary import choose_window, symbol_resolver
+from ..analysis.sampling import Samples
+from ..analysis.selection import AnalysisOptions
+from ..analysis.summary import analysis_scope
 from ..analysis.timeline import SpanEvent, span_events
 from ..analysis.trace import Trace
 from ..errors import ReportError
@@ -77,23 +76,16 @@ def _report_of(source: Path) -> Path:
 
 def chrome_trace(trace: Trace, options: AnalysisOptions, max_events: int = MAX_EVENTS) -> dict:
     conn, schema = trace.conn, trace.schema
-    span = capture_span(conn, schema, trace)
-    processes = traced_processes(conn, schema)
-    pids = pick_processes(processes, options.process)
-    frames = find_frames(conn, schema, pids, options.frame_range)
-    window = choose_window(options, span, frames)
-    threads = thread_names(conn, schema)
-    skip = {gtid for gtid, name in threads.items() if name.startswith(PROFILER_THREAD_PREFIX)}
-    resolver = symbol_resolver(options)
-    samples = load_samples(trace, window.as_tuple(), pids, sorted(skip), resolver)
+    scope = analysis_scope(trace, options)  # the same capture, processes, frames, window and samples as analyze
+    pids, frames, window, threads, skip = scope.pids, scope.frames, scope.window, scope.threads, set(scope.skip)
     timed = [(e.start_ns, _span_event(e)) for e in span_events(conn, schema, window.as_tuple())
              if e.global_tid not in skip and (pids is None or e.global_tid is None or pid_of(e.global_tid) in pids)]
     timed += _frame_events(frames, window.as_tuple())
-    timed += _sample_events(samples)
+    timed += _sample_events(scope.samples)
     timed.sort(key=lambda pair: pair[0])
     truncated_at = timed[max_events][0] if len(timed) > max_events else None
     events = [event for _, event in timed[:max_events]]
-    names = {p["pid"]: p["name"] for p in processes}
+    names = {p["pid"]: p["name"] for p in scope.capture["processes"]}
     return {"traceEvents": _metadata(events, names, threads, frames) + events, "displayTimeUnit": "ms",
             "otherData": {"source": "orchestrate trace", "nsys_version": schema.exporter_version,
                           "window": window.kind, "start_ns": window.start_ns, "end_ns": window.end_ns,
