@@ -8,13 +8,13 @@ from typing import Any
 from ..analysis import AnalysisOptions, analyze_report, write_summary
 from ..errors import OrchestratorError, ReportError
 from ..inventory.catalog import AppSpec
-from ..nsys.commands import RemoteRunPaths, export_sqlite_argv
+from ..nsys.commands import RemoteRunPaths
 from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
-from ..targets.shell import ShellCommand
 from .outcome import app_ending, classify_capture
 from .phases import RunLog
 from .pull import pull_verified, sha256_file
+from .remote_export import export_on_board
 
 
 def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
@@ -135,13 +135,10 @@ def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, 
     if not remote_report.endswith((".nsys-rep", ".qdrep")):
         raise ReportError(host_error or "cannot export a raw capture on the target", "install Nsight Systems here")
     remote_sqlite = remote_report.rsplit(".", 1)[0] + ".sqlite"
-    done = agent.transport.run(ShellCommand(tuple(export_sqlite_argv(nsys["path"], remote_report, remote_sqlite))),
-                               timeout=1800)
-    if done.exit_status != 0:
-        output = (done.stdout + done.stderr).strip().splitlines()
+    failed = export_on_board(agent, nsys["path"], remote_report, remote_sqlite, sqlite)
+    if failed is not None:
         raise ReportError(f"exporting to SQLite failed here ({host_error or 'no nsys here'}) and on the target",
-                          output[-1] if output else "see nsys.log")
-    pull_verified(agent, {remote_sqlite: sqlite})
+                          failed[1] or "see nsys.log")
     record["export"] = {"where": "target", "nsys": nsys["path"], "nsys_version": nsys["version"],
                         "host_error": host_error}
     return sqlite

@@ -59,17 +59,28 @@ def _export(agent: RemoteAgent, report: Path, nsys: dict, where: str) -> RemoteE
         agent.transport.run(f"umask 077 && mkdir -p {shlex.quote(folder)}")
         agent.transport.put(report, remote_report, mode=0o600)
         _check_upload(agent, remote_report, digest)
-        done = agent.transport.run(ShellCommand(tuple(export_sqlite_argv(nsys["path"], remote_report, remote_sqlite))),
-                                   timeout=EXPORT_TIMEOUT_S)
-        if done.exit_status != 0:
-            lines = (done.stdout + done.stderr).strip().splitlines()
+        failed = export_on_board(agent, nsys["path"], remote_report, remote_sqlite, sqlite)
+        if failed is not None:
+            status, line = failed
             raise ReportError(f"nsys {nsys.get('version')} on {where} could not export {report.name}: "
-                              f"{lines[-1][:200] if lines else f'exit status {done.exit_status}'}",
+                              f"{line[:200] if line else f'exit status {status}'}",
                               "a report newer than that nsys needs a board (or host) with a newer Nsight Systems")
-        pull_verified(agent, {remote_sqlite: sqlite})
     finally:  # the SQLite is here and verified, or the run failed: the board keeps nothing either way
         agent.call("remove", {"paths": [folder], "root": agent.work_dir})
     return RemoteExport(sqlite, where, str(nsys["path"]), str(nsys.get("version")))
+
+
+def export_on_board(agent: RemoteAgent, nsys: str, remote_report: str, remote_sqlite: str,
+                    sqlite: Path) -> tuple[int, str] | None:
+    """Export a report already on the board with the board's nsys and pull the SQLite here, verified.
+    None when it worked, else nsys's exit status and the last line it printed ("" for none)."""
+    done = agent.transport.run(ShellCommand(tuple(export_sqlite_argv(nsys, remote_report, remote_sqlite))),
+                               timeout=EXPORT_TIMEOUT_S)
+    if done.exit_status != 0:
+        lines = (done.stdout + done.stderr).strip().splitlines()
+        return done.exit_status, lines[-1] if lines else ""
+    pull_verified(agent, {remote_sqlite: sqlite})
+    return None
 
 
 def _check_upload(agent: RemoteAgent, remote: str, digest: str) -> None:
