@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.report_input import REPORT_SUFFIXES, check_report_file
-from ..errors import ReportError, TransferError, UsageError
+from ..errors import OrchestratorError, ReportError, TransferError, UsageError
 from ..inventory.hosts import Host
 from ..nsys.commands import export_sqlite_argv
 from ..targets.agent import RemoteAgent, deploy_agent
@@ -65,8 +65,11 @@ def _export(agent: RemoteAgent, report: Path, nsys: dict, where: str) -> RemoteE
             raise ReportError(f"nsys {nsys.get('version')} on {where} could not export {report.name}: "
                               f"{line[:200] if line else f'exit status {status}'}",
                               "a report newer than that nsys needs a board (or host) with a newer Nsight Systems")
-    finally:  # the SQLite is here and verified, or the run failed: the board keeps nothing either way
-        agent.call("remove", {"paths": [folder], "root": agent.work_dir})
+    except BaseException:  # an error or Ctrl-C: the board keeps nothing, and what broke the export is told
+        _remove_quietly(agent, folder)
+        raise
+    # the SQLite is here and verified: the board keeps nothing
+    agent.call("remove", {"paths": [folder], "root": agent.work_dir})
     return RemoteExport(sqlite, where, str(nsys["path"]), str(nsys.get("version")))
 
 
@@ -81,6 +84,13 @@ def export_on_board(agent: RemoteAgent, nsys: str, remote_report: str, remote_sq
         return done.exit_status, lines[-1] if lines else ""
     pull_verified(agent, {remote_sqlite: sqlite})
     return None
+
+
+def _remove_quietly(agent: RemoteAgent, folder: str) -> None:
+    try:
+        agent.call("remove", {"paths": [folder], "root": agent.work_dir})
+    except OrchestratorError:
+        pass  # the connection that broke the export may be gone too
 
 
 def _check_upload(agent: RemoteAgent, remote: str, digest: str) -> None:
