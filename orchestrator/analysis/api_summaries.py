@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from .durations import summarize
+from .exprs import unpack_dims
 from .names import pid_sql, string_values
-from .trace import Trace, unpack_dims
+from .trace import Trace
 
 NVTX_RANGE_STYLES = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
 NVTX_DOMAIN_CREATE = 75

@@ -7,6 +7,7 @@ Rows are read in rowid chunks so a huge table never becomes one huge string.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def int_columns(conn: sqlite3.Connection, table: str, exprs: dict[str, str], whe
     return concat_columns(exprs, parts)
 
 
-def concat_columns(exprs: dict[str, str], parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def concat_columns(exprs: Mapping[str, object], parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     if not parts:
         return {name: np.empty(0, dtype=np.int64) for name in exprs}
     if len(parts) == 1:
@@ -69,9 +70,13 @@ def int_columns_between(conn: sqlite3.Connection, table: str, exprs: dict[str, s
     for name, text in zip(exprs, texts):
         columns[name] = _parse(text)
         if len(columns[name]) != count:
-            raise ReportError(f"{table}: {exprs[name]} is NULL in {count - len(columns[name])} rows where it never "
-                              "is in the exports this version knows", "please report it with the export attached")
+            raise null_error(table, exprs[name], count - len(columns[name]))
     return columns
+
+
+def null_error(table: str, expr: str, rows: int) -> ReportError:
+    return ReportError(f"{table}: {expr} is NULL in {rows} rows where it never is in the exports this version knows",
+                       "please report it with the export attached")
 
 
 def _parse(text: str | None) -> np.ndarray:

@@ -30,7 +30,7 @@ def capture_span(conn: sqlite3.Connection, schema: Schema, trace: Trace | None =
             lows.append(known[0])
             highs.append(known[1])
         elif (exprs := span_exprs(schema, table)) is not None:
-            low, high = conn.execute(f'SELECT min({exprs[0]}), max({exprs[1]}) FROM "{table}"').fetchone()
+            low, high = conn.execute(f'SELECT min({exprs[0].sql()}), max({exprs[1].sql()}) FROM "{table}"').fetchone()
             if low is not None:
                 lows.append(int(low))
                 highs.append(int(high if high is not None else low))

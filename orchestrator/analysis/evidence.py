@@ -73,26 +73,33 @@ GPU_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "
 
 def gpu_busy_ns(trace: Trace, window: tuple[int, int]) -> int | None:
     """How long any GPU work (CUDA kernels, memory operations, OpenGL workloads) ran inside the window."""
-    parts = []
+    starts, ends = [], []
     for table in GPU_WORK_TABLES:
         rows = trace.events(table)
         if rows is not None:
-            starts, ends = rows["start"], rows["start"] + rows["dur"]
-            inside = (ends > window[0]) & (starts < window[1])
-            parts.append(np.c_[np.clip(starts[inside], *window), np.clip(ends[inside], *window)])
-    if not parts:
+            finish = rows["start"] + rows["dur"]
+            inside = (finish > window[0]) & (rows["start"] < window[1])
+            # each table's own overlaps first: far fewer to merge across the tables
+            merged = merge_intervals(np.clip(rows["start"][inside], *window), np.clip(finish[inside], *window))
+            starts.append(merged[0])
+            ends.append(merged[1])
+    if not starts:
         return None
-    return union_length(np.concatenate(parts))
+    first, last = merge_intervals(np.concatenate(starts), np.concatenate(ends))
+    return int((last - first).sum())
 
 
-def union_length(intervals: np.ndarray) -> int:
-    """Total length covered by a set of [start, end) intervals (overlaps counted once)."""
-    if not len(intervals):
-        return 0
-    intervals = intervals[np.argsort(intervals[:, 0], kind="stable")]  # stable: fast on nearly sorted starts
-    reach = np.maximum.accumulate(intervals[:, 1])           # furthest end seen so far
-    covered_before = np.r_[intervals[0, 0], reach[:-1]]
-    return int(np.clip(reach - np.maximum(intervals[:, 0], covered_before), 0, None).sum())
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals as disjoint intervals in time order (overlaps and touches joined)."""
+    if not len(starts):
+        return starts, ends
+    if (starts[1:] < starts[:-1]).any():
+        order = np.argsort(starts, kind="stable")  # stable: fast on nearly sorted starts
+        starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)  # furthest end seen so far
+    opens = np.r_[True, starts[1:] > reach[:-1]]  # a start past everything before it begins a new interval
+    heads = np.flatnonzero(opens)
+    return starts[heads], reach[np.r_[heads[1:] - 1, len(starts) - 1]]
 
 
 def _thread_label(gtid: int, names: dict[int, str]) -> str:

@@ -1,9 +1,10 @@
 """One export, opened once: the connection, its schema, and event columns read at most once per table.
 
 Every analyzer that needs the rows of a big table (summaries, verdict evidence, GPU time, scheduling,
-sampling) shares one read of it. Reads start early and run in rowid pieces on worker threads, each with
-its own read-only connection: SQLite serialises the columns with the GIL released, so they use several
-cores while the main thread works on what is already there.
+sampling) shares one read of it. Reads start early and run in pieces on worker threads: runs of the
+table's leaf pages decoded straight from the file (btree.py), or, where that reader declines, rowid
+ranges that SQLite serialises, each thread with its own read-only connection. Both release the GIL, so
+they use several cores while the main thread works on what is already there.
 """
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from .bulk import EXTENT, concat_columns, int_columns, int_columns_between, rowid_bounds, rowid_chunks
+from .btree import BtreeFile, Refused, TableLayout
+from .bulk import EXTENT, concat_columns, int_columns_between, null_error, rowid_bounds, rowid_chunks
+from .calls import WAIT_TABLES
+from .exprs import Coalesce, Col, Compare, Const, Dims, Expr, Filter, In, NotNull, Raw, selected, where_sql
 from .schema import Schema, connect
 
 # Tables read in parallel from the start: the CPU-use tables first (the focus thread depends on them), then
@@ -28,6 +33,7 @@ BIG_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT
               "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 OSRT_CALL_CLASS = 27  # other eventClass rows are zero-length "profiling started/finished" markers
 PIECE_ROWS = 200_000  # small enough to spread a big table over the cores, big enough to amortise a query
+CALL_COLUMNS = ("nameId", "start", "end", "globalTid", "nestingLevel", "eventClass")  # what thread_calls_read uses
 Columns = dict[str, np.ndarray]
 
 
@@ -36,27 +42,65 @@ class Read:
     """Integer expressions over a table's rows: what one cached read fetches."""
     key: Hashable
     table: str
-    exprs: dict[str, str] = field(hash=False)
-    where: str = "1"
-    extent: tuple[str, str] | None = None  # start and end expressions: the read also finds the rows' span
+    exprs: dict[str, Expr] = field(hash=False)
+    where: tuple[Filter, ...] = ()
+    extent: tuple[Expr, Expr] | None = None  # start and end expressions: the read also finds the rows' span
+
+    def sql(self) -> tuple[dict[str, str], str, tuple[str, str] | None]:
+        """The read as SQL: its expressions, its WHERE clause and its extent expressions."""
+        extent = None if self.extent is None else (self.extent[0].sql(), self.extent[1].sql())
+        return {name: expr.sql() for name, expr in self.exprs.items()}, where_sql(self.where), extent
+
+    def columns(self) -> frozenset[str]:
+        """The table columns the read needs."""
+        needed = [e.columns() for e in self.exprs.values()] + [f.columns() for f in self.where]
+        needed += [e.columns() for e in self.extent or ()]
+        return frozenset().union(*needed)
+
+
+@dataclass
+class TableDecode:
+    """A table's columns being decoded from the file on the workers, into one set of arrays."""
+    layout: TableLayout
+    raw: Raw
+    futures: list[Future]
+
+    def wait(self) -> Raw:
+        for future in self.futures:
+            future.result()  # Refused if a piece holds what the reader does not decode
+        return self.raw
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A read as jobs for the workers, and how their results become the read's columns."""
+    jobs: list[Callable[[], Columns | None]]
+    finish: Callable[[list], Columns]
 
 
 class Trace:
-    def __init__(self, conn: sqlite3.Connection, schema: Schema, path: Path | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, schema: Schema, path: Path | None = None,
+                 decode_file: bool = True) -> None:
+        """``path``: the export's file, for reads on worker threads; ``decode_file=False`` reads every table
+        through SQLite (the reference the tests hold the file reader to)."""
         self.conn, self.schema, self.path = conn, schema, path
         self._cache: dict[Hashable, Columns] = {}
-        self._pending: dict[Hashable, tuple[Read, list[Future]]] = {}
+        self._pending: dict[Hashable, tuple[Pieces, list[Future]]] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
         self._owner = threading.current_thread()
         self._name_ids: dict[tuple[str, ...], dict[int, str]] = {}
         self._extents: dict[Hashable, tuple[int, int] | None] = {}
-        workers = os.cpu_count() or 1
-        self._pool = ThreadPoolExecutor(max_workers=workers) if path is not None and workers > 1 else None
+        self._btree = BtreeFile.open(path) if decode_file else None
+        self._decodes: dict[str, TableDecode | None] = {}  # None: read through SQLite
+        self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1) if path is not None else None
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._btree is not None:
+            self._btree.close()
+            self._btree = None
 
     def local_conn(self) -> sqlite3.Connection:
         """A connection for the calling thread: one sqlite3 connection is never used by two threads at once."""
@@ -119,13 +163,14 @@ class Trace:
         ids = self.name_ids(names)
         if not ids or not self.has(table, "start", "end", "nameId", "globalTid"):
             return None
-        where = (f'nameId IN ({",".join(map(str, sorted(ids)))}) AND globalTid = {int(global_tid)}'
-                 f' AND "end" > {int(window[0])} AND start < {int(window[1])}'
-                 + (" AND nestingLevel = 0" if self.has(table, "nestingLevel") else "")
-                 + (f" AND eventClass = {OSRT_CALL_CLASS}" if table == "OSRT_API" and self.has(table, "eventClass")
-                    else ""))
+        where: tuple[Filter, ...] = (In(Col("nameId"), tuple(sorted(ids))), Compare(Col("globalTid"), "=", global_tid),
+                                     Compare(Col("end"), ">", window[0]), Compare(Col("start"), "<", window[1]))
+        if self.has(table, "nestingLevel"):
+            where += (Compare(Col("nestingLevel"), "=", 0),)
+        if table == "OSRT_API" and self.has(table, "eventClass"):
+            where += (Compare(Col("eventClass"), "=", OSRT_CALL_CLASS),)
         return Read(("calls", table, names, global_tid, window), table,
-                    {"nameId": "nameId", "start": "start", "end": '"end"'}, where)
+                    {"nameId": Col("nameId"), "start": Col("start"), "end": Col("end")}, where)
 
     def calls_of_thread(self, table: str, names: tuple[str, ...], global_tid: int,
                         window: tuple[int, int]) -> tuple[Columns, dict[int, str]] | None:
@@ -137,24 +182,77 @@ class Trace:
         return columns, self.name_ids(names)
 
     def prefetch(self, reads: list[Read | None]) -> None:
-        """Start the reads in rowid pieces on the worker threads; get() waits for them."""
+        """Start the reads in pieces on the worker threads; get() waits for them."""
         if self._pool is None:
             return
         for read in reads:
+            if read is None or self._known(read):
+                continue
+            plan = self._plan_read(read)
             with self._lock:
-                if read is None or read.key in self._cache or read.key in self._pending:
-                    continue
-                spans = rowid_chunks(self.conn, read.table, PIECE_ROWS)
-                self._pending[read.key] = (read, [self._pool.submit(self._read_piece, read, s) for s in spans])
+                if read.key not in self._cache and read.key not in self._pending:
+                    self._pending[read.key] = (plan, [self._pool.submit(job) for job in plan.jobs])
+
+    def _known(self, read: Read) -> bool:
+        with self._lock:
+            return read.key in self._cache or read.key in self._pending
+
+    def _plan_read(self, read: Read) -> Pieces:
+        """The read as jobs: evaluated on the table's decoded columns once they are there, else rowid ranges
+        through SQLite."""
+        decode = self._table_decode(read.table)
+        if decode is not None and read.columns() <= decode.raw.keys():
+            return Pieces([], lambda _: self._evaluated(read, decode))
+        spans = rowid_chunks(self.local_conn(), read.table, PIECE_ROWS)
+        return Pieces([partial(self._read_piece, read, span) for span in spans],
+                      lambda parts: concat_columns(read.exprs, parts))
+
+    def _table_decode(self, table: str) -> TableDecode | None:
+        """The decoding of every column the analysis reads of the table (started once, on the workers)."""
+        if self._btree is None or self._pool is None:
+            return None
+        with self._lock:
+            if table in self._decodes:
+                return self._decodes[table]
+            self._decodes[table] = None
+            read = self.table_read(table)
+            if read is None:
+                return None
+            columns = read.columns()
+            if table in WAIT_TABLES:  # the focus thread's calls come from the same arrays
+                columns |= {c for c in CALL_COLUMNS if self.has(table, c)}
+            try:
+                layout = self._btree.layout(self.local_conn(), table)
+                raw = self._btree.allocate(layout, frozenset(columns))
+            except Refused:
+                return None
+            futures = [self._pool.submit(self._btree.decode, layout, raw, piece) for piece in layout.pieces(PIECE_ROWS)]
+            self._decodes[table] = TableDecode(layout, raw, futures)
+            return self._decodes[table]
+
+    def _evaluated(self, read: Read, decode: TableDecode) -> Columns:
+        try:
+            columns = evaluate(read, decode.wait())
+        except Refused:
+            with self._lock:
+                self._decodes[read.table] = None  # later reads of the table go through SQLite at once
+            raise
+        if read.table not in WAIT_TABLES:  # no other read of it follows: let the arrays go
+            with self._lock:
+                self._decodes[read.table] = None
+        return columns
 
     def get(self, read: Read, keep_empty: bool = False) -> Columns | None:
         with self._lock:
             columns = self._cache.get(read.key)
             pending = self._pending.pop(read.key, None)
-        if columns is None and pending is not None:
-            columns = concat_columns(read.exprs, [future.result() for future in pending[1]])
-        elif columns is None:
-            columns = int_columns(self.local_conn(), read.table, read.exprs, read.where, extent=read.extent)
+        if columns is None:
+            plan, futures = pending if pending is not None else (self._plan_read(read), None)
+            try:
+                columns = plan.finish([future.result() for future in futures] if futures is not None
+                                      else [job() for job in plan.jobs])
+            except Refused:  # a value the file reader does not decode: SQLite reads the whole table
+                columns = self._sql_columns(read)
         if EXTENT[0] in columns:
             firsts, lasts = columns.pop(EXTENT[0]), columns.pop(EXTENT[1])
             with self._lock:
@@ -164,7 +262,12 @@ class Trace:
         return columns if keep_empty or len(next(iter(columns.values()))) else None
 
     def _read_piece(self, read: Read, span: tuple[int, int]) -> Columns:
-        return int_columns_between(self.local_conn(), read.table, read.exprs, span, read.where, extent=read.extent)
+        exprs, where, extent = read.sql()
+        return int_columns_between(self.local_conn(), read.table, exprs, span, where, extent=extent)
+
+    def _sql_columns(self, read: Read) -> Columns:
+        spans = rowid_chunks(self.local_conn(), read.table, PIECE_ROWS)
+        return concat_columns(read.exprs, [self._read_piece(read, span) for span in spans])
 
     def sampled_threads(self, table: str, samples: int = 8, rows: int = 5000) -> np.ndarray:
         """Threads of calls read from a few rowid stretches spread over the table (a cheap, even sample)."""
@@ -173,65 +276,84 @@ class Trace:
         lo, hi = rowid_bounds(self.conn, table) or (0, -1)
         step = max(1, (hi - lo + 1) // samples)
         parts = [int_columns_between(self.conn, table, {"tid": "globalTid"}, (start, start + rows - 1),
-                                     "globalTid IS NOT NULL") for start in range(lo, hi + 1, step)]
+                                     '"globalTid" IS NOT NULL') for start in range(lo, hi + 1, step)]
         return concat_columns({"tid": ""}, parts)["tid"]
 
 
-def _plan(schema: Schema, table: str) -> tuple[dict[str, str], str] | None:
+def evaluate(read: Read, raw: Raw) -> Columns:
+    """The read on decoded columns, as SQLite would give it: its expressions over the selected rows, the extent."""
+    rows = len(next(iter(raw.values()))[0]) if raw else 0
+    keep = selected(read.where, raw, rows)  # None: every row
+    columns = {}
+    if read.extent is not None:
+        for key, expr, pick in zip(EXTENT, read.extent, (np.min, np.max)):
+            values, nulls = expr.evaluate(raw, rows)
+            present = keep if nulls is None else ~nulls if keep is None else keep & ~nulls  # min/max skip NULLs
+            chosen = values if present is None else values[present]
+            columns[key] = np.array([pick(chosen)] if len(chosen) else [], dtype=np.int64)
+    for name, expr in read.exprs.items():
+        values, nulls = expr.evaluate(raw, rows)
+        if nulls is not None and (missing := int((nulls if keep is None else nulls & keep).sum())):
+            raise null_error(read.table, expr.sql(), missing)
+        columns[name] = values if keep is None else values[keep]
+    return columns
+
+
+def _plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filter, ...]] | None:
     """Which expressions to read from a table, and which rows."""
+    def optional(column: str, default: int) -> Expr:
+        return Coalesce(Col(column), default) if schema.has(table, column) else Const(default)
+
     if table == "SCHED_EVENTS":
         if not schema.has(table, "start", "cpu", "isSchedIn", "globalTid"):
             return None
-        return {"tid": "globalTid", "start": "start", "cpu": "cpu", "in": "isSchedIn"}, "globalTid IS NOT NULL"
+        return ({"tid": Col("globalTid"), "start": Col("start"), "cpu": Col("cpu"), "in": Col("isSchedIn")},
+                (NotNull(Col("globalTid")),))
     if table == "COMPOSITE_EVENTS":
         if not schema.has(table, "id", "start", "globalTid"):
             return None
-        cpu = "coalesce(cpu, -1)" if schema.has(table, "cpu") else "-1"
-        return {"id": "id", "start": "start", "tid": "globalTid", "cpu": cpu}, "globalTid IS NOT NULL"
+        return ({"id": Col("id"), "start": Col("start"), "tid": Col("globalTid"), "cpu": optional("cpu", -1)},
+                (NotNull(Col("globalTid")),))
     if table == "SAMPLING_CALLCHAINS":
         if not schema.has(table, "id", "symbol", "stackDepth"):
             return None
-        module = "coalesce(module, -1)" if schema.has(table, "module") else "-1"
-        return {"id": "id", "symbol": "coalesce(symbol, -1)", "module": module, "depth": "stackDepth"}, "1"
+        return ({"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1), "module": optional("module", -1),
+                 "depth": Col("stackDepth")}, ())
     if not schema.has(table, "start", "end"):
         return None
-    base = {"start": "start", "dur": '"end" - start'}
-    where = '"end" IS NOT NULL'
+    start, dur = Col("start"), Col("end") - Col("start")
+    timed: tuple[Filter, ...] = (NotNull(Col("end")),)
     if table in ("OSRT_API", "OPENGL_API", "CUPTI_ACTIVITY_KIND_RUNTIME"):  # CPU-side calls: name and duration
         if not schema.has(table, "nameId"):
             return None
         if table == "OSRT_API" and schema.has(table, "eventClass"):
-            where += f" AND eventClass = {OSRT_CALL_CLASS}"
-        return {"dur": base["dur"], "nameId": "nameId"}, where + " AND nameId IS NOT NULL"
+            timed += (Compare(Col("eventClass"), "=", OSRT_CALL_CLASS),)
+        return {"dur": dur, "nameId": Col("nameId")}, timed + (NotNull(Col("nameId")),)
     if table == "OPENGL_WORKLOAD":  # GPU-side: also when, for the GPU's busy time
         if not schema.has(table, "nameId"):
             return None
-        return {**base, "nameId": "nameId"}, where + " AND nameId IS NOT NULL"
+        return {"start": start, "dur": dur, "nameId": Col("nameId")}, timed + (NotNull(Col("nameId")),)
     if table == "CUPTI_ACTIVITY_KIND_KERNEL":
         if not schema.has(table, "demangledName"):
             return None
 
-        def dims(prefix: str) -> str:  # x < 2^31, y and z < 2^16: one integer each for grid and block
-            parts = [f"coalesce({prefix}{axis}, 0)" if schema.has(table, prefix + axis) else "0" for axis in "XYZ"]
-            return f"({parts[0]}) * 4294967296 + ({parts[1]}) * 65536 + ({parts[2]})"  # faster than shifts here
-        return {**base, "nameId": "demangledName", "grid": dims("grid"), "block": dims("block")}, \
-            where + " AND demangledName IS NOT NULL"
+        def dims(prefix: str) -> Expr:  # one integer each for grid and block
+            x, y, z = (optional(prefix + axis, 0) for axis in "XYZ")
+            return Dims(x, y, z)
+        return ({"start": start, "dur": dur, "nameId": Col("demangledName"), "grid": dims("grid"),
+                 "block": dims("block")}, timed + (NotNull(Col("demangledName")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
         if not schema.has(table, "copyKind"):
             return None
-        size = "coalesce(bytes, 0)" if schema.has(table, "bytes") else "0"
-        return {**base, "kind": "copyKind", "bytes": size}, where + " AND copyKind IS NOT NULL"
+        return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0)},
+                timed + (NotNull(Col("copyKind")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMSET":
-        return {**base, "bytes": "coalesce(bytes, 0)" if schema.has(table, "bytes") else "0"}, where
+        return {"start": start, "dur": dur, "bytes": optional("bytes", 0)}, timed
     return None
 
 
-def span_exprs(schema: Schema, table: str) -> tuple[str, str] | None:
-    """SQL for a table's rows' start and end ("end", else start again), or None without times."""
+def span_exprs(schema: Schema, table: str) -> tuple[Expr, Expr] | None:
+    """A table's rows' start and end ("end", else start again), or None without times."""
     if not schema.has(table, "start"):
         return None
-    return "start", ('"end"' if schema.has(table, "end") else "start")
-
-
-def unpack_dims(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return packed >> 32, (packed >> 16) & 0xFFFF, packed & 0xFFFF
+    return Col("start"), (Col("end") if schema.has(table, "end") else Col("start"))
