@@ -12,7 +12,10 @@ import sqlite3
 import pytest
 
 from orchestrator.analysis import AnalysisOptions, analyze_report
+from orchestrator.analysis.evidence import gpu_busy_ns
 from orchestrator.analysis.frame_names import module_frame
+from orchestrator.analysis.report_input import open_report
+from orchestrator.analysis.trace import Trace
 from orchestrator.errors import UsageError
 
 SECTIONS = {"summary_version", "capture", "window", "frames", "hotspots", "cores", "cpu_source", "threads", "osrt",
@@ -175,6 +178,32 @@ def test_cuda_report_sections(export):
     assert all(not row["name"].endswith(("_v3020", "_v7000")) for row in summary["cuda_api"])
     assert len(summary["capture"]["platform"]["gpus"]) == 4
     assert summary["hotspots"] is None and summary["frames"] is None
+
+
+@pytest.mark.parametrize("name", ["nsu_v100_2022.export2022_4", "abacus_titanrtx_2020.export2022_4"])
+def test_gpu_busy_time_is_the_union_of_kernels_and_memory_operations(export, name):
+    path = export(name)
+    with sqlite3.connect(path) as conn:
+        tables = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+                  if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (t,)).fetchone()]
+        rows = sorted(conn.execute(" UNION ALL ".join(f'SELECT start, "end" FROM {t}' for t in tables)))
+    first, last = rows[0][0], max(end for _, end in rows)
+
+    def union(low: int, high: int) -> int:  # a sweep over the clipped intervals, in plain Python
+        covered, reach = 0, low
+        for start, end in rows:
+            start, end = max(start, low, reach), min(end, high)
+            if end > start:
+                covered, reach = covered + end - start, end
+        return covered
+    conn, schema, export_path = open_report(path, None)
+    trace = Trace(conn, schema, export_path)
+    try:
+        for window in [(first - 10, last + 10), (first + (last - first) // 3, first + (last - first) // 2)]:
+            assert gpu_busy_ns(trace, window) == union(*window) > 0
+    finally:
+        trace.close()
+        conn.close()
 
 
 def test_2023_export_with_renamed_metadata(export):

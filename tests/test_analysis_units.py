@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from orchestrator.analysis import sampling, scheduling
 from orchestrator.analysis.bulk import int_columns
 from orchestrator.analysis.durations import summarize
-from orchestrator.analysis.evidence import Evidence, merge_intervals
+from orchestrator.analysis.evidence import Evidence
 from orchestrator.analysis.frames import warmup_frames
 from orchestrator.analysis.schema import probe
 from orchestrator.analysis.selection import parse_range, parse_time, pick_processes
@@ -53,13 +53,6 @@ def test_summarize_groups_by_several_keys_and_negative_durations():
     assert rows[(1, 5)]["calls"] == 2 and rows[(1, 5)]["min_ns"] == -4 and rows[(1, 5)]["med_ns"] == 2.0
     assert rows[(1, 6)]["total_ns"] == 3 and rows[(2, 5)]["total_ns"] == 1
     assert list(table["total_ns"]) == sorted(table["total_ns"], reverse=True)
-
-
-def test_merge_intervals_joins_overlaps_in_time_order():
-    starts, ends = merge_intervals(np.array([20, 5, 0, 21, 30, 40]), np.array([25, 15, 10, 22, 40, 41]))
-    assert starts.tolist() == [0, 20, 30] and ends.tolist() == [15, 25, 41]  # 30-40 and 40-41 touch: one
-    assert merge_intervals(np.array([3]), np.array([4]))[1].tolist() == [4]
-    assert len(merge_intervals(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))[0]) == 0
 
 
 @pytest.mark.parametrize("durations, warm", [

@@ -47,8 +47,8 @@ class TableLayout:
         return int(self.counts.sum())
 
     def pieces(self, rows: int) -> list[tuple[int, int, int]]:
-        """The leaf pages cut into runs of about ``rows`` rows: (first, end) indexes into pages, and the first
-        run's row number."""
+        """The leaf pages cut into runs of about ``rows`` rows: (first, end) indexes into pages, and the row
+        number of the run's first row."""
         if not len(self.pages):
             return []
         ends = np.cumsum(self.counts)
@@ -117,7 +117,7 @@ class BtreeFile:
         rows = layout.rows
         raw: Raw = {}
         for name in columns:
-            nullable = layout.nullable[layout.columns.index(name)] or layout.columns.index(name) == layout.alias
+            nullable = layout.nullable[layout.columns.index(name)]
             raw[name] = np.empty(rows, dtype=np.int64), np.zeros(rows, dtype=np.bool_) if nullable else None
         return raw
 

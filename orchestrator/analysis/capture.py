@@ -4,8 +4,9 @@ from __future__ import annotations
 import sqlite3
 
 from .names import pid_of, pid_sql, process_names, thread_names
+from .reads import span_exprs
 from .schema import KNOWN_TABLES, Schema
-from .trace import Trace, span_exprs
+from .trace import Trace
 
 PLATFORM_FIELDS = ("Hostname", "HardwarePlatform", "SoftwarePlatform", "OsDescription", "SoftwareReleaseVersion",
                    "CpuArchitecture", "CpuDescription", "CpuCores", "CpuSpeedMhz", "NvDriverVersion")

@@ -18,7 +18,7 @@ def group_ids(keys: dict[str, np.ndarray]) -> tuple[np.ndarray, pd.DataFrame]:
     for values in columns[1:]:  # hash-factorize each column, then fold the codes into one dense id
         codes, seen = pd.factorize(values)
         ids, uniques = pd.factorize(ids.astype(np.int64) * len(seen) + codes)
-    ids = ids.astype(np.int64)
+    ids = ids.astype(np.int64, copy=False)
     firsts = np.empty(len(uniques), dtype=np.int64)
     firsts[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the first row of each group
     return ids, pd.DataFrame({name: values[firsts] for name, values in keys.items()})
@@ -29,13 +29,16 @@ def summarize(keys: dict[str, np.ndarray], durations: np.ndarray) -> pd.DataFram
     if len(durations) == 0:
         return pd.DataFrame(columns=[*keys, *STAT_COLUMNS])
     ids, combos = group_ids(keys)
-    ids, values = _sorted_by_group(ids, durations.astype(np.int64))
+    ids, values = _sorted_by_group(ids, durations.astype(np.int64, copy=False))
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     counts = np.diff(np.r_[starts, len(ids)])
     totals = np.add.reduceat(values, starts)
     means = totals / counts
-    deviations = values - np.repeat(means, counts)
-    squares = np.add.reduceat(deviations * deviations, starts)
+    deviations = np.repeat(means, counts)  # in place from here: a big table's temporaries are pages to fault in
+    np.subtract(values, deviations, out=deviations)
+    np.multiply(deviations, deviations, out=deviations)
+    squares = np.add.reduceat(deviations, starts)
+    del deviations
     std = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
     lower, upper = values[starts + (counts - 1) // 2], values[starts + counts // 2]
     table = combos.iloc[ids[starts]].reset_index(drop=True)
@@ -56,8 +59,12 @@ def _sorted_by_group(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     value_bits = int(values.max()).bit_length() if len(values) else 0
     id_bits = int(ids.max()).bit_length() if len(ids) else 0
     if values.min() >= 0 and value_bits + id_bits <= 63:
-        packed = np.sort((ids << value_bits) | values)
-        return packed >> value_bits, packed & ((1 << value_bits) - 1)
+        packed = ids << value_bits
+        packed |= values
+        packed.sort()
+        values = packed & ((1 << value_bits) - 1)
+        packed >>= value_bits
+        return packed, values
     order = np.lexsort((values, ids))
     return ids[order], values[order]
 

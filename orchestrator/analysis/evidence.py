@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calls import WAIT_SYMBOL, WAIT_TABLES
+from .coverage import union_ns
 from .frames import Frames
 from .names import PROFILER_THREAD_PREFIX, tid_of
 from .sampling import Samples, inclusive_hotspots, of_thread
@@ -73,33 +74,18 @@ GPU_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "
 
 def gpu_busy_ns(trace: Trace, window: tuple[int, int]) -> int | None:
     """How long any GPU work (CUDA kernels, memory operations, OpenGL workloads) ran inside the window."""
-    starts, ends = [], []
+    sets = []
     for table in GPU_WORK_TABLES:
         rows = trace.events(table)
         if rows is not None:
-            finish = rows["start"] + rows["dur"]
-            inside = (finish > window[0]) & (rows["start"] < window[1])
-            # each table's own overlaps first: far fewer to merge across the tables
-            merged = merge_intervals(np.clip(rows["start"][inside], *window), np.clip(finish[inside], *window))
-            starts.append(merged[0])
-            ends.append(merged[1])
-    if not starts:
-        return None
-    first, last = merge_intervals(np.concatenate(starts), np.concatenate(ends))
-    return int((last - first).sum())
-
-
-def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as disjoint intervals in time order (overlaps and touches joined)."""
-    if not len(starts):
-        return starts, ends
-    if (starts[1:] < starts[:-1]).any():
-        order = np.argsort(starts, kind="stable")  # stable: fast on nearly sorted starts
-        starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)  # furthest end seen so far
-    opens = np.r_[True, starts[1:] > reach[:-1]]  # a start past everything before it begins a new interval
-    heads = np.flatnonzero(opens)
-    return starts[heads], reach[np.r_[heads[1:] - 1, len(starts) - 1]]
+            first, finish = rows["start"], rows["start"] + rows["dur"]
+            extent = trace.extent(table)
+            within = extent is not None and window[0] <= extent[0] and extent[1] <= window[1]
+            if not (within and (rows["dur"] >= 0).all()):  # else every row lies in the window as it is
+                inside = (finish > window[0]) & (first < window[1])
+                first, finish = np.clip(first[inside], *window), np.clip(finish[inside], *window)
+            sets.append((first, finish))
+    return None if not sets else union_ns(sets)
 
 
 def _thread_label(gtid: int, names: dict[int, str]) -> str:

@@ -106,7 +106,10 @@ class Dims(Expr):
 
     def evaluate(self, raw: Raw, rows: int) -> Value:
         (x, xn), (y, yn), (z, zn) = (part.evaluate(raw, rows) for part in (self.x, self.y, self.z))
-        return x * 4294967296 + y * 65536 + z, _either(_either(xn, yn), zn)
+        packed = x * 4294967296  # in place from here: each temporary of a big table is pages to fault in
+        packed += y * 65536
+        packed += z
+        return packed, _either(_either(xn, yn), zn)
 
 
 def unpack_dims(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

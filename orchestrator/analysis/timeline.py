@@ -15,8 +15,8 @@ import numpy as np
 from .api_summaries import memop_name
 from .frames import NVTX_RANGE_TYPES
 from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from .reads import OSRT_CALL_CLASS
 from .schema import Schema
-from .trace import OSRT_CALL_CLASS
 
 MAX_EVENTS = 3000  # past this the longest events are kept: a frame's structure, not its noise
 

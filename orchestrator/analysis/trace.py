@@ -14,16 +14,17 @@ import sqlite3
 import threading
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from .btree import BtreeFile, Refused, TableLayout
-from .bulk import EXTENT, concat_columns, int_columns_between, null_error, rowid_bounds, rowid_chunks
+from .bulk import EXTENT, concat_columns, int_columns_between, rowid_bounds, rowid_chunks
 from .calls import WAIT_TABLES
-from .exprs import Coalesce, Col, Compare, Const, Dims, Expr, Filter, In, NotNull, Raw, selected, where_sql
+from .exprs import Col, Compare, Filter, In, Raw
+from .reads import OSRT_CALL_CLASS, Columns, Read, evaluate, span_exprs, table_plan
 from .schema import Schema, connect
 
 # Tables read in parallel from the start: the CPU-use tables first (the focus thread depends on them), then
@@ -31,44 +32,53 @@ from .schema import Schema, connect
 EARLY_TABLES = ("SCHED_EVENTS", "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS")
 BIG_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "OPENGL_API",
               "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
-OSRT_CALL_CLASS = 27  # other eventClass rows are zero-length "profiling started/finished" markers
 PIECE_ROWS = 200_000  # small enough to spread a big table over the cores, big enough to amortise a query
-CALL_COLUMNS = ("nameId", "start", "end", "globalTid", "nestingLevel", "eventClass")  # what thread_calls_read uses
-Columns = dict[str, np.ndarray]
 
 
-@dataclass(frozen=True)
-class Read:
-    """Integer expressions over a table's rows: what one cached read fetches."""
-    key: Hashable
-    table: str
-    exprs: dict[str, Expr] = field(hash=False)
-    where: tuple[Filter, ...] = ()
-    extent: tuple[Expr, Expr] | None = None  # start and end expressions: the read also finds the rows' span
-
-    def sql(self) -> tuple[dict[str, str], str, tuple[str, str] | None]:
-        """The read as SQL: its expressions, its WHERE clause and its extent expressions."""
-        extent = None if self.extent is None else (self.extent[0].sql(), self.extent[1].sql())
-        return {name: expr.sql() for name, expr in self.exprs.items()}, where_sql(self.where), extent
-
-    def columns(self) -> frozenset[str]:
-        """The table columns the read needs."""
-        needed = [e.columns() for e in self.exprs.values()] + [f.columns() for f in self.where]
-        needed += [e.columns() for e in self.extent or ()]
-        return frozenset().union(*needed)
-
-
-@dataclass
 class TableDecode:
-    """A table's columns being decoded from the file on the workers, into one set of arrays."""
-    layout: TableLayout
-    raw: Raw
-    futures: list[Future]
+    """A table's columns decoded from the file in pieces on the workers. The arrays are made when the first
+    piece starts and the table's own read is evaluated by the worker that finishes the last one; the arrays
+    then go (their memory serves the next table) unless the focus thread's calls will be read from them."""
 
-    def wait(self) -> Raw:
+    def __init__(self, reader: BtreeFile, layout: TableLayout, columns: frozenset[str], read: Read,
+                 keep: bool) -> None:
+        self.reader, self.layout, self.columns, self.read, self.keep = reader, layout, columns, read, keep
+        self.futures: list[Future] = []
+        self._lock = threading.Lock()
+        self._raw: Raw | None = None
+        self._left = -1  # pieces still to decode, once started
+        self._table_columns: Columns | None = None
+
+    def start(self, pool: ThreadPoolExecutor) -> None:
+        pieces = self.layout.pieces(PIECE_ROWS)
+        self._left = len(pieces)
+        self.futures = [pool.submit(self._decode, piece) for piece in pieces]
+
+    def _arrays(self) -> Raw:
+        with self._lock:
+            if self._raw is None:
+                self._raw = self.reader.allocate(self.layout, self.columns)
+            return self._raw
+
+    def _decode(self, piece: tuple[int, int, int]) -> None:
+        raw = self._arrays()
+        self.reader.decode(self.layout, raw, piece)  # Refused if the piece holds what it does not decode
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._table_columns = evaluate(self.read, raw)
+            if not self.keep:
+                with self._lock:
+                    self._raw = None
+
+    def columns_of(self, read: Read) -> Columns:
+        """A read's columns, once every piece is decoded."""
         for future in self.futures:
-            future.result()  # Refused if a piece holds what the reader does not decode
-        return self.raw
+            future.result()
+        if read.key == self.read.key and self._table_columns is not None:
+            return self._table_columns
+        return evaluate(read, self._arrays())  # a table without rows, or a read of a kept table
 
 
 @dataclass(frozen=True)
@@ -126,7 +136,7 @@ class Trace:
     # -- reads ---------------------------------------------------------------------------------------------
 
     def events(self, table: str) -> Columns | None:
-        """The table's rows that analyzers use, as arrays (see _plan), or None without such rows."""
+        """The table's rows that analyzers use, as arrays (see reads.table_plan), or None without such rows."""
         read = self.table_read(table)
         return None if read is None else self.get(read)
 
@@ -135,27 +145,19 @@ class Trace:
         self.prefetch([self.table_read(t) for t in EARLY_TABLES + BIG_TABLES])
 
     def table_read(self, table: str) -> Read | None:
-        plan = _plan(self.schema, table)
+        plan = table_plan(self.schema, table)
         if plan is None:
             return None
         exprs, where = plan
-        timed = "start" in exprs  # the span follows from the columns read; otherwise the read finds it too
-        return Read(table, table, exprs, where, None if timed else span_exprs(self.schema, table))
+        return Read(table, table, exprs, where, span_exprs(self.schema, table))  # the span comes with the read
 
     def extent(self, table: str) -> tuple[int, int] | None:
         """First start and last end of the table's rows the analysis reads (found by the same read), or None."""
         read = self.table_read(table)
         if read is None:
             return None
-        columns = self.get(read, keep_empty=True)
-        if read.extent is not None:
-            return self._extents.get(read.key)
-        assert columns is not None
-        starts = columns.get("start")
-        if starts is None or not len(starts):  # a table without times (SAMPLING_CALLCHAINS), or without rows
-            return None
-        ends = starts + columns["dur"] if "dur" in columns else starts
-        return int(starts.min()), int(ends.max())
+        self.get(read, keep_empty=True)
+        return self._extents.get(read.key)
 
     def thread_calls_read(self, table: str, names: tuple[str, ...], global_tid: int,
                           window: tuple[int, int]) -> Read | None:
@@ -201,7 +203,7 @@ class Trace:
         """The read as jobs: evaluated on the table's decoded columns once they are there, else rowid ranges
         through SQLite."""
         decode = self._table_decode(read.table)
-        if decode is not None and read.columns() <= decode.raw.keys():
+        if decode is not None and read.columns() <= decode.columns:
             return Pieces([], lambda _: self._evaluated(read, decode))
         spans = rowid_chunks(self.local_conn(), read.table, PIECE_ROWS)
         return Pieces([partial(self._read_piece, read, span) for span in spans],
@@ -220,24 +222,27 @@ class Trace:
                 return None
             columns = read.columns()
             if table in WAIT_TABLES:  # the focus thread's calls come from the same arrays
-                columns |= {c for c in CALL_COLUMNS if self.has(table, c)}
+                calls = self.thread_calls_read(table, WAIT_TABLES[table], 0, (0, 0))
+                columns |= calls.columns() if calls is not None else frozenset()
             try:
                 layout = self._btree.layout(self.local_conn(), table)
-                raw = self._btree.allocate(layout, frozenset(columns))
             except Refused:
                 return None
-            futures = [self._pool.submit(self._btree.decode, layout, raw, piece) for piece in layout.pieces(PIECE_ROWS)]
-            self._decodes[table] = TableDecode(layout, raw, futures)
-            return self._decodes[table]
+            if not columns <= set(layout.columns):
+                return None
+            decode = TableDecode(self._btree, layout, columns, read, keep=table in WAIT_TABLES)
+            decode.start(self._pool)
+            self._decodes[table] = decode
+            return decode
 
     def _evaluated(self, read: Read, decode: TableDecode) -> Columns:
         try:
-            columns = evaluate(read, decode.wait())
+            columns = decode.columns_of(read)
         except Refused:
             with self._lock:
                 self._decodes[read.table] = None  # later reads of the table go through SQLite at once
             raise
-        if read.table not in WAIT_TABLES:  # no other read of it follows: let the arrays go
+        if not decode.keep:  # no other read of it follows
             with self._lock:
                 self._decodes[read.table] = None
         return columns
@@ -278,82 +283,3 @@ class Trace:
         parts = [int_columns_between(self.conn, table, {"tid": "globalTid"}, (start, start + rows - 1),
                                      '"globalTid" IS NOT NULL') for start in range(lo, hi + 1, step)]
         return concat_columns({"tid": ""}, parts)["tid"]
-
-
-def evaluate(read: Read, raw: Raw) -> Columns:
-    """The read on decoded columns, as SQLite would give it: its expressions over the selected rows, the extent."""
-    rows = len(next(iter(raw.values()))[0]) if raw else 0
-    keep = selected(read.where, raw, rows)  # None: every row
-    columns = {}
-    if read.extent is not None:
-        for key, expr, pick in zip(EXTENT, read.extent, (np.min, np.max)):
-            values, nulls = expr.evaluate(raw, rows)
-            present = keep if nulls is None else ~nulls if keep is None else keep & ~nulls  # min/max skip NULLs
-            chosen = values if present is None else values[present]
-            columns[key] = np.array([pick(chosen)] if len(chosen) else [], dtype=np.int64)
-    for name, expr in read.exprs.items():
-        values, nulls = expr.evaluate(raw, rows)
-        if nulls is not None and (missing := int((nulls if keep is None else nulls & keep).sum())):
-            raise null_error(read.table, expr.sql(), missing)
-        columns[name] = values if keep is None else values[keep]
-    return columns
-
-
-def _plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filter, ...]] | None:
-    """Which expressions to read from a table, and which rows."""
-    def optional(column: str, default: int) -> Expr:
-        return Coalesce(Col(column), default) if schema.has(table, column) else Const(default)
-
-    if table == "SCHED_EVENTS":
-        if not schema.has(table, "start", "cpu", "isSchedIn", "globalTid"):
-            return None
-        return ({"tid": Col("globalTid"), "start": Col("start"), "cpu": Col("cpu"), "in": Col("isSchedIn")},
-                (NotNull(Col("globalTid")),))
-    if table == "COMPOSITE_EVENTS":
-        if not schema.has(table, "id", "start", "globalTid"):
-            return None
-        return ({"id": Col("id"), "start": Col("start"), "tid": Col("globalTid"), "cpu": optional("cpu", -1)},
-                (NotNull(Col("globalTid")),))
-    if table == "SAMPLING_CALLCHAINS":
-        if not schema.has(table, "id", "symbol", "stackDepth"):
-            return None
-        return ({"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1), "module": optional("module", -1),
-                 "depth": Col("stackDepth")}, ())
-    if not schema.has(table, "start", "end"):
-        return None
-    start, dur = Col("start"), Col("end") - Col("start")
-    timed: tuple[Filter, ...] = (NotNull(Col("end")),)
-    if table in ("OSRT_API", "OPENGL_API", "CUPTI_ACTIVITY_KIND_RUNTIME"):  # CPU-side calls: name and duration
-        if not schema.has(table, "nameId"):
-            return None
-        if table == "OSRT_API" and schema.has(table, "eventClass"):
-            timed += (Compare(Col("eventClass"), "=", OSRT_CALL_CLASS),)
-        return {"dur": dur, "nameId": Col("nameId")}, timed + (NotNull(Col("nameId")),)
-    if table == "OPENGL_WORKLOAD":  # GPU-side: also when, for the GPU's busy time
-        if not schema.has(table, "nameId"):
-            return None
-        return {"start": start, "dur": dur, "nameId": Col("nameId")}, timed + (NotNull(Col("nameId")),)
-    if table == "CUPTI_ACTIVITY_KIND_KERNEL":
-        if not schema.has(table, "demangledName"):
-            return None
-
-        def dims(prefix: str) -> Expr:  # one integer each for grid and block
-            x, y, z = (optional(prefix + axis, 0) for axis in "XYZ")
-            return Dims(x, y, z)
-        return ({"start": start, "dur": dur, "nameId": Col("demangledName"), "grid": dims("grid"),
-                 "block": dims("block")}, timed + (NotNull(Col("demangledName")),))
-    if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
-        if not schema.has(table, "copyKind"):
-            return None
-        return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0)},
-                timed + (NotNull(Col("copyKind")),))
-    if table == "CUPTI_ACTIVITY_KIND_MEMSET":
-        return {"start": start, "dur": dur, "bytes": optional("bytes", 0)}, timed
-    return None
-
-
-def span_exprs(schema: Schema, table: str) -> tuple[Expr, Expr] | None:
-    """A table's rows' start and end ("end", else start again), or None without times."""
-    if not schema.has(table, "start"):
-        return None
-    return Col("start"), (Col("end") if schema.has(table, "end") else Col("start"))

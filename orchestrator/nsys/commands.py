@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..inventory.catalog import AppSpec
+if TYPE_CHECKING:  # the catalog (and YAML) load only where an app is profiled
+    from ..inventory.catalog import AppSpec
 
 # The app is started through this POSIX shell line: it records the app's PID (the watchdog finds
 # the app's session by it: nsys starts the app in a session of its own) and sends the app's output
