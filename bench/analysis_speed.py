@@ -23,6 +23,7 @@ each side covers.
 from __future__ import annotations
 
 import argparse
+import compileall
 import gzip
 import os
 import shutil
@@ -99,6 +100,9 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) ->
           f"(built in {time.perf_counter() - started:.0f} s from {SOURCES[workload]}); nsys's reports cover "
           f"{covered:,} of them")
     ours_argv = [sys.executable, "-m", "orchestrator", "analyze", "--json", str(export)]
+    # Python's own cache of compiled modules, as a first run writes it (an editable install has none, and
+    # PYTHONDONTWRITEBYTECODE, set on some machines, keeps the runs from writing it)
+    compileall.compile_dir(REPO / "orchestrator", quiet=1)
     run_measured(ours_argv)  # warm the page cache for both sides
     one_argv = [nsys, "stats", *(arg for r in NSYS_REPORTS for arg in ("--report", r)), "--format", "csv",
                 "--output", "-", str(export)]

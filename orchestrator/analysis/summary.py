@@ -88,17 +88,26 @@ def analysis_scope(trace: Trace, options: AnalysisOptions) -> Scope:
 
 
 def _sections(trace: Trace, options: AnalysisOptions) -> dict:
-    # The API sections cover the whole capture: they start at once, each as its table arrives, beside the
-    # window's analysis (numpy's sorts release the GIL)
-    pool = ThreadPoolExecutor(max_workers=2)
-    try:
+    conn, schema = trace.conn, trace.schema
+    scope = analysis_scope(trace, options)
+    capture, pids, frames, window = scope.capture, scope.pids, scope.frames, scope.window
+    threads_by_tid, skip, resolver, samples = scope.threads, scope.skip, scope.resolver, scope.samples
+    hotspots = hotspots_section(samples, skip, resolver)
+    cpus = cpu_count(conn, schema)
+    intervals = scheduling.on_cpu_intervals(trace, window.as_tuple(), pids)
+    if intervals is not None and len(intervals):
+        use = scheduling.cpu_use_from_sched(intervals, window.as_tuple(), cpus)
+    elif samples is not None:
+        use = scheduling.cpu_use_from_samples(samples, window.as_tuple(), cpus)
+    else:
+        use = None
+    gtid = focus_thread(trace, frames, use, threads_by_tid)
+    if gtid is not None:  # the focus thread's waits, read beside the big tables still in flight
+        trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
+                        for table, names in WAIT_TABLES.items()])
+    with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
         done = {name: pool.submit(_section_records, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
-        scope, use, gtid, hotspots = _window_analysis(trace, options)
         apis = {name: done[name].result() for name in API_SECTIONS}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    capture, frames, window = scope.capture, scope.frames, scope.window
-    threads_by_tid, samples = scope.threads, scope.samples
     threads = _threads_section(use, samples, threads_by_tid)
     evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
     return {
@@ -113,28 +122,6 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         **apis,
         "verdict": decide(evidence),
     }
-
-
-def _window_analysis(trace: Trace, options: AnalysisOptions) -> tuple[Scope, scheduling.CpuUse | None, int | None,
-                                                                    dict | None]:
-    """The scope, the CPU use over the window, the focus thread and the hotspots."""
-    scope = analysis_scope(trace, options)
-    window, pids, samples = scope.window, scope.pids, scope.samples
-    hotspots = hotspots_section(samples, scope.skip, scope.resolver)
-    cpus = cpu_count(trace.conn, trace.schema)
-    intervals = scheduling.on_cpu_intervals(trace, window.as_tuple(), pids)
-    use: scheduling.CpuUse | None
-    if intervals is not None and len(intervals):
-        use = scheduling.cpu_use_from_sched(intervals, window.as_tuple(), cpus)
-    elif samples is not None:
-        use = scheduling.cpu_use_from_samples(samples, window.as_tuple(), cpus)
-    else:
-        use = None
-    gtid = focus_thread(trace, scope.frames, use, scope.threads)
-    if gtid is not None:  # the focus thread's waits, read beside the big tables still in flight
-        trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
-                        for table, names in WAIT_TABLES.items()])
-    return scope, use, gtid, hotspots
 
 
 def symbol_resolver(options: AnalysisOptions) -> Resolver | None:

@@ -78,7 +78,13 @@ class TableDecode:
             future.result()
         if read.key == self.read.key and self._table_columns is not None:
             return self._table_columns
-        return evaluate(read, self._arrays())  # a table without rows, or a read of a kept table
+        if not self.futures:  # a table without rows
+            return evaluate(read, self._arrays())
+        with self._lock:
+            raw = self._raw
+        if raw is None:  # let go after the table's own read: SQLite reads this one
+            raise Refused(f"{self.layout.name}: its decoded arrays are gone")
+        return evaluate(read, raw)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,8 @@ def estimate(values: Sequence[float]) -> Estimate:
                                    n_resamples=RESAMPLES, method="percentile", vectorized=True,
                                    random_state=np.random.default_rng(SEED))
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    # a resampled median lies within the values; the percentile's interpolation can step an ulp outside
+    low, high = max(low, min(clean)), min(high, max(clean))
     return Estimate(clean, middle, (min(low, middle), max(high, middle)))
 
 
