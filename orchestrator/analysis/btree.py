@@ -125,10 +125,9 @@ class BtreeFile:
         """Decode the piece's pages into its rows of the arrays (from allocate)."""
         first, end, row = piece
         rows = int(layout.counts[first:end].sum())
-        spec = []
-        for name, (values, nulls) in sorted(raw.items(), key=lambda item: layout.columns.index(item[0])):
-            spec.append((layout.columns.index(name), values[row:row + rows],
-                         None if nulls is None else nulls[row:row + rows].view(np.uint8)))
+        spec = sorted(((layout.columns.index(name), values[row:row + rows],
+                        None if nulls is None else nulls[row:row + rows].view(np.uint8))
+                       for name, (values, nulls) in raw.items()), key=lambda item: item[0])
         try:
             decoded = _btree.decode(self._map, self.page_size, self.usable, layout.pages[first:end], layout.alias, spec)
         except ValueError as exc:

@@ -1,4 +1,5 @@
-"""Move integer columns out of SQLite into numpy arrays quickly.
+"""Move integer columns out of SQLite into numpy arrays quickly: the selective reads, and the tables the
+file reader (btree.py) declines or cannot be built for.
 
 Fetching rows through the sqlite3 module builds a Python tuple per row (about 0.5 us each); having
 SQLite itself serialise a column with group_concat and parsing that text with numpy is 3-4x faster.

@@ -31,11 +31,12 @@ class Coverage:
 
     def covered_before(self, times: np.ndarray) -> np.ndarray:
         """The covered time before each instant."""
+        if not len(self.before):
+            return np.zeros(len(times), dtype=np.int64)
         k = np.searchsorted(self.starts, times, side="left")  # pieces starting before the instant
-        whole = np.where(k >= 2, self.before[np.maximum(k - 2, 0)], 0) if len(self.before) else np.zeros(len(times))
+        whole = np.where(k >= 2, self.before[np.maximum(k - 2, 0)], 0)
         last = np.maximum(k - 1, 0)
-        partial = np.where(k >= 1, np.clip(np.minimum(times, self.ends[last]) - self.starts[last], 0, None), 0) \
-            if len(self.before) else np.zeros(len(times))
+        partial = np.where(k >= 1, np.clip(np.minimum(times, self.ends[last]) - self.starts[last], 0, None), 0)
         return whole + partial
 
     def pieces(self) -> tuple[np.ndarray, np.ndarray]:
