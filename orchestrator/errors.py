@@ -136,6 +136,12 @@ class StudyCellsFailedError(OrchestratorError):
     exit_code = 20
 
 
+class FleetBoardsFailedError(OrchestratorError):
+    """A fleet command reached its end, but some boards failed or could not be reached (the recap says why)."""
+
+    exit_code = 21
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
@@ -158,4 +164,5 @@ EXIT_CODES: dict[int, str] = {
     18: "the board is busy with another run (see --wait-lock)",
     19: "the file holds no output of the named tool ('orchestrate parse')",
     20: "a study ran, but some of its cells failed (study.json says why)",
+    21: "a fleet command ran, but some boards failed or were unreachable (the recap and fleet.json say why)",
 }

@@ -33,7 +33,7 @@ def test_unknown_app_exits_3_with_one_line(capsys, tmp_path, monkeypatch):
 
 def test_exit_codes_are_distinct_and_documented():
     assert len(EXIT_CODES) == len(set(EXIT_CODES.values()))
-    assert set(range(0, 21)) == set(EXIT_CODES)
+    assert set(range(0, 22)) == set(EXIT_CODES)
 
 
 @pytest.mark.parametrize("command", ["apps", "targets"])

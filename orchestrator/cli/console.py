@@ -1,6 +1,7 @@
 """Terminal rendering for the CLI: phase progress with rich, on stderr (stdout carries results)."""
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -97,3 +98,82 @@ class StudyView(RichProgress):
         self.tasks.clear()
         if self.study_task is not None:
             self.view.update(self.study_task, completed=self.ended)
+
+
+class FleetTable:
+    """A fleet's live view: one line per board (its phase, what the phase is doing, its status), redrawn a
+    few times a second; each board's notes print above it once, with the board's name."""
+
+    def __init__(self, console: Console, targets: list[str]) -> None:
+        from rich.live import Live
+        self.console = console
+        self.rows: dict[str, dict[str, str]] = {t: {"phase": "waiting", "detail": "", "status": ""} for t in targets}
+        self.lock = threading.Lock()
+        self.said: set[tuple[str, str]] = set()
+        self.live = Live(get_renderable=self._table, console=console, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def _table(self) -> Any:
+        from rich.table import Table
+        table = Table("board", "phase", "detail", "status", expand=True)
+        with self.lock:
+            for target, row in self.rows.items():
+                style = {"ok": "green", "failed": "red", "unreachable": "red"}.get(row["status"], "")
+                table.add_row(target, row["phase"], row["detail"], f"[{style}]{row['status']}[/]" if style else "")
+        return table
+
+    def board(self, target: str) -> _BoardLine:
+        return _BoardLine(self, target)
+
+    def set(self, target: str, **values: str) -> None:
+        with self.lock:
+            self.rows[target].update(values)
+
+    def say(self, target: str, level: str, text: str) -> None:
+        with self.lock:
+            if (level, text) in self.said:  # every board's preflight says the same of a shared cause
+                return
+            self.said.add((level, text))
+        self.console.print(f"[{LEVEL_STYLE.get(level, '')}]\\[{level}][/] {target}: {text}", highlight=False,
+                           soft_wrap=True)
+
+    def ended(self, result: Any) -> None:
+        self.set(result.target, phase="done", status=result.status,
+                 detail=(result.reason or result.folder or "")[:200])
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+class _BoardLine:
+    """One board's Progress (and a study's begin_run/end_run), drawn as its line of the fleet's table."""
+
+    def __init__(self, view: FleetTable, target: str) -> None:
+        self.view, self.target = view, target
+        self.totals: dict[str, float | None] = {}
+
+    def start(self, phase: str, total: float | None = None, unit: str = "") -> None:
+        self.totals[phase] = total
+        self.view.set(self.target, phase=phase, detail="")
+
+    def update(self, phase: str, done: float, total: float | None = None) -> None:
+        total = total or self.totals.get(phase)
+        if phase == "pull" and total:
+            detail = f"{done / 2**20:.1f}/{total / 2**20:.1f} MB"
+        elif phase == "capture":
+            detail = f"{done:.0f} s of {total or 0:.0f} s"
+        else:
+            detail = ""
+        self.view.set(self.target, phase=phase, detail=detail)
+
+    def finish(self, phase: str, summary: str = "") -> None:
+        self.view.set(self.target, detail=summary[:120])
+
+    def note(self, level: str, text: str) -> None:
+        self.view.say(self.target, level, text)
+
+    def begin_run(self, cell: Any, cells: int, run: int, repeat: int, eta_s: float | None) -> None:
+        self.view.set(self.target, phase=f"cell {cell.index + 1}/{cells}, run {run}/{repeat}", detail="")
+
+    def end_run(self, outcome: str) -> None:
+        pass

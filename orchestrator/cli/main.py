@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
-from ..errors import EXIT_CODES, OrchestratorError, StudyCellsFailedError, UsageError
+from ..errors import EXIT_CODES, FleetBoardsFailedError, OrchestratorError, StudyCellsFailedError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -156,18 +156,69 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
     _add_nsys_option(compare)
 
-    parse = sub.add_parser("parse", help="read a benchmark tool's console output and print its figures",
+    parse = sub.add_parser("parse", help="read a benchmark tool's or a board's output and print what it says",
                            description="Parse the console output of trtexec, the TF-TRT benchmark (tftrt-bench), "
-                                       "glmark2 or jetson-inference into named figures; a failed run prints "
-                                       "its reason.")
-    parse.add_argument("parser", help="trtexec, tftrt-bench, glmark2 or jetson-inference")
+                                       "glmark2 or jetson-inference into named figures (a failed run prints its "
+                                       "reason), or what a Jetson prints about itself: a tegrastats log (one JSON "
+                                       "object per line with --json), 'nvpmodel -q', 'jetson_clocks --show', "
+                                       "/etc/nv_tegra_release.")
+    parse.add_argument("parser", help="trtexec, tftrt-bench, glmark2, jetson-inference; tegrastats, nvpmodel, "
+                                      "jetson-clocks, nv-tegra-release")
     parse.add_argument("file", type=Path, help="the tool's output, e.g. runs/<run>/app.stdout.log")
     parse.add_argument("--json", action="store_true", help="print the figures as one JSON document")
 
-    targets = sub.add_parser("targets", help="list the inventory's targets",
-                             description="List the hosts of the inventory, with their groups.")
+    fleet = sub.add_parser("fleet", help="run an app or a study on every matching board at once, with a recap",
+                           description="Profile an app (or run a study) on every target --limit matches, --forks at a "
+                                       "time, each board in its own run folder inside the fleet folder; a live table "
+                                       "shows each board, a recap says ok / failed / unreachable and why, fleet.html "
+                                       "and fleet.json hold every board's figures. Prints the fleet folder.")
+    what = fleet.add_mutually_exclusive_group(required=True)
+    what.add_argument("--app", help="app name from the catalog")
+    what.add_argument("--app-cmd", help="profile this command line on every board")
+    what.add_argument("--study", type=Path, metavar="FILE", help="run this study file on every board")
+    _add_fleet_options(fleet)
+    fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
+    fleet.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
+    fleet.add_argument("--duration", type=float, help="seconds to capture (default: the app spec's)")
+    fleet.add_argument("--delay", type=float, help="seconds to wait before capturing (default: the app spec's)")
+    fleet.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
+    fleet.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
+    fleet.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none")
+    fleet.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
+    fleet.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
+    fleet.add_argument("--repeat", type=int, help="with --study: runs per cell (default: the study's)")
+    fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                       help="with --study: other values for a matrix variable")
+    fleet.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    fleet.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the boards")
+    fleet.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
+                       help="wait up to S seconds for another run on a board to end (default: that board fails)")
+    fleet.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S", help="as for profile")
+    fleet.add_argument("--board-timeout", type=float, metavar="S",
+                       help="end a board's capture early (its report kept) once it has taken S seconds, and count "
+                            "the board as failed (default: no limit beyond the watchdog's)")
+
+    doctor = sub.add_parser("doctor", help="check every matching board: reachable, what it is, what would fail",
+                            description="Connect to every target --limit matches, --forks at a time, deploy the agent "
+                                        "and run its preflight: one table of the boards' facts and of what would make "
+                                        "a capture fail on each, with the fix.")
+    _add_fleet_options(doctor)
+
+    targets = sub.add_parser("targets", help="list the inventory's targets, groups and resolved variables",
+                             description="List the hosts of the inventory: their groups and every variable as it "
+                                         "resolves for each (group vars, then host vars).")
     targets.add_argument("--inventory", help="inventory YAML")
+    targets.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches")
     return parser
+
+
+def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inventory", help="inventory YAML (as for profile)")
+    parser.add_argument("--limit", metavar="PATTERN",
+                        help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
+                             "(default: all)")
+    parser.add_argument("--forks", type=int, default=5, help="boards at a time (default 5, as Ansible's)")
+    _add_ssh_options(parser)
 
 
 def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
@@ -367,10 +418,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     from ..parsers import parse
+    from ..parsers.board_text import BOARD_PARSERS
     try:
         text = args.file.read_text(errors="replace")
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror}", "give the path of the tool's output") from None
+    if args.parser in BOARD_PARSERS:
+        return _print_board_text(args, text)
     parsed = parse(args.parser, text, str(args.file))
     if args.json:
         print(json.dumps(parsed.as_json()))
@@ -387,17 +441,143 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from ..fleet.patterns import select_hosts
+    from ..fleet.runner import FleetRequest, run_fleet
+    from ..inventory.catalog import adhoc_app, find_app, load_catalog, with_overrides
+    from ..inventory.hosts import load_inventory
+    from ..targets.transport import ConnectOptions
+    from .console import FleetTable
+    if not 1 <= args.forks <= 256:
+        raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
+    if args.board_timeout is not None and args.board_timeout <= 0:
+        raise UsageError("--board-timeout must be a positive number of seconds", "e.g. --board-timeout 600")
+    inventory = load_inventory(args.inventory)
+    targets = select_hosts(inventory, args.limit)
+    catalog = load_catalog(args.apps_dir)
+    app, study = None, None
+    if args.study:
+        from ..study.spec import load_study, with_values
+        study = with_values(load_study(args.study), args.set)
+        if args.repeat is not None and not 1 <= args.repeat <= 1000:
+            raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
+    else:
+        spec = find_app(args.app, catalog) if args.app else adhoc_app(args.app_cmd, args.needs_display)
+        app = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
+    request = FleetRequest(
+        inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,
+        repeat=args.repeat, forks=args.forks, limit=args.limit,
+        connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), grace_s=args.grace,
+        retries=max(args.retries, 0), heartbeat_timeout_s=max(args.heartbeat_timeout, 2.0),
+        wait_lock_s=max(args.wait_lock, 0.0), keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
+        inventory_path=args.inventory)
+    view = FleetTable(_stderr(), targets)
+    try:
+        outcome = run_fleet(request, view)
+    finally:
+        view.close()
+    _print_recap(outcome.results)
+    print(outcome.folder)
+    if outcome.failed:
+        first = outcome.failed[0]
+        raise FleetBoardsFailedError(f"{len(outcome.failed)} of {len(outcome.results)} boards did not end well; "
+                                     f"the first, {first.target}: {first.reason}",
+                                     f"see {outcome.folder / 'fleet.html'}")
+    return 0
+
+
+def _print_recap(results: list) -> None:
+    """Ansible's PLAY RECAP, one line per board: status, why, where its run folder is."""
+    from rich.table import Table
+    table = Table("board", "status", "why", "folder", title="recap", expand=True)
+    for result in results:
+        style = "green" if result.status == "ok" else "red"
+        table.add_row(result.target, f"[{style}]{result.status}[/]", result.reason or "", result.folder or "")
+    _stderr().print(table)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..fleet.doctor import doctor
+    from ..fleet.patterns import select_hosts
+    from ..inventory.hosts import load_inventory
+    from ..targets.transport import ConnectOptions
+    if not 1 <= args.forks <= 256:
+        raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
+    inventory = load_inventory(args.inventory)
+    checks = doctor(inventory, select_hosts(inventory, args.limit),
+                    ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), args.forks)
+    table = Table("board", "status", "kind", "L4T / JetPack", "power mode", "nsys", "what is wrong, and the fix",
+                  title="doctor", expand=True)
+    for check in checks:
+        board = check.board
+        problems = [f"[{'red' if f['level'] == 'error' else 'yellow'}]{f['what']}[/]: {f['fix']}"
+                    for f in check.findings] + ([f"[red]{check.error}[/]"] if check.error else [])
+        table.add_row(check.target, f"[{'green' if check.status == 'ok' else 'red'}]{check.status}[/]",
+                      board.get("kind") or "–", " / ".join(str(board.get(k) or "–") for k in ("l4t", "jetpack")),
+                      board.get("power_mode") or "–",
+                      f"{board['nsys']} ({board['nsys_path']})" if board.get("nsys") else "–",
+                      "\n".join(problems) or "nothing")
+    from rich.console import Console
+    Console(soft_wrap=False).print(table)
+    blocked = [c for c in checks if c.blocking]
+    if blocked:
+        raise FleetBoardsFailedError(f"{len(blocked)} of {len(checks)} boards cannot capture as they are; the first, "
+                                     f"{blocked[0].target}: {blocked[0].error or blocked[0].findings[0]['what']}",
+                                     "fix what the table says, then run 'orchestrate doctor' again")
+    return 0
+
+
+def _print_board_text(args: argparse.Namespace, text: str) -> int:
+    from ..parsers.board_text import parse_board_text
+    found = parse_board_text(args.parser, text, str(args.file))
+    if args.parser == "tegrastats":
+        if args.json:
+            for record in found:
+                print(json.dumps(record))
+            return 0
+        from rich.console import Console
+        from rich.table import Table
+        table = Table("time", "RAM MB", "CPU load % (per core)", "EMC %", "GPU %@MHz", "hottest", "power mW",
+                      title=f"tegrastats: {args.file}")
+        for r in found:
+            cores = " ".join("off" if c is None else str(c["load_pct"]) for c in r["cpus"] or [])
+            temps = {k: v for k, v in r["temps_c"].items() if v is not None}
+            hottest = max(temps.items(), key=lambda kv: kv[1]) if temps else None
+            rails = r["rails_mw"]
+            table.add_row(r["time"] or "–", f"{r['ram_used_mb']}/{r['ram_total_mb']}", cores or "–",
+                          str(r["emc_pct"] if r["emc_pct"] is not None else "–"),
+                          f"{r['gr3d_pct'] if r['gr3d_pct'] is not None else '–'}@{r['gr3d_freq_mhz'] or '–'}",
+                          f"{hottest[0]} {hottest[1]:g} C" if hottest else "–",
+                          " ".join(f"{k}={v['current']}" for k, v in rails.items()) or "–")
+        Console().print(table)
+        return 0
+    print(json.dumps(found, indent=None if args.json else 2))
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import load_inventory, resolved_variables
     inventory = load_inventory(args.inventory)
-    table = Table("target", "connection", "address", "user", "groups", title=inventory.source)
+    chosen = None
+    if args.limit:
+        from ..fleet.patterns import select_hosts
+        chosen = set(select_hosts(inventory, args.limit))
+    table = Table("target", "connection", "address", "groups", "variables (resolved)", title=inventory.source)
     for host in inventory.hosts.values():
-        table.add_row(host.name, host.connection, host.address or host.name, host.user or "root (default)",
-                      ",".join(host.groups))
+        if chosen is not None and host.name not in chosen:
+            continue
+        variables = " ".join(f"{k}={v}" for k, v in resolved_variables(host).items())
+        table.add_row(host.name, host.connection, host.address or host.name, ",".join(host.groups), variables)
     Console().print(table)
+    groups = Table("group", "hosts (with its child groups')", "child groups", title="groups")
+    for group in sorted(set(inventory.groups) | set(inventory.children)):
+        groups.add_row(group, ",".join(inventory.group_hosts(group)), ",".join(inventory.children.get(group, ())))
+    Console().print(groups)
     out = Console(soft_wrap=True, highlight=False)
     for name, error in sorted(inventory.broken.items()):
         out.print(f"[red]unusable:[/] {name}: {error.one_line()}")
@@ -408,8 +588,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
-            "parse": cmd_parse,
-            "study": cmd_study}
+            "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor}
 
 
 def _stderr() -> Console:

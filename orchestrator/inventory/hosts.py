@@ -105,15 +105,47 @@ class Host:
         return self.connection == "local"
 
 
+def resolved_variables(host: Host) -> dict[str, Any]:
+    """The inventory keys as they resolved for this host (group vars, then host vars), defaults left out."""
+    defaults = Host(name=host.name, groups=host.groups)
+    found: dict[str, Any] = {}
+    for key, (name, _) in HOST_KEYS.items():
+        value = getattr(host, name)
+        if value != getattr(defaults, name) and name not in {HOST_KEYS[k][0] for k in found}:
+            found[key] = list(value) if isinstance(value, tuple) else value
+    return found
+
+
 @dataclass(frozen=True)
 class Inventory:
     """Hosts that loaded, and the error of each that did not: one broken entry never hides the others."""
 
     source: str
     hosts: Mapping[str, Host]
-    groups: Mapping[str, tuple[str, ...]]
+    groups: Mapping[str, tuple[str, ...]]   # group -> the hosts listed directly under it
     broken: Mapping[str, InventoryError] = field(default_factory=dict)
     broken_groups: Mapping[str, InventoryError] = field(default_factory=dict)
+    children: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group -> its child groups
+
+    def group_hosts(self, group: str) -> list[str]:
+        """Every host of a group, its child groups' included (as Ansible's patterns see a group), in
+        inventory order."""
+        found: dict[str, None] = {}
+        todo, seen = [group], set()
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            found.update(dict.fromkeys(self.groups.get(name, ())))
+            todo.extend(self.children.get(name, ()))
+        order = {host: i for i, host in enumerate(self.names)}
+        return sorted(found, key=lambda host: order.get(host, len(order)))
+
+    @property
+    def names(self) -> list[str]:
+        """Every host the file names, usable or not, in inventory order."""
+        return list(dict.fromkeys([*self.hosts, *self.broken]))
 
     def host(self, name: str) -> Host:
         if name in self.broken:
@@ -177,6 +209,7 @@ class _Walk:
         self.host_vars: dict[str, dict[str, Any]] = {}
         self.host_groups: dict[str, list[str]] = {}
         self.groups: dict[str, list[str]] = {}
+        self.children: dict[str, list[str]] = {}
         self.broken: dict[str, InventoryError] = {}
         self.broken_groups: dict[str, InventoryError] = {}
         self.visits = 0
@@ -214,6 +247,9 @@ class _Walk:
             if str(host) not in members:
                 members.append(str(host))
         for child, child_body in children.items():
+            below = self.children.setdefault(name, [])
+            if str(child) not in below:
+                below.append(str(child))
             self.group(str(child), child_body, merged, error, chain + (name,))
 
     def host(self, host: str, values: Any, group: str, merged: dict[str, Any], error: InventoryError | None) -> None:
@@ -267,7 +303,8 @@ def parse_inventory(text: str, source: str) -> Inventory:
     hosts = {name: Host(name=name, groups=tuple(walk.host_groups.get(name, ())), **_local_python(values))
              for name, values in walk.host_vars.items() if name not in walk.broken}
     return Inventory(source=source, hosts=hosts, groups={k: tuple(v) for k, v in walk.groups.items()},
-                     broken=walk.broken, broken_groups=walk.broken_groups)
+                     broken=walk.broken, broken_groups=walk.broken_groups,
+                     children={k: tuple(v) for k, v in walk.children.items()})
 
 
 def _local_python(values: dict[str, Any]) -> dict[str, Any]:

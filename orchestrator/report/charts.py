@@ -271,7 +271,7 @@ class Interval:
 
 
 def grouped_bars(name: str, groups: list[str], series: list[str], values: dict[tuple[str, str], Interval | str],
-                 unit: str) -> Chart:
+                 unit: str, interval: str = "95 % interval") -> Chart:
     """Horizontal bars grouped by row (groups), one per column (series), each with its 95 % interval as
     whiskers. A value that is a text (a failed cell's reason) is drawn as that text, never as a bar of 0.
     The scale turns logarithmic when one bar is more than ten times another (as the seed's 16,066 ms cell
@@ -308,7 +308,7 @@ def grouped_bars(name: str, groups: list[str], series: list[str], values: dict[t
             chart.texts.append(Text(label_w - 8, y + 14, shorten(column, 40), "label", "end"))
             if isinstance(found, Interval):
                 width = max(x_of(found.median) - label_w, 1.0)
-                tip = f"{group} · {column}: {found.median:.4g} {unit} (95 % interval {found.low:.4g}–{found.high:.4g})"
+                tip = f"{group} · {column}: {found.median:.4g} {unit} ({interval} {found.low:.4g}–{found.high:.4g})"
                 chart.rects.append(Rect(label_w, y + 3, width, row_h - 6, "mark bar", tip))
                 chart.lines.append(Line(x_of(found.low), y + row_h / 2, x_of(found.high), y + row_h / 2, "whisker"))
                 for end in (found.low, found.high):

@@ -45,6 +45,8 @@ class ProfileRequest:
     wait_lock_s: float = 0.0
     inventory: str | None = None
     study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
+    fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
+    stop: session.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
     }
     if request.study is not None:
         record["study"] = request.study
+    if request.fleet is not None:
+        record["fleet"] = request.fleet
     log = RunLog(run_dir, record, progress)
     log.stage("preparing")
     failure: OrchestratorError | None = None
@@ -220,10 +224,12 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
         "requested_by": record["target"].get("address"),
     }
+    if request.stop is not None and request.stop.interrupt.is_set():
+        raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
         session.launch(agent, {**launch, "retries": request.retries})
         log.stage("capturing")
-        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log)
+        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop)
     record["board_state"]["after"] = board_state(agent)
     record["capture_attempts"] = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
@@ -263,7 +269,7 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog) -> OrchestratorEr
 
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
-                   log: RunLog) -> dict[str, Any]:
+                   log: RunLog, stop: session.HostStop | None = None) -> dict[str, Any]:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -279,7 +285,7 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
                                      "or failed before starting the app); capturing again")
         progress.update("capture", event.get("elapsed_s") or 0)
     try:
-        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt)
+        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop)
     except session.StoppedFollowing:
         log.stage("capturing")
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",

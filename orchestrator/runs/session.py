@@ -2,11 +2,14 @@
 
 Following means renewing the board's heartbeat once a second and reading its progress. The first
 interrupt (Ctrl-C, SIGTERM) asks the board to end the capture early, as nsys's own Ctrl-C would; the
-second stops following and leaves the board to finish on its own. Silence from the board past
-``silence_s`` counts as a lost connection. Either way the board keeps whatever the capture wrote.
+second stops following and leaves the board to finish on its own. Another thread asks the same through
+a ``HostStop`` (a fleet's Ctrl-C, which only its main thread receives, or one board's deadline). Silence
+from the board past ``silence_s`` counts as a lost connection. Either way the board keeps whatever the
+capture wrote.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +19,21 @@ from ..targets.agent import RemoteAgent, parse_event
 
 BEAT_EVERY_S = 1.0
 INTERRUPT_REASON = "the user interrupted orchestrate on the host"
+
+
+class HostStop:
+    """The host's wish to end captures early, set from another thread: ``interrupt`` asks the board to end
+    the capture (as a first Ctrl-C does), ``abandon`` stops following it (as a second one does)."""
+
+    def __init__(self, reason: str = INTERRUPT_REASON) -> None:
+        self.reason = reason
+        self.interrupt = threading.Event()
+        self.abandon = threading.Event()
+
+    def request(self, reason: str | None = None) -> None:
+        if not self.interrupt.is_set():
+            self.reason = reason or self.reason
+            self.interrupt.set()
 
 
 class StoppedFollowing(Exception):
@@ -43,7 +61,7 @@ def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
-           on_interrupt: Callable[[], None], silence_s: float | None = None) -> dict:
+           on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None) -> dict:
     """Follow the capture in run_dir until it ends; returns the board's final state."""
     silence_s = silence_s or max(heartbeat_timeout_s, 15.0)
     stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
@@ -53,6 +71,12 @@ def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_prog
         while True:
             try:
                 now = time.monotonic()
+                if stop is not None and stop.abandon.is_set():
+                    raise StoppedFollowing()
+                if stop is not None and stop.interrupt.is_set() and not interrupted:
+                    interrupted = True
+                    stream.send(f"stop {stop.reason}\n".encode())
+                    on_interrupt()
                 if now - last_beat >= BEAT_EVERY_S:
                     stream.send(b"beat\n")
                     last_beat = now

@@ -24,6 +24,7 @@ from ..runs.folder import read_run_json, write_run_json
 from ..runs.outcome import measured_despite_nsys
 from ..runs.profile import Board, ProfileRequest, agent_record, profile
 from ..runs.progress import Progress
+from ..runs.session import HostStop
 from ..targets.agent import deploy_agent
 from ..targets.transport import ConnectOptions, open_transport
 from .metrics import REPORT_METRICS, run_metrics
@@ -53,6 +54,7 @@ class StudyRequest:
     inventory: str | None = None
     grace_s: float = 30.0
     retries: int = 1
+    stop: HostStop | None = None  # another thread's wish to end the study's capture early (a fleet's)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,8 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             started = time.monotonic()
             profile_request = ProfileRequest(
                 host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
-                retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1})
+                retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1},
+                stop=request.stop)
             try:
                 outcome = profile(profile_request, progress, board)
                 entry["runs"].append(outcome.run_dir.name)

@@ -1,0 +1,58 @@
+"""``orchestrate doctor``: the preflight of every matching board at once, in one table: whether it is
+reachable, what it is (board facts), and what would make a capture fail there, each with its fix.
+One result per board, a value or its error (one dead board never hides the others)."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OrchestratorError
+from ..inventory.hosts import Inventory
+from ..targets.agent import deploy_agent
+from ..targets.facts import board_summary
+from ..targets.transport import ConnectOptions, open_transport
+from .runner import UNREACHABLE_ERRORS
+
+# what the preflight is asked to check when no app is named: a sampled capture of a typical length
+DOCTOR_CAPTURE_S = 10.0
+
+
+@dataclass(frozen=True)
+class BoardCheck:
+    target: str
+    status: str                 # "ok" (nothing blocks a capture), "problems" or "unreachable"
+    address: str | None = None
+    board: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def blocking(self) -> bool:
+        return self.status != "ok"
+
+
+def check_board(inventory: Inventory, target: str, connect: ConnectOptions) -> BoardCheck:
+    try:
+        host = inventory.host(target)
+        transport = open_transport(host, connect)
+    except OrchestratorError as exc:
+        return BoardCheck(target, "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "problems",
+                          error=exc.one_line())
+    try:
+        agent = deploy_agent(transport, host)
+        checked = agent.call("preflight", {
+            "nsys": host.nsys, "argv0": None, "cwd": None, "needs_display": False, "display": host.display,
+            "xvfb": host.xvfb, "sample": "cpu", "duration_s": DOCTOR_CAPTURE_S, "work_dir": agent.work_dir})
+    except OrchestratorError as exc:
+        return BoardCheck(target, "problems", transport.description, error=exc.one_line())
+    finally:
+        transport.close()
+    findings = [f for f in checked["findings"] if f["level"] in ("error", "warning")]
+    status = "problems" if any(f["level"] == "error" for f in findings) else "ok"
+    return BoardCheck(target, status, transport.description, board_summary(checked["facts"]), findings)
+
+
+def doctor(inventory: Inventory, targets: list[str], connect: ConnectOptions, forks: int = 5) -> list[BoardCheck]:
+    with ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="doctor") as pool:
+        return list(pool.map(lambda target: check_board(inventory, target, connect), targets))

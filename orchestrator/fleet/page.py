@@ -1,0 +1,118 @@
+"""fleet.html: every board's recap line, then boards x apps (or study cells) grouped by board kind: the
+frame time with its interval, the verdict and the validity flags, a link to each report. Pure:
+fleet.json in, the page's typed context out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..report import charts
+from ..report.charts import Chart, Interval
+from ..report.render import render, write_page
+
+
+@dataclass(frozen=True)
+class RecapRow:
+    target: str
+    status: str
+    reason: str
+    kind: str
+    software: str
+    seconds: str
+    folder: str | None
+
+
+@dataclass(frozen=True)
+class GridCell:
+    text: str
+    interval: str
+    state: str      # "ok", "failed", "flagged" or "missing"
+    verdict: str
+    flags: list[str]
+    href: str | None
+
+
+@dataclass(frozen=True)
+class KindGroup:
+    kind: str
+    columns: list[str]
+    rows: list[tuple[str, list[GridCell]]]
+    chart: Chart | None
+
+
+@dataclass(frozen=True)
+class FleetPage:
+    title: str
+    facts: list[tuple[str, str]]
+    counts: dict[str, int]
+    recap: list[RecapRow]
+    groups: list[KindGroup]
+    interval: str
+
+
+def _software(board: dict[str, Any]) -> str:
+    parts = [f"L4T {board['l4t']}" if board.get("l4t") else None,
+             f"JetPack {board['jetpack']}" if board.get("jetpack") else None,
+             board.get("power_mode"), f"nsys {board['nsys']}" if board.get("nsys") else None]
+    return ", ".join(p for p in parts if p) or "–"
+
+
+def _cell(found: dict[str, Any] | None) -> GridCell:
+    if found is None:
+        return GridCell("–", "", "missing", "", [], None)
+    frame = found.get("frame_ms")
+    flags = [flag["what"] for flag in found.get("flags") or []]
+    if frame and frame.get("median") is not None:
+        low, high = frame.get("low"), frame.get("high")
+        interval = f"{low:.4g}–{high:.4g}" if low is not None and high is not None else ""
+        return GridCell(f"{frame['median']:.4g} ms", interval, "flagged" if flags else "ok",
+                        found.get("verdict") or "", flags, found.get("report"))
+    return GridCell("failed" if found.get("status") not in ("ok", None) else "no frames", "",
+                    "failed" if found.get("status") not in ("ok", None) else "missing",
+                    found.get("reason") or found.get("verdict") or "", flags, found.get("report"))
+
+
+def fleet_page(document: dict[str, Any]) -> FleetPage:
+    boards = document.get("boards") or []
+    recap = [RecapRow(b["target"], b["status"], b.get("reason") or "", (b.get("board") or {}).get("kind") or "–",
+                      _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"))
+             for b in boards]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for board in boards:
+        facts = board.get("board") or {}
+        kind = facts["kind"] if facts.get("fingerprint") else "kind unknown (not reached)"
+        by_kind.setdefault(kind, []).append(board)
+    groups: list[KindGroup] = []
+    interval = ""
+    for kind, members in sorted(by_kind.items()):
+        columns = list(dict.fromkeys(c["label"] for b in members for c in b.get("cells") or []))
+        rows = []
+        values: dict[tuple[str, str], Interval | str] = {}
+        for board in members:
+            mine = {c["label"]: c for c in board.get("cells") or []}
+            rows.append((board["target"], [_cell(mine.get(label)) for label in columns]))
+            for label, found in mine.items():
+                interval = interval or found.get("interval", "")
+                frame = found.get("frame_ms")
+                if frame and frame.get("median") is not None and frame.get("low") is not None:
+                    values[(board["target"], label)] = Interval(frame["median"], frame["low"], frame["high"])
+                elif found.get("status") not in ("ok", None):
+                    values[(board["target"], label)] = found.get("reason") or "failed"
+        measured = any(isinstance(v, Interval) for v in values.values())
+        drawn = charts.grouped_bars(f"fleet-{len(groups)}", [b["target"] for b in members], columns,
+                                    values, "ms", interval or "interval") if measured else None
+        groups.append(KindGroup(kind, columns, rows, drawn))
+    counts = document.get("recap") or {}
+    return FleetPage(
+        title=f"fleet: {document.get('what')} on {len(boards)} board(s)",
+        facts=[("ran", f"{document.get('kind')} {document.get('what')}"), ("limit", str(document.get("limit"))),
+               ("inventory", str(document.get("inventory"))), ("forks", str(document.get("forks"))),
+               ("status", str(document.get("status"))), ("started", str(document.get("started", ""))),
+               ("finished", str(document.get("finished", "")))],
+        counts={k: int(v) for k, v in counts.items()}, recap=recap, groups=groups, interval=interval)
+
+
+def write_fleet_page(document: dict[str, Any], folder: Path) -> Path:
+    page = fleet_page(document)
+    return write_page(render("fleet.html", page.title, page=page), folder / "fleet.html")

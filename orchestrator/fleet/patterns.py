@@ -1,0 +1,121 @@
+"""Ansible's host patterns, for ``--limit``: which inventory hosts a fleet command reaches.
+
+``group``, ``host``, ``a:b`` (or ``a,b``) for the union, ``a:!b`` to leave out, ``a:&b`` for the
+intersection, globs (``nano*``), ``~regex`` (searched in host and group names), ``group[0]`` and
+``group[0:2]`` (inclusive, as Ansible's). As in Ansible, the plain terms are taken first, then the
+``&`` ones, then the ``!`` ones, and a pattern of only ``&``/``!`` terms starts from ``all``. Pure: an
+inventory and a string in, host names out.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable
+from functools import partial
+
+from ..errors import UsageError
+from ..inventory.hosts import Inventory
+
+_SUBSCRIPT = re.compile(r"^(?P<name>.+?)\[(?:(?P<one>-?\d+)|(?P<start>-?\d+)?:(?P<end>-?\d+)?)\]$")
+_GLOB_CHARS = set("*?[")
+
+
+def split_pattern(pattern: str) -> list[str]:
+    """Commas split terms when there are any, else colons outside brackets ('g[0:2]:h' is two terms)."""
+    if "," in pattern:
+        parts = pattern.split(",")
+    else:
+        parts, depth, current = [], 0, ""
+        for char in pattern:
+            depth += {"[": 1, "]": -1}.get(char, 0)
+            if char == ":" and depth <= 0:
+                parts.append(current)
+                current = ""
+            else:
+                current += char
+        parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
+    """The hosts a pattern names, in inventory order; a term that names nothing is an error (a typo
+    would otherwise leave boards out silently)."""
+    terms = split_pattern(pattern or "all")
+    if not terms:
+        raise UsageError(f"--limit '{pattern}' holds no pattern", "e.g. --limit jetson_nano or --limit 'all:!orin01'")
+    plain = [t for t in terms if t[0] not in "!&"]
+    narrowing = [t for t in terms if t[0] == "&"]
+    excluded = [t for t in terms if t[0] == "!"]
+    chosen: dict[str, None] = {}
+    for term in plain or ["all"]:
+        chosen.update(dict.fromkeys(_match(inventory, term)))
+    for term in narrowing:
+        keep = set(_match(inventory, term[1:]))
+        chosen = {name: None for name in chosen if name in keep}
+    for term in excluded:
+        drop = set(_match(inventory, term[1:]))
+        chosen = {name: None for name in chosen if name not in drop}
+    order = {name: i for i, name in enumerate(inventory.names)}
+    hosts = sorted(chosen, key=lambda name: order.get(name, len(order)))
+    if not hosts:
+        raise UsageError(f"--limit '{pattern}' leaves no target in {inventory.source}",
+                         "see 'orchestrate targets' for the groups and hosts")
+    return hosts
+
+
+def _match(inventory: Inventory, term: str) -> list[str]:
+    if not term:
+        raise UsageError("--limit has an empty '!' or '&' term", "write it as 'group:!host' or 'group1:&group2'")
+    subscript = _SUBSCRIPT.match(term)
+    if subscript and not term.startswith("~"):
+        return _subscripted(inventory, subscript)
+    found = _names(inventory, term)
+    if not found and not _is_wildcard(term):
+        known = ", ".join(sorted(inventory.groups)) or "none"
+        raise UsageError(f"--limit: '{term}' is no host or group of {inventory.source} (groups: {known})",
+                         "see 'orchestrate targets' for the names")
+    return found
+
+
+def _is_wildcard(term: str) -> bool:
+    return term.startswith("~") or bool(_GLOB_CHARS & set(term))
+
+
+def _names(inventory: Inventory, term: str) -> list[str]:
+    groups = list(inventory.groups) + [g for g in inventory.children if g not in inventory.groups]
+    if term in ("all", "*"):
+        return inventory.names
+    if term.startswith("~"):
+        try:
+            regex = re.compile(term[1:])
+        except re.error as exc:
+            raise UsageError(f"--limit: '{term}' is not a regular expression ({exc})",
+                             "e.g. --limit '~nano0[1-3]'") from None
+        matches_name: Callable[[str], object] = regex.search
+    elif _GLOB_CHARS & set(term):
+        matches_name = partial(_glob_matches, pattern=term)
+    else:
+        matches_name = term.__eq__
+    found: dict[str, None] = {}
+    for group in groups:
+        if matches_name(group):
+            found.update(dict.fromkeys(inventory.group_hosts(group)))
+    found.update(dict.fromkeys(name for name in inventory.names if matches_name(name)))
+    return list(found)
+
+
+def _glob_matches(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _subscripted(inventory: Inventory, match: re.Match[str]) -> list[str]:
+    """'group[1]', 'group[-1]', 'group[0:2]' (both ends included), 'group[2:]', 'group[:1]'."""
+    members = _match(inventory, match["name"])
+    if match["one"] is not None:
+        index = int(match["one"])
+        return [members[index]] if -len(members) <= index < len(members) else []
+    start = int(match["start"]) if match["start"] is not None else 0
+    end = int(match["end"]) if match["end"] is not None else len(members) - 1
+    if end == -1:
+        return members[start:]
+    return members[start:end + 1]

@@ -1,0 +1,262 @@
+"""Run one app, or one study, on many boards at once: at most ``forks`` at a time, each board with its
+own connection, agent and run folder inside the fleet folder, and a result per board, a value or its
+error, so that one dead board never stops or hides the others (Fabric's group semantics).
+
+Each board's result is written to ``boards.jsonl`` (and ``fleet.json`` rewritten) the moment it ends:
+the host keeps no run's figures in memory, and a fleet that dies keeps what it measured. A Ctrl-C
+reaches only the main thread; it asks every board to end its capture early (``HostStop``), and a second
+one stops waiting. A board past ``board_timeout_s`` has its capture ended the same way.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import __version__
+from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError
+from ..inventory.catalog import AppSpec
+from ..inventory.hosts import Inventory
+from ..runs.folder import read_run_json, safe_name_part, write_run_json
+from ..runs.outcome import measured_despite_nsys
+from ..runs.profile import ProfileRequest, profile
+from ..runs.session import HostStop
+from ..study.runner import StudyProgress, StudyRequest, run_study
+from ..study.spec import StudySpec
+from ..targets.transport import ConnectOptions
+from .results import board_result_from_run, board_result_from_study
+
+FLEET_VERSION = 1
+# Ansible's word for a host it could not reach or log in to; such a board ran nothing
+UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
+
+
+class FleetView(Protocol):
+    """Where the fleet shows each board's phase; rendering lives in the CLI."""
+
+    def board(self, target: str) -> StudyProgress: ...
+
+    def ended(self, result: BoardResult) -> None: ...
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    inventory: Inventory
+    targets: tuple[str, ...]
+    out_dir: Path
+    app: AppSpec | None = None
+    study: StudySpec | None = None
+    catalog: dict[str, AppSpec] = field(default_factory=dict)
+    repeat: int | None = None
+    forks: int = 5
+    limit: str | None = None
+    connect: ConnectOptions = field(default_factory=ConnectOptions)
+    grace_s: float = 30.0
+    retries: int = 1
+    heartbeat_timeout_s: float = 30.0
+    wait_lock_s: float = 0.0
+    keep_remote: bool = False
+    board_timeout_s: float | None = None
+    inventory_path: str | None = None
+
+
+@dataclass
+class BoardResult:
+    """One board's line of the recap and its row of the page: small, whatever the run measured."""
+
+    target: str
+    status: str                 # "ok", "failed" or "unreachable"
+    reason: str | None = None   # one line: the run's own error, or why a cell failed
+    exit_code: int = 0
+    folder: str | None = None   # the run (or study) folder, relative to the fleet folder
+    seconds: float = 0.0
+    board: dict[str, Any] = field(default_factory=dict)   # kind, model, L4T, JetPack, nsys, fingerprint
+    cells: list[dict[str, Any]] = field(default_factory=list)  # per app or study cell: figures, verdict, flags
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FleetOutcome:
+    folder: Path
+    results: list[BoardResult]
+
+    @property
+    def failed(self) -> list[BoardResult]:
+        return [r for r in self.results if r.status != "ok"]
+
+
+def fleet_folder(out_dir: Path, what: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = out_dir / f"{stamp}-fleet-{safe_name_part(what)}"
+    folder, n = base, 1
+    while True:
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            n += 1
+            folder = base.with_name(f"{base.name}-{n}")
+
+
+def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
+    if (request.app is None) == (request.study is None):
+        raise ValueError("a fleet runs an app or a study")
+    what = request.app.name if request.app else request.study.name  # type: ignore[union-attr]
+    folder = fleet_folder(request.out_dir, what)
+    document: dict[str, Any] = {
+        "fleet_version": FLEET_VERSION, "orchestrate_version": __version__, "folder": folder.name,
+        "kind": "app" if request.app else "study", "what": what, "limit": request.limit or "all",
+        "inventory": request.inventory_path or request.inventory.source, "forks": request.forks,
+        "targets": list(request.targets), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
+        "boards": [],
+    }
+    results: dict[str, BoardResult] = {}
+    lock = threading.Lock()
+    stop = HostStop()
+
+    def ended(result: BoardResult) -> None:
+        with lock:
+            results[result.target] = result
+            with open(folder / "boards.jsonl", "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(result.as_json(), default=str) + "\n")
+            document["boards"] = [results[t].as_json() for t in request.targets if t in results]
+            write_run_json(folder, document, name="fleet.json")
+        view.ended(result)
+
+    write_run_json(folder, document, name="fleet.json")
+    with ThreadPoolExecutor(max_workers=max(1, request.forks), thread_name_prefix="board") as pool:
+        futures: dict[Future[BoardResult], str] = {
+            pool.submit(_one_board, request, target, folder, view, stop): target for target in request.targets}
+        _wait_for_boards(futures, stop, ended)
+    document["status"] = "interrupted" if stop.interrupt.is_set() else "complete"
+    document["finished"] = datetime.now(timezone.utc).isoformat()
+    ordered = [results[t] for t in request.targets if t in results]
+    document["boards"] = [r.as_json() for r in ordered]
+    document["recap"] = recap_counts(ordered)
+    write_run_json(folder, document, name="fleet.json")
+    from .page import write_fleet_page
+    write_fleet_page(document, folder)
+    return FleetOutcome(folder, ordered)
+
+
+def recap_counts(results: list[BoardResult]) -> dict[str, int]:
+    counts = {"ok": 0, "failed": 0, "unreachable": 0}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    return counts
+
+
+def _wait_for_boards(futures: dict[Future[BoardResult], str], stop: HostStop,
+                     ended: Callable[[BoardResult], None]) -> None:
+    """Collect each board's result as it ends. Ctrl-C (only this thread hears it): the first asks every
+    board to end its capture and keeps the boards not yet started from starting, the second stops
+    waiting for the boards' captures (each board keeps its report for 'orchestrate fetch')."""
+    pending = set(futures)
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            if stop.interrupt.is_set():
+                stop.abandon.set()
+            stop.request()
+            for future in pending:
+                future.cancel()
+            continue
+        for future in done:
+            if future.cancelled():
+                ended(BoardResult(futures[future], "failed", "interrupted before it started", 16))
+            else:
+                ended(future.result())
+
+
+def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView, fleet_stop: HostStop) -> BoardResult:
+    """Never raises for the board's own failures: they become its result."""
+    started = time.monotonic()
+    progress = view.board(target)
+    stop = HostStop()
+    watcher = _BoardWatch(fleet_stop, stop, request.board_timeout_s)
+    try:
+        host = request.inventory.host(target)
+        if request.app is not None:
+            profile_request = ProfileRequest(
+                host=host, app=request.app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
+                keep_remote=request.keep_remote, retries=request.retries,
+                heartbeat_timeout_s=request.heartbeat_timeout_s, wait_lock_s=request.wait_lock_s,
+                inventory=request.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
+            outcome = profile(profile_request, progress)
+            result = board_result_from_run(target, outcome.run_dir, folder)
+        else:
+            assert request.study is not None
+            study_request = StudyRequest(
+                spec=request.study, host=host, catalog=request.catalog, out_dir=folder / safe_name_part(target),
+                repeat=request.repeat or request.study.repeat, connect=request.connect,
+                inventory=request.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop)
+            study = run_study(study_request, progress)
+            result = board_result_from_study(target, study.folder, folder)
+    except OrchestratorError as exc:
+        result = _failure(target, exc, folder)
+    except Exception as exc:  # a bug on one board must not hide the others: its result says so
+        log = folder / "internal-errors.log"
+        with open(log, "a", encoding="utf-8") as stream:
+            stream.write(f"{target}:\n{traceback.format_exc()}\n")
+        result = BoardResult(target, "failed", f"internal error: {exc!r} (traceback in {log}; please report it)", 1)
+    finally:
+        watcher.close()
+    if watcher.timed_out and result.status == "ok":
+        result = replace(result, status="failed", exit_code=11, reason=f"took longer than --board-timeout "
+                         f"{request.board_timeout_s:g} s: its capture was ended early (report kept)")
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _failure(target: str, exc: OrchestratorError, folder: Path) -> BoardResult:
+    """A board whose run or study raised: its figures as far as they came back, and the error's one line."""
+    status = "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed"
+    measured = None
+    if exc.run_dir is not None and (exc.run_dir / "run.json").is_file():
+        measured = board_result_from_run(target, exc.run_dir, folder)
+    else:
+        studies = sorted((folder / safe_name_part(target)).glob("*/study.json"))
+        if studies:
+            measured = board_result_from_study(target, studies[-1].parent, folder)
+    if measured is None:
+        return BoardResult(target, status, exc.one_line(), exc.exit_code)
+    if exc.run_dir is not None and measured_despite_nsys(read_run_json(exc.run_dir)):
+        # nsys alone stalled after a complete capture and its report came back: measured, as a study counts it
+        return replace(measured, status="ok", reason=f"measured; {exc.one_line()}", exit_code=0)
+    return replace(measured, status=status, reason=exc.one_line(), exit_code=exc.exit_code)
+
+
+class _BoardWatch:
+    """Relays the fleet's stop to one board, and ends that board's capture once its deadline passes."""
+
+    def __init__(self, fleet_stop: HostStop, stop: HostStop, timeout_s: float | None) -> None:
+        self.fleet_stop, self.stop, self.timed_out = fleet_stop, stop, False
+        self.deadline = time.monotonic() + timeout_s if timeout_s else None
+        self.closed = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True, name="board-watch")
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.closed.wait(0.2):
+            if self.fleet_stop.abandon.is_set():
+                self.stop.request(self.fleet_stop.reason)
+                self.stop.abandon.set()
+            elif self.fleet_stop.interrupt.is_set():
+                self.stop.request(self.fleet_stop.reason)
+            elif self.deadline is not None and time.monotonic() > self.deadline and not self.stop.interrupt.is_set():
+                self.timed_out = True
+                self.stop.request("the fleet's --board-timeout passed")
+
+    def close(self) -> None:
+        self.closed.set()
+        self.thread.join()

@@ -1,0 +1,142 @@
+"""`orchestrate fleet` and `doctor` for real: a fleet of OpenSSH servers on loopback (one per board), real nsys,
+and the three ways a board goes wrong: its sshd is down, its host key is unknown, its app fails."""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from board_state import assert_board_clean
+from browser import assert_clean, open_page
+from conftest import REPO, run_cli
+from sshd_server import make_sshd
+
+pytestmark = pytest.mark.integration
+
+APP_PY = REPO / "tests" / "apps" / "nvtx_frames.py"
+# NVTX frames of ~12 ms until the agent stops it; the board whose run folder names 'failing' cannot load its model
+APP = ("case \"$ORCHESTRATE_RUN\" in *-failing-*) echo 'cannot load the model' >&2; exit 3;; esac; "
+       f"exec {shlex.quote(sys.executable)} {shlex.quote(str(APP_PY))} --frames 100000 --work 20000 --sleep-ms 10")
+CAPTURE = ("--trace", "osrt,nvtx", "--sample", "none", "--cpuctxsw", "none", "--duration", "3", "--retries", "2")
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """good1, good2 and failing answer; dead's sshd is stopped; stranger's host key is not in known_hosts."""
+    import os
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("sshd") or not shutil.which("nsys"):
+        pytest.skip("needs root, openssh-server and nsys (the README's test command installs them)")
+    root = tmp_path_factory.mktemp("fleet")
+    first = make_sshd(root / "good1")
+    servers = {"good1": first}
+    for name in ("good2", "failing", "dead", "stranger"):
+        servers[name] = make_sshd(root / name, client_key=first.client_key)
+    known = root / "known_hosts"
+    known.write_text("".join(s.known_hosts.read_text() for n, s in servers.items() if n != "stranger"))
+    for name, server in servers.items():
+        if name != "dead":
+            server.start()
+    hosts = {name: {**server.inventory_host(), "orchestrate_work_dir": str(root / "work" / name),
+                    "orchestrate_python": sys.executable} for name, server in servers.items()}
+    inventory = root / "inventory.yaml"
+    inventory.write_text(yaml.safe_dump(sort_keys=False, data={"all": {"children": {
+        "lab": {"children": {"healthy": {"hosts": {n: hosts[n] for n in ("good1", "good2")}},
+                             "troubled": {"hosts": {n: hosts[n] for n in ("failing", "dead", "stranger")}}}},
+    }}}))
+    yield {"root": root, "inventory": inventory, "known_hosts": known, "servers": servers,
+           "ssh": ["--inventory", str(inventory), "--known-hosts", str(known), "--ssh-config",
+                   str(first.ssh_config)]}
+    for server in servers.values():
+        server.stop()
+
+
+def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
+    done = run_cli("fleet", "--app-cmd", f"sh -c {shlex.quote(APP)}", "--limit", "lab", "--forks", "5",
+                   "--wait-lock", "300", *CAPTURE, "--out", str(tmp_path / "runs"), *fleet["ssh"], timeout=900)
+    assert done.returncode == 21, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.parent == tmp_path / "runs" and folder.name.endswith("-fleet-sh")
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: 3 of 5 boards did not end well; the first, failing: the app exited")
+
+    document = json.loads((folder / "fleet.json").read_text())
+    assert document["status"] == "complete" and document["limit"] == "lab" and document["forks"] == 5
+    assert document["targets"] == ["good1", "good2", "failing", "dead", "stranger"]
+    boards = {b["target"]: b for b in document["boards"]}
+    assert {t: b["status"] for t, b in boards.items()} == {
+        "good1": "ok", "good2": "ok", "failing": "failed", "dead": "unreachable", "stranger": "unreachable"}
+    assert document["recap"] == {"ok": 2, "failed": 1, "unreachable": 2}
+    assert boards["failing"]["exit_code"] == 10 and "status 3" in boards["failing"]["reason"]
+    assert boards["dead"]["exit_code"] == 4 and "refused" in boards["dead"]["reason"]
+    assert boards["stranger"]["exit_code"] == 6 and "host key" in boards["stranger"]["reason"]
+    for name, code in (("dead", 4), ("stranger", 6)):  # a board never reached still has a run folder saying why
+        record = json.loads((folder / boards[name]["folder"] / "run.json").read_text())
+        assert (record["stage"], record["error"]["exit_code"]) == ("failed", code)
+    # every line the boards streamed as they ended is fleet.json's, in the order they ended
+    streamed = [json.loads(line) for line in (folder / "boards.jsonl").read_text().splitlines()]
+    assert sorted(b["target"] for b in streamed) == sorted(boards)
+
+    for name in ("good1", "good2"):
+        board = boards[name]
+        run_dir = folder / board["folder"]
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["fleet"] == {"folder": folder.name, "target": name}
+        assert run_dir.parent == folder and (run_dir / "report.html").is_file()
+        summary = json.loads((run_dir / "summary.json").read_text())
+        [cell] = board["cells"]
+        frame = cell["frame_ms"]
+        # ~12 ms frames: the median and the spread are the steady frames' own, from summary.json
+        steady_ms = [ns / 1e6 for ns in summary["frames"]["per_frame_ns"][1 + summary["frames"]["warmup"]["frames"]:]]
+        assert frame["frames"] == len(steady_ms) > 100
+        assert frame["low"] <= frame["median"] <= frame["high"] and 10 < frame["median"] < 40
+        assert sorted(steady_ms)[len(steady_ms) // 2] == pytest.approx(frame["median"], rel=0.05)
+        assert cell["report"] == f"{board['folder']}/report.html" and cell["flags"] == []
+        assert board["board"]["kind"].startswith("not a Jetson: ")
+        assert board["board"]["nsys"] == "2022.4.2.1" and len(board["board"]["fingerprint"]["software"]) == 16
+    assert boards["good1"]["board"]["fingerprint"] == boards["good2"]["board"]["fingerprint"]
+    assert boards["failing"]["cells"][0]["frame_ms"] is None
+
+    recap = done.stderr[done.stderr.index("recap"):]
+    for name, status in (("good1", "ok"), ("failing", "failed"), ("dead", "unreachable"),
+                         ("stranger", "unreachable")):
+        assert any(name in line and status in line for line in recap.splitlines()), recap
+
+    opened = open_page(browser, folder / "fleet.html")
+    page = opened.page
+    assert page.locator("[data-table=recap] tbody tr").count() == 5
+    assert page.locator("[data-table=recap] tr[data-board=dead]").get_attribute("data-status") == "unreachable"
+    assert page.locator("[data-count=ok]").inner_text() == "ok 2"
+    assert page.locator("table[data-table=kind]").count() == 2  # the boards that answered, and those never reached
+    measured = page.locator("table[data-table=kind] tr[data-board=good1] td").first
+    assert measured.get_attribute("data-state") == "ok" and measured.inner_text().split()[1] == "ms"
+    failed = page.locator("table[data-table=kind] tr[data-board=failing] td").first
+    assert failed.get_attribute("data-state") == "failed"
+    [chart] = [c for name, c in opened.charts().items() if name.startswith("fleet-")]
+    assert chart["said"] == 2  # a bar for each board that measured; the failed one is its reason, as text
+    opened.screenshot("fleet")
+    assert_clean(opened, folder / "fleet.html")
+    for name in ("good1", "good2", "failing"):
+        assert_board_clean(fleet["root"] / "work" / name)
+
+
+def test_doctor_checks_every_board_in_one_table(fleet):
+    done = run_cli("doctor", "--limit", "lab:!failing", *fleet["ssh"], timeout=300)
+    assert done.returncode == 21, done.stderr
+    out = done.stdout
+    assert "good1" in out and "good2" in out and "failing" not in out
+    assert "2022.4.2.1" in out and "not a Jetson" in out
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: 2 of 4 boards cannot capture as they are; the first, dead: ")
+    healthy = run_cli("doctor", "--limit", "healthy", *fleet["ssh"], timeout=300)
+    assert healthy.returncode == 0, healthy.stderr
+
+
+def test_targets_show_groups_and_resolved_variables(fleet):
+    done = run_cli("targets", "--inventory", str(fleet["inventory"]), "--limit", "troubled")
+    assert done.returncode == 0, done.stderr
+    assert "failing" in done.stdout and "good1" not in done.stdout.split("groups")[0]
+    assert "orchestrate_work_dir=" in done.stdout and "ansible_port=" in done.stdout
