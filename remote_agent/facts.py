@@ -7,10 +7,9 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 import sys
 
-from . import nsys_locate
+from . import board, boardfs, files, nsys_locate
 
 # L4T release -> JetPack release, for the releases boards are commonly seen with.
 L4T_TO_JETPACK = {
@@ -48,8 +47,8 @@ def parse_nvpmodel_query(text):
     name, mode_id = None, None
     for line in (text or "").splitlines():
         line = line.strip()
-        if line.startswith("NV Power Mode:"):
-            name = line.split(":", 1)[1].strip()
+        if "NV Power Mode:" in line:  # verbose output prefixes it: 'NVPM VERB: Current mode: NV Power Mode: 25W'
+            name = line.split("NV Power Mode:", 1)[1].strip()
         elif line.isdigit() and name is not None and mode_id is None:
             mode_id = int(line)
     return {"name": name, "id": mode_id} if name else None
@@ -125,8 +124,8 @@ def parse_thermal_zones(zones):
 
 
 def current_power_mode():
-    nvpmodel = shutil.which("nvpmodel")
-    return parse_nvpmodel_query(_command_output([nvpmodel, "-q"])) if nvpmodel else None
+    nvpmodel = boardfs.tool("nvpmodel")
+    return parse_nvpmodel_query(boardfs.output([nvpmodel, "-q"])) if nvpmodel else None
 
 
 def current_temperatures():
@@ -150,19 +149,8 @@ def board_state():
     }
 
 
-def _list(folder):
-    try:
-        return os.listdir(folder)
-    except OSError:
-        return []
-
-
-def _read(path, binary=False):
-    try:
-        with open(path, "rb" if binary else "r") as handle:
-            return handle.read()
-    except (OSError, IOError):
-        return None
+_list = boardfs.listdir
+_read = boardfs.read
 
 
 def display_socket_exists(display):
@@ -173,23 +161,15 @@ def display_socket_exists(display):
     return os.path.exists("/tmp/.X11-unix/X" + match.group(1))
 
 
-def _command_output(argv):
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
-        out, _ = proc.communicate(timeout=20)
-        return out
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
 def board_facts():
     model_raw = _read("/proc/device-tree/model", binary=True) or _read(
         "/sys/firmware/devicetree/base/model", binary=True)
     compat_raw = _read("/proc/device-tree/compatible", binary=True) or b""
     tegra = _read("/etc/nv_tegra_release")
     l4t = parse_nv_tegra_release(tegra) if tegra else None
-    if l4t is None and shutil.which("dpkg-query"):
-        l4t = parse_l4t_core_version(_command_output(["dpkg-query", "--show", "nvidia-l4t-core"]))
+    dpkg_query = boardfs.tool("dpkg-query")
+    if l4t is None and dpkg_query:
+        l4t = parse_l4t_core_version(boardfs.output([dpkg_query, "--show", "nvidia-l4t-core"]))
     model = parse_device_tree_string(model_raw)[0] if model_raw else None
     return {
         "power_mode": current_power_mode(),
@@ -199,6 +179,9 @@ def board_facts():
         "jetpack": jetpack_for_l4t(l4t),
         "is_jetson": bool(l4t) or bool(model and "jetson" in model.lower()),
         "clocks": current_clocks(),
+        "temperatures_c": current_temperatures() or None,
+        "memory": board.memory(),
+        **board.clock_facts(),
     }
 
 
@@ -237,5 +220,9 @@ def nsys_facts(hint=None):
     return facts
 
 
-def collect(nsys_hint=None):
-    return {"system": system_facts(), "board": board_facts(), "nsys": nsys_facts(nsys_hint)}
+def collect(nsys_hint=None, work_dir=None):
+    system = system_facts()
+    if work_dir:
+        system["work_dir_free_mb"] = files.free_bytes(os.path.expanduser(work_dir)) // 2**20
+    return {"system": system, "board": board_facts(), "nsys": nsys_facts(nsys_hint),
+            "board_root": boardfs.root()}

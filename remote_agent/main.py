@@ -36,7 +36,7 @@ def handle(command, request):
         return {"version": AGENT_VERSION, "sha256": own_sha256(),
                 "python": "{}.{}.{}".format(*sys.version_info[:3])}
     if command == "facts":
-        return facts.collect(request.get("nsys"))
+        return facts.collect(request.get("nsys"), request.get("work_dir"))
     if command == "board_state":
         return facts.board_state()
     if command == "preflight":

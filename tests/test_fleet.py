@@ -12,6 +12,7 @@ import yaml
 from board_state import assert_board_clean
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli
+from fake_board import lay_out
 from sshd_server import make_sshd
 
 pytestmark = pytest.mark.integration
@@ -25,7 +26,8 @@ CAPTURE = ("--trace", "osrt,nvtx", "--sample", "none", "--cpuctxsw", "none", "--
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
-    """good1, good2 and failing answer; dead's sshd is stopped; stranger's host key is not in known_hosts."""
+    """good1, good2, nano and failing answer (nano's agent reads a Jetson Nano's files, laid out from real ones);
+    dead's sshd is stopped; stranger's host key is not in known_hosts."""
     import os
     import shutil
     if os.geteuid() != 0 or not shutil.which("sshd") or not shutil.which("nsys"):
@@ -33,7 +35,7 @@ def fleet(tmp_path_factory):
     root = tmp_path_factory.mktemp("fleet")
     first = make_sshd(root / "good1")
     servers = {"good1": first}
-    for name in ("good2", "failing", "dead", "stranger"):
+    for name in ("good2", "nano", "failing", "dead", "stranger"):
         servers[name] = make_sshd(root / name, client_key=first.client_key)
     known = root / "known_hosts"
     known.write_text("".join(s.known_hosts.read_text() for n, s in servers.items() if n != "stranger"))
@@ -42,9 +44,10 @@ def fleet(tmp_path_factory):
             server.start()
     hosts = {name: {**server.inventory_host(), "orchestrate_work_dir": str(root / "work" / name),
                     "orchestrate_python": sys.executable} for name, server in servers.items()}
+    hosts["nano"]["orchestrate_board_root"] = str(lay_out(root / "nano-files", "nano"))
     inventory = root / "inventory.yaml"
     inventory.write_text(yaml.safe_dump(sort_keys=False, data={"all": {"children": {
-        "lab": {"children": {"healthy": {"hosts": {n: hosts[n] for n in ("good1", "good2")}},
+        "lab": {"children": {"healthy": {"hosts": {n: hosts[n] for n in ("good1", "good2", "nano")}},
                              "troubled": {"hosts": {n: hosts[n] for n in ("failing", "dead", "stranger")}}}},
     }}}))
     yield {"root": root, "inventory": inventory, "known_hosts": known, "servers": servers,
@@ -61,15 +64,22 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert folder.parent == tmp_path / "runs" and folder.name.endswith("-fleet-sh")
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert error.startswith("error: 3 of 5 boards did not end well; the first, failing: the app exited")
+    assert error.startswith("error: 3 of 6 boards did not end well; the first, failing: the app exited")
 
     document = json.loads((folder / "fleet.json").read_text())
     assert document["status"] == "complete" and document["limit"] == "lab" and document["forks"] == 5
-    assert document["targets"] == ["good1", "good2", "failing", "dead", "stranger"]
+    assert document["targets"] == ["good1", "good2", "nano", "failing", "dead", "stranger"]
     boards = {b["target"]: b for b in document["boards"]}
     assert {t: b["status"] for t, b in boards.items()} == {
-        "good1": "ok", "good2": "ok", "failing": "failed", "dead": "unreachable", "stranger": "unreachable"}
-    assert document["recap"] == {"ok": 2, "failed": 1, "unreachable": 2}
+        "good1": "ok", "good2": "ok", "nano": "ok", "failing": "failed", "dead": "unreachable",
+        "stranger": "unreachable"}
+    assert document["recap"] == {"ok": 3, "failed": 1, "unreachable": 2}
+    nano = boards["nano"]["board"]
+    assert (nano["kind"], nano["chip"], nano["l4t"], nano["jetpack"], nano["power_mode"]) == (
+        "NVIDIA Jetson Nano Developer Kit", "tegra210", "32.7.1", "4.6.1", "MAXN")
+    assert nano["fingerprint"]["kind"] != boards["good1"]["board"]["fingerprint"]["kind"]
+    nano_run = json.loads((folder / boards["nano"]["folder"] / "run.json").read_text())
+    assert nano_run["facts"]["board"]["gpu"]["max_mhz"] == 921.6 and nano_run["facts"]["board"]["emc_mhz"] == 1600.0
     assert boards["failing"]["exit_code"] == 10 and "status 3" in boards["failing"]["reason"]
     assert boards["dead"]["exit_code"] == 4 and "refused" in boards["dead"]["reason"]
     assert boards["stranger"]["exit_code"] == 6 and "host key" in boards["stranger"]["reason"]
@@ -80,7 +90,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     streamed = [json.loads(line) for line in (folder / "boards.jsonl").read_text().splitlines()]
     assert sorted(b["target"] for b in streamed) == sorted(boards)
 
-    for name in ("good1", "good2"):
+    for name in ("good1", "good2", "nano"):
         board = boards[name]
         run_dir = folder / board["folder"]
         record = json.loads((run_dir / "run.json").read_text())
@@ -95,7 +105,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
         assert frame["low"] <= frame["median"] <= frame["high"] and 10 < frame["median"] < 40
         assert sorted(steady_ms)[len(steady_ms) // 2] == pytest.approx(frame["median"], rel=0.05)
         assert cell["report"] == f"{board['folder']}/report.html" and cell["flags"] == []
-        assert board["board"]["kind"].startswith("not a Jetson: ")
+        assert board["board"]["kind"].startswith("not a Jetson: ") or name == "nano"
         assert board["board"]["nsys"] == "2022.4.2.1" and len(board["board"]["fingerprint"]["software"]) == 16
     assert boards["good1"]["board"]["fingerprint"] == boards["good2"]["board"]["fingerprint"]
     assert boards["failing"]["cells"][0]["frame_ms"] is None
@@ -107,32 +117,41 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
 
     opened = open_page(browser, folder / "fleet.html")
     page = opened.page
-    assert page.locator("[data-table=recap] tbody tr").count() == 5
+    assert page.locator("[data-table=recap] tbody tr").count() == 6
     assert page.locator("[data-table=recap] tr[data-board=dead]").get_attribute("data-status") == "unreachable"
-    assert page.locator("[data-count=ok]").inner_text() == "ok 2"
-    assert page.locator("table[data-table=kind]").count() == 2  # the boards that answered, and those never reached
+    assert page.locator("[data-count=ok]").inner_text() == "ok 3"
+    # by board kind: the Jetson Nano, this machine's kind, and the boards never reached
+    assert page.locator("table[data-table=kind]").count() == 3
+    assert page.locator("h3[data-kind='NVIDIA Jetson Nano Developer Kit']").count() == 1
     measured = page.locator("table[data-table=kind] tr[data-board=good1] td").first
     assert measured.get_attribute("data-state") == "ok" and measured.inner_text().split()[1] == "ms"
     failed = page.locator("table[data-table=kind] tr[data-board=failing] td").first
     assert failed.get_attribute("data-state") == "failed"
-    [chart] = [c for name, c in opened.charts().items() if name.startswith("fleet-")]
-    assert chart["said"] == 2  # a bar for each board that measured; the failed one is its reason, as text
+    drawn = sorted(c["said"] for name, c in opened.charts().items() if name.startswith("fleet-"))
+    assert drawn == [1, 2]  # a bar for each board that measured; the failed one is its reason, as text
     opened.screenshot("fleet")
     assert_clean(opened, folder / "fleet.html")
-    for name in ("good1", "good2", "failing"):
+    for name in ("good1", "good2", "nano", "failing"):
         assert_board_clean(fleet["root"] / "work" / name)
 
 
 def test_doctor_checks_every_board_in_one_table(fleet):
-    done = run_cli("doctor", "--limit", "lab:!failing", *fleet["ssh"], timeout=300)
+    done = run_cli("doctor", "--limit", "lab:!failing", "--json", *fleet["ssh"], timeout=300)
     assert done.returncode == 21, done.stderr
-    out = done.stdout
-    assert "good1" in out and "good2" in out and "failing" not in out
-    assert "2022.4.2.1" in out and "not a Jetson" in out
+    checks = {c["target"]: c for c in map(json.loads, done.stdout.splitlines())}
+    assert list(checks) == ["good1", "good2", "nano", "dead", "stranger"]
+    assert {t: c["status"] for t, c in checks.items()} == {
+        "good1": "ok", "good2": "ok", "nano": "ok", "dead": "unreachable", "stranger": "unreachable"}
+    nano = checks["nano"]["board"]
+    assert (nano["kind"], nano["l4t"], nano["jetpack"], nano["power_mode"], nano["nsys"]) == (
+        "NVIDIA Jetson Nano Developer Kit", "32.7.1", "4.6.1", "MAXN", "2022.4.2.1")
+    assert checks["good1"]["board"]["kind"].startswith("not a Jetson: ") and checks["good1"]["findings"] == []
+    assert "refused" in checks["dead"]["error"] and "--accept-new-host-key" in checks["stranger"]["error"]
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert error.startswith("error: 2 of 4 boards cannot capture as they are; the first, dead: ")
-    healthy = run_cli("doctor", "--limit", "healthy", *fleet["ssh"], timeout=300)
-    assert healthy.returncode == 0, healthy.stderr
+    assert error.startswith("error: 2 of 5 boards cannot capture as they are; the first, dead: ")
+    table = run_cli("doctor", "--limit", "healthy", *fleet["ssh"], timeout=300)
+    assert table.returncode == 0, table.stderr
+    assert "good1" in table.stdout and "MAXN" in table.stdout and "2022.4.2.1" in table.stdout
 
 
 def test_targets_show_groups_and_resolved_variables(fleet):

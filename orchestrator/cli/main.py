@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "and run its preflight: one table of the boards' facts and of what would make "
                                         "a capture fail on each, with the fix.")
     _add_fleet_options(doctor)
+    doctor.add_argument("--json", action="store_true", help="print one JSON object per board instead of the table")
 
     targets = sub.add_parser("targets", help="list the inventory's targets, groups and resolved variables",
                              description="List the hosts of the inventory: their groups and every variable as it "
@@ -497,7 +498,7 @@ def _print_recap(results: list) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    from dataclasses import asdict
 
     from ..fleet.doctor import doctor
     from ..fleet.patterns import select_hosts
@@ -508,6 +509,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     checks = doctor(inventory, select_hosts(inventory, args.limit),
                     ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), args.forks)
+    if args.json:
+        for check in checks:
+            print(json.dumps(asdict(check)))
+    else:
+        _print_checks(checks)
+    blocked = [c for c in checks if c.blocking]
+    if blocked:
+        raise FleetBoardsFailedError(f"{len(blocked)} of {len(checks)} boards cannot capture as they are; the first, "
+                                     f"{blocked[0].target}: {blocked[0].error or blocked[0].findings[0]['what']}",
+                                     "fix what the table says, then run 'orchestrate doctor' again")
+    return 0
+
+
+def _print_checks(checks: list) -> None:
+    from rich.console import Console
+    from rich.table import Table
     table = Table("board", "status", "kind", "L4T / JetPack", "power mode", "nsys", "what is wrong, and the fix",
                   title="doctor", expand=True)
     for check in checks:
@@ -519,14 +536,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                       board.get("power_mode") or "–",
                       f"{board['nsys']} ({board['nsys_path']})" if board.get("nsys") else "–",
                       "\n".join(problems) or "nothing")
-    from rich.console import Console
     Console(soft_wrap=False).print(table)
-    blocked = [c for c in checks if c.blocking]
-    if blocked:
-        raise FleetBoardsFailedError(f"{len(blocked)} of {len(checks)} boards cannot capture as they are; the first, "
-                                     f"{blocked[0].target}: {blocked[0].error or blocked[0].findings[0]['what']}",
-                                     "fix what the table says, then run 'orchestrate doctor' again")
-    return 0
 
 
 def _print_board_text(args: argparse.Namespace, text: str) -> int:

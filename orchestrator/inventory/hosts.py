@@ -80,6 +80,7 @@ HOST_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "orchestrate_xvfb": ("xvfb", _choice("auto", "always", "never")),
     "orchestrate_connect_timeout": ("connect_timeout", _seconds),
     "orchestrate_symbols": ("symbols", _folders),
+    "orchestrate_board_root": ("board_root", _str),
 }
 
 
@@ -98,6 +99,7 @@ class Host:
     xvfb: str = "auto"
     connect_timeout: float = 10.0
     symbols: tuple[str, ...] = ()   # host folders with unstripped copies of the board's libraries
+    board_root: str | None = None   # where the agent reads the board's files and tools (a recorded board's copy)
     groups: tuple[str, ...] = field(default=())
 
     @property

@@ -85,10 +85,12 @@ class RemoteAgent:
     sha256: str
     version: str
     reused: bool
+    board_root: str | None = None  # the agent reads the board's files under this folder (orchestrate_board_root)
 
     def command(self, name: str) -> ShellCommand:
         """The checked invocation of one agent command."""
-        return ShellCommand((self.python, "-c", BOOTSTRAP, self.archive, self.sha256, name))
+        env = (("ORCHESTRATE_BOARD_ROOT", self.board_root),) if self.board_root else ()
+        return ShellCommand((self.python, "-c", BOOTSTRAP, self.archive, self.sha256, name), env)
 
     def call(self, command: str, request: dict[str, Any] | None = None, *, on_event: EventHandler | None = None,
              timeout: float | None = None) -> dict[str, Any]:
@@ -163,7 +165,7 @@ def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
     work_dir, python = _probe(transport, host)
     archive = f"{work_dir}/agent/orchestrate-agent-{digest[:16]}.pyz"
     agent = RemoteAgent(transport=transport, python=python, archive=archive, work_dir=work_dir, sha256=digest,
-                        version="?", reused=True)
+                        version="?", reused=True, board_root=host.board_root)
     found = _check(agent)
     reused = found is not None
     if not reused:
