@@ -20,7 +20,7 @@ def parse_cpu_list(text):
     """'0-3,5' (the kernel's cpu list format) -> [0, 1, 2, 3, 5]; None for no text."""
     if not text or not text.strip():
         return None
-    cpus = []
+    cpus = []  # type: list
     for part in text.strip().split(","):
         low, _, high = part.partition("-")
         if low.isdigit() and (not high or high.isdigit()):
@@ -111,3 +111,22 @@ def clock_facts():
 
 def memory():
     return parse_meminfo(boardfs.read("/proc/meminfo"))
+
+
+def thermal_trips():
+    """{zone type: its lowest passive trip point in C}: where the kernel starts throttling for that zone."""
+    root = "/sys/class/thermal"
+    trips = {}
+    for zone in sorted(d for d in boardfs.listdir(root) if d.startswith("thermal_zone")):
+        name = (boardfs.read("{}/{}/type".format(root, zone)) or "").strip()
+        passive = []
+        for k in range(32):
+            kind = (boardfs.read("{}/{}/trip_point_{}_type".format(root, zone, k)) or "").strip()
+            if not kind:
+                break
+            temp = boardfs.read_int("{}/{}/trip_point_{}_temp".format(root, zone, k))
+            if kind == "passive" and temp:
+                passive.append(temp / 1000.0)
+        if name and passive:
+            trips[name] = min(passive)
+    return trips or None

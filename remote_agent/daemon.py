@@ -19,7 +19,7 @@ import time
 import traceback
 
 from . import capture as capture_mod
-from . import files
+from . import files, sampler
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -245,8 +245,14 @@ def capture_with_retries(request, sup):
 def supervise(request):
     sup = Supervisor(request)
     result = None
+    sampling = sampler.BoardSampler(sup.run_dir, env=dict(os.environ, **{capture_mod.RUN_MARK: sup.run_dir}))
     try:
-        result = capture_with_retries(request, sup)
+        sampling.start()
+        try:
+            result = capture_with_retries(request, sup)
+        finally:
+            samples = sampling.stop()
+        result["board_samples"] = samples
         importer = request.get("importer")
         if ".qdstrm" in result["reports"] and not (set(result["reports"]) & {".nsys-rep", ".qdrep"}) and importer:
             sup.save(stage="importing", capture=result)

@@ -145,6 +145,7 @@ def board_state():
         "clocks": current_clocks(),
         "power_mode": current_power_mode(),
         "temperatures_c": current_temperatures() or None,
+        "thermal_trips_c": board.thermal_trips(),
         "load_average": [float(x) for x in load.split()[:3]] if load else None,
     }
 
@@ -180,6 +181,7 @@ def board_facts():
         "is_jetson": bool(l4t) or bool(model and "jetson" in model.lower()),
         "clocks": current_clocks(),
         "temperatures_c": current_temperatures() or None,
+        "thermal_trips_c": board.thermal_trips(),
         "memory": board.memory(),
         **board.clock_facts(),
     }

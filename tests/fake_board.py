@@ -45,7 +45,7 @@ BOARDS = {
         "gpu_available": _text("s065").splitlines()[1], "emc_file": "/sys/kernel/debug/clk/emc/clk_rate",
         "zones": list(zip([line.split(": ")[1] for line in _text("s076").splitlines()],
                           _text("s046").splitlines())),
-        "nvpmodel": "NV Power Mode: MAXN\n0\n", "ram_mb": 3964, "swap_mb": 1982,
+        "nvpmodel": "NV Power Mode: MAXN\n0\n", "ram_mb": 3964, "swap_mb": 1982, "tegrastats": "s022",
     },
     "orin_nano": {
         "model": _text("s116"), "compatible": ["nvidia,p3768-0000+p3767-0005", "nvidia,tegra234"],
@@ -56,6 +56,7 @@ BOARDS = {
                            "soc1-thermal", "soc2-thermal", "tj-thermal"],
                           [line.split(": ")[1] for line in _text("s034").splitlines()])),
         "nvpmodel": "\n".join(_text("s032").splitlines()[:4]) + "\n", "ram_mb": 7620, "swap_mb": 3810,
+        "tegrastats": "s053",
     },
     "agx_orin": {
         "model": "Jetson AGX Orin", "compatible": ["nvidia,p3737-0000+p3701-0005", "nvidia,p3701-0005",
@@ -64,7 +65,7 @@ BOARDS = {
         "emc_file": "/sys/kernel/debug/bpmp/debug/clk/emc/rate",
         "zones": [(f"{name}-thermal", str(round(float(c) * 1000))) for name, c in
                   re.findall(r"(\w+)@([\d.]+)C", _text("s027"))],
-        "nvpmodel": _text("s060") + "\n", "ram_mb": 62840, "swap_mb": 31420,
+        "nvpmodel": _text("s060") + "\n", "ram_mb": 62840, "swap_mb": 31420, "tegrastats": "s027",
     },
 }
 
@@ -87,8 +88,15 @@ def tool(root: Path, name: str, script: str) -> Path:
     return path
 
 
-def lay_out(root: Path, name: str) -> Path:
+def lay_out(root: Path, name: str, tegrastats: bool = True) -> Path:
+    """The board's files under root; with tegrastats, a stand-in that prints the board's real tegrastats line
+    every --interval ms until stopped."""
     board = BOARDS[name]
+    if tegrastats:
+        tool(root, "tegrastats", 'ms=1000; [ "$1" = "--interval" ] && ms=$2\n'
+                                 'pause=$(awk "BEGIN { print $ms / 1000 }")\n'
+                                 f"while true; do printf '%s\\n' {shlex.quote(_text(board['tegrastats']))}; "
+                                 'sleep "$pause"; done\n')
     _write(root, "/proc/device-tree/model", board["model"].encode() + b"\0")
     _write(root, "/proc/device-tree/compatible", b"".join(c.encode() + b"\0" for c in board["compatible"]))
     if "nv_tegra_release" in board:

@@ -80,6 +80,24 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     assert nano["fingerprint"]["kind"] != boards["good1"]["board"]["fingerprint"]["kind"]
     nano_run = json.loads((folder / boards["nano"]["folder"] / "run.json").read_text())
     assert nano_run["facts"]["board"]["gpu"]["max_mhz"] == 921.6 and nano_run["facts"]["board"]["emc_mhz"] == 1600.0
+    # the Nano's tegrastats (its real line, every 200 ms): 1022 mW on POM_5V_IN, so each steady frame's energy is
+    # 1022 mW x its length
+    nano_summary = json.loads((folder / boards["nano"]["folder"] / "summary.json").read_text())
+    assert nano_run["capture"]["board_samples"]["source"] == "tegrastats"
+    assert nano_summary["board"]["samples"] >= 10 and nano_run["validity"] == {
+        "flags": [], "samples": nano_summary["board"]["samples"]}
+    energy, frames = nano_summary["energy"], nano_summary["frames"]
+    steady_s = [ns / 1e9 for ns in frames["per_frame_ns"][1 + frames["warmup"]["frames"]:]]
+    assert energy["rail"] == "POM_5V_IN" and energy["mean_power_mw"] == 1022.0
+    assert [e for e in energy["per_frame_mj"] if e is not None] == pytest.approx(
+        [1022.0 * s for s, e in zip(steady_s, energy["per_frame_mj"]) if e is not None], rel=1e-6)
+    assert energy["frames"] > 0.8 * len(steady_s)  # the frames the samples cover
+    assert boards["nano"]["cells"][0]["energy_mj"] == energy["median_mj"]
+    # this machine has no tegrastats: its loads come from sysfs
+    good1_summary = json.loads((folder / boards["good1"]["folder"] / "summary.json").read_text())
+    assert good1_summary["board"]["source"] == "sysfs" and good1_summary["energy"] is None
+    loads = [value for _, value in good1_summary["board"]["series_ns"]["cpu_load_pct"]]
+    assert len(loads) >= 10 and max(loads) > 10  # the app's frames keep a core busy
     assert boards["failing"]["exit_code"] == 10 and "status 3" in boards["failing"]["reason"]
     assert boards["dead"]["exit_code"] == 4 and "refused" in boards["dead"]["reason"]
     assert boards["stranger"]["exit_code"] == 6 and "host key" in boards["stranger"]["reason"]

@@ -31,6 +31,7 @@ class GridCell:
     verdict: str
     flags: list[str]
     href: str | None
+    energy: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,9 @@ def _cell(found: dict[str, Any] | None) -> GridCell:
     if frame and frame.get("median") is not None:
         low, high = frame.get("low"), frame.get("high")
         interval = f"{low:.4g}–{high:.4g}" if low is not None and high is not None else ""
+        energy = f"{found['energy_mj']:.4g} mJ per frame" if found.get("energy_mj") is not None else ""
         return GridCell(f"{frame['median']:.4g} ms", interval, "flagged" if flags else "ok",
-                        found.get("verdict") or "", flags, found.get("report"))
+                        found.get("verdict") or "", flags, found.get("report"), energy)
     return GridCell("failed" if found.get("status") not in ("ok", None) else "no frames", "",
                     "failed" if found.get("status") not in ("ok", None) else "missing",
                     found.get("reason") or found.get("verdict") or "", flags, found.get("report"))

@@ -39,6 +39,12 @@ def frame_spread_ms(summary: dict[str, Any]) -> dict[str, float] | None:
             "frames": len(steady)}
 
 
+def run_flags(record: dict[str, Any]) -> list[dict[str, str]]:
+    """The flags the run recorded when it came back (its board's samples included), else what run.json says."""
+    stored = (record.get("validity") or {}).get("flags")
+    return stored if isinstance(stored, list) else validity_flags(record)
+
+
 def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
     record, summary = _read(run_dir / "run.json"), _read(run_dir / "summary.json")
     frames = summary.get("frames") or {}
@@ -47,7 +53,8 @@ def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
         "frame_ms": frame_spread_ms(summary),
         "interval": "p10-p90 of the steady frames",
         "first_frame_ms": round(frames["first_ns"] / 1e6, 4) if frames.get("first_ns") is not None else None,
-        "verdict": (summary.get("verdict") or {}).get("kind"), "flags": validity_flags(record),
+        "verdict": (summary.get("verdict") or {}).get("kind"), "flags": run_flags(record),
+        "energy_mj": (summary.get("energy") or {}).get("median_mj"),
         "report": os.path.relpath(run_dir / "report.html", fleet_folder),
     }
 
@@ -74,7 +81,7 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
         for name in entry.get("runs") or []:
             record = _read(study_dir / name / "run.json")
             facts = facts or record.get("facts")
-            flags.extend(f for f in validity_flags(record) if f not in flags)
+            flags.extend(f for f in run_flags(record) if f not in flags)
         interval = metric.get("ci95") or [None, None]
         cells.append({
             "label": entry.get("label") or study.get("study") or "cell", "status": entry.get("status"),

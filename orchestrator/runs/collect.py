@@ -11,10 +11,13 @@ from ..inventory.catalog import AppSpec
 from ..nsys.commands import RemoteRunPaths
 from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
+from .board_figures import board_section, energy_section
+from .board_samples import read_board_samples
 from .outcome import app_ending, classify_capture
 from .phases import RunLog
 from .pull import pull_verified, sha256_file
 from .remote_export import export_on_board
+from .validity import validity_flags
 
 
 def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
@@ -33,6 +36,8 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
+    if capture.get("board_samples"):  # the board's clocks, loads, temperatures and power during the capture
+        logs[f"{paths.run_dir}/{capture['board_samples']['file']}"] = run_dir / "board.jsonl"
     if not capture["reports"]:
         pulled = pull_verified(agent, logs)
         record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
@@ -111,6 +116,13 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
         record["analysis"] = {"error": exc.one_line()}
         progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
         return
+    samples = read_board_samples(log.run_dir)
+    epoch = summary["capture"].get("utc_epoch_ns")
+    summary["board"] = board_section(samples, (record["capture"].get("board_samples") or {}).get("source"), epoch)
+    summary["energy"] = energy_section(samples, summary["frames"], epoch)
+    record["validity"] = {"flags": validity_flags(record, samples), "samples": len(samples)}
+    for flag in record["validity"]["flags"]:
+        progress.note("warning", f"doubtful figures: {flag['what']}")
     path = write_summary(summary, log.run_dir / "summary.json")
     record["files"][path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     verdict, frames = summary["verdict"], summary["frames"]

@@ -1,11 +1,21 @@
-"""Whether a run's board was in a fit state to be measured: flags from what run.json recorded of the
-board before and after the capture. Pure."""
+"""Whether a run's board was in a fit state to be measured: flags from the board's samples during the
+capture (board.jsonl) and from what run.json recorded of the board before and after it. Pure."""
 from __future__ import annotations
 
 from typing import Any
 
+from .board_samples import cpu_top_mhz
 
-def validity_flags(record: dict[str, Any]) -> list[dict[str, str]]:
+# a clock this far under the run's own highest one has dropped (throttling, a governor, a power cap)
+CLOCK_DROP = 0.9
+# the GPU's clock counts only while it works: idle, its governor lowers it as it should
+GPU_BUSY_PCT = 10
+# without the zone's own passive trip point, this close to Jetson's throttling temperatures counts
+DEFAULT_THERMAL_LIMIT_C = 95.0
+THERMAL_MARGIN_C = 2.0
+
+
+def validity_flags(record: dict[str, Any], samples: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
     flags = []
     state = record.get("board_state") or {}
@@ -14,7 +24,52 @@ def validity_flags(record: dict[str, Any]) -> list[dict[str, str]]:
     if mode_before and mode_after and mode_before != mode_after:
         flags.append({"code": "power_mode_changed",
                       "what": f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"})
+    if samples:
+        flags += clock_drops(samples)
+        trips = ((record.get("facts") or {}).get("board") or {}).get("thermal_trips_c") or {}
+        flags += thermal_limits(samples, trips)
     return flags
+
+
+def clock_drops(samples: list[dict[str, Any]]) -> list[dict[str, str]]:
+    found = []
+    cpu = [(s["t"], mhz) for s in samples if (mhz := cpu_top_mhz(s)) is not None]
+    if cpu:
+        top = max(mhz for _, mhz in cpu)
+        low_t, low = min(cpu, key=lambda tm: tm[1])
+        if low < CLOCK_DROP * top:
+            found.append({"code": "clocks_dropped", "what": f"the CPU clock dropped from {top:g} to {low:g} MHz "
+                                                            f"{low_t - samples[0]['t']:.1f} s into the capture"})
+    gpu = [(s["t"], s["gr3d_freq_mhz"]) for s in samples
+           if s.get("gr3d_freq_mhz") is not None and (s.get("gr3d_pct") or 0) >= GPU_BUSY_PCT]
+    if gpu:
+        top = max(mhz for _, mhz in gpu)
+        low_t, low = min(gpu, key=lambda tm: tm[1])
+        if low < CLOCK_DROP * top:
+            found.append({"code": "clocks_dropped", "what": f"the GPU clock dropped from {top:g} to {low:g} MHz "
+                                                            f"while busy, {low_t - samples[0]['t']:.1f} s in"})
+    return found
+
+
+def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> list[dict[str, str]]:
+    """A zone at (or within 2 C of) its passive trip point, where the kernel starts throttling."""
+    for sample in samples:
+        for zone, temp in (sample.get("temps_c") or {}).items():
+            if not isinstance(temp, (int, float)) or zone.upper().startswith("PMIC"):
+                continue
+            limit = _trip(zone, trips)
+            if temp >= limit - THERMAL_MARGIN_C:
+                return [{"code": "thermal_limit", "what": f"{zone} reached {temp:g} C (its limit: {limit:g} C), "
+                                                          f"{sample['t'] - samples[0]['t']:.1f} s into the capture"}]
+    return []
+
+
+def _trip(zone: str, trips: dict[str, float]) -> float:
+    """tegrastats names zones 'GPU' where sysfs says 'GPU-therm' or 'gpu-thermal'."""
+    for name, limit in trips.items():
+        if name == zone or name.split("-")[0].lower() == zone.lower():
+            return float(limit)
+    return DEFAULT_THERMAL_LIMIT_C
 
 
 def _mode(mode: dict[str, Any]) -> str:
