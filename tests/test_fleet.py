@@ -149,6 +149,16 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     assert drawn == [1, 2]  # a bar for each board that measured; the failed one is its reason, as text
     opened.screenshot("fleet")
     assert_clean(opened, folder / "fleet.html")
+    # the Nano's report draws its board under the frame chart: clocks, loads, temperature and power
+    nano_page = folder / boards["nano"]["folder"] / "report.html"
+    report = open_page(browser, nano_page)
+    drawn = report.charts()
+    assert {"board-cpu_mhz", "board-cpu_load_pct", "board-gpu_mhz", "board-gpu_pct", "board-temp_c",
+            "board-power_mw"} <= set(drawn)
+    assert drawn["board-power_mw"]["said"] >= 10
+    assert f"{energy['median_mj']:.4g} mJ" in report.page.locator("section#frames").inner_text()
+    report.screenshot("fleet-nano-report")
+    assert_clean(report, nano_page)
     for name in ("good1", "good2", "nano", "failing"):
         assert_board_clean(fleet["root"] / "work" / name)
 

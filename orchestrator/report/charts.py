@@ -143,6 +143,38 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
     return chart
 
 
+def board_line(name: str, points_ns: list[list[float]], unit: str, span_ns: tuple[int, int]) -> Chart:
+    """One of the board's figures during the capture (a clock, a load, a temperature, the power) over the
+    report's time in seconds: a small chart drawn under the frame chart (its title carries the unit)."""
+    height, left, right, top, bottom = 110.0, 56.0, 16.0, 10.0, 24.0
+    start, end = span_ns
+    if end <= start:
+        end = start + 1
+    values = [float(v) for _, v in points_ns]
+    high = max(values, default=1.0) * 1.05 or 1.0
+    ticks = nice_ticks(0.0, high, 3)
+    high = max(high, ticks[-1])
+    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+
+    def x_of(ns: float) -> float:
+        return left + plot_w * min(max((ns - start) / (end - start), 0.0), 1.0)
+
+    def y_of(value: float) -> float:
+        return top + plot_h * (1 - value / high)
+    chart = Chart(name, WIDTH, height)
+    for tick in ticks:
+        chart.lines.append(Line(left, y_of(tick), WIDTH - right, y_of(tick), "grid"))
+        chart.texts.append(Text(left - 6, y_of(tick) + 4, f"{tick:g}", "axis", "end"))
+    for tick in nice_ticks(start / 1e9, end / 1e9, 6):
+        if start <= tick * 1e9 <= end:
+            chart.texts.append(Text(x_of(tick * 1e9), height - 8, f"{tick:g}", "axis", "middle"))
+    chart.texts.append(Text(WIDTH - right, height - 8, "s", "axis", "end"))
+    inside = [(ns, v) for ns, v in points_ns if start <= ns <= end]
+    return Chart(chart.name, chart.width, chart.height, chart.rects, chart.lines, chart.texts,
+                 " ".join(f"{x_of(ns):.1f},{y_of(float(v)):.1f}" for ns, v in inside),
+                 f"{len(inside)} samples")
+
+
 def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30) -> Chart:
     """How steady frame times spread: one bar per non-empty bin, its count in ``count``. A few hitches far
     out would squeeze every other frame into one bar: past 1.5x the 99.5th percentile they share the last

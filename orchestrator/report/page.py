@@ -37,6 +37,7 @@ class Header:
     report_href: str | None   # the .nsys-rep, relative to the page
     open_command: str | None  # the nsys-ui command that opens it
     problems: list[str]       # how the run went wrong, when it did
+    doubts: list[str] = field(default_factory=list)  # why the board was not in a fit state to be measured
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class FramesSection:
     series: Chart
     histogram: Chart
     notes: list[str]
+
+
+@dataclass(frozen=True)
+class BoardSection:
+    """The board during the capture: its figures drawn under the frame chart, and the energy per frame."""
+    source: str
+    charts: list[tuple[str, Chart]]
+    energy: list[Fact]
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,7 @@ class ReportPage:
     api_missing: list[Fact]
     missing: dict[str, str] = field(default_factory=dict)
     slowest_timeline: TimelineSection | None = None  # the slowest steady frame's, beside the representative one
+    board: BoardSection | None = None  # the board's clocks, loads, temperature and power during the capture
 
 
 def report_page(run: RunData) -> ReportPage:
@@ -148,7 +158,29 @@ def report_page(run: RunData) -> ReportPage:
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
-                      timeline, tables, absent, missing, slowest)
+                      timeline, tables, absent, missing, slowest, board_section(summary))
+
+
+# what the report draws of the board's samples, in this order: (series key, title, unit)
+BOARD_LINES = (("cpu_mhz", "CPU clock (the highest of the online cores)", "MHz"),
+               ("cpu_load_pct", "CPU load (mean of the online cores)", "%"), ("gpu_mhz", "GPU clock", "MHz"),
+               ("gpu_pct", "GPU load", "%"), ("temp_c", "hottest zone", "°C"), ("power_mw", "board power", "mW"))
+
+
+def board_section(summary: dict) -> BoardSection | None:
+    board = summary.get("board") or {}
+    drawn = board.get("series_ns") or {}
+    capture = summary.get("capture") or {}
+    span = (int(capture.get("start_ns") or 0), int(capture.get("end_ns") or 0))
+    lines = [(f"{title} ({unit})", charts.board_line(f"board-{key}", drawn[key], unit, span))
+             for key, title, unit in BOARD_LINES if drawn.get(key)]
+    if not lines:
+        return None
+    energy = summary.get("energy")
+    facts = [Fact("energy per frame (median of the steady frames)", f"{energy['median_mj']:.4g} mJ"),
+             Fact("mean power", f"{energy['mean_power_mw']:.0f} mW on {energy['rail']}"),
+             Fact("frames measured", str(energy["frames"]))] if energy else []
+    return BoardSection(f"{board.get('samples')} samples from {board.get('source')}", lines, facts)
 
 
 def _title(run: RunData) -> str:
@@ -197,7 +229,8 @@ def header_section(run: RunData) -> Header:
     if run.analysis_error:
         problems.append(f"the report could not be analysed: {run.analysis_error}")
     command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None
-    return Header(_title(run), facts, run.report_href, command, problems)
+    doubts = [flag["what"] for flag in (record.get("validity") or {}).get("flags") or []]
+    return Header(_title(run), facts, run.report_href, command, problems, doubts)
 
 
 def _when(iso: str | None) -> str | None:
