@@ -19,7 +19,7 @@ import time
 import traceback
 
 from . import capture as capture_mod
-from . import files, sampler
+from . import clocks, files, sampler
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -112,6 +112,7 @@ def launch(request):
         "run": os.path.basename(run_dir), "host": request.get("requested_by"), "since": time.time()})
     if busy is not None:
         return {"busy": busy}
+    recovered = clocks.recover_stale(request["work_dir"], pid_alive)  # a lock whose supervisor was killed
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     for name in (STATE, STOP):
         try:
@@ -142,7 +143,7 @@ def launch(request):
     while time.time() < deadline:
         state = read_state(run_dir)
         if state is not None:
-            return {"pid": state["pid"], "run_dir": run_dir, "state": state}
+            return {"pid": state["pid"], "run_dir": run_dir, "state": state, "recovered_clocks": recovered}
         time.sleep(0.05)
     raise RuntimeError("the capture supervisor did not start (see {})".format(os.path.join(run_dir, LOG)))
 
@@ -246,13 +247,22 @@ def supervise(request):
     sup = Supervisor(request)
     result = None
     sampling = sampler.BoardSampler(sup.run_dir, env=dict(os.environ, **{capture_mod.RUN_MARK: sup.run_dir}))
+    locked = None
     try:
+        if request.get("lock_clocks"):  # restored below on every way out of the capture
+            sup.save(stage="locking clocks")
+            locked = clocks.lock(request["work_dir"], request["lock_clocks"].get("nvpmodel"), os.getpid())
         sampling.start()
         try:
             result = capture_with_retries(request, sup)
         finally:
             samples = sampling.stop()
+            restored = clocks.restore(request["work_dir"]) if locked else None
+            if locked:
+                sup.save(clocks={"locked": locked, "restore": restored})
         result["board_samples"] = samples
+        if locked:
+            result["clocks"] = {"locked": locked, "restore": restored}
         importer = request.get("importer")
         if ".qdstrm" in result["reports"] and not (set(result["reports"]) & {".nsys-rep", ".qdrep"}) and importer:
             sup.save(stage="importing", capture=result)

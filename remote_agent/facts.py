@@ -145,7 +145,6 @@ def board_state():
         "clocks": current_clocks(),
         "power_mode": current_power_mode(),
         "temperatures_c": current_temperatures() or None,
-        "thermal_trips_c": board.thermal_trips(),
         "load_average": [float(x) for x in load.split()[:3]] if load else None,
     }
 

@@ -5,8 +5,8 @@ Pure: ``evaluate(request, facts, probes)`` turns facts into findings; ``run`` ga
 import os
 import shutil
 
+from . import boardfs, files, nsys_locate
 from . import facts as facts_mod
-from . import files, nsys_locate
 
 MIN_NSYS_VERSION = (2019, 5)
 # 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
@@ -86,6 +86,17 @@ def evaluate(request, facts, probes):
             "the app is started from there (relative model paths)",
             "create it or fix 'workdir' in the app spec"))
 
+    if request.get("lock_clocks") and not probes.get("jetson_clocks"):
+        found.append(finding(
+            "error", "cannot_lock_clocks", "--lock-clocks asked, but jetson_clocks is not on the target",
+            "the clocks are locked with jetson_clocks (JetPack installs it), and restored with it afterwards",
+            "run without --lock-clocks on a board that is not a Jetson"))
+    if request.get("nvpmodel_mode") is not None and not probes.get("nvpmodel"):
+        found.append(finding(
+            "error", "cannot_set_power_mode", "--nvpmodel asked, but nvpmodel is not on the target",
+            "the power mode is set with nvpmodel (JetPack installs it), and set back with it afterwards",
+            "run without --nvpmodel on a board that is not a Jetson"))
+
     display = probes.get("display")
     if display is not None and display["mode"] == "missing":
         found.append(finding(
@@ -150,5 +161,7 @@ def run(request):
         "app": probe_app(request.get("argv0"), request.get("cwd")),
         "display": display,
         "disk": disk,
+        "jetson_clocks": boardfs.tool("jetson_clocks"),
+        "nvpmodel": boardfs.tool("nvpmodel"),
     }
     return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display}

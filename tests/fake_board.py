@@ -45,7 +45,8 @@ BOARDS = {
         "gpu_available": _text("s065").splitlines()[1], "emc_file": "/sys/kernel/debug/clk/emc/clk_rate",
         "zones": list(zip([line.split(": ")[1] for line in _text("s076").splitlines()],
                           _text("s046").splitlines())),
-        "nvpmodel": "NV Power Mode: MAXN\n0\n", "ram_mb": 3964, "swap_mb": 1982, "tegrastats": "s022",
+        "nvpmodel": "NV Power Mode: MAXN\n0\n", "modes": {0: "MAXN", 1: "5W"}, "ram_mb": 3964, "swap_mb": 1982,
+        "tegrastats": "s022",
     },
     "orin_nano": {
         "model": _text("s116"), "compatible": ["nvidia,p3768-0000+p3767-0005", "nvidia,tegra234"],
@@ -55,7 +56,8 @@ BOARDS = {
         "zones": list(zip(["cpu-thermal", "gpu-thermal", "cv0-thermal", "cv1-thermal", "cv2-thermal", "soc0-thermal",
                            "soc1-thermal", "soc2-thermal", "tj-thermal"],
                           [line.split(": ")[1] for line in _text("s034").splitlines()])),
-        "nvpmodel": "\n".join(_text("s032").splitlines()[:4]) + "\n", "ram_mb": 7620, "swap_mb": 3810,
+        "nvpmodel": "\n".join(_text("s032").splitlines()[:4]) + "\n", "modes": {0: "15W", 1: "25W"},
+        "ram_mb": 7620, "swap_mb": 3810,
         "tegrastats": "s053",
     },
     "agx_orin": {
@@ -65,7 +67,8 @@ BOARDS = {
         "emc_file": "/sys/kernel/debug/bpmp/debug/clk/emc/rate",
         "zones": [(f"{name}-thermal", str(round(float(c) * 1000))) for name, c in
                   re.findall(r"(\w+)@([\d.]+)C", _text("s027"))],
-        "nvpmodel": _text("s060") + "\n", "ram_mb": 62840, "swap_mb": 31420, "tegrastats": "s027",
+        "nvpmodel": _text("s060") + "\n", "modes": {0: "MAXN", 1: "MODE_15W", 2: "MODE_30W", 3: "MODE_50W"},
+        "ram_mb": 62840, "swap_mb": 31420, "tegrastats": "s027",
     },
 }
 
@@ -103,7 +106,26 @@ def lay_out(root: Path, name: str, tegrastats: bool = True) -> Path:
         _write(root, "/etc/nv_tegra_release", board["nv_tegra_release"] + "\n")
     if "dpkg_query" in board:
         tool(root, "dpkg-query", f"printf '%s\\n' {shlex.quote(board['dpkg_query'])}\n")
-    tool(root, "nvpmodel", f"printf '%s' {shlex.quote(board['nvpmodel'])}\n")
+    # nvpmodel: -q prints the board's real text until -m sets a mode (kept in the root, as nvpmodel keeps it)
+    names = " ".join(f"{n}) name={shlex.quote(name)};;" for n, name in board["modes"].items())
+    tool(root, "nvpmodel", 'root=$(cd "$(dirname "$0")/../.." && pwd); state="$root/var/lib/nvpmodel/status"\n'
+                           'if [ "$1" = "-m" ]; then mkdir -p "$(dirname "$state")"; echo "$2" > "$state"; exit 0; fi\n'
+                           f'if [ ! -f "$state" ]; then printf "%s" {shlex.quote(board["nvpmodel"])}; exit 0; fi\n'
+                           f'id=$(cat "$state"); case "$id" in {names} *) echo "bad mode" >&2; exit 1;; esac\n'
+                           'printf "NV Power Mode: %s\\n%s\\n" "$name" "$id"\n')
+    # jetson_clocks: --store writes 'path:value' lines as the real one does (s047), no argument holds every
+    # online core and the GPU at their highest clock, --restore writes the stored values back
+    tool(root, "jetson_clocks", 'root=$(cd "$(dirname "$0")/../.." && pwd)\n'
+                                'mins="$(cd "$root" && ls sys/devices/system/cpu/cpu*/cpufreq/scaling_min_freq '
+                                'sys/class/devfreq/*/min_freq)"\n'
+                                'case "$1" in\n'
+                                '--store) for f in $mins; do echo "/$f:$(cat "$root/$f")"; done > "$2";;\n'
+                                '--restore) while IFS=: read -r path value; do '
+                                'echo "$value" > "$root$path"; done < "$2";;\n'
+                                '"") for f in $mins; do cat "$root/$(dirname "$f")/$(basename "$f" | '
+                                'sed s/min/max/)" > "$root/$f"; done;;\n'
+                                '*) echo "unknown option $1" >&2; exit 1;;\n'
+                                'esac\n')
     cores, gpu, emc = _clocks_of(board["clocks"])
     online = [c["n"] for c in cores if c["online"]]
     _write(root, "/sys/devices/system/cpu/online", f"{min(online)}-{max(online)}\n")

@@ -91,3 +91,14 @@ def test_this_machine_says_what_it_is_and_leaves_the_jetson_fields_empty(monkeyp
 @pytest.mark.parametrize("text, cpus", [("0-3", [0, 1, 2, 3]), ("0-1,4-5", [0, 1, 4, 5]), ("0", [0]), ("", None)])
 def test_cpu_lists(text, cpus):
     assert board.parse_cpu_list(text) == cpus
+
+
+def test_thermal_trip_points_are_the_lowest_passive_one_per_zone(tmp_path, monkeypatch):
+    root = lay_out(tmp_path / "nano", "nano")
+    zone = root / "sys/class/thermal/thermal_zone1"          # CPU-therm on the Nano
+    for k, (kind, temp) in enumerate((("critical", "102000"), ("passive", "97000"), ("passive", "99000"))):
+        (zone / f"trip_point_{k}_type").write_text(kind + "\n")
+        (zone / f"trip_point_{k}_temp").write_text(temp + "\n")
+    monkeypatch.setenv(ROOT_VARIABLE, str(root))
+    assert board.thermal_trips() == {"CPU-therm": 97.0}
+    assert facts.board_facts()["thermal_trips_c"] == {"CPU-therm": 97.0}

@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S",
                       help="the board ends the capture on its own after S seconds without hearing from this "
                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+    _add_clock_options(prof)
 
     study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
                            description="Run every cell of the study's matrix --repeat times on one target, over "
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
     study.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
     study.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
+    _add_clock_options(study)
     _add_ssh_options(study)
 
     fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
@@ -197,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--board-timeout", type=float, metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
+    _add_clock_options(fleet)
 
     doctor = sub.add_parser("doctor", help="check every matching board: reachable, what it is, what would fail",
                             description="Connect to every target --limit matches, --forks at a time, deploy the agent "
@@ -220,6 +223,20 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
                              "(default: all)")
     parser.add_argument("--forks", type=int, default=5, help="boards at a time (default 5, as Ansible's)")
     _add_ssh_options(parser)
+
+
+def _add_clock_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lock-clocks", action="store_true",
+                        help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
+                             "after it however it ends (the board restores them itself if this machine is gone)")
+    parser.add_argument("--nvpmodel", type=int, metavar="MODE",
+                        help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
+
+
+def _clock_request(args: argparse.Namespace) -> dict:
+    if args.nvpmodel is not None and not args.lock_clocks:
+        raise UsageError("--nvpmodel goes with --lock-clocks", "e.g. --lock-clocks --nvpmodel 0")
+    return {"lock_clocks": args.lock_clocks, "nvpmodel": args.nvpmodel}
 
 
 def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
@@ -269,6 +286,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from ..targets.transport import ConnectOptions
     from .console import RichProgress
+    clock = _clock_request(args)  # a usage error before anything loads
     host = load_inventory(args.inventory).host(args.target)
     if args.app:
         spec = find_app(args.app, load_catalog(args.apps_dir))
@@ -282,7 +300,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
                              retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
                              wait_lock_s=max(args.wait_lock, 0.0), inventory=args.inventory,
-                             connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
+                             connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                             **clock)
     progress = RichProgress(_stderr())
     try:
         outcome = profile(request, progress)
@@ -299,6 +318,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..study.spec import cells, load_study, with_values
     from ..targets.transport import ConnectOptions
     from .console import StudyView
+    clock = _clock_request(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
     target = args.target or spec.target
     if not target:
@@ -309,7 +329,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     request = StudyRequest(spec=spec, host=load_inventory(args.inventory).host(target),
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
                            connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
-                           inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0))
+                           inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
+                           **clock)
     view = StudyView(_stderr(), len(cells(spec)) * repeat)
     try:
         outcome = run_study(request, view)
@@ -449,6 +470,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     from ..targets.transport import ConnectOptions
     from .console import FleetTable
+    clock = _clock_request(args)  # a usage error before anything loads
     if not 1 <= args.forks <= 256:
         raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
     if args.board_timeout is not None and args.board_timeout <= 0:
@@ -471,7 +493,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), grace_s=args.grace,
         retries=max(args.retries, 0), heartbeat_timeout_s=max(args.heartbeat_timeout, 2.0),
         wait_lock_s=max(args.wait_lock, 0.0), keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
-        inventory_path=args.inventory)
+        inventory_path=args.inventory, **clock)
     view = FleetTable(_stderr(), targets)
     try:
         outcome = run_fleet(request, view)

@@ -65,6 +65,8 @@ class FleetRequest:
     keep_remote: bool = False
     board_timeout_s: float | None = None
     inventory_path: str | None = None
+    lock_clocks: bool = False
+    nvpmodel: int | None = None
 
 
 @dataclass
@@ -191,7 +193,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 host=host, app=request.app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
                 keep_remote=request.keep_remote, retries=request.retries,
                 heartbeat_timeout_s=request.heartbeat_timeout_s, wait_lock_s=request.wait_lock_s,
-                inventory=request.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
+                inventory=request.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop,
+                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
             outcome = profile(profile_request, progress)
             result = board_result_from_run(target, outcome.run_dir, folder)
         else:
@@ -199,7 +202,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
             study_request = StudyRequest(
                 spec=request.study, host=host, catalog=request.catalog, out_dir=folder / safe_name_part(target),
                 repeat=request.repeat or request.study.repeat, connect=request.connect,
-                inventory=request.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop)
+                inventory=request.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop,
+                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
             study = run_study(study_request, progress)
             result = board_result_from_study(target, study.folder, folder)
     except OrchestratorError as exc:

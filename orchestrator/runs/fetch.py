@@ -17,7 +17,7 @@ from ..targets.transport import ConnectOptions, open_transport
 from .collect import collect
 from .folder import read_run_json
 from .phases import RunLog
-from .profile import ProfileOutcome, deploy_agent_logged, error_record, finish, follow_capture
+from .profile import ProfileOutcome, deploy_agent_logged, error_record, finish, follow_capture, note_clocks
 from .progress import Progress
 
 LIST_FIELDS = ("command", "env", "trace", "nsys_args")
@@ -76,6 +76,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
                                  f"({state.get('error') or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
             record["capture_attempts"] = capture.pop("previous_attempts", [])
+            note_clocks(capture.get("clocks"), log)
             early = capture.get("ended_early")
             if early:
                 progress.note("warning", f"the capture was ended early, after {early['after_s']:.1f} s: "

@@ -46,6 +46,8 @@ class ProfileRequest:
     inventory: str | None = None
     study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
     fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
+    lock_clocks: bool = False  # jetson_clocks for the capture, the board's own clocks restored after it
+    nvpmodel: int | None = None  # with lock_clocks: this power mode for the capture, the board's own after it
     stop: session.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
 
 
@@ -74,6 +76,8 @@ def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> d
         "sample": app.sample,
         "duration_s": app.duration_s + app.delay_s,
         "work_dir": work_dir,
+        "lock_clocks": request.lock_clocks,
+        "nvpmodel_mode": request.nvpmodel,
     }
 
 
@@ -96,7 +100,8 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         "inventory": request.inventory,
         "app": app_record(app),
         "request": {"grace_s": request.grace_s, "keep_remote": request.keep_remote, "retries": request.retries,
-                    "heartbeat_timeout_s": request.heartbeat_timeout_s},
+                    "heartbeat_timeout_s": request.heartbeat_timeout_s, "lock_clocks": request.lock_clocks,
+                    "nvpmodel": request.nvpmodel},
         "status": "started",
     }
     if request.study is not None:
@@ -223,20 +228,40 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         "importer": None if nsys.get("imports_itself") else nsys.get("importer"),
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
         "requested_by": record["target"].get("address"),
+        "lock_clocks": {"nvpmodel": request.nvpmodel} if request.lock_clocks else None,
     }
     if request.stop is not None and request.stop.interrupt.is_set():
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
-        session.launch(agent, {**launch, "retries": request.retries})
+        launched = session.launch(agent, {**launch, "retries": request.retries})
+        if launched.get("recovered_clocks"):  # an earlier capture's supervisor died with the clocks locked
+            record["recovered_clocks"] = launched["recovered_clocks"]
+            progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
+                                     "died; they were restored before this one")
         log.stage("capturing")
         capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop)
     record["board_state"]["after"] = board_state(agent)
+    note_clocks(capture.get("clocks"), log)
     record["capture_attempts"] = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
     record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
     failure = collect(agent, capture, app, paths, log, request.keep_remote, request.host.symbols)
     return failure or interruption_outcome(capture, log)
+
+
+def note_clocks(clocks: dict[str, Any] | None, log: RunLog) -> None:
+    """What --lock-clocks did on the board, in run.json; a restore that failed is said loudly."""
+    if clocks is None:
+        return
+    log.record["clocks"] = clocks
+    restore = clocks.get("restore") or {}
+    if restore.get("restored"):
+        log.progress.note("info", "the board's clocks were locked for the capture and are restored")
+    else:
+        stored = (clocks.get("locked") or {}).get("stored")
+        log.progress.note("error", f"the board's clocks could not be restored ({restore.get('steps')}); run "
+                                   f"'jetson_clocks --restore {stored}' on the board")
 
 
 def with_python(app: AppSpec, python: str) -> AppSpec:

@@ -55,6 +55,8 @@ class StudyRequest:
     grace_s: float = 30.0
     retries: int = 1
     stop: HostStop | None = None  # another thread's wish to end the study's capture early (a fleet's)
+    lock_clocks: bool = False
+    nvpmodel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             profile_request = ProfileRequest(
                 host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
                 retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1},
-                stop=request.stop)
+                stop=request.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
             try:
                 outcome = profile(profile_request, progress, board)
                 entry["runs"].append(outcome.run_dir.name)
