@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import select
 import shutil
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Protocol
 
 import paramiko
+from fabric import Config as FabricConfig
+from fabric import Connection
 
 from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
 from ..inventory.hosts import Host
@@ -101,32 +104,45 @@ class SSHParams:
         return f"{self.user}@{self.hostname}:{self.port}"
 
 
-def _lookup_ssh_config(path: Path | None, alias: str) -> dict:
-    config_path = (path or Path("~/.ssh/config")).expanduser()
-    if not config_path.is_file():
-        return {}
-    return dict(paramiko.SSHConfig.from_path(str(config_path)).lookup(alias))
+def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
+    """The target as Fabric resolves it from ~/.ssh/config (HostName, Port, User, IdentityFile, ProxyJump and
+    ProxyCommand as gateways), with the inventory's values winning and root as the default user. Not opened."""
+    ssh_config = None  # Fabric's default: /etc/ssh/ssh_config and ~/.ssh/config
+    if options.ssh_config is not None:
+        path = options.ssh_config.expanduser()
+        ssh_config = paramiko.SSHConfig.from_path(str(path)) if path.is_file() else paramiko.SSHConfig()
+    config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
+    wait = max(1, math.ceil(host.connect_timeout))
+    connection = Connection(host.address or host.name, user=host.user, port=host.port, config=config,
+                            connect_timeout=wait,
+                            connect_kwargs={"key_filename": [host.key_file] if host.key_file else [],
+                                            "allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
+    if host.address:  # the inventory's address wins over a HostName in ssh_config
+        connection.host = host.address
+    keys = connection.connect_kwargs.get("key_filename") or []
+    connection.connect_kwargs["key_filename"] = [str(Path(k).expanduser()) for k in keys]
+    connection.connect_kwargs["look_for_keys"] = not keys
+    return connection
+
+
+def _known_hosts(connection: Connection, options: ConnectOptions) -> Path:
+    if options.known_hosts is not None:
+        return options.known_hosts.expanduser()
+    configured = connection.ssh_config.get("userknownhostsfile")
+    return Path(configured.split()[0] if configured else "~/.ssh/known_hosts").expanduser()
+
+
+def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> SSHParams:
+    """What OpenSSH's client needs to reach the same target (the downloads go through it)."""
+    return SSHParams(alias=host.name, hostname=connection.host, port=int(connection.port), user=connection.user,
+                     key_files=tuple(connection.connect_kwargs.get("key_filename") or ()),
+                     known_hosts=_known_hosts(connection, options),
+                     proxy_jump=connection.ssh_config.get("proxyjump"), connect_timeout=host.connect_timeout)
 
 
 def resolve_ssh_params(host: Host, options: ConnectOptions) -> SSHParams:
     """Inventory values win over ~/.ssh/config, which wins over defaults (user root, port 22)."""
-    alias = host.address or host.name
-    config = _lookup_ssh_config(options.ssh_config, alias)
-    key_files = (host.key_file,) if host.key_file else tuple(config.get("identityfile", ()))
-    known = options.known_hosts
-    if known is None:
-        configured = config.get("userknownhostsfile")
-        known = Path(configured.split()[0]) if configured else Path("~/.ssh/known_hosts")
-    return SSHParams(
-        alias=host.name,
-        hostname=config.get("hostname", alias) if not host.address else host.address,
-        port=host.port or int(config.get("port", 22)),
-        user=host.user or config.get("user", "root"),
-        key_files=tuple(str(Path(k).expanduser()) for k in key_files),
-        known_hosts=known.expanduser(),
-        proxy_jump=config.get("proxyjump"),
-        connect_timeout=host.connect_timeout,
-    )
+    return ssh_params(host, fabric_connection(host, options), options)
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -160,101 +176,91 @@ class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
             handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
 
 
-def _connect_client(params: SSHParams, options: ConnectOptions, sock=None) -> paramiko.SSHClient:  # noqa: ANN001
-    client = paramiko.SSHClient()
-    if params.known_hosts.is_file():
-        client.load_host_keys(str(params.known_hosts))
-    policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey
-    client.set_missing_host_key_policy(policy_type(params.known_hosts))
-    target = params.display
+def _hops(connection: Connection) -> list[Connection]:
+    """The connection and each gateway it goes through (ProxyJump), nearest the target first."""
+    chain = [connection]
+    while isinstance(chain[-1].gateway, Connection):
+        chain.append(chain[-1].gateway)
+    return chain
+
+
+def _open(connection: Connection, options: ConnectOptions) -> None:
+    """Open the connection (its gateways first) with known host keys only, or record a new one when asked;
+    every failure as one error that says what to do."""
+    for hop in _hops(connection):  # Fabric would add unknown keys silently: each hop checks them as ssh does
+        known = _known_hosts(hop, options)
+        if known.is_file():
+            hop.client.load_host_keys(str(known))
+        policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey
+        hop.client.set_missing_host_key_policy(policy_type(known))
+    target = f"{connection.user}@{connection.host}:{connection.port}"
+    wait = connection.connect_timeout
     try:
-        client.connect(
-            params.hostname, port=params.port, username=params.user,
-            key_filename=list(params.key_files) or None,  # type: ignore[arg-type]  # paramiko takes a list too
-            allow_agent=True, look_for_keys=not params.key_files,
-            timeout=params.connect_timeout, banner_timeout=params.connect_timeout,
-            auth_timeout=params.connect_timeout, sock=sock,
-        )
+        connection.open()
     except HostKeyError:
-        client.close()
+        _close(connection)
         raise
     except paramiko.BadHostKeyException as exc:
-        client.close()
-        name = known_hosts_name(params.hostname, params.port)
+        _close(connection)
+        known = _known_hosts(connection, options)
+        name = known_hosts_name(connection.host, int(connection.port))
         raise HostKeyError(
-            f"host key of {target} CHANGED: got {fingerprint(exc.key)}, {params.known_hosts} has "
-            f"{fingerprint(exc.expected_key)}",
-            f"if the board was re-flashed, remove the old key: ssh-keygen -R '{name}' -f {params.known_hosts}",
+            f"host key of {target} CHANGED: got {fingerprint(exc.key)}, {known} has {fingerprint(exc.expected_key)}",
+            f"if the board was re-flashed, remove the old key: ssh-keygen -R '{name}' -f {known}",
         ) from None
     except paramiko.AuthenticationException:
-        client.close()
+        _close(connection)
         raise AuthError(f"{target} refused our SSH keys",
                         "add your public key to the target's ~/.ssh/authorized_keys (ssh-copy-id) "
                         "or set ansible_ssh_private_key_file") from None
     except socket.gaierror:
-        client.close()
-        raise ConnectError(f"cannot resolve host name '{params.hostname}'",
+        _close(connection)
+        raise ConnectError(f"cannot resolve host name '{connection.host}'",
                            "check ansible_host in the inventory or HostName in ~/.ssh/config") from None
     except TimeoutError:
-        client.close()
-        raise ConnectError(f"connecting to {target} timed out after {params.connect_timeout:g} s",
+        _close(connection)
+        raise ConnectError(f"connecting to {target} timed out after {wait:g} s",
                            "is the board on and reachable? check the address and port") from None
     except paramiko.ssh_exception.NoValidConnectionsError:
-        client.close()
+        _close(connection)
         raise ConnectError(f"cannot connect to {target}: connection refused",
                            "is sshd running on the target, and is the port right?") from None
     except paramiko.SSHException as exc:
-        client.close()
+        _close(connection)
         if "banner" in str(exc) or str(exc) == "No existing session":  # paramiko's words for a silent peer
-            raise ConnectError(f"{target} accepted the connection but sent no SSH greeting within "
-                               f"{params.connect_timeout:g} s",
+            raise ConnectError(f"{target} accepted the connection but sent no SSH greeting within {wait:g} s",
                                "is it an SSH server, and is the board responsive? check the port") from None
         raise ConnectError(f"SSH connection to {target} failed: {exc}",
-                           "check that the target runs an SSH server on that port") from None
+                           "check that the target runs an SSH server on that port (and that the jump host, if "
+                           "any, reaches it)") from None
     except OSError as exc:
-        client.close()
+        _close(connection)
         raise ConnectError(f"SSH connection to {target} failed: {exc}",
                            "check that the target runs an SSH server on that port") from None
-    transport = client.get_transport()
-    assert transport is not None
-    transport.set_keepalive(options.keepalive_s)
-    return client
+    connection.transport.set_keepalive(options.keepalive_s)
 
 
-def _split_jump(spec: str) -> tuple[str | None, str, int | None]:
-    user, _, rest = spec.rpartition("@")
-    host, _, port = rest.partition(":")
-    return (user or None), host, (int(port) if port else None)
+def _close(connection: Connection) -> None:
+    for hop in _hops(connection):  # Fabric closes a connection, not the gateways it opened for it
+        hop.close()
 
 
 class SSHTransport:
-    def __init__(self, params: SSHParams, options: ConnectOptions) -> None:
-        self.params = params
+    """SSH through Fabric's Connection (paramiko underneath) for commands and uploads; downloads through
+    OpenSSH's client over a master connection of its own, as fast as scp (see ``download``)."""
+
+    def __init__(self, host: Host, options: ConnectOptions) -> None:
         self.options = options
-        self.description = params.display
-        self._jumps: list[paramiko.SSHClient] = []
-        sock = None
-        if params.proxy_jump and params.proxy_jump.lower() != "none":
-            for hop in params.proxy_jump.split(","):
-                user, hostname, port = _split_jump(hop.strip())
-                hop_params = resolve_ssh_params(Host(name=hostname, address=None, user=user, port=port), options)
-                hop_client = _connect_client(hop_params, options, sock)
-                self._jumps.append(hop_client)
-            jump_transport = self._jumps[-1].get_transport()
-            assert jump_transport is not None
-            try:
-                sock = jump_transport.open_channel("direct-tcpip", (params.hostname, params.port), ("127.0.0.1", 0),
-                                                   timeout=params.connect_timeout)
-            except (paramiko.ChannelException, paramiko.SSHException) as exc:
-                self.close_jumps()
-                raise ConnectError(f"cannot connect to {params.display} through {params.proxy_jump}: {exc}",
-                                   "is sshd running on the target, and can the jump host reach it?") from None
-        self._client = _connect_client(params, options, sock)
+        self._connection = fabric_connection(host, options)
+        self.params = ssh_params(host, self._connection, options)
+        self.description = self.params.display
+        _open(self._connection, options)
+        self._jumps = _hops(self._connection)[1:]
         self._sftp: paramiko.SFTPClient | None = None
         self._master: openssh.MasterConnection | None = None
 
     def _transport(self) -> paramiko.Transport:
-        transport = self._client.get_transport()
+        transport = self._connection.client.get_transport()
         if transport is None or not transport.is_active():
             raise ConnectError(f"the SSH connection to {self.description} dropped", "check the network and retry")
         return transport
@@ -274,7 +280,7 @@ class SSHTransport:
 
     def sftp(self) -> paramiko.SFTPClient:
         if self._sftp is None:
-            self._sftp = self._client.open_sftp()
+            self._sftp = self._connection.client.open_sftp()
         return self._sftp
 
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None:
@@ -315,12 +321,7 @@ class SSHTransport:
             self._master = None
         if self._sftp is not None:
             self._sftp.close()
-        self._client.close()
-        self.close_jumps()
-
-    def close_jumps(self) -> None:
-        for hop in reversed(self._jumps):
-            hop.close()
+        _close(self._connection)
 
 
 def _take(recv: Callable[[int], bytes], ready: Callable[[], bool], eof: bool | int) -> tuple[bytes, bool]:
@@ -576,4 +577,4 @@ class LocalTransport:
 def open_transport(host: Host, options: ConnectOptions) -> Transport:
     if host.is_local:
         return LocalTransport()
-    return SSHTransport(resolve_ssh_params(host, options), options)
+    return SSHTransport(host, options)
