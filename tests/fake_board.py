@@ -91,15 +91,23 @@ def tool(root: Path, name: str, script: str) -> Path:
     return path
 
 
-def lay_out(root: Path, name: str, tegrastats: bool = True) -> Path:
+def throttled(line: str) -> str:
+    """The line with every core's clock halved, as a thermal or power throttle lowers them."""
+    return re.sub(r"%@(\d+)", lambda m: f"%@{int(m.group(1)) // 2}", line.split(" EMC")[0]) + " EMC" + \
+        line.split(" EMC", 1)[1]
+
+
+def lay_out(root: Path, name: str, tegrastats: bool = True, throttling: bool = False) -> Path:
     """The board's files under root; with tegrastats, a stand-in that prints the board's real tegrastats line
-    every --interval ms until stopped."""
+    every --interval ms until stopped (with throttling, every other line has the cores' clocks halved)."""
     board = BOARDS[name]
     if tegrastats:
+        line = _text(board["tegrastats"])
+        second = throttled(line) if throttling else line
         tool(root, "tegrastats", 'ms=1000; [ "$1" = "--interval" ] && ms=$2\n'
                                  'pause=$(awk "BEGIN { print $ms / 1000 }")\n'
-                                 f"while true; do printf '%s\\n' {shlex.quote(_text(board['tegrastats']))}; "
-                                 'sleep "$pause"; done\n')
+                                 f"while true; do printf '%s\\n' {shlex.quote(line)}; sleep \"$pause\"; "
+                                 f"printf '%s\\n' {shlex.quote(second)}; sleep \"$pause\"; done\n")
     _write(root, "/proc/device-tree/model", board["model"].encode() + b"\0")
     _write(root, "/proc/device-tree/compatible", b"".join(c.encode() + b"\0" for c in board["compatible"]))
     if "nv_tegra_release" in board:

@@ -38,12 +38,17 @@ class Sshd:
     host_public_key: str
     address: str = "127.0.0.1"
     netns: str | None = None  # run inside this network namespace (a board behind a link of its own)
+    private_run: bool = False  # a /run and /dev/shm of its own: the board's capture lock is its own, as on a board
     process: subprocess.Popen | None = None
 
     def start(self) -> None:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
         log = open(self.root / "sshd.log", "ab")
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        if self.private_run:
+            prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       "mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /dev/shm && mkdir -m 755 /run/sshd && "
+                       'exec "$@"', "sh"]
         self.process = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                         stdout=log, stderr=log)
         deadline = time.time() + 10
@@ -103,7 +108,7 @@ def descendants(root: int) -> list[int]:
 
 
 def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None, address: str = "127.0.0.1",
-              netns: str | None = None) -> Sshd:
+              netns: str | None = None, private_run: bool = False) -> Sshd:
     """Write keys and config under root; the caller starts and stops it."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
@@ -128,4 +133,4 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
     ssh_config = root / "ssh_config"
     ssh_config.write_text("# empty on purpose: keeps the developer's own ~/.ssh/config out of the tests\n")
     return Sshd(root=root, port=port, client_key=client_key, known_hosts=known_hosts, ssh_config=ssh_config,
-                host_public_key=host_public, address=address, netns=netns)
+                host_public_key=host_public, address=address, netns=netns, private_run=private_run)

@@ -3,17 +3,22 @@ and the three ways a board goes wrong: its sshd is down, its host key is unknown
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from board_state import assert_board_clean
+from board_state import assert_board_clean, assert_report_kept
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli
 from fake_board import lay_out
 from sshd_server import make_sshd
+from test_faults import as_from_a_terminal, error_lines
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +49,8 @@ def fleet(tmp_path_factory):
             server.start()
     hosts = {name: {**server.inventory_host(), "orchestrate_work_dir": str(root / "work" / name),
                     "orchestrate_python": sys.executable} for name, server in servers.items()}
-    hosts["nano"]["orchestrate_board_root"] = str(lay_out(root / "nano-files", "nano"))
+    # the Nano's tegrastats throttles: every other line has its cores' clocks halved (204 -> 102 MHz)
+    hosts["nano"]["orchestrate_board_root"] = str(lay_out(root / "nano-files", "nano", throttling=True))
     inventory = root / "inventory.yaml"
     inventory.write_text(yaml.safe_dump(sort_keys=False, data={"all": {"children": {
         "lab": {"children": {"healthy": {"hosts": {n: hosts[n] for n in ("good1", "good2", "nano")}},
@@ -84,8 +90,12 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     # 1022 mW x its length
     nano_summary = json.loads((folder / boards["nano"]["folder"] / "summary.json").read_text())
     assert nano_run["capture"]["board_samples"]["source"] == "tegrastats"
-    assert nano_summary["board"]["samples"] >= 10 and nano_run["validity"] == {
-        "flags": [], "samples": nano_summary["board"]["samples"]}
+    assert nano_summary["board"]["samples"] >= 10
+    assert nano_run["validity"]["samples"] == nano_summary["board"]["samples"]
+    [flag] = nano_run["validity"]["flags"]
+    assert flag["code"] == "clocks_dropped" and flag["what"].startswith("the CPU clock dropped from 204 to 102 MHz")
+    assert boards["nano"]["cells"][0]["flags"] == [flag] and boards["nano"]["status"] == "ok"
+    assert any("nano" in line and "CPU clock dropped" in line for line in done.stderr.splitlines())
     energy, frames = nano_summary["energy"], nano_summary["frames"]
     steady_s = [ns / 1e9 for ns in frames["per_frame_ns"][1 + frames["warmup"]["frames"]:]]
     assert energy["rail"] == "POM_5V_IN" and energy["mean_power_mw"] == 1022.0
@@ -143,6 +153,8 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     assert page.locator("h3[data-kind='NVIDIA Jetson Nano Developer Kit']").count() == 1
     measured = page.locator("table[data-table=kind] tr[data-board=good1] td").first
     assert measured.get_attribute("data-state") == "ok" and measured.inner_text().split()[1] == "ms"
+    assert page.locator("table[data-table=kind] tr[data-board=nano] td").first.get_attribute("data-state") == "flagged"
+    assert "CPU clock dropped" in page.locator("[data-table=recap] tr[data-board=nano]").inner_text()
     failed = page.locator("table[data-table=kind] tr[data-board=failing] td").first
     assert failed.get_attribute("data-state") == "failed"
     drawn = sorted(c["said"] for name, c in opened.charts().items() if name.startswith("fleet-"))
@@ -157,6 +169,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
             "board-power_mw"} <= set(drawn)
     assert drawn["board-power_mw"]["said"] >= 10
     assert f"{energy['median_mj']:.4g} mJ" in report.page.locator("section#frames").inner_text()
+    assert report.page.locator("[data-doubt]").inner_text().startswith("Doubtful figures: the CPU clock dropped")
     report.screenshot("fleet-nano-report")
     assert_clean(report, nano_page)
     for name in ("good1", "good2", "nano", "failing"):
@@ -187,3 +200,53 @@ def test_targets_show_groups_and_resolved_variables(fleet):
     assert done.returncode == 0, done.stderr
     assert "failing" in done.stdout and "good1" not in done.stdout.split("groups")[0]
     assert "orchestrate_work_dir=" in done.stdout and "ansible_port=" in done.stdout
+
+
+def test_ctrl_c_ends_every_capture_early_keeps_the_reports_and_starts_nothing_more(fleet, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", "sh -c 'while true; do "
+                             "sleep 0.2; done'", "--limit", "good1:good2", "--forks", "1", "--trace", "osrt",
+                             "--sample", "none", "--cpuctxsw", "none", "--duration", "30", "--out",
+                             str(tmp_path / "runs"), *fleet["ssh"]], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "runs").glob("*/*/run.json")) or json.loads(
+            next((tmp_path / "runs").glob("*/*/run.json")).read_text()).get("stage") != "capturing":
+        assert time.monotonic() < deadline, "the first board never started capturing"
+        time.sleep(0.1)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 16, err
+    [line] = error_lines(err)
+    assert line.startswith("error: interrupted; 1 of 2 boards had started, and kept what they captured")
+    folder = Path(out.strip().splitlines()[-1])
+    document = json.loads((folder / "fleet.json").read_text())
+    assert document["status"] == "interrupted"
+    first, second = document["boards"]
+    assert (second["target"], second["status"], second["reason"]) == ("good2", "failed",
+                                                                       "interrupted before it started")
+    assert first["target"] == "good1" and first["exit_code"] in (16, 11)   # 11: nsys stalled after the early end
+    record = json.loads((folder / first["folder"] / "run.json").read_text())
+    assert 2 < record["capture"]["ended_early"]["after_s"] < 20
+    assert record["capture"]["ended_early"]["reason"] == "the user interrupted orchestrate on the host"
+    if record["capture"]["reports"]:
+        assert_report_kept(folder / first["folder"])
+    assert not list(folder.glob("*-good2-*"))   # the board not started has no run folder
+    assert_board_clean(fleet["root"] / "work" / "good1")
+
+
+def test_a_board_past_its_timeout_has_its_capture_ended_and_counts_as_failed(fleet, tmp_path):
+    done = run_cli("fleet", "--app-cmd", "sh -c 'while true; do sleep 0.2; done'", "--limit", "good2",
+                   "--board-timeout", "8", "--trace", "osrt", "--sample", "none", "--cpuctxsw", "none", "--duration",
+                   "60", "--out", str(tmp_path / "runs"), *fleet["ssh"], timeout=300)
+    assert done.returncode == 21, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    [board] = json.loads((folder / "fleet.json").read_text())["boards"]
+    assert board["status"] == "failed" and board["seconds"] < 50
+    assert board["reason"] == "took longer than --board-timeout 8 s: its capture was ended early (report kept)"
+    record = json.loads((folder / board["folder"] / "run.json").read_text())
+    assert record["capture"]["ended_early"]["reason"] == "the fleet's --board-timeout passed"
+    if record["capture"]["reports"]:
+        assert_report_kept(folder / board["folder"])
+    assert_board_clean(fleet["root"] / "work" / "good2")

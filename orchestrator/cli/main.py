@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
-from ..errors import EXIT_CODES, FleetBoardsFailedError, OrchestratorError, StudyCellsFailedError, UsageError
+from ..errors import (
+    EXIT_CODES,
+    FleetBoardsFailedError,
+    InterruptedRunError,
+    OrchestratorError,
+    StudyCellsFailedError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -501,6 +508,11 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         view.close()
     _print_recap(outcome.results)
     print(outcome.folder)
+    if outcome.interrupted:
+        started = sum(1 for r in outcome.results if r.folder)
+        raise InterruptedRunError(f"interrupted; {started} of {len(outcome.results)} boards had started, and "
+                                  "kept what they captured (here, or on the board for 'orchestrate fetch')",
+                                  f"see {outcome.folder / 'fleet.html'}")
     if outcome.failed:
         first = outcome.failed[0]
         raise FleetBoardsFailedError(f"{len(outcome.failed)} of {len(outcome.results)} boards did not end well; "
@@ -512,10 +524,12 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 def _print_recap(results: list) -> None:
     """Ansible's PLAY RECAP, one line per board: status, why, where its run folder is."""
     from rich.table import Table
-    table = Table("board", "status", "why", "folder", title="recap", expand=True)
+    table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
         style = "green" if result.status == "ok" else "red"
-        table.add_row(result.target, f"[{style}]{result.status}[/]", result.reason or "", result.folder or "")
+        doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.get("flags") or []))
+        table.add_row(result.target, f"[{style}]{result.status}[/]", result.reason or "", f"[yellow]{doubts}[/]",
+                      result.folder or "")
     _stderr().print(table)
 
 

@@ -21,6 +21,7 @@ class RecapRow:
     software: str
     seconds: str
     folder: str | None
+    doubts: list[str]
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ def _cell(found: dict[str, Any] | None) -> GridCell:
 def fleet_page(document: dict[str, Any]) -> FleetPage:
     boards = document.get("boards") or []
     recap = [RecapRow(b["target"], b["status"], b.get("reason") or "", (b.get("board") or {}).get("kind") or "–",
-                      _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"))
+                      _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"),
+                      list(dict.fromkeys(f["what"] for c in b.get("cells") or [] for f in c.get("flags") or [])))
              for b in boards]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for board in boards:

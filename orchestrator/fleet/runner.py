@@ -90,6 +90,7 @@ class BoardResult:
 class FleetOutcome:
     folder: Path
     results: list[BoardResult]
+    interrupted: bool = False
 
     @property
     def failed(self) -> list[BoardResult]:
@@ -147,7 +148,7 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
     write_run_json(folder, document, name="fleet.json")
     from .page import write_fleet_page
     write_fleet_page(document, folder)
-    return FleetOutcome(folder, ordered)
+    return FleetOutcome(folder, ordered, stop.interrupt.is_set())
 
 
 def recap_counts(results: list[BoardResult]) -> dict[str, int]:
@@ -162,22 +163,22 @@ def _wait_for_boards(futures: dict[Future[BoardResult], str], stop: HostStop,
     """Collect each board's result as it ends. Ctrl-C (only this thread hears it): the first asks every
     board to end its capture and keeps the boards not yet started from starting, the second stops
     waiting for the boards' captures (each board keeps its report for 'orchestrate fetch')."""
-    pending = set(futures)
-    while pending:
+    reported: set[Future[BoardResult]] = set()
+    while len(reported) < len(futures):
         try:
-            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            wait([f for f in futures if f not in reported], timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in [f for f in futures if f.done() and f not in reported]:
+                if future.cancelled():
+                    ended(BoardResult(futures[future], "failed", "interrupted before it started", 16))
+                else:
+                    ended(future.result())
+                reported.add(future)
         except KeyboardInterrupt:
             if stop.interrupt.is_set():
                 stop.abandon.set()
             stop.request()
-            for future in pending:
-                future.cancel()
-            continue
-        for future in done:
-            if future.cancelled():
-                ended(BoardResult(futures[future], "failed", "interrupted before it started", 16))
-            else:
-                ended(future.result())
+            for future in futures:
+                future.cancel()  # those not started yet; the others run on and end their captures early
 
 
 def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView, fleet_stop: HostStop) -> BoardResult:

@@ -140,8 +140,13 @@ def _pull_one(agent: RemoteAgent, remote: str, local: Path, size: int, offset: i
     raise_if_untrusted(answer, agent.transport)
     board = _send_answer(answer.stderr)
     have = partial.stat().st_size
-    if answer.exit_status != 0 or board is None or board.get("failed"):
-        why = (board or {}).get("msg") or (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
+    # OpenSSH's master connection can report the board's exit status and answer and then die (a link cut)
+    # before it has written all of the bytes it received here: a prefix, kept for the resume like any other
+    short = board is not None and not board.get("failed") and isinstance(board.get("size"), int) and \
+        have < board["size"]
+    if answer.exit_status != 0 or board is None or board.get("failed") or short:
+        why = "the connection ended before every byte was written here" if short else (board or {}).get("msg") or \
+            (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
         raise TransferError(f"the transfer of {remote} broke after {have} of {size} bytes ({why})",
                             "the board keeps its copy and the bytes so far are kept here: "
                             "'orchestrate fetch RUN_DIR' resumes it")
