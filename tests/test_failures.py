@@ -115,8 +115,15 @@ def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path, browse
                      r"the watchdog \()", error_line(done))
     run_dir = Path(sorted((tmp_path / "runs").glob("*"))[-1])
     assert (run_dir / "app.stderr.log").read_text() == "boom\n"
-    assert (run_dir / "report.nsys-rep").is_file() and (run_dir / "report.sqlite").is_file()
-    assert last_record(tmp_path)["status"] == "app_failed"
+    record = last_record(tmp_path)
+    assert record["status"] == "app_failed"
+    if not (run_dir / "report.nsys-rep").is_file():
+        # nsys hung after the app's exit on every attempt (the retry's too) and wrote nothing: the run says so and
+        # its logs came back (seen twice in about sixty runs here)
+        assert record["capture"]["stalled"] and all(a["stalled"] for a in record["capture_attempts"])
+        assert "nsys then hung" in error_line(done) and (run_dir / "nsys.log").is_file()
+        return
+    assert (run_dir / "report.sqlite").is_file()
     # its page says what happened and what the capture lacks, and still shows what it has
     opened = open_page(browser, run_dir / "report.html")
     assert_clean(opened, run_dir / "report.html")

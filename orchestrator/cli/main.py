@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
     study.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
     study.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
+    study.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
+                       help="wait up to S seconds for another run on the board to end, before each run (default 0)")
     _add_clock_options(study)
     _add_ssh_options(study)
 
@@ -337,7 +339,7 @@ def cmd_study(args: argparse.Namespace) -> int:
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
                            connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
                            inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
-                           **clock)
+                           wait_lock_s=max(args.wait_lock, 0.0), **clock)
     view = StudyView(_stderr(), len(cells(spec)) * repeat)
     try:
         outcome = run_study(request, view)

@@ -204,7 +204,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 spec=request.study, host=host, catalog=request.catalog, out_dir=folder / safe_name_part(target),
                 repeat=request.repeat or request.study.repeat, connect=request.connect,
                 inventory=request.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop,
-                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
+                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel, wait_lock_s=request.wait_lock_s,
+                heartbeat_timeout_s=request.heartbeat_timeout_s)
             study = run_study(study_request, progress)
             result = board_result_from_study(target, study.folder, folder)
     except OrchestratorError as exc:

@@ -57,6 +57,8 @@ class StudyRequest:
     stop: HostStop | None = None  # another thread's wish to end the study's capture early (a fleet's)
     lock_clocks: bool = False
     nvpmodel: int | None = None
+    wait_lock_s: float = 0.0
+    heartbeat_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,8 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             profile_request = ProfileRequest(
                 host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
                 retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1},
-                stop=request.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
+                stop=request.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
+                wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
             try:
                 outcome = profile(profile_request, progress, board)
                 entry["runs"].append(outcome.run_dir.name)
