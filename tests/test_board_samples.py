@@ -55,7 +55,7 @@ def test_a_throttle_drops_the_clocks_and_reaches_the_thermal_limit():
     lines = [XAVIER_NX] * 4 + [throttled(XAVIER_NX, mhz, c) for mhz, c in ((1190, 80.5), (1036, 93.0), (806, 96.5))]
     flags = validity_flags({}, parse_board_samples(stream(lines)))
     assert flags == [
-        {"code": "clocks_dropped", "what": "the CPU clock dropped from 1267 to 806 MHz 1.2 s into the capture"},
+        {"code": "clocks_dropped", "what": "the CPU clock dropped from 1267 to 806 MHz, 1.2 s into the capture"},
         {"code": "thermal_limit", "what": "CPU reached 93 C (its limit: 95 C), 1.0 s into the capture"}]
 
 
@@ -73,7 +73,8 @@ def test_an_idle_gpu_lowering_its_clock_is_no_drop_but_a_busy_one_is():
     assert validity_flags({}, parse_board_samples(stream([busy, idle, busy]))) == []
     slowed = busy.replace("GR3D_FREQ 62%@306", "GR3D_FREQ 99%@204")
     assert validity_flags({}, parse_board_samples(stream([busy, slowed]))) == [
-        {"code": "clocks_dropped", "what": "the GPU clock dropped from 306 to 204 MHz while busy, 0.2 s in"}]
+        {"code": "clocks_dropped",
+         "what": "the GPU clock dropped from 306 to 204 MHz while busy, 0.2 s into the capture"}]
 
 
 def test_a_power_mode_change_between_before_and_after():

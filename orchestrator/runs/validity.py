@@ -32,23 +32,24 @@ def validity_flags(record: dict[str, Any], samples: list[dict[str, Any]] | None 
 
 
 def clock_drops(samples: list[dict[str, Any]]) -> list[dict[str, str]]:
-    found = []
+    t0 = samples[0]["t"]
     cpu = [(s["t"], mhz) for s in samples if (mhz := cpu_top_mhz(s)) is not None]
-    if cpu:
-        top = max(mhz for _, mhz in cpu)
-        low_t, low = min(cpu, key=lambda tm: tm[1])
-        if low < CLOCK_DROP * top:
-            found.append({"code": "clocks_dropped", "what": f"the CPU clock dropped from {top:g} to {low:g} MHz "
-                                                            f"{low_t - samples[0]['t']:.1f} s into the capture"})
     gpu = [(s["t"], s["gr3d_freq_mhz"]) for s in samples
            if s.get("gr3d_freq_mhz") is not None and (s.get("gr3d_pct") or 0) >= GPU_BUSY_PCT]
-    if gpu:
-        top = max(mhz for _, mhz in gpu)
-        low_t, low = min(gpu, key=lambda tm: tm[1])
-        if low < CLOCK_DROP * top:
-            found.append({"code": "clocks_dropped", "what": f"the GPU clock dropped from {top:g} to {low:g} MHz "
-                                                            f"while busy, {low_t - samples[0]['t']:.1f} s in"})
-    return found
+    found = (_drop(cpu, "the CPU clock", "", t0), _drop(gpu, "the GPU clock", " while busy", t0))
+    return [flag for flag in found if flag is not None]
+
+
+def _drop(points: list[tuple[float, float]], name: str, when: str, t0: float) -> dict[str, str] | None:
+    """A flag when the clock fell under CLOCK_DROP of its own highest value in the capture."""
+    if not points:
+        return None
+    top = max(mhz for _, mhz in points)
+    at, low = min(points, key=lambda point: point[1])
+    if low >= CLOCK_DROP * top:
+        return None
+    return {"code": "clocks_dropped",
+            "what": f"{name} dropped from {top:g} to {low:g} MHz{when}, {at - t0:.1f} s into the capture"}
 
 
 def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> list[dict[str, str]]:
