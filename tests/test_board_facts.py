@@ -102,3 +102,24 @@ def test_thermal_trip_points_are_the_lowest_passive_one_per_zone(tmp_path, monke
     monkeypatch.setenv(ROOT_VARIABLE, str(root))
     assert board.thermal_trips() == {"CPU-therm": 97.0}
     assert facts.board_facts()["thermal_trips_c"] == {"CPU-therm": 97.0}
+
+
+def test_fingerprints_follow_the_board_kind_and_its_software(on_board):
+    from orchestrator.targets.facts import board_fingerprint, board_kind
+    nano, orin = on_board("nano"), on_board("orin_nano")
+    assert board_kind(nano) == "NVIDIA Jetson Nano Developer Kit"
+    assert board_fingerprint(nano) == board_fingerprint(json_copy(nano))         # stable: same facts, same digest
+    assert board_fingerprint(nano)["kind"] != board_fingerprint(orin)["kind"]
+    reflashed = json_copy(nano)
+    reflashed["board"].update(l4t="32.7.4", jetpack="4.6.4")                      # same board, newer software
+    reflashed["board"]["cpus"][0]["cur_mhz"] = 102.0                             # clocks never count
+    assert board_fingerprint(reflashed)["kind"] == board_fingerprint(nano)["kind"]
+    assert board_fingerprint(reflashed)["software"] != board_fingerprint(nano)["software"]
+    warmer = json_copy(nano)
+    warmer["board"]["temperatures_c"]["CPU-therm"] = 80.0
+    assert board_fingerprint(warmer) == board_fingerprint(nano)
+
+
+def json_copy(value: dict) -> dict:
+    import json
+    return json.loads(json.dumps(value))

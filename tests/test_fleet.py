@@ -123,6 +123,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
         run_dir = folder / board["folder"]
         record = json.loads((run_dir / "run.json").read_text())
         assert record["fleet"] == {"folder": folder.name, "target": name}
+        assert record["board_fingerprint"] == board["board"]["fingerprint"]
         assert run_dir.parent == folder and (run_dir / "report.html").is_file()
         summary = json.loads((run_dir / "summary.json").read_text())
         [cell] = board["cells"]

@@ -19,6 +19,7 @@ from ..inventory.hosts import Host
 from ..nsys.commands import RemoteRunPaths, profile_argv
 from ..report import write_report
 from ..targets.agent import RemoteAgent, deploy_agent
+from ..targets.facts import board_fingerprint
 from ..targets.shell import ShellCommand, masked_env
 from ..targets.transport import ConnectOptions, Transport, open_transport
 from . import session
@@ -206,6 +207,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     with log.phase("preflight"):
         checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
     record["facts"], record["preflight"] = checked["facts"], checked["findings"]
+    record["board_fingerprint"] = board_fingerprint(checked["facts"])  # the board's kind, and its software
     for found in checked["findings"]:
         progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
     raise_for_findings(checked["findings"])
