@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..runs.validity import validity_flags
 from ..targets.facts import board_summary
 
-if TYPE_CHECKING:
-    from .runner import BoardResult
+
+@dataclass
+class BoardResult:
+    """One board's line of the recap and its row of the page: small, whatever the run measured."""
+
+    target: str
+    status: str                 # "ok", "failed" or "unreachable"
+    reason: str | None = None   # one line: the run's own error, or why a cell failed
+    exit_code: int = 0
+    folder: str | None = None   # the run (or study) folder, relative to the fleet folder
+    seconds: float = 0.0
+    board: dict[str, Any] = field(default_factory=dict)   # kind, model, L4T, JetPack, nsys, fingerprint
+    cells: list[dict[str, Any]] = field(default_factory=list)  # per app or study cell: figures, verdict, flags
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -60,7 +75,6 @@ def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
 
 
 def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> BoardResult:
-    from .runner import BoardResult
     record = _read(run_dir / "run.json")
     app = (record.get("app") or {}).get("name") or "app"
     cell = run_cell(run_dir, app, fleet_folder)
@@ -72,7 +86,6 @@ def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> Boa
 
 def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) -> BoardResult:
     """One cell per study cell: the median of its runs' steady means with its 95 % interval."""
-    from .runner import BoardResult
     study = _read(study_dir / "study.json")
     cells, facts = [], None
     for entry in study.get("cells") or []:

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,7 +31,7 @@ from ..runs.session import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
 from ..study.spec import StudySpec
 from ..targets.transport import ConnectOptions
-from .results import board_result_from_run, board_result_from_study
+from .results import BoardResult, board_result_from_run, board_result_from_study
 
 FLEET_VERSION = 1
 # Ansible's word for a host it could not reach or log in to; such a board ran nothing
@@ -67,23 +67,6 @@ class FleetRequest:
     inventory_path: str | None = None
     lock_clocks: bool = False
     nvpmodel: int | None = None
-
-
-@dataclass
-class BoardResult:
-    """One board's line of the recap and its row of the page: small, whatever the run measured."""
-
-    target: str
-    status: str                 # "ok", "failed" or "unreachable"
-    reason: str | None = None   # one line: the run's own error, or why a cell failed
-    exit_code: int = 0
-    folder: str | None = None   # the run (or study) folder, relative to the fleet folder
-    seconds: float = 0.0
-    board: dict[str, Any] = field(default_factory=dict)   # kind, model, L4T, JetPack, nsys, fingerprint
-    cells: list[dict[str, Any]] = field(default_factory=list)  # per app or study cell: figures, verdict, flags
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
