@@ -83,7 +83,6 @@ def parse_os_release(text):
     return values
 
 
-GPU_DEVFREQ_NAMES = ("gpu", "gk20a", "gm20b", "gp10b", "gv11b", "ga10b")  # Jetson GPUs' devfreq device names
 
 
 def parse_clocks(cpu_khz, devfreq_hz):
@@ -93,7 +92,7 @@ def parse_clocks(cpu_khz, devfreq_hz):
     gpu = None
     for name in sorted(devfreq_hz):
         text = (devfreq_hz[name] or "").strip()
-        if text.isdigit() and any(part in GPU_DEVFREQ_NAMES for part in re.split(r"[.:_-]", name)):
+        if text.isdigit() and any(part in board.GPU_DEVFREQ_NAMES for part in re.split(r"[.:_-]", name)):
             gpu = int(text) // 1000000
             break
     if not cpus and gpu is None:

@@ -73,6 +73,7 @@ def sysfs_record(loads):
     cpus = board.cpu_clocks()
     memory = board.memory() or {}
     gpu = board.gpu_clock()
+    emc = board.emc_mhz()
     gpu_load = None
     for candidate in GPU_LOAD_FILES:
         tenths = boardfs.read_int(candidate)
@@ -87,7 +88,7 @@ def sysfs_record(loads):
         "cpus": [None if c["online"] is False else {"load_pct": loads.get(c["cpu"]),
                                                      "freq_mhz": int(c["cur_mhz"]) if c["cur_mhz"] else None}
                  for c in cpus] or None,
-        "emc_pct": None, "emc_freq_mhz": int(board.emc_mhz()) if board.emc_mhz() else None,
+        "emc_pct": None, "emc_freq_mhz": int(emc) if emc else None,
         "gr3d_pct": gpu_load, "gr3d_freq_mhz": int(gpu["cur_mhz"]) if gpu and gpu["cur_mhz"] else None,
         "temps_c": current_temperatures(),
         "rails_mw": {name: {"current": mw, "average": None} for name, mw in rails().items()},
