@@ -142,6 +142,24 @@ class FleetBoardsFailedError(OrchestratorError):
     exit_code = 21
 
 
+class GateRegressionError(OrchestratorError):
+    """A CI job measured a metric clearly worse than its baseline, beyond its practical threshold."""
+
+    exit_code = 22
+
+
+class CiRunFailedError(OrchestratorError):
+    """A CI job's run failed, so the gate had nothing to judge for it (a regression is exit code 22)."""
+
+    exit_code = 23
+
+
+class ResultsDatabaseError(OrchestratorError):
+    """The results database could not be opened, read or written."""
+
+    exit_code = 24
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
@@ -165,4 +183,7 @@ EXIT_CODES: dict[int, str] = {
     19: "the file holds no output of the named tool ('orchestrate parse')",
     20: "a study ran, but some of its cells failed (study.json says why)",
     21: "a fleet command ran, but some boards failed or were unreachable (the recap and fleet.json say why)",
+    22: "the CI gate found a regression (the summary and the JUnit file name the metric and its figures)",
+    23: "a CI job's run failed, so the gate could not judge it",
+    24: "the results database could not be opened, read or written",
 }

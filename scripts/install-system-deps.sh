@@ -2,7 +2,9 @@
 # Installs the system packages orchestrate needs on a Debian/Ubuntu host (run as root):
 # Nsight Systems from Debian's non-free component, OpenSSH server and client, Xvfb, the GLES demo
 # apps the tests profile, a C compiler and Python's headers (for the analysis's b-tree reader and the
-# library the symbol tests build), and the Chromium they open the reports in. Enables non-free in the sources
+# library the symbol tests build), PostgreSQL's client library (psycopg uses it for a team's results
+# database) and server (the tests start one of their own on a private socket), and the Chromium they open
+# the reports in. Enables non-free in the sources
 # already configured; it never adds a mirror of its own.
 set -euo pipefail
 
@@ -64,6 +66,7 @@ PACKAGES=(
     nsight-systems nsight-systems-target libssh-4 libpfm4
     iproute2 xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
     gcc libc6-dev binutils python3-dev
+    libpq5 postgresql
 )
 # the tests open the HTML reports in it (headless, through Playwright); Ubuntu ships it as a snap only,
 # so there the browser tests are skipped

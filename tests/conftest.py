@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from postgres_server import Postgres, make_postgres  # noqa: E402
 from sshd_server import Sshd, make_sshd  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +23,9 @@ DATA = Path(__file__).parent / "data"
 def _no_developer_config(monkeypatch, tmp_path):
     """Keep the developer's own inventory, app folder and ssh files out of every test."""
     monkeypatch.delenv("ORCHESTRATE_INVENTORY", raising=False)
+    monkeypatch.delenv("ORCHESTRATE_DB", raising=False)
     monkeypatch.setenv("ORCHESTRATE_APPS_DIR", str(tmp_path / "no-user-apps"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user-data"))  # the default results database
 
 
 NSYS_TMP_FILES = "/tmp/injection_config_*"  # nsys removes them when it ends well; a stopped one leaves them
@@ -49,15 +52,27 @@ def sshd(tmp_path_factory) -> Sshd:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory) -> Postgres:
+    """A real PostgreSQL server of the session's own, on a Unix socket."""
+    server = make_postgres(tmp_path_factory.mktemp("postgres"))
+    if server is None:
+        pytest.skip("needs Debian's postgresql (the README's test command installs it)")
+    server.start()
+    yield server
+    server.stop()
+
+
 def write_inventory(path: Path, hosts: dict[str, dict]) -> Path:
     import yaml
     path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     return path
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real command line, in a child process, as a user runs it."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The real command line, in a child process, as a user runs it (``env``: variables to add)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", **(env or {}))
     return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd or REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -60,10 +60,12 @@ def test_nvtx_frames_match_the_apps_own_timer(tmp_path, browser):
     measured = np.array(own["durations_ns"])
     frames = summary["frames"]
     assert (frames["source"], frames["kind"], frames["count"]) == ("frame", "nvtx", own["frames"])
-    # the range sits inside the app's own timer: never longer, typically some microseconds shorter (a
-    # sampling interrupt between the timer and the range start can add a fraction of a millisecond)
+    # the range sits inside the app's own timer: never longer, typically tens of microseconds shorter (the
+    # injected push and pop; a sampling interrupt between the timer and the range start can add a fraction
+    # of a millisecond, and a loaded machine slows both calls)
     gaps = measured - np.array(frames["per_frame_ns"])
-    assert (gaps >= 0).all() and (gaps < 1_000_000).all() and np.median(gaps) < 50_000, gaps
+    assert (gaps >= 0).all() and (gaps < 1_000_000).all(), gaps
+    assert np.median(gaps) < 0.02 * np.median(measured), (np.median(gaps), np.median(measured))
     assert frames["first_ns"] == frames["per_frame_ns"][0] and frames["first_ns"] > 2 * frames["steady"]["p50_ns"]
     steady = measured[1 + frames["warmup"]["frames"]:]
     assert frames["steady"]["count"] == len(steady)

@@ -11,11 +11,15 @@ def subcommands():
 
 
 def test_every_command_and_option_has_help():
-    for name, sub in subcommands().items():
+    commands = list(subcommands().items())
+    for name, sub in commands:
         assert sub.description, name
         for action in sub._actions:
             if action.dest != "help":
                 assert action.help, f"{name} {action.option_strings}"
+            if action.choices and hasattr(action, "add_parser"):  # `results import|list|history`
+                commands += [(f"{name} {child}", parser) for child, parser in action.choices.items()]
+    assert {"results import", "results list", "results history", "ci"} <= {name for name, _ in commands}
 
 
 def test_usage_errors_are_one_line_and_exit_2(capsys):
@@ -33,7 +37,7 @@ def test_unknown_app_exits_3_with_one_line(capsys, tmp_path, monkeypatch):
 
 def test_exit_codes_are_distinct_and_documented():
     assert len(EXIT_CODES) == len(set(EXIT_CODES.values()))
-    assert set(range(0, 22)) == set(EXIT_CODES)
+    assert set(range(0, 25)) == set(EXIT_CODES)
 
 
 @pytest.mark.parametrize("command", ["apps", "targets"])

@@ -1,6 +1,6 @@
 """The orchestrate command: parse, call one function, render, map errors to exit codes.
 
-The only module that prints or exits.
+With ``results_commands`` (the results and ci commands), the only code that prints; the only one that exits.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import (
@@ -23,9 +23,9 @@ from ..errors import (
     StudyCellsFailedError,
     UsageError,
 )
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr
+from .results_commands import add_parsers as add_results_parsers
+from .results_commands import cmd_ci, cmd_results
 
 # rich, the inventory and the app catalog (YAML) load in the commands that use them: `analyze --json` starts
 # reading the export 80 ms sooner without them
@@ -68,14 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--retries", type=int, default=1,
                       help="captures to try again when nsys stalls while writing its report (default 1)")
     prof.add_argument("--apps-dir", type=Path, help="extra folder of app specs (default ~/.config/orchestrate/apps)")
-    _add_ssh_options(prof)
+    add_ssh_options(prof)
     prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
     prof.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
                       help="wait up to S seconds for another run on the board to end (default: fail at once)")
     prof.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S",
                       help="the board ends the capture on its own after S seconds without hearing from this "
                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
-    _add_clock_options(prof)
+    add_clock_options(prof)
 
     study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
                            description="Run every cell of the study's matrix --repeat times on one target, over "
@@ -90,12 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="other values for a matrix variable, e.g. --set frames=10 for a quick run")
     study.add_argument("--out", type=Path, default=Path("runs"), help="folder for study folders (default runs/)")
     study.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
-    study.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
-    study.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
-    study.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
-                       help="wait up to S seconds for another run on the board to end, before each run (default 0)")
-    _add_clock_options(study)
-    _add_ssh_options(study)
+    add_study_run_options(study)
+    add_clock_options(study)
+    add_ssh_options(study)
 
     fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
                            description="Reconnect to the run's target, wait for a capture still running, then "
@@ -103,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "sha256, export and analyse it. Safe to run again.")
     fetch.add_argument("run_dir", type=Path, help="the run folder (runs/<run>)")
     fetch.add_argument("--inventory", help="inventory YAML (default: the one the run used, else as for profile)")
-    _add_ssh_options(fetch)
+    add_ssh_options(fetch)
 
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
     apps.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
@@ -208,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--board-timeout", type=float, metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
-    _add_clock_options(fleet)
+    add_clock_options(fleet)
 
     doctor = sub.add_parser("doctor", help="check every matching board: reachable, what it is, what would fail",
                             description="Connect to every target --limit matches, --forks at a time, deploy the agent "
@@ -222,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "resolves for each (group vars, then host vars).")
     targets.add_argument("--inventory", help="inventory YAML")
     targets.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches")
+    add_results_parsers(sub)
     return parser
 
 
@@ -231,21 +229,7 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
                         help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
                              "(default: all)")
     parser.add_argument("--forks", type=int, default=5, help="boards at a time (default 5, as Ansible's)")
-    _add_ssh_options(parser)
-
-
-def _add_clock_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lock-clocks", action="store_true",
-                        help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
-                             "after it however it ends (the board restores them itself if this machine is gone)")
-    parser.add_argument("--nvpmodel", type=int, metavar="MODE",
-                        help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
-
-
-def _clock_request(args: argparse.Namespace) -> dict:
-    if args.nvpmodel is not None and not args.lock_clocks:
-        raise UsageError("--nvpmodel goes with --lock-clocks", "e.g. --lock-clocks --nvpmodel 0")
-    return {"lock_clocks": args.lock_clocks, "nvpmodel": args.nvpmodel}
+    add_ssh_options(parser)
 
 
 def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
@@ -260,7 +244,7 @@ def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
                         help="export the .nsys-rep/.qdrep with this target's nsys (for reports newer than the nsys "
                              "here); the SQLite comes back verified, beside the report")
     parser.add_argument("--inventory", help="inventory YAML for --export-on (as for profile)")
-    _add_ssh_options(parser)
+    add_ssh_options(parser)
 
 
 def _export_first(args: argparse.Namespace, source: Path) -> None:
@@ -279,14 +263,7 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
         report = found[0]
     host = load_inventory(args.inventory).host(args.export_on)
     done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
-    _stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", highlight=False)
-
-
-def _add_ssh_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ssh-config", type=Path, help="ssh config file (default ~/.ssh/config)")
-    parser.add_argument("--known-hosts", type=Path, help="known_hosts file (default ~/.ssh/known_hosts)")
-    parser.add_argument("--accept-new-host-key", action="store_true",
-                        help="record an unknown host key in known_hosts instead of refusing (never a changed one)")
+    stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", highlight=False)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -295,7 +272,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from ..targets.transport import ConnectOptions
     from .console import RichProgress
-    clock = _clock_request(args)  # a usage error before anything loads
+    clock = clock_request(args)  # a usage error before anything loads
     host = load_inventory(args.inventory).host(args.target)
     if args.app:
         spec = find_app(args.app, load_catalog(args.apps_dir))
@@ -311,7 +288,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
                              wait_lock_s=max(args.wait_lock, 0.0), inventory=args.inventory,
                              connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
                              **clock)
-    progress = RichProgress(_stderr())
+    progress = RichProgress(stderr())
     try:
         outcome = profile(request, progress)
     finally:
@@ -327,7 +304,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..study.spec import cells, load_study, with_values
     from ..targets.transport import ConnectOptions
     from .console import StudyView
-    clock = _clock_request(args)  # a usage error before anything loads
+    clock = clock_request(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
     target = args.target or spec.target
     if not target:
@@ -340,7 +317,7 @@ def cmd_study(args: argparse.Namespace) -> int:
                            connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
                            inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
                            wait_lock_s=max(args.wait_lock, 0.0), **clock)
-    view = StudyView(_stderr(), len(cells(spec)) * repeat)
+    view = StudyView(stderr(), len(cells(spec)) * repeat)
     try:
         outcome = run_study(request, view)
     finally:
@@ -368,7 +345,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         except (OSError, ValueError):
             used = None
         inventory_path = used if used and Path(used).is_file() else None
-    progress = RichProgress(_stderr())
+    progress = RichProgress(stderr())
     try:
         outcome = fetch(args.run_dir, load_inventory(inventory_path),
                         ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), progress)
@@ -427,7 +404,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     _export_first(args, args.source)
     written = write_chrome_trace(args.source, output, options, args.nsys, args.max_events)
     if written.truncated_at_ns is not None:
-        _stderr().print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
+        stderr().print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
                       f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
                       "give a --window or a --frame", highlight=False)
     print(written.path)
@@ -479,7 +456,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     from ..targets.transport import ConnectOptions
     from .console import FleetTable
-    clock = _clock_request(args)  # a usage error before anything loads
+    clock = clock_request(args)  # a usage error before anything loads
     if not 1 <= args.forks <= 256:
         raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
     if args.board_timeout is not None and args.board_timeout <= 0:
@@ -503,7 +480,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         retries=max(args.retries, 0), heartbeat_timeout_s=max(args.heartbeat_timeout, 2.0),
         wait_lock_s=max(args.wait_lock, 0.0), keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
         inventory_path=args.inventory, **clock)
-    view = FleetTable(_stderr(), targets)
+    view = FleetTable(stderr(), targets)
     try:
         outcome = run_fleet(request, view)
     finally:
@@ -532,7 +509,7 @@ def _print_recap(results: list) -> None:
         doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.get("flags") or []))
         table.add_row(result.target, f"[{style}]{result.status}[/]", result.reason or "", f"[yellow]{doubts}[/]",
                       result.folder or "")
-    _stderr().print(table)
+    stderr().print(table)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -636,13 +613,8 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
-            "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor}
-
-
-def _stderr() -> Console:
-    """rich's console on stderr, for progress, notes and errors (stdout carries the results)."""
-    from rich.console import Console
-    return Console(stderr=True)
+            "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor,
+            "results": cmd_results, "ci": cmd_ci}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:
@@ -658,17 +630,17 @@ def main(argv: list[str] | None = None) -> int:
         debug_log = args.debug_log
         return COMMANDS[args.command](args)
     except OrchestratorError as exc:
-        _stderr().print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
+        stderr().print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (| head): nothing left to say
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        _stderr().print("[bold red]interrupted[/]")
+        stderr().print("[bold red]interrupted[/]")
         return 130
     except Exception:  # a bug: short notice here, the traceback in the debug log
         logging.basicConfig(filename=debug_log, level=logging.DEBUG)
         logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())
-        _stderr().print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; "
+        stderr().print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; "
                       "please report it)", highlight=False, soft_wrap=True)
         return 1

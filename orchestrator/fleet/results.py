@@ -2,12 +2,12 @@
 cell the frame time, the verdict and the run's validity flags. Pure over the folder's files."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runs.folder import read_json_object
 from ..runs.validity import validity_flags
 from ..targets.facts import board_summary
 
@@ -27,14 +27,6 @@ class BoardResult:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def frame_spread_ms(summary: dict[str, Any]) -> dict[str, float] | None:
@@ -61,7 +53,7 @@ def run_flags(record: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
-    record, summary = _read(run_dir / "run.json"), _read(run_dir / "summary.json")
+    record, summary = read_json_object(run_dir / "run.json"), read_json_object(run_dir / "summary.json")
     frames = summary.get("frames") or {}
     return {
         "label": label, "status": record.get("status"), "reason": (record.get("error") or {}).get("message"),
@@ -75,7 +67,7 @@ def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
 
 
 def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> BoardResult:
-    record = _read(run_dir / "run.json")
+    record = read_json_object(run_dir / "run.json")
     app = (record.get("app") or {}).get("name") or "app"
     cell = run_cell(run_dir, app, fleet_folder)
     error = record.get("error") or {}
@@ -86,13 +78,13 @@ def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> Boa
 
 def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) -> BoardResult:
     """One cell per study cell: the median of its runs' steady means with its 95 % interval."""
-    study = _read(study_dir / "study.json")
+    study = read_json_object(study_dir / "study.json")
     cells, facts = [], None
     for entry in study.get("cells") or []:
         metric = (entry.get("metrics") or {}).get("steady_mean_ms") or {}
         flags: list[dict[str, str]] = []
         for name in entry.get("runs") or []:
-            record = _read(study_dir / name / "run.json")
+            record = read_json_object(study_dir / name / "run.json")
             facts = facts or record.get("facts")
             flags.extend(f for f in run_flags(record) if f not in flags)
         interval = metric.get("ci95") or [None, None]

@@ -45,3 +45,12 @@ def write_run_json(run_dir: Path, record: dict[str, Any], name: str = "run.json"
 
 def read_run_json(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "run.json").read_text())
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding an object, or {} when it is missing, unreadable or something else."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

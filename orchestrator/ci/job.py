@@ -1,0 +1,214 @@
+"""A CI job: run the app (or study) on the board, store every run as it comes back, compare each gated
+metric with the baseline of the same board kind, and say pass, regression or failed.
+
+The job's runs are a study (an app is a study of one cell), run fresh. Each run goes into the database the
+moment it ends, so a job killed half way keeps what it measured. Per cell and gated metric:
+- runs flagged invalid (throttled, clocks dropped, power mode changed) are stored as such, never serve as
+  a baseline, and never fail the gate: when a cell has no valid run, its checks say "invalid";
+- the baseline is the newest ``baseline_runs`` valid runs of the same app, cell and board kind on the base
+  (a branch, "last-good", or a run or commit), this job's own runs excluded;
+- ``gate.decide`` calls it a regression, an improvement, no clear change, or no baseline yet (which passes).
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import OrchestratorError, UsageError
+from ..inventory.catalog import AppSpec, find_app
+from ..results.database import Database
+from ..results.records import Provenance, RunRecord, folder_records
+from ..results.store import Series, add_run, baseline, finish_job, start_job
+from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
+from ..study.spec import Cell, StudySpec, load_study, with_values
+from .gate import MIN_BASELINE, NO_BASELINE, REGRESSION, Decision, GateRule, decide
+
+BASELINE_RUNS = 10
+APP_REPEAT = 3
+PASS, FAILED, NO_BASELINE_OUTCOME = "pass", "failed", "no-baseline"
+
+
+@dataclass(frozen=True)
+class CiRequest:
+    study: StudyRequest                     # what to run where (run fresh, in a folder of the job's own)
+    provenance: Provenance
+    base: str                               # a branch, "last-good", or a run id or commit
+    rules: tuple[GateRule, ...] = ()        # none: every metric with a direction, at the default threshold
+    baseline_runs: int = BASELINE_RUNS
+    min_baseline: int = MIN_BASELINE
+
+
+@dataclass(frozen=True)
+class Check:
+    """One board x app (cell) x metric: what the gate decided, or why it could not."""
+
+    target: str
+    board_kind: str
+    app: str
+    cell: str
+    metric: str
+    status: str      # "decided", "invalid" (every run flagged), "missing" (no such figure), "failed" (nothing measured)
+    decision: Decision | None = None
+    reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.app}[{self.cell}]" if self.cell else self.app
+
+    @property
+    def verdict(self) -> str:
+        return self.decision.verdict if self.decision else self.status
+
+    def as_json(self) -> dict[str, Any]:
+        return {"target": self.target, "board_kind": self.board_kind, "app": self.app, "cell": self.cell,
+                "metric": self.metric, "status": self.status, "verdict": self.verdict, "reason": self.reason,
+                "decision": self.decision.as_json() if self.decision else None}
+
+
+@dataclass
+class CiOutcome:
+    job_id: int
+    outcome: str                      # pass, regression, failed, no-baseline
+    checks: list[Check]
+    records: list[RunRecord]
+    folder: Path | None
+    provenance: Provenance
+    base: str
+    error: OrchestratorError | None = None
+
+    @property
+    def regressions(self) -> list[Check]:
+        return [c for c in self.checks if c.decision is not None and c.decision.verdict == REGRESSION]
+
+
+class _StoringProgress:
+    """The study's progress, passed through; after each run, whatever run folders came back are stored."""
+
+    def __init__(self, inner: StudyProgress, store: Callable[[], None]) -> None:
+        self._inner = inner
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def begin_run(self, cell: Cell, cells: int, run: int, repeat: int, eta_s: float | None) -> None:
+        self._inner.begin_run(cell, cells, run, repeat, eta_s)
+
+    def end_run(self, outcome: str) -> None:
+        self._store()
+        self._inner.end_run(outcome)
+
+
+def job_study(catalog: dict[str, AppSpec], app: str | None, study_file: Path | None, settings: list[str],
+              repeat: int | None) -> tuple[StudySpec, int]:
+    """What a job runs: the study file (with --set values), or the catalog app as a study of one cell; and
+    how many times (the study's repeat, 3 for an app, unless given)."""
+    if study_file is not None:
+        study = with_values(load_study(study_file), settings)
+    else:
+        if settings:
+            raise UsageError("--set goes with --study", "give a study file, or leave --set out")
+        study = StudySpec(name=find_app(app or "", catalog).name, source="--app", matrix=(), app=app)
+    runs = repeat if repeat is not None else (study.repeat if study_file is not None else APP_REPEAT)
+    if not 1 <= runs <= 1000:
+        raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
+    return study, runs
+
+
+def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> CiOutcome:
+    job_uid = uuid.uuid4().hex
+    job_id = start_job(database, job_uid, request.provenance, request.base, request.study.host.name,
+                       request.study.spec.name)
+    job_dir = request.study.out_dir / f"ci-{job_uid[:12]}"
+    stored: set[str] = set()
+
+    def store_new() -> None:
+        for run_json in sorted(job_dir.glob("*/*/run.json")):
+            if run_json.parent.name not in stored:
+                for record in folder_records(run_json.parent):
+                    add_run(database, record, request.provenance, job_id)
+                stored.add(run_json.parent.name)
+
+    study_request = replace(request.study, out_dir=job_dir, fresh=True)
+    outcome: StudyOutcome | None = None
+    error: OrchestratorError | None = None
+    try:
+        outcome = run_study(study_request, _StoringProgress(progress, store_new))
+    except OrchestratorError as exc:
+        error = exc
+    except BaseException:
+        finish_job(database, job_id, FAILED)
+        raise
+    folder = outcome.folder if outcome else next((p.parent for p in job_dir.glob("*/study.json")), None)
+    records = folder_records(folder) if folder else []
+    for record in records:  # any run the study ended without reporting (one stored already is left as it is)
+        add_run(database, record, request.provenance, job_id)
+    checks = gate_checks(request, database, records, outcome.document if outcome else {}, job_id)
+    result = job_outcome(checks, error)
+    finish_job(database, job_id, result)
+    return CiOutcome(job_id, result, checks, records, folder, request.provenance, request.base, error)
+
+
+def gate_checks(request: CiRequest, database: Database, records: list[RunRecord], document: dict[str, Any],
+                job_id: int) -> list[Check]:
+    checks: list[Check] = []
+    cells = document.get("cells") or [{"label": r.cell, "status": "ok"} for r in records[:1]]
+    for cell in cells:
+        label = cell.get("label") or ""
+        mine = [r for r in records if r.cell == label]
+        first = mine[0] if mine else None
+        kind = first.board_kind if first else "unknown"
+        app = request.study.spec.name  # the study's name, or the app's for --app: what its runs are stored under
+        valid = [r for r in mine if r.valid]
+        measured = [r for r in mine if r.status == "ok"]
+        for metric, threshold in _gated(request.rules, valid or measured):
+            if not measured:
+                checks.append(Check(request.study.host.name, kind, app, label, metric, "failed",
+                                    reason=cell.get("reason") or "no run of this cell measured anything"))
+                continue
+            if not valid:
+                flags = "; ".join(dict.fromkeys(f.get("what", "") for r in measured for f in r.flags))
+                checks.append(Check(request.study.host.name, kind, app, label, metric, "invalid",
+                                    reason=f"every run was flagged ({flags}): not judged, and not a baseline"))
+                continue
+            values = [r.metrics[metric].value for r in valid if metric in r.metrics]
+            if not values:
+                checks.append(Check(request.study.host.name, kind, app, label, metric, "missing",
+                                    reason=f"the runs have no figure named {metric}: not judged"))
+                continue
+            unit, better = valid[0].metrics[metric].unit, valid[0].metrics[metric].better or "lower"
+            series = Series(app, cell=label, board_kind=valid[0].kind_fingerprint, variables=valid[0].variables_key)
+            base = baseline(database, series, metric, request.base, request.baseline_runs, exclude_job=job_id)
+            decision = decide(metric, values, [p.value for p in base], better, unit, threshold,
+                              min_baseline=request.min_baseline)
+            skipped = len(mine) - len(valid)
+            reason = f"{skipped} flagged run{'s' if skipped != 1 else ''} left out" if skipped else None
+            checks.append(Check(request.study.host.name, kind, app, label, metric, "decided", decision, reason))
+        if not mine or (not measured and not any(c.cell == label for c in checks)):
+            checks.append(Check(request.study.host.name, kind, app, label, "run", "failed",
+                                reason=cell.get("reason") or "the cell did not run"))
+    return checks
+
+
+def _gated(rules: tuple[GateRule, ...], records: list[RunRecord]) -> list[tuple[str, float]]:
+    """(metric, threshold): the rules' metrics, else every metric the runs have with a better direction."""
+    if rules:
+        return [(rule.metric, rule.threshold) for rule in rules]
+    from .gate import DEFAULT_THRESHOLD
+    names = dict.fromkeys(n for r in records for n, m in r.metrics.items() if m.better in ("lower", "higher"))
+    return [(name, DEFAULT_THRESHOLD) for name in names]
+
+
+def job_outcome(checks: list[Check], error: OrchestratorError | None) -> str:
+    """failed (a run failed, or the job stopped) before regression, before no-baseline, before pass."""
+    if error is not None or any(c.status == "failed" for c in checks):
+        return FAILED
+    if any(c.decision is not None and c.decision.verdict == REGRESSION for c in checks):
+        return REGRESSION
+    decided = [c for c in checks if c.decision is not None]
+    if decided and all(c.decision is not None and c.decision.verdict == NO_BASELINE for c in decided):
+        return NO_BASELINE_OUTCOME
+    return PASS

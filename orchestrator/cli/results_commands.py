@@ -1,0 +1,247 @@
+"""The results database's commands (`results import|list|history`) and the CI gate (`ci`): parse, call the
+library, render."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import CiRunFailedError, GateRegressionError, UsageError
+from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr
+
+DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
+          "results.db in ~/.local/share/orchestrate)"
+
+
+def add_parsers(sub: Any) -> None:
+    results = sub.add_parser("results", help="store runs in the results database and read their history",
+                             description="The results database: runs and study cells with their board, commit and "
+                                         "figures, in SQLite or PostgreSQL.")
+    what = results.add_subparsers(dest="results_command", required=True, parser_class=type(results),
+                                  help="import run folders, list runs, or show a metric's history")
+    imp = what.add_parser("import", help="store run or study folders (a run already stored is left as it is)",
+                          description="Store run folders, study folders, or folders of runs. The commit and "
+                                      "branch come from the CI system's variables, else from git.")
+    imp.add_argument("folders", nargs="+", type=Path, help="run, study or ci folders")
+    imp.add_argument("--commit", help="the commit the runs measured (default: from CI variables, else git)")
+    imp.add_argument("--branch", help="the branch the runs measured (default: from CI variables, else git)")
+    imp.add_argument("--db", help=DB_HELP)
+    listing = what.add_parser("list", help="the newest stored runs", description="The newest stored runs, newest "
+                                                                                 "first, with their headline figures.")
+    listing.add_argument("--app", help="only this app")
+    listing.add_argument("--target", help="only this target")
+    listing.add_argument("--since", help="only runs since: an ISO date (2026-11-30) or an age (7d, 12h)")
+    listing.add_argument("--limit", type=int, default=50, help="runs to show (default 50)")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument("--db", help=DB_HELP)
+    hist = what.add_parser("history", help="one metric of one app over time, judged as the gate would",
+                           description="A metric's stored values, oldest first; with --judge or --html each against "
+                                       "the baseline of the valid runs before it: its band and the change points.")
+    hist.add_argument("--app", required=True, help="the app's name, or the study's, whose runs to show")
+    hist.add_argument("--metric", required=True, help="e.g. steady_mean_ms, first_frame_ms, app.inference_mean_ms")
+    hist.add_argument("--board-kind", help="only this board kind (its name, or its kind fingerprint)")
+    hist.add_argument("--cell", help="only this study cell (its label)")
+    hist.add_argument("--branch", help="only runs of this branch")
+    hist.add_argument("--last", type=int, default=500, help="the newest N runs (default 500)")
+    hist.add_argument("--judge", action="store_true",
+                      help="judge each run as the gate would, against the valid runs before it: its band, and the "
+                           "change points (the trend page always does)")
+    hist.add_argument("--threshold", default="5%", help="with --judge or --html: the practical threshold of a "
+                                                        "change (default 5%%)")
+    hist.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    hist.add_argument("--html", type=Path, metavar="FILE", help="also write the trend page")
+    hist.add_argument("--db", help=DB_HELP)
+
+    ci = sub.add_parser("ci", help="measure a commit on a board, store it, and fail only on a clear regression",
+                        description="Run the app (or study) on the target, store every run, compare each gated "
+                                    "metric with the baseline of the same board kind and decide: regression, "
+                                    "improvement or no clear change. Exit 0 passes, 22 is a regression, 23 a run "
+                                    "that failed.")
+    which = ci.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app", help="app name from the catalog")
+    which.add_argument("--study", type=Path, help="a study file: every cell is gated")
+    ci.add_argument("--target", required=True, help="host name from the inventory")
+    ci.add_argument("--inventory", help="inventory YAML (as for profile)")
+    ci.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    ci.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                    help="with --study: other values for a matrix variable")
+    ci.add_argument("--repeat", type=int, help="runs per cell (default: the study's repeat; 3 for --app)")
+    ci.add_argument("--baseline", help="compare with: a branch (default: the CI system's default or target branch, "
+                                       "else main), 'last-good' (runs of jobs that passed), or a run id or commit")
+    ci.add_argument("--baseline-runs", type=int, default=10, help="newest valid runs a baseline holds (default 10)")
+    ci.add_argument("--gate", action="append", default=[], metavar="METRIC:THRESHOLD",
+                    help="gate this metric at this threshold, e.g. steady_mean_ms:5%% (repeatable; default: every "
+                         "metric where lower or higher is better, at 5%%)")
+    ci.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML: a test case per board x app x metric")
+    ci.add_argument("--json", type=Path, metavar="FILE", help="write github-action-benchmark JSON "
+                                                              "(customSmallerIsBetter)")
+    ci.add_argument("--summary", type=Path, metavar="FILE", help="append a Markdown summary ($GITHUB_STEP_SUMMARY)")
+    ci.add_argument("--commit", help="the commit measured (default: from CI variables, else git)")
+    ci.add_argument("--branch", help="the branch measured (default: from CI variables, else git)")
+    ci.add_argument("--out", type=Path, default=Path("runs"), help="folder for the job's runs (default runs/)")
+    ci.add_argument("--db", help=DB_HELP)
+    add_study_run_options(ci)
+    add_clock_options(ci)
+    add_ssh_options(ci)
+
+
+def _provenance(args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+
+    from ..results.records import git_head, provenance_from
+    found = provenance_from(os.environ, git_head(Path.cwd()))
+    return replace(found, commit=args.commit or found.commit, branch=args.branch or found.branch)
+
+
+def _since(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    units = {"d": "days", "h": "hours", "m": "minutes"}
+    if text[:-1].isdigit() and text[-1] in units:
+        return datetime.now(timezone.utc) - timedelta(**{units[text[-1]]: int(text[:-1])})
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--since {text!r} is neither a date nor an age", "e.g. --since 2026-11-30 or 7d") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from ..results.database import open_database
+    database = open_database(args.db)
+    try:
+        return {"import": _import, "list": _list, "history": _history}[args.results_command](args, database)
+    finally:
+        database.close()
+
+
+def _import(args: argparse.Namespace, database: Any) -> int:
+    from ..results.records import folder_records
+    from ..results.store import add_runs
+    provenance = _provenance(args)
+    for folder in args.folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder", "give run, study or ci folders")
+        records = folder_records(folder) or [r for study in sorted(folder.glob("*/study.json"))
+                                             for r in folder_records(study.parent)]
+        if not records:
+            raise UsageError(f"{folder} holds no run (no run.json with a start time)",
+                             "give a run folder, a study folder or a folder of them")
+        stored, skipped = add_runs(database, records, provenance)
+        print(f"{folder}: {stored} run{'s' if stored != 1 else ''} stored"
+              + (f", {skipped} already there" if skipped else ""))
+    return 0
+
+
+def _list(args: argparse.Namespace, database: Any) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..results.store import list_runs
+    found = list_runs(database, args.app, args.target, _since(args.since), max(args.limit, 1))
+    if args.json:
+        print(json.dumps(found, default=str, indent=2))
+        return 0
+    table = Table("started (UTC)", "target", "board kind", "app", "cell", "commit", "branch", "steady mean ms",
+                  "valid", title=f"{len(found)} run{'' if len(found) == 1 else 's'} in {database.describe()}")
+    for row in found:
+        mean = row["metrics"].get("steady_mean_ms")
+        table.add_row(f"{row['started_at']:%Y-%m-%d %H:%M}", row["target"], row["board_kind"], row["app"],
+                      row["cell"], (row["git_commit"] or "")[:9], row["git_branch"] or "",
+                      f"{mean:.4g}" if mean is not None else "", "yes" if row["valid"] else "[yellow]flagged[/]")
+    Console().print(table)
+    return 0
+
+
+def _history(args: argparse.Namespace, database: Any) -> int:
+    from ..results.store import Series, history, metric_unit
+    points = history(database, Series(args.app, cell=args.cell, board_kind=args.board_kind), args.metric,
+                     max(args.last, 1), args.branch)
+    judged = None
+    if args.judge or args.html:  # the gate's statistics load scipy: only when asked for
+        from ..ci.gate import parse_rule
+        from ..results.trend import replay
+        threshold = parse_rule(f"{args.metric}:{args.threshold}").threshold
+        unit, better = metric_unit(database, args.metric)
+        judged = replay(points, better, threshold)
+        if args.html:
+            from ..results.trend_page import trend_page, write_trend_page
+            page = trend_page(judged, args.app, args.metric, unit, args.board_kind, threshold)
+            stderr().print(f"trend page: {write_trend_page(page, args.html)}", highlight=False)
+    if args.json:
+        print(json.dumps([t.as_json() for t in judged] if judged is not None else [p.as_json() for p in points],
+                         indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    table = Table("started (UTC)", "commit", "branch", "board", "value", *(("band", "verdict") if judged else ()),
+                  title=f"{args.app}: {args.metric}, {len(points)} run{'' if len(points) == 1 else 's'}")
+    for index, point in enumerate(points):
+        row = [f"{point.started_at:%Y-%m-%d %H:%M}", (point.commit or "")[:9], point.branch or "", point.target,
+               f"{point.value:.4g}" + ("" if point.valid else " [yellow](flagged)[/]")]
+        if judged is not None:
+            item = judged[index]
+            style = {"regression": "red", "improvement": "green", "flagged": "yellow"}.get(item.verdict, "")
+            row += [f"{item.band[0]:.4g}-{item.band[1]:.4g}" if item.band else "",
+                    f"[{style}]{item.verdict}[/]" if style else item.verdict]
+        table.add_row(*row)
+    Console().print(table)
+    return 0
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from ..ci.gate import parse_rule
+    from ..ci.job import FAILED, CiRequest, job_study, run_ci
+    from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
+    from ..inventory.catalog import load_catalog
+    from ..inventory.hosts import load_inventory
+    from ..results.database import open_database
+    from ..study.runner import StudyRequest
+    from ..study.spec import cells
+    from ..targets.transport import ConnectOptions
+    from .console import StudyView
+    clock = clock_request(args)
+    rules = tuple(parse_rule(text) for text in args.gate)
+    if args.baseline_runs < 2:
+        raise UsageError("--baseline-runs must be 2 or more", "e.g. --baseline-runs 10")
+    catalog = load_catalog(args.apps_dir)
+    study, repeat = job_study(catalog, args.app, args.study, args.set, args.repeat)
+    provenance = _provenance(args)
+    base = args.baseline or provenance.default_branch or "main"
+    run = StudyRequest(spec=study, host=load_inventory(args.inventory).host(args.target), catalog=catalog,
+                       out_dir=args.out, repeat=repeat, fresh=True,
+                       connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                       inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
+                       wait_lock_s=max(args.wait_lock, 0.0), **clock)
+    request = CiRequest(run, provenance, base, rules, args.baseline_runs)
+    database = open_database(args.db)
+    view = StudyView(stderr(), len(cells(study)) * repeat)
+    try:
+        outcome = run_ci(request, database, view)
+    finally:
+        view.close()
+        database.close()
+    for path, text in ((args.junit, junit_xml(outcome)), (args.json, benchmark_json(outcome))):
+        if path:
+            path.write_text(text)
+    summary = markdown_summary(outcome)
+    if args.summary:
+        with args.summary.open("a") as out:
+            out.write(summary)
+    print(summary, end="")
+    if outcome.folder:
+        stderr().print(f"runs: {outcome.folder}", highlight=False)
+    if outcome.outcome == FAILED:
+        first = next((c for c in outcome.checks if c.status == "failed"), None)
+        why = outcome.error.one_line() if outcome.error else (first.reason if first else "a run failed")
+        raise CiRunFailedError(f"the job did not measure everything: {why}", "see the summary and the run folders")
+    if outcome.regressions:
+        first_regression = outcome.regressions[0]
+        raise GateRegressionError(f"{len(outcome.regressions)} metric{'s' if len(outcome.regressions) != 1 else ''} "
+                                  f"regressed; the first, {first_regression.name} {first_regression.metric}: "
+                                  f"{first_regression.decision.note if first_regression.decision else ''}",
+                                  "see the summary")
+    return 0

@@ -1,0 +1,168 @@
+"""Opening the results database: a SQLite file (the default, in the user's data folder) or a PostgreSQL
+server, through SQLAlchemy; the schema brought to the newest version by Alembic on the way in.
+
+Writers never meet half-done: on SQLite every transaction begins IMMEDIATE (it takes the write lock at
+once and waits up to a minute for it, instead of failing when two readers both try to write) and the file
+is in WAL mode (readers go on while one writes); on PostgreSQL migrations take an advisory lock, and rows
+go in one transaction per run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from ..errors import ResultsDatabaseError
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+HEAD_REVISION = "0001"  # the newest migration's (a test holds it to Alembic's head): a database already there
+#                         is opened without loading Alembic
+BUSY_TIMEOUT_S = 60.0
+MIGRATION_LOCK = 7_311_947  # the advisory lock key on PostgreSQL: any number of orchestrate's own
+
+
+def default_location() -> Path:
+    """$ORCHESTRATE_DB's file, else results.db in the user's data folder ($XDG_DATA_HOME/orchestrate)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "orchestrate" / "results.db"
+
+
+def database_url(given: str | None) -> str:
+    """A SQLAlchemy URL from --db: a postgresql:// URL (psycopg is the driver), a sqlite:// URL, or a file
+    path; nothing given means $ORCHESTRATE_DB, else the default file."""
+    given = given or os.environ.get("ORCHESTRATE_DB") or str(default_location())
+    if "://" not in given:
+        return f"sqlite:///{Path(given).expanduser().resolve()}"
+    for plain, driver in (("postgresql://", "postgresql+psycopg://"), ("postgres://", "postgresql+psycopg://")):
+        if given.startswith(plain):
+            return driver + given[len(plain):]
+    return given
+
+
+@dataclass
+class Database:
+    engine: Engine
+    url: str
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    def describe(self) -> str:
+        """The URL without its password, for messages."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_database(given: str | None = None, migrate: bool = True) -> Database:
+    url = database_url(given)
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ResultsDatabaseError(f"--db {given!r} is neither a file path nor a database URL",
+                                   "give a path, sqlite:///PATH or postgresql://USER@HOST/DB") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ResultsDatabaseError(f"--db {parsed.get_backend_name()!r}: only SQLite and PostgreSQL are supported",
+                                   "give a path, sqlite:///PATH or postgresql://USER@HOST/DB")
+    if parsed.get_backend_name() == "sqlite":
+        engine = _sqlite_engine(url, parsed.database)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    database = Database(engine, url)
+    if migrate:
+        try:
+            upgrade(database)
+        except SQLAlchemyError as exc:
+            database.close()
+            raise ResultsDatabaseError(f"cannot open the results database {database.describe()}: "
+                                       f"{_first_line(exc)}", "check --db (or $ORCHESTRATE_DB) and that the "
+                                       "server is up") from None
+    return database
+
+
+def _sqlite_engine(url: str, path: str | None) -> Engine:
+    if path and path != ":memory:":
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ResultsDatabaseError(f"cannot create the folder of {path}: {exc.strerror}",
+                                       "give --db a path you can write") from None
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # transactions are begun below, not by the driver
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if path and path != ":memory:":
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def schema_revision(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(database: Database, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` under a lock, so that two jobs opening a new database at once
+    migrate it once."""
+    if revision == "head" and _stored_revision(database) == HEAD_REVISION:
+        return
+    from alembic import command
+    with database.engine.begin() as connection:
+        if database.backend == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        if revision == "head" and schema_revision(connection) == HEAD_REVISION:
+            return  # another job migrated it while this one waited for the lock
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def _stored_revision(database: Database) -> str | None:
+    """The schema version the database says it has (None when it has none yet), read without Alembic."""
+    with database.engine.connect() as connection:
+        if not database.engine.dialect.has_table(connection, "alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def downgrade(database: Database, revision: str) -> None:
+    from alembic import command
+    with database.engine.begin() as connection:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+
+def alembic_config() -> Any:
+    from alembic.config import Config
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def revisions() -> list[str]:
+    """Every schema version, oldest first."""
+    from alembic.script import ScriptDirectory
+    script = ScriptDirectory.from_config(alembic_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def _first_line(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None) or exc
+    return (str(original).strip().splitlines() or [type(original).__name__])[0]

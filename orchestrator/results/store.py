@@ -1,0 +1,214 @@
+"""Reading and writing the results database: runs in (one transaction each, a run stored once however often
+it is imported), runs out by app, target and time, a metric's history, and the runs a baseline is made of.
+Backend-neutral SQLAlchemy Core: the same calls on SQLite and PostgreSQL."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.sql.elements import ColumnElement
+
+from ..errors import ResultsDatabaseError
+from .database import Database, _first_line
+from .records import Provenance, RunRecord
+from .schema import jobs, metrics, runs
+
+PASSING_OUTCOMES = ("pass", "no-baseline")
+
+
+@dataclass(frozen=True)
+class Series:
+    """Which runs a history or a baseline is made of: one app or study (and cell) on one kind of board."""
+
+    app: str                            # the app's name, or the study's
+    cell: str | None = None             # a study cell's label; None: every cell
+    board_kind: str | None = None       # a board kind's name or its kind fingerprint; None: every kind
+    variables: str | None = None        # a cell's variables key (records.variables_key); None: any
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    started_at: datetime
+    value: float
+    valid: bool
+    status: str
+    target: str
+    board_kind: str
+    cell: str
+    commit: str | None
+    branch: str | None
+    job_id: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "started_at": self.started_at.isoformat(), "value": self.value,
+                "valid": self.valid, "status": self.status, "target": self.target, "board_kind": self.board_kind,
+                "cell": self.cell, "commit": self.commit, "branch": self.branch, "job_id": self.job_id}
+
+
+def _guard(what: str, database: Database) -> ResultsDatabaseError:
+    return ResultsDatabaseError(f"cannot {what} the results database {database.describe()}",
+                                "check that it is reachable and writable")
+
+
+def add_run(database: Database, record: RunRecord, provenance: Provenance, job_id: int | None = None) -> bool:
+    """Store one run with its figures in one transaction; False when it was stored before."""
+    row = {
+        "uid": record.uid, "run_id": record.run_id, "started_at": record.started_at,
+        "recorded_at": datetime.now(timezone.utc), "target": record.target, "board_kind": record.board_kind,
+        "kind_fingerprint": record.kind_fingerprint, "software_fingerprint": record.software_fingerprint,
+        "app": record.app, "study": record.study, "cell": record.cell, "variables": record.variables_key,
+        "git_commit": provenance.commit, "git_branch": provenance.branch, "job_id": job_id,
+        "status": record.status, "valid": record.valid, "flags": json.dumps(record.flags), "folder": record.folder,
+    }
+    try:
+        with database.engine.begin() as connection:
+            run_key = connection.execute(insert(runs).values(**row).returning(runs.c.id)).scalar_one()
+            if record.metrics:
+                connection.execute(insert(metrics), [
+                    {"run_id": run_key, "name": name, "value": m.value, "unit": m.unit, "better": m.better}
+                    for name, m in record.metrics.items()])
+    except IntegrityError:
+        return False  # the same uid: this run is in already (its transaction rolled back whole)
+    except SQLAlchemyError as exc:
+        raise ResultsDatabaseError(f"cannot store {record.run_id} in {database.describe()}: {_first_line(exc)}",
+                                   "check that the database is reachable and writable") from None
+    return True
+
+
+def add_runs(database: Database, records: Iterable[RunRecord], provenance: Provenance,
+             job_id: int | None = None) -> tuple[int, int]:
+    """(stored, already there)."""
+    stored = skipped = 0
+    for record in records:
+        if add_run(database, record, provenance, job_id):
+            stored += 1
+        else:
+            skipped += 1
+    return stored, skipped
+
+
+def start_job(database: Database, uid: str, provenance: Provenance, base: str, target: str, subject: str) -> int:
+    try:
+        with database.engine.begin() as connection:
+            return int(connection.execute(insert(jobs).values(
+                uid=uid, started_at=datetime.now(timezone.utc), git_commit=provenance.commit,
+                git_branch=provenance.branch, base=base, target=target, subject=subject,
+                url=provenance.url).returning(jobs.c.id)).scalar_one())
+    except SQLAlchemyError:
+        raise _guard("write to", database) from None
+
+
+def finish_job(database: Database, job_id: int, outcome: str) -> None:
+    try:
+        with database.engine.begin() as connection:
+            connection.execute(update(jobs).where(jobs.c.id == job_id).values(
+                outcome=outcome, finished_at=datetime.now(timezone.utc)))
+    except SQLAlchemyError:
+        raise _guard("write to", database) from None
+
+
+def _series_filter(series: Series) -> ColumnElement[bool]:
+    conditions = [or_(runs.c.app == series.app, runs.c.study == series.app)]
+    if series.cell is not None:
+        conditions.append(runs.c.cell == series.cell)
+    if series.variables is not None:
+        conditions.append(runs.c.variables == series.variables)
+    if series.board_kind:
+        conditions.append(or_(runs.c.board_kind == series.board_kind, runs.c.kind_fingerprint == series.board_kind))
+    return and_(*conditions)
+
+
+def history(database: Database, series: Series, metric: str, last: int = 500,
+            branch: str | None = None) -> list[Point]:
+    """The metric's newest ``last`` values for the series (invalid runs too, marked), oldest first."""
+    query = (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
+                    runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
+             .join(metrics, metrics.c.run_id == runs.c.id)
+             .where(_series_filter(series), metrics.c.name == metric)
+             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(last))
+    if branch:
+        query = query.where(runs.c.git_branch == branch)
+    rows = _read(database, query)
+    return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
+                  r.git_commit, r.git_branch, r.job_id) for r in reversed(rows)]
+
+
+def baseline(database: Database, series: Series, metric: str, base: str, count: int,
+             exclude_job: int | None = None) -> list[Point]:
+    """The valid runs a new value is compared with, newest ``count`` of them, oldest first. ``base`` is a
+    branch name (its runs), "last-good" (runs of jobs whose gate passed, any branch), or a run id or commit
+    (that run, or the commit's runs: a prefix of 7 or more hex digits)."""
+    query = (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
+                    runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
+             .join(metrics, metrics.c.run_id == runs.c.id)
+             .where(_series_filter(series), metrics.c.name == metric, runs.c.valid.is_(True))
+             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(count))
+    if exclude_job is not None:
+        query = query.where(or_(runs.c.job_id.is_(None), runs.c.job_id != exclude_job))
+    if base == "last-good":
+        query = query.join(jobs, jobs.c.id == runs.c.job_id).where(jobs.c.outcome.in_(PASSING_OUTCOMES))
+    else:
+        by_name = or_(runs.c.run_id == base, runs.c.git_commit.startswith(base, autoescape=True)) \
+            if len(base) >= 7 else runs.c.run_id == base
+        query = query.where(or_(runs.c.git_branch == base, by_name))
+    rows = _read(database, query)
+    return [Point(r.run_id, _aware(r.started_at), r.value, True, r.status, r.target, r.board_kind, r.cell,
+                  r.git_commit, r.git_branch, r.job_id) for r in reversed(rows)]
+
+
+def list_runs(database: Database, app: str | None = None, target: str | None = None, since: datetime | None = None,
+              limit: int = 100) -> list[dict[str, Any]]:
+    """The newest runs (newest first) with their headline figures."""
+    query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(limit)
+    if app:
+        query = query.where(runs.c.app == app)
+    if target:
+        query = query.where(runs.c.target == target)
+    if since:
+        query = query.where(runs.c.started_at >= since)
+    found = [dict(row._mapping) for row in _read(database, query)]
+    figures: dict[int, dict[str, float]] = {}
+    if found:
+        wanted = select(metrics.c.run_id, metrics.c.name, metrics.c.value).where(
+            metrics.c.run_id.in_([row["id"] for row in found]))
+        for row in _read(database, wanted):
+            figures.setdefault(row.run_id, {})[row.name] = row.value
+    for row in found:
+        row["started_at"], row["recorded_at"] = _aware(row["started_at"]), _aware(row["recorded_at"])
+        row["metrics"] = figures.get(row["id"], {})
+        row["flags"] = json.loads(row["flags"] or "[]")
+    return found
+
+
+def metric_unit(database: Database, metric: str) -> tuple[str, str]:
+    """The unit the metric was stored with, and which way is better ("lower" when it says neither)."""
+    rows = _read(database, select(metrics.c.unit, metrics.c.better).where(metrics.c.name == metric).limit(1))
+    return (rows[0].unit, rows[0].better or "lower") if rows else ("", "lower")
+
+
+def count_runs(database: Database) -> int:
+    return int(_read(database, select(func.count()).select_from(runs))[0][0])
+
+
+def job_outcomes(database: Database) -> list[dict[str, Any]]:
+    return [dict(row._mapping) for row in _read(database, select(jobs).order_by(jobs.c.id))]
+
+
+def _read(database: Database, query: Any) -> list[Any]:
+    try:
+        with database.engine.connect() as connection:
+            return list(connection.execute(query))
+    except SQLAlchemyError as exc:
+        raise ResultsDatabaseError(f"cannot read the results database {database.describe()}: {_first_line(exc)}",
+                                   "check that it is reachable") from None
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes: they were stored in UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

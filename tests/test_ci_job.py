@@ -1,0 +1,102 @@
+"""What a CI job decides per cell and metric once its runs are stored: flagged runs, missing figures and
+failed cells, against baselines in a real results database (SQLite and PostgreSQL)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_results_db import MAIN, record
+
+from orchestrator.ci.gate import NO_CHANGE, REGRESSION, GateRule
+from orchestrator.ci.job import CiRequest, gate_checks, job_outcome
+from orchestrator.inventory.hosts import Host
+from orchestrator.results.database import open_database
+from orchestrator.results.records import Provenance
+from orchestrator.results.store import add_run, start_job
+from orchestrator.study.runner import StudyRequest
+from orchestrator.study.spec import StudySpec
+
+BRANCH = Provenance("9" * 40, "speedup")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    if request.param == "sqlite":
+        url = str(tmp_path / "results.db")
+    else:
+        url = request.getfixturevalue("postgres").new_database()
+    opened = open_database(url)
+    yield opened
+    opened.close()
+
+
+def ci_request(tmp_path: Path, *rules: GateRule) -> CiRequest:
+    study = StudySpec(name="posebench", source="--app", matrix=(), app="posebench")
+    return CiRequest(StudyRequest(spec=study, host=Host(name="nano-01"), catalog={}, out_dir=tmp_path, repeat=2),
+                     provenance=BRANCH, base="main", rules=rules)
+
+
+def stored_baseline(database, values=(10.0, 10.1, 9.9, 10.05)) -> None:
+    for index, value in enumerate(values):
+        add_run(database, record(index, value), MAIN)
+    add_run(database, record(50, 99.0, valid=False), MAIN)  # a throttled run on main: never part of a baseline
+
+
+def test_flagged_runs_are_left_out_and_never_a_baseline(database, tmp_path):
+    stored_baseline(database)
+    job = start_job(database, "job", BRANCH, "main", "nano-01", "posebench")
+    runs = [record(100, 10.02), record(101, 9.98), record(102, 30.0, valid=False)]
+    for run in runs:
+        add_run(database, run, BRANCH, job)
+    checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, runs, {}, job)
+    [check] = checks
+    assert (check.status, check.verdict, check.reason) == ("decided", NO_CHANGE, "1 flagged run left out")
+    assert check.decision.values == (10.02, 9.98) and check.decision.baseline == (10.0, 10.1, 9.9, 10.05)
+    assert job_outcome(checks, None) == "pass"
+
+
+def test_a_cell_whose_every_run_is_flagged_is_reported_not_judged(database, tmp_path):
+    stored_baseline(database)
+    runs = [record(100, 30.0, valid=False), record(101, 31.0, valid=False)]
+    checks = gate_checks(ci_request(tmp_path), database, runs, {}, None)
+    assert {c.metric for c in checks} == {"steady_mean_ms", "frames_per_s"}  # every metric with a direction
+    assert all(c.status == "invalid" and c.decision is None for c in checks)
+    assert checks[0].reason == "every run was flagged (the CPU clock dropped): not judged, and not a baseline"
+    assert job_outcome(checks, None) == "pass"
+
+
+def test_every_gated_metric_is_judged_and_a_missing_one_says_so(database, tmp_path):
+    stored_baseline(database)
+    runs = [record(100, 11.0), record(101, 11.1)]
+    checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms", 0.05), GateRule("frames_per_s", 0.2),
+                                    GateRule("energy_per_frame_mj")), database, runs, {}, None)
+    by_metric = {c.metric: c for c in checks}
+    assert by_metric["steady_mean_ms"].verdict == REGRESSION
+    assert by_metric["frames_per_s"].verdict == NO_CHANGE  # -9 %: clear, but under its 20 % threshold
+    assert by_metric["energy_per_frame_mj"].status == "missing"
+    assert job_outcome(checks, None) == "regression"
+
+
+def test_the_baseline_is_the_same_board_kind_and_cell(database, tmp_path):
+    stored_baseline(database)
+    runs = [replace(record(i, v), kind_fingerprint="f" * 16) for i, v in ((100, 11.0), (101, 11.1))]
+    [check, _] = gate_checks(ci_request(tmp_path), database, runs, {}, None)
+    assert check.verdict == "no baseline" and check.decision.baseline == ()
+    other_cell = [replace(record(100, 11.0), cell="threads=4"), replace(record(101, 11.1), cell="threads=4")]
+    document = {"cells": [{"label": "threads=4", "status": "ok"}]}
+    [check, _] = gate_checks(ci_request(tmp_path), database, other_cell, document, None)
+    assert check.verdict == "no baseline"
+    [check, _] = gate_checks(ci_request(tmp_path), database, [record(100, 11.0), record(101, 11.1)], {}, None)
+    assert check.verdict == REGRESSION and len(check.decision.baseline) == 4  # the same kind and cell: judged
+
+
+def test_a_cell_that_measured_nothing_fails_the_job(database, tmp_path):
+    document = {"cells": [{"label": "", "status": "failed", "reason": "the app exited with status 3"}]}
+    failed = replace(record(100, 10.0), status="failed", valid=False, metrics={})
+    checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, [failed], document, None)
+    assert [(c.metric, c.status, c.reason) for c in checks] == [
+        ("steady_mean_ms", "failed", "the app exited with status 3")]
+    assert job_outcome(checks, None) == "failed"
+    nothing = gate_checks(ci_request(tmp_path), database, [], document, None)
+    assert [(c.metric, c.status) for c in nothing] == [("run", "failed")]
