@@ -213,8 +213,8 @@ def test_a_killed_job_keeps_the_runs_it_measured(sshd, tmp_path):
     assert listed[0]["metrics"]["steady_mean_ms"] > 0
     jobs = sqlite3.connect(database).execute("SELECT outcome, finished_at FROM jobs").fetchall()
     assert jobs == [(None, None)]  # killed: it never said how it ended
-    # nothing the job started outlives it; the capture it was in keeps its files on the board for
-    # `orchestrate fetch`, and nothing else is left
+    # nothing the job started outlives it; a capture it was in (none when the kill fell between two runs)
+    # keeps its files on the board for `orchestrate fetch`, and nothing else is left
     assert wait_for_no_run_processes(tmp_path / "work", timeout_s=90) == []
     left = {Path(name).parts[:2] for name in bytes_left(tmp_path / "work")}
-    assert len(left) == 1 and next(iter(left))[0] == "runs", left
+    assert len(left) <= 1 and all(parts[0] == "runs" for parts in left), left
