@@ -83,8 +83,6 @@ def parse_os_release(text):
     return values
 
 
-
-
 def parse_clocks(cpu_khz, devfreq_hz):
     """{'cpu_mhz': [per CPU], 'gpu_mhz': n} from cpufreq's scaling_cur_freq texts (kHz) and a
     {devfreq device name: cur_freq text (Hz)} map; None when neither is known."""

@@ -77,11 +77,6 @@ class Decision:
     def failed(self) -> bool:
         return self.verdict == REGRESSION
 
-    def as_json(self) -> dict[str, object]:
-        return {"metric": self.metric, "unit": self.unit, "better": self.better, "verdict": self.verdict,
-                "values": list(self.values), "baseline": list(self.baseline), "threshold": self.threshold,
-                "mean": self.mean, "baseline_mean": self.baseline_mean, "change": self.change,
-                "p_value": self.p_value, "band": list(self.band) if self.band else None, "note": self.note}
 
 
 def decide(metric: str, values: Sequence[float], baseline: Sequence[float], better: str = "lower", unit: str = "",

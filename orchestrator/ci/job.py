@@ -24,7 +24,7 @@ from ..results.records import Provenance, RunRecord, folder_records
 from ..results.store import Series, add_run, baseline, finish_job, start_job
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
 from ..study.spec import Cell, StudySpec, load_study, with_values
-from .gate import MIN_BASELINE, NO_BASELINE, REGRESSION, Decision, GateRule, decide
+from .gate import DEFAULT_THRESHOLD, MIN_BASELINE, NO_BASELINE, REGRESSION, Decision, GateRule, decide
 
 BASELINE_RUNS = 10
 APP_REPEAT = 3
@@ -62,11 +62,6 @@ class Check:
     def verdict(self) -> str:
         return self.decision.verdict if self.decision else self.status
 
-    def as_json(self) -> dict[str, Any]:
-        return {"target": self.target, "board_kind": self.board_kind, "app": self.app, "cell": self.cell,
-                "metric": self.metric, "status": self.status, "verdict": self.verdict, "reason": self.reason,
-                "decision": self.decision.as_json() if self.decision else None}
-
 
 @dataclass
 class CiOutcome:
@@ -81,7 +76,7 @@ class CiOutcome:
 
     @property
     def regressions(self) -> list[Check]:
-        return [c for c in self.checks if c.decision is not None and c.decision.verdict == REGRESSION]
+        return [c for c in self.checks if c.verdict == REGRESSION]
 
 
 class _StoringProgress:
@@ -123,14 +118,18 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
     job_id = start_job(database, job_uid, request.provenance, request.base, request.study.host.name,
                        request.study.spec.name)
     job_dir = request.study.out_dir / f"ci-{job_uid[:12]}"
-    stored: set[str] = set()
+    stored: set[str] = set()  # the folders of the runs stored as they ended (records' resolved paths)
+
+    def store(records: list[RunRecord]) -> None:
+        for record in records:
+            if record.folder not in stored:
+                add_run(database, record, request.provenance, job_id)
+                stored.add(record.folder)
 
     def store_new() -> None:
         for run_json in sorted(job_dir.glob("*/*/run.json")):
-            if run_json.parent.name not in stored:
-                for record in folder_records(run_json.parent):
-                    add_run(database, record, request.provenance, job_id)
-                stored.add(run_json.parent.name)
+            if str(run_json.parent.resolve()) not in stored:
+                store(folder_records(run_json.parent))
 
     study_request = replace(request.study, out_dir=job_dir, fresh=True)
     outcome: StudyOutcome | None = None
@@ -144,8 +143,7 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
         raise
     folder = outcome.folder if outcome else next((p.parent for p in job_dir.glob("*/study.json")), None)
     records = folder_records(folder) if folder else []
-    for record in records:  # any run the study ended without reporting (one stored already is left as it is)
-        add_run(database, record, request.provenance, job_id)
+    store(records)  # any run the study ended without reporting
     checks = gate_checks(request, database, records, outcome.document if outcome else {}, job_id)
     result = job_outcome(checks, error)
     finish_job(database, job_id, result)
@@ -155,6 +153,7 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
 def gate_checks(request: CiRequest, database: Database, records: list[RunRecord], document: dict[str, Any],
                 job_id: int) -> list[Check]:
     checks: list[Check] = []
+    target = request.study.host.name
     cells = document.get("cells") or [{"label": r.cell, "status": "ok"} for r in records[:1]]
     for cell in cells:
         label = cell.get("label") or ""
@@ -166,17 +165,17 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
         measured = [r for r in mine if r.status == "ok"]
         for metric, threshold in _gated(request.rules, valid or measured):
             if not measured:
-                checks.append(Check(request.study.host.name, kind, app, label, metric, "failed",
+                checks.append(Check(target, kind, app, label, metric, "failed",
                                     reason=cell.get("reason") or "no run of this cell measured anything"))
                 continue
             if not valid:
                 flags = "; ".join(dict.fromkeys(f.get("what", "") for r in measured for f in r.flags))
-                checks.append(Check(request.study.host.name, kind, app, label, metric, "invalid",
+                checks.append(Check(target, kind, app, label, metric, "invalid",
                                     reason=f"every run was flagged ({flags}): not judged, and not a baseline"))
                 continue
             values = [r.metrics[metric].value for r in valid if metric in r.metrics]
             if not values:
-                checks.append(Check(request.study.host.name, kind, app, label, metric, "missing",
+                checks.append(Check(target, kind, app, label, metric, "missing",
                                     reason=f"the runs have no figure named {metric}: not judged"))
                 continue
             unit, better = valid[0].metrics[metric].unit, valid[0].metrics[metric].better or "lower"
@@ -186,9 +185,9 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
                               min_baseline=request.min_baseline)
             skipped = len(mine) - len(valid)
             reason = f"{skipped} flagged run{'s' if skipped != 1 else ''} left out" if skipped else None
-            checks.append(Check(request.study.host.name, kind, app, label, metric, "decided", decision, reason))
+            checks.append(Check(target, kind, app, label, metric, "decided", decision, reason))
         if not mine or (not measured and not any(c.cell == label for c in checks)):
-            checks.append(Check(request.study.host.name, kind, app, label, "run", "failed",
+            checks.append(Check(target, kind, app, label, "run", "failed",
                                 reason=cell.get("reason") or "the cell did not run"))
     return checks
 
@@ -197,7 +196,6 @@ def _gated(rules: tuple[GateRule, ...], records: list[RunRecord]) -> list[tuple[
     """(metric, threshold): the rules' metrics, else every metric the runs have with a better direction."""
     if rules:
         return [(rule.metric, rule.threshold) for rule in rules]
-    from .gate import DEFAULT_THRESHOLD
     names = dict.fromkeys(n for r in records for n, m in r.metrics.items() if m.better in ("lower", "higher"))
     return [(name, DEFAULT_THRESHOLD) for name in names]
 
@@ -206,9 +204,9 @@ def job_outcome(checks: list[Check], error: OrchestratorError | None) -> str:
     """failed (a run failed, or the job stopped) before regression, before no-baseline, before pass."""
     if error is not None or any(c.status == "failed" for c in checks):
         return FAILED
-    if any(c.decision is not None and c.decision.verdict == REGRESSION for c in checks):
+    if any(c.verdict == REGRESSION for c in checks):
         return REGRESSION
-    decided = [c for c in checks if c.decision is not None]
-    if decided and all(c.decision is not None and c.decision.verdict == NO_BASELINE for c in decided):
+    decided = [c for c in checks if c.status == "decided"]
+    if decided and all(c.verdict == NO_BASELINE for c in decided):
         return NO_BASELINE_OUTCOME
     return PASS

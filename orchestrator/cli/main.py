@@ -405,8 +405,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     written = write_chrome_trace(args.source, output, options, args.nsys, args.max_events)
     if written.truncated_at_ns is not None:
         stderr().print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
-                      f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
-                      "give a --window or a --frame", highlight=False)
+                       f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
+                       "give a --window or a --frame", highlight=False)
     print(written.path)
     return 0
 
@@ -642,5 +642,5 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(filename=debug_log, level=logging.DEBUG)
         logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())
         stderr().print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; "
-                      "please report it)", highlight=False, soft_wrap=True)
+                       "please report it)", highlight=False, soft_wrap=True)
         return 1

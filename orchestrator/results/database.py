@@ -113,15 +113,19 @@ def _sqlite_engine(url: str, path: str | None) -> Engine:
 
 
 def schema_revision(connection: Connection) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-    return MigrationContext.configure(connection).get_current_revision()
+    """The schema version the database says it has (None when it has none yet), read without Alembic."""
+    if not connection.dialect.has_table(connection, "alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def upgrade(database: Database, revision: str = "head") -> None:
     """Bring the schema to ``revision`` under a lock, so that two jobs opening a new database at once
     migrate it once."""
-    if revision == "head" and _stored_revision(database) == HEAD_REVISION:
-        return
+    if revision == "head":
+        with database.engine.connect() as connection:
+            if schema_revision(connection) == HEAD_REVISION:
+                return
     from alembic import command
     with database.engine.begin() as connection:
         if database.backend == "postgresql":
@@ -131,14 +135,6 @@ def upgrade(database: Database, revision: str = "head") -> None:
         config = alembic_config()
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
-
-
-def _stored_revision(database: Database) -> str | None:
-    """The schema version the database says it has (None when it has none yet), read without Alembic."""
-    with database.engine.connect() as connection:
-        if not database.engine.dialect.has_table(connection, "alembic_version"):
-            return None
-        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def downgrade(database: Database, revision: str) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import Select, and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -124,19 +124,27 @@ def _series_filter(series: Series) -> ColumnElement[bool]:
     return and_(*conditions)
 
 
+def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
+    """The series' newest values of the metric, newest first, with what a Point carries."""
+    return (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
+                   runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
+            .join(metrics, metrics.c.run_id == runs.c.id)
+            .where(_series_filter(series), metrics.c.name == metric)
+            .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(newest))
+
+
+def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
+    return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
+                  r.git_commit, r.git_branch, r.job_id) for r in reversed(_read(database, query))]
+
+
 def history(database: Database, series: Series, metric: str, last: int = 500,
             branch: str | None = None) -> list[Point]:
     """The metric's newest ``last`` values for the series (invalid runs too, marked), oldest first."""
-    query = (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
-                    runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
-             .join(metrics, metrics.c.run_id == runs.c.id)
-             .where(_series_filter(series), metrics.c.name == metric)
-             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(last))
+    query = _series_points(series, metric, last)
     if branch:
         query = query.where(runs.c.git_branch == branch)
-    rows = _read(database, query)
-    return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
-                  r.git_commit, r.git_branch, r.job_id) for r in reversed(rows)]
+    return _oldest_first(database, query)
 
 
 def baseline(database: Database, series: Series, metric: str, base: str, count: int,
@@ -144,11 +152,7 @@ def baseline(database: Database, series: Series, metric: str, base: str, count: 
     """The valid runs a new value is compared with, newest ``count`` of them, oldest first. ``base`` is a
     branch name (its runs), "last-good" (runs of jobs whose gate passed, any branch), or a run id or commit
     (that run, or the commit's runs: a prefix of 7 or more hex digits)."""
-    query = (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
-                    runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
-             .join(metrics, metrics.c.run_id == runs.c.id)
-             .where(_series_filter(series), metrics.c.name == metric, runs.c.valid.is_(True))
-             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(count))
+    query = _series_points(series, metric, count).where(runs.c.valid.is_(True))
     if exclude_job is not None:
         query = query.where(or_(runs.c.job_id.is_(None), runs.c.job_id != exclude_job))
     if base == "last-good":
@@ -157,9 +161,7 @@ def baseline(database: Database, series: Series, metric: str, base: str, count: 
         by_name = or_(runs.c.run_id == base, runs.c.git_commit.startswith(base, autoescape=True)) \
             if len(base) >= 7 else runs.c.run_id == base
         query = query.where(or_(runs.c.git_branch == base, by_name))
-    rows = _read(database, query)
-    return [Point(r.run_id, _aware(r.started_at), r.value, True, r.status, r.target, r.board_kind, r.cell,
-                  r.git_commit, r.git_branch, r.job_id) for r in reversed(rows)]
+    return _oldest_first(database, query)
 
 
 def list_runs(database: Database, app: str | None = None, target: str | None = None, since: datetime | None = None,
