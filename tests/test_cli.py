@@ -72,3 +72,23 @@ def test_targets_lists_a_broken_host_with_its_error_and_the_others(tmp_path, cap
     out = capsys.readouterr().out
     assert "good" in out and "10.0.0.5" in out
     assert f"unusable: bad: {inventory}: host 'bad': 'ansible_port' must be a port number, not 'many'" in out
+
+
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    database = str(tmp_path / "results.db")
+    assert main(["results", "history", "--app", "x", "--metric", "m", "--db", database, "--html",
+                 str(tmp_path / "missing" / "deeper" / "file" / "t.html")]) == 0  # folders are made
+    (tmp_path / "file").write_text("")
+    capsys.readouterr()
+    assert main(["results", "history", "--app", "x", "--metric", "m", "--db", database, "--html",
+                 str(tmp_path / "file" / "t.html")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(f"error: cannot write {tmp_path / 'file' / 't.html'}: ")
+    from orchestrator.cli.options import write_output
+    from orchestrator.errors import UsageError
+    with pytest.raises(UsageError) as caught:
+        write_output(tmp_path / "file" / "junit.xml", "<testsuite/>")
+    assert caught.value.one_line() == f"cannot write {tmp_path / 'file' / 'junit.xml'}: Not a directory (give a " \
+                                      "path in a folder you can write)"
+    assert write_output(tmp_path / "summary.md", "a", append=True).read_text() == "a"
+    assert write_output(tmp_path / "summary.md", "b", append=True).read_text() == "ab"

@@ -44,3 +44,13 @@ def stderr() -> Console:
     """rich's console on stderr, for progress, notes and errors (stdout carries the results)."""
     from rich.console import Console
     return Console(stderr=True)
+
+
+def write_output(path: Path, text: str, append: bool = False) -> Path:
+    """Write a file the user named, or say in one line why it cannot be written."""
+    try:
+        with path.open("a" if append else "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}", "give a path in a folder you can write") from None
+    return path

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CiRunFailedError, GateRegressionError, UsageError
-from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr
+from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr, write_output
 
 DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
           "results.db in ~/.local/share/orchestrate)"
@@ -170,7 +170,12 @@ def _history(args: argparse.Namespace, database: Any) -> int:
         if args.html:
             from ..results.trend_page import trend_page, write_trend_page
             page = trend_page(judged, args.app, args.metric, unit, args.board_kind, threshold)
-            stderr().print(f"trend page: {write_trend_page(page, args.html)}", highlight=False)
+            try:
+                written = write_trend_page(page, args.html)
+            except OSError as exc:
+                raise UsageError(f"cannot write {args.html}: {exc.strerror}",
+                                 "give a path in a folder you can write") from None
+            stderr().print(f"trend page: {written}", highlight=False)
     if args.json:
         print(json.dumps([t.as_json() for t in judged] if judged is not None else [p.as_json() for p in points],
                          indent=2))
@@ -226,11 +231,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
         database.close()
     for path, text in ((args.junit, junit_xml(outcome)), (args.json, benchmark_json(outcome))):
         if path:
-            path.write_text(text)
+            write_output(path, text)
     summary = markdown_summary(outcome)
     if args.summary:
-        with args.summary.open("a") as out:
-            out.write(summary)
+        write_output(args.summary, summary, append=True)
     print(summary, end="")
     if outcome.folder:
         stderr().print(f"runs: {outcome.folder}", highlight=False)
