@@ -149,22 +149,22 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
 
 
 @pytest.mark.parametrize("study, settings, labels, last_args", [
-    ("posebench-delegate", ["threads=2"], ["delegate=xnnpack, threads=2, frames=150",
-                                           "delegate=none, threads=2, frames=150"], "--delegate none"),
-    ("posebench-matrix", ["threads=1", "delegate=xnnpack"], ["threads=1, delegate=xnnpack, nms=vectorised, frames=150",
-                                                             "threads=1, delegate=xnnpack, nms=loop, frames=150"],
+    ("posebench-delegate", ["frames=40", "threads=2"], ["delegate=xnnpack, threads=2, frames=40",
+                                                        "delegate=none, threads=2, frames=40"], "--delegate none"),
+    ("posebench-matrix", ["frames=150", "threads=1", "delegate=xnnpack"],
+     ["threads=1, delegate=xnnpack, nms=vectorised, frames=150", "threads=1, delegate=xnnpack, nms=loop, frames=150"],
      "--nms loop"),
 ])
 def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser, tmp_path, study, settings, labels,
                                                                   last_args):
-    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, 150 frames, 2
-    repeats): posebench and its
-    models go up once, every cell's figures come from the app's own lines and from the report's NVTX
-    frames. 150 frames keep the app running for a second or more: nsys 2022.4 stalls far more often after
-    an app gone within its first second."""
+    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, fewer frames, 2
+    repeats): posebench and its models go up once, every cell's figures come from the app's own lines and
+    from the report's NVTX frames. Every cell keeps the app running for a second or more (nsys 2022.4 stalls
+    far more often after an app gone within its first second) and well within posebench's 30 s duration_s
+    under nsys on a busy machine (a frame without a delegate takes ~125 ms, 5 times one with XNNPACK)."""
     inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
                                                                        orchestrate_python=sys.executable)})
-    sets = [arg for setting in ["frames=150", *settings] for arg in ("--set", setting)]
+    sets = [arg for setting in settings for arg in ("--set", setting)]
     done = run_cli("study", str(REPO / "studies" / f"{study}.yaml"), "--target", "board", "--inventory", str(inv),
                    "--out", str(tmp_path / "runs"), "--repeat", "2", *sets, *RETRIES, *ssh_args(sshd), timeout=900)
     assert done.returncode == 0, done.stderr
@@ -173,7 +173,7 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
     assert [c["label"] for c in document["cells"]] == labels
     for cell in document["cells"]:
         metrics = cell["metrics"]
-        assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == 2
+        assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == 2, cell.get("notes")
         assert metrics["app.inference_mean_ms"]["median"] > 0 and metrics["steady_mean_ms"]["median"] > 0
         assert cell["verdict"] is not None
         # the app's own steady mean and the report's NVTX frames measure the same frames

@@ -30,6 +30,6 @@ def parse(name: str, text: str, source: str = "the text") -> Parsed:
         raise ParseError(f"no parser '{name}'", "known: " + ", ".join(PARSERS))
     parsed = PARSERS[name](text)
     if not parsed.figures and parsed.failure is None:
-        raise ParseError(f"{source} holds no {name} output that '{name}' knows",
+        raise ParseError(f"{source} holds none of the figures the '{name}' parser reads",
                          "give the tool's console output (stdout and stderr), or pick another parser")
     return parsed

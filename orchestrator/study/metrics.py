@@ -2,14 +2,13 @@
 output parser found in app.stdout.log. Pure over the run folder's files."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import ParseError
 from ..parsers import parse
 from ..report.page import cores_busy
+from ..runs.folder import read_json_object
 
 # name: (unit, which way is faster: "lower", "higher" or None when neither)
 REPORT_METRICS: dict[str, tuple[str, str | None]] = {
@@ -33,7 +32,7 @@ class RunMetrics:
 
 
 def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
-    summary = _read_json(run_dir / "summary.json") or {}
+    summary = read_json_object(run_dir / "summary.json")
     values: dict[str, float] = {}
     frames = summary.get("frames") or {}
     steady = frames.get("steady") or {}
@@ -57,7 +56,7 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
         try:
             parsed = parse(parser, text, "the app's output")
         except ParseError as exc:
-            notes.append(exc.message)
+            notes.append(_missing_figures(exc, run_dir))
         else:
             failure = parsed.failure
             for name, figure in parsed.figures.items():
@@ -66,8 +65,10 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
     return RunMetrics(values, units, hot[0]["symbol"] if hot else None, verdict.get("kind"), failure, notes)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+def _missing_figures(exc: ParseError, run_dir: Path) -> str:
+    """Why a run has none of its app's figures; an app stopped at its duration_s never printed them."""
+    ended = (read_json_object(run_dir / "run.json").get("app_exit") or {}).get("ended") or ""
+    if ended.startswith("stopped by the agent"):
+        return (f"{exc.message}: the app was {ended}, before it printed its figures; give it less work or a longer "
+                f"duration_s")
+    return exc.message

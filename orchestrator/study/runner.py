@@ -154,7 +154,8 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
     finally:
         transport.close()
         document["finished"] = datetime.now(timezone.utc).isoformat()
-        finish_document(document, folder)
+        for lacking in finish_document(document, folder):
+            progress.note("warning", lacking)
         _write_json(folder / "study.json", document)
         _write_page(document, folder, progress)
     return StudyOutcome(folder, document)
@@ -223,8 +224,10 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
         _write_json(folder / "study.json", document)
 
 
-def finish_document(document: dict[str, Any], folder: Path) -> None:
-    """Each cell's metrics (values, median, interval) and the comparisons against the first cell."""
+def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
+    """Each cell's metrics (values, median, interval) and the comparisons against the first cell. Returns what
+    a measured run lacks (its app's figures, and why), each also in its cell's notes."""
+    said: list[str] = []
     for entry in document["cells"]:
         values: dict[str, list[float]] = {}
         units: dict[str, tuple[str, str | None]] = {}
@@ -237,6 +240,9 @@ def finish_document(document: dict[str, Any], folder: Path) -> None:
                 failures.append(measured.app_failure)
             if not measured_run(run_dir):
                 continue
+            for note in measured.notes:
+                entry.setdefault("notes", []).append(f"{run_dir.name}: {note}")
+                said.append(f"{entry['label'] or 'the study'}, {run_dir.name}: {note}")
             for metric, value in measured.values.items():
                 values.setdefault(metric, []).append(value)
             units.update(measured.units)
@@ -256,6 +262,7 @@ def finish_document(document: dict[str, Any], folder: Path) -> None:
         entry["top_function"] = _most_common(tops)
         entry["verdict"] = _most_common(verdicts)
     document["comparisons"] = comparisons(document["cells"])
+    return said
 
 
 def measured_run(run_dir: Path, record: dict[str, Any] | None = None) -> bool:
