@@ -131,10 +131,11 @@ def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     assert second["reused"] == [] and len(second["runs"]) == 2 and second["status"] == "ok"
     assert first["metrics"]["app.first_inference_ms"]["median"] == 100.0
     fresh = run_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), "--fresh",
-                    "--repeat", "1", *RETRIES, *ssh_args(sshd), timeout=600)
+                    "--repeat", "1", "--set", "first=100", *RETRIES, *ssh_args(sshd), timeout=600)
     assert fresh.returncode == 0, fresh.stderr
     redone = json.loads((Path(fresh.stdout.strip().splitlines()[-1]) / "study.json").read_text())
-    assert [c["reused"] for c in redone["cells"]] == [[], []] and redone["repeat"] == 1
+    assert [(c["label"], c["reused"], len(c["runs"])) for c in redone["cells"]] == [("first=100, mode=run", [], 1)]
+    assert redone["repeat"] == 1
     assert_board_clean(tmp_path / "work")
 
 
@@ -148,32 +149,34 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
     assert done.returncode == 2 and "names no target" in done.stderr
 
 
-@pytest.mark.parametrize("study, settings, labels, last_args", [
-    ("posebench-delegate", ["frames=40", "threads=2"], ["delegate=xnnpack, threads=2, frames=40",
-                                                        "delegate=none, threads=2, frames=40"], "--delegate none"),
-    ("posebench-matrix", ["frames=150", "threads=1", "delegate=xnnpack"],
-     ["threads=1, delegate=xnnpack, nms=vectorised, frames=150", "threads=1, delegate=xnnpack, nms=loop, frames=150"],
+@pytest.mark.parametrize("study, settings, repeat, labels, last_args", [
+    ("posebench-delegate", ["threads=2"], 2, ["delegate=xnnpack, threads=2, frames=40",
+                                              "delegate=none, threads=2, frames=40"], "--delegate none"),
+    ("posebench-matrix", ["threads=1", "delegate=xnnpack"], 1,
+     ["threads=1, delegate=xnnpack, nms=vectorised, frames=40", "threads=1, delegate=xnnpack, nms=loop, frames=40"],
      "--nms loop"),
 ])
-def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser, tmp_path, study, settings, labels,
-                                                                  last_args):
-    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, fewer frames, 2
-    repeats): posebench and its models go up once, every cell's figures come from the app's own lines and
-    from the report's NVTX frames. Every cell keeps the app running for a second or more (nsys 2022.4 stalls
-    far more often after an app gone within its first second) and well within posebench's 30 s duration_s
-    under nsys on a busy machine (a frame without a delegate takes ~125 ms, 5 times one with XNNPACK)."""
+def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser, tmp_path, study, settings, repeat,
+                                                                  labels, last_args):
+    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, 40 frames, 2
+    repeats of the delegate study, 1 of the matrix): posebench and its models go up once, every cell's
+    figures come from the app's own lines and from the report's NVTX frames. 40 frames keep the app running
+    for a second or more (nsys 2022.4 stalls far more often after an app gone within its first second) and
+    well within posebench's 30 s duration_s under nsys on a busy machine (a frame without a delegate takes
+    ~125 ms here, 5 times one with XNNPACK)."""
     inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
                                                                        orchestrate_python=sys.executable)})
-    sets = [arg for setting in settings for arg in ("--set", setting)]
+    sets = [arg for setting in ["frames=40", *settings] for arg in ("--set", setting)]
     done = run_cli("study", str(REPO / "studies" / f"{study}.yaml"), "--target", "board", "--inventory", str(inv),
-                   "--out", str(tmp_path / "runs"), "--repeat", "2", *sets, *RETRIES, *ssh_args(sshd), timeout=900)
+                   "--out", str(tmp_path / "runs"), "--repeat", str(repeat), *sets, *RETRIES, *ssh_args(sshd),
+                   timeout=900)
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "study.json").read_text())
     assert [c["label"] for c in document["cells"]] == labels
     for cell in document["cells"]:
         metrics = cell["metrics"]
-        assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == 2, cell.get("notes")
+        assert cell["status"] == "ok" and len(metrics["app.first_inference_ms"]["values"]) == repeat, cell.get("notes")
         assert metrics["app.inference_mean_ms"]["median"] > 0 and metrics["steady_mean_ms"]["median"] > 0
         assert cell["verdict"] is not None
         # the app's own steady mean and the report's NVTX frames measure the same frames

@@ -192,15 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
     fleet.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     fleet.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none")
-    fleet.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
-    fleet.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
+    add_study_run_options(fleet, "before each run (default: that board fails)")
     fleet.add_argument("--repeat", type=int, help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
     fleet.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
     fleet.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the boards")
-    fleet.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
-                       help="wait up to S seconds for another run on a board to end (default: that board fails)")
     fleet.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S", help="as for profile")
     fleet.add_argument("--board-timeout", type=float, metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "

@@ -25,12 +25,13 @@ def clock_request(args: argparse.Namespace) -> dict:
     return {"lock_clocks": args.lock_clocks, "nvpmodel": args.nvpmodel}
 
 
-def add_study_run_options(parser: argparse.ArgumentParser) -> None:
-    """--grace, --retries and --wait-lock of a command that runs a study's cells one after another."""
+def add_study_run_options(parser: argparse.ArgumentParser,
+                          wait_lock_help: str = "before each run (default 0)") -> None:
+    """--grace, --retries and --wait-lock of a command that runs a study's cells (or an app) on boards."""
     parser.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
     parser.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
     parser.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
-                        help="wait up to S seconds for another run on the board to end, before each run (default 0)")
+                        help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
 
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:
