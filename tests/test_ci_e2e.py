@@ -69,16 +69,20 @@ def run_step(script: str, repo: Path, env: dict[str, str]) -> subprocess.Complet
 
 
 def github_job() -> tuple[dict, str]:
+    """The host job's variables, for the matrix's first board (as GitHub sets them), and its script."""
     workflow = yaml.safe_load((EXAMPLES / "github-actions.yml").read_text())
     job = workflow["jobs"]["host"]
     [script] = [step["run"] for step in job["steps"] if "orchestrate ci" in step.get("run", "")]
-    return job, script
+    assert job["env"]["BOARD"] == "${{ matrix.board }}"
+    return {**job["env"], "BOARD": job["strategy"]["matrix"]["board"][0]}, script
 
 
 def gitlab_job() -> tuple[dict, str]:
+    """The job's variables, with the first board of its parallel matrix, and its script."""
     pipeline = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text())
     job = pipeline["jetson-performance"]
-    return job, "\n".join(job["script"])
+    [boards] = job["parallel"]["matrix"]
+    return {**job["variables"], "BOARD": boards["BOARD"][0]}, "\n".join(job["script"])
 
 
 def steady_means(repo: Path) -> list[float]:
@@ -97,7 +101,7 @@ def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, br
 
     # 1: the first commit on main: no baseline yet, the job passes and says so
     repo = checkout(tmp_path, sshd, work=2000, repeat=3)
-    first = run_step(github_script, repo, shell_env(tmp_path, sshd, github["env"], {
+    first = run_step(github_script, repo, shell_env(tmp_path, sshd, github, {
         "GITHUB_SHA": "1" * 40, "GITHUB_REF_NAME": "main", "GITHUB_STEP_SUMMARY": str(summary_file)}))
     assert first.returncode == 0, first.stderr
     assert "passed: no baseline yet for this board kind" in summary_file.read_text()
@@ -108,7 +112,7 @@ def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, br
 
     # 2: the same code on a branch, through GitLab's job: no clear change against main's three runs
     repo = checkout(tmp_path, sshd, work=2000, repeat=2)
-    second = run_step(gitlab_script, repo, shell_env(tmp_path, sshd, gitlab["variables"], {
+    second = run_step(gitlab_script, repo, shell_env(tmp_path, sshd, gitlab, {
         "CI_COMMIT_SHA": "2" * 40, "CI_COMMIT_REF_NAME": "same-speed", "CI_DEFAULT_BRANCH": "main"}))
     assert second.returncode == 0, second.stdout + second.stderr
     text = (repo / "orchestrate-summary.md").read_text()
@@ -120,7 +124,7 @@ def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, br
     # 3: a commit whose frames do more work: a regression, exit 22, with the figures everywhere
     repo = checkout(tmp_path, sshd, work=60000, repeat=2)
     summary_file.write_text("")
-    third = run_step(github_script, repo, shell_env(tmp_path, sshd, github["env"], {
+    third = run_step(github_script, repo, shell_env(tmp_path, sshd, github, {
         "GITHUB_SHA": "3" * 40, "GITHUB_REF_NAME": "slower", "GITHUB_BASE_REF": "main",
         "GITHUB_STEP_SUMMARY": str(summary_file)}))
     assert third.returncode == 22, third.stdout + third.stderr
@@ -151,11 +155,11 @@ def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, br
         [("main", True)] * 3 + [("same-speed", True)] * 2 + [("slower", True)] * 2
     assert_board_clean(tmp_path / "work")
 
-    # the trend: main's runs start the baseline, the branch's stay in its band, the slower commit's first run
-    # is a change point
+    # the trend on main's baseline: main's runs make it, the unchanged branch's stay in its band, both runs of
+    # the slower commit are change points
     page = tmp_path / "trend.html"
     history = run_cli("results", "history", "--app", "perf", "--metric", "steady_mean_ms", "--json", "--html",
-                      str(page), "--db", str(tmp_path / "results.db"))
+                      str(page), "--base", "main", "--db", str(tmp_path / "results.db"))
     plain = json.loads(run_cli("results", "history", "--app", "perf", "--metric", "steady_mean_ms", "--json",
                                "--db", str(tmp_path / "results.db")).stdout)
     stored = [r["metrics"]["steady_mean_ms"] for r in reversed(listed)]
@@ -165,13 +169,15 @@ def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, br
     assert history.returncode == 0, history.stderr
     judged = json.loads(history.stdout)
     assert [p["verdict"] for p in judged[:5]] == ["no baseline"] * 3 + ["no clear change"] * 2
-    assert judged[5]["verdict"] == "regression" and judged[5]["branch"] == "slower"
+    assert [(p["verdict"], p["branch"]) for p in judged[5:]] == [("regression", "slower")] * 2
+    assert judged[6]["band"] == judged[3]["band"]  # the branches' runs never moved main's baseline
     opened = open_page(browser, page)
     assert_clean(opened, page)
     drawn = opened.charts()["trend"]
     assert drawn["drawn"] == 7  # one point per run on the line
     marked = opened.page.locator("svg[data-chart=trend] rect.change-point").count()
-    assert marked == sum(p["verdict"] in ("regression", "improvement") for p in judged) >= 1
+    assert marked == sum(p["verdict"] in ("regression", "improvement") for p in judged) == 2
+    assert "branch main" in opened.page.locator("[data-section=header] dl.facts").inner_text()
     assert opened.page.locator("table[data-table=trend] tr[data-verdict=regression]").count() == marked
     opened.screenshot("trend")
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -218,3 +219,14 @@ def test_the_trend_replays_the_gate_and_marks_the_step_as_a_change_point():
     assert page.change_points == 1 and len(page.rows) == len(values)
     assert page.chart is not None and page.chart.marks == len(values) - 1  # the flagged run is not on the line
     assert sum(1 for r in page.chart.rects if r.cls.startswith("change-point")) == 1
+
+
+def test_a_trend_on_a_base_branch_judges_other_branches_without_letting_them_move_the_baseline():
+    steady = [10.0, 10.1, 9.9, 10.05, 9.95, 10.0]
+    points = _points(steady + [12.0, 12.1, 11.9, 10.02])
+    points[6:9] = [replace(p, branch="slow-feature") for p in points[6:9]]
+    judged = replay(points, base_branch="main")
+    assert [t.verdict for t in judged[6:9]] == [REGRESSION] * 3  # each judged against main's runs alone
+    assert judged[9].verdict == NO_CHANGE and judged[9].band == judged[6].band  # main's band did not move
+    mixed = replay(points)  # without a base, the feature's runs join the baseline and widen it
+    assert mixed[9].band != judged[9].band and mixed[8].verdict != REGRESSION

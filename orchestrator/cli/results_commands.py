@@ -51,6 +51,9 @@ def add_parsers(sub: Any) -> None:
                            "change points (the trend page always does)")
     hist.add_argument("--threshold", default="5%", help="with --judge or --html: the practical threshold of a "
                                                         "change (default 5%%)")
+    hist.add_argument("--base", metavar="BRANCH",
+                      help="with --judge or --html: only this branch's valid runs make the baseline, as the gate's "
+                           "do; other branches' runs are judged against it (default: every valid run before)")
     hist.add_argument("--json", action="store_true", help="print JSON instead of a table")
     hist.add_argument("--html", type=Path, metavar="FILE", help="also write the trend page")
     hist.add_argument("--db", help=DB_HELP)
@@ -166,10 +169,10 @@ def _history(args: argparse.Namespace, database: Any) -> int:
         from ..results.trend import replay
         threshold = parse_rule(f"{args.metric}:{args.threshold}").threshold
         unit, better = metric_unit(database, args.metric)
-        judged = replay(points, better, threshold)
+        judged = replay(points, better, threshold, base_branch=args.base)
         if args.html:
             from ..results.trend_page import trend_page, write_trend_page
-            page = trend_page(judged, args.app, args.metric, unit, args.board_kind, threshold)
+            page = trend_page(judged, args.app, args.metric, unit, args.board_kind, threshold, args.base)
             try:
                 written = write_trend_page(page, args.html)
             except OSError as exc:

@@ -26,8 +26,10 @@ class TrendPoint:
 
 
 def replay(points: list[Point], better: str = "lower", threshold: float = DEFAULT_THRESHOLD,
-           baseline_runs: int = BASELINE_RUNS) -> list[TrendPoint]:
-    """Each point judged as the gate would judge it alone, against the ``baseline_runs`` valid points before it."""
+           baseline_runs: int = BASELINE_RUNS, base_branch: str | None = None) -> list[TrendPoint]:
+    """Each point judged as the gate would judge it alone, against the ``baseline_runs`` valid points before it;
+    with ``base_branch``, only that branch's valid points make the baseline (as the gate's do): another
+    branch's runs are judged against it and never move it."""
     judged: list[TrendPoint] = []
     before: list[float] = []
     for point in points:
@@ -36,5 +38,6 @@ def replay(points: list[Point], better: str = "lower", threshold: float = DEFAUL
             continue
         decision = decide("metric", [point.value], before[-baseline_runs:], better, threshold=threshold)
         judged.append(TrendPoint(point, decision.band, decision.verdict))
-        before.append(point.value)
+        if base_branch is None or point.branch == base_branch:
+            before.append(point.value)
     return judged

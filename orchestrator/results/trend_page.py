@@ -79,15 +79,17 @@ def trend_chart(judged: list[TrendPoint], unit: str) -> Chart:
 
 
 def trend_page(judged: list[TrendPoint], app: str, metric: str, unit: str, board_kind: str | None,
-               threshold: float) -> TrendPage:
+               threshold: float, base_branch: str | None = None) -> TrendPage:
     rows = [TrendRow(f"{t.point.started_at:%Y-%m-%d %H:%M}", (t.point.commit or "")[:12], t.point.branch or "",
                      t.point.target, f"{t.point.value:.4g}",
                      f"{t.band[0]:.4g}–{t.band[1]:.4g}" if t.band else "", t.verdict) for t in reversed(judged)]
     facts = [("app", app), ("metric", f"{metric} ({unit})" if unit else metric),
              ("board kind", board_kind or "every kind"), ("runs", str(len(judged))),
-             ("threshold", f"{threshold:.0%}")]
-    note = (f"Each run is judged as the CI gate would judge it alone: against the {BASELINE_RUNS} valid runs before "
-            f"it (at least {MIN_BASELINE}); the shaded band is where its value could fall without a clear change, "
+             ("threshold", f"{threshold:.0%}"),
+             ("baseline", f"branch {base_branch}" if base_branch else "every branch")]
+    before = f"valid runs of {base_branch} before it" if base_branch else "valid runs before it"
+    note = (f"Each run is judged as the CI gate would judge it alone: against the {BASELINE_RUNS} {before} "
+            f"(at least {MIN_BASELINE}); the shaded band is where its value could fall without a clear change, "
             "and a filled square marks a change point (beyond the band and the threshold). Flagged runs (throttled, "
             "clocks dropped) are hollow and never part of a baseline.")
     return TrendPage(f"{app}: {metric}", facts, trend_chart(judged, unit) if judged else None, rows,
