@@ -258,12 +258,12 @@ class Watchdog(object):
                 continue
 
     def stop_leftovers(self, deadline):
-        """The app (or its children), and nsys's own helpers, may outlive nsys; past the deadline
-        they are terminated, then killed. nsys's daemon may still be writing the report when the
-        CLI ends, so it gets AFTER_REPORT_GRACE_S more. Returns the PIDs still alive after that."""
-        daemon_deadline = max(deadline, time.time() + AFTER_REPORT_GRACE_S)
-        sessions = [("app", self.app_session(), deadline), ("nsys helpers", self.proc.pid, deadline)]
-        sessions += [("nsys daemon", pid, daemon_deadline) for pid in nsys_daemons(self.proc.pid)]
+        """The app (or its children), nsys's own helpers and its daemon may outlive nsys; past the
+        deadline they are terminated, then killed. nsys's helpers and daemon may still be finishing
+        when the CLI ends, so they get AFTER_REPORT_GRACE_S more. Returns the PIDs still alive after that."""
+        nsys_deadline = max(deadline, time.time() + AFTER_REPORT_GRACE_S)
+        sessions = [("app", self.app_session(), deadline), ("nsys helpers", self.proc.pid, nsys_deadline)]
+        sessions += [("nsys daemon", pid, nsys_deadline) for pid in nsys_daemons(self.proc.pid)]
         left = []
         for label, sid, until in sessions:
             if sid:
@@ -373,7 +373,12 @@ def capture(request, emit, should_stop=None):
             time.sleep(0.1)
         nsys_exit = proc.wait()
         nsys_ended = time.time()
-        leftovers = watchdog.stop_leftovers(max(deadline, nsys_ended))
+        app = watchdog.app_session()
+        app_ended = app_gone is not None or not app or not session_members(app)
+        # an app still running when nsys ended may finish by the planned end; once it is gone nothing is left
+        # to capture, and what nsys leaves (its daemon, orphaned by a stopped nsys, spinning a core) gets its
+        # grace from now, not from a planned end that a long duration_s puts minutes away
+        leftovers = watchdog.stop_leftovers(nsys_ended if app_ended else max(deadline, nsys_ended))
     finally:
         if proc.poll() is None:
             watchdog.stop_nsys("agent interrupted", signal.SIGKILL)

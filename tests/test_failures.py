@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -182,6 +185,43 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
     assert not _alive(marker)
     assert not _alive("nsys-launcher")
     assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed
+    assert_board_clean(tmp_path / "work")
+
+
+def test_a_daemon_left_after_the_app_and_nsys_ended_gets_a_short_grace_not_the_planned_end(sshd, tmp_path):
+    """A stalled nsys's daemon lingers (spinning a core) after nsys is gone. Here, once the app has said which
+    nsys runs it, a process named as that nsys's daemon starts beside it; the app ends after 3 s of a capture
+    planned for 300 s. The daemon gets its grace after nsys, in case it is still writing, then is stopped:
+    nothing waits for the planned end."""
+    pid_file, daemon = tmp_path / "nsys.pid", "sleep 6175; true"
+    app = f"sh -c 'ps -o ppid= -p $PPID > {pid_file}; sleep 3'"
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(profile, sshd, tmp_path, "--app-cmd", app, "--trace", "osrt", "--sample", "none",
+                              "--cpuctxsw", "none", "--duration", "300", "--retries", "0")
+        deadline = time.monotonic() + 120
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        nsys_pid = int(pid_file.read_text())
+        lingering = subprocess.Popen(["sh", "-c", daemon, "--start-agent", f"--session-name=profile-sh-{nsys_pid}"],
+                                     start_new_session=True)
+        try:
+            done = running.result(timeout=600)
+        finally:
+            if lingering.poll() is None:
+                os.killpg(lingering.pid, signal.SIGKILL)
+            lingering.wait()
+    assert done.returncode == 11
+    assert error_line(done).startswith("error: watchdog: nsys daemon outlived the capture (SIGTERM to nsys daemon)")
+    record = last_record(tmp_path)
+    capture = record["capture"]
+    assert capture["app_stopped_after_s"] is None and capture["app_gone_after_s"] < 10  # it ended by itself
+    [(reason, signal_name, at)] = [(a["reason"], a["signal"], a["at"]) for a in capture["watchdog"]]
+    assert (reason, signal_name) == ("nsys daemon outlived the capture", "SIGTERM")
+    assert lingering.returncode == -signal.SIGTERM  # the agent's signal ended it
+    nsys_ended = capture["started_at"] + capture["nsys_elapsed_s"]
+    assert at - nsys_ended >= 20  # the grace after nsys
+    assert at < capture["started_at"] + 300 and capture["elapsed_s"] < 300  # not the planned end
+    assert record["files"]["report.nsys-rep"]["size"] > 0  # nsys itself ended well: its report came back
     assert_board_clean(tmp_path / "work")
 
 
