@@ -6,15 +6,18 @@ line on stderr.
 """
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import sys
 import traceback
 
-from . import AGENT_VERSION, daemon, facts, files, preflight, send
+from . import AGENT_VERSION
 from .protocol import emit, fail
 
 COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove", "board_state")
+MODULES = {"facts": "facts", "board_state": "facts", "preflight": "preflight", "launch": "daemon", "attach": "daemon",
+           "status": "daemon", "remove": "files", "send": "send"}
 
 
 def own_sha256():
@@ -31,25 +34,32 @@ def read_request():
     return json.loads(raw) if raw.strip() else {}
 
 
+def command_module(command):
+    """The module a command needs, imported when it runs: a board's Python starts slowly enough (a Nano's
+    more so) that every call, each file of a pull among them, gains from loading nothing else."""
+    return importlib.import_module("." + MODULES[command], __package__)
+
+
 def handle(command, request):
     if command == "version":
         return {"version": AGENT_VERSION, "sha256": own_sha256(),
                 "python": "{}.{}.{}".format(*sys.version_info[:3])}
+    if command not in MODULES:
+        raise ValueError("unknown command " + command)
+    module = command_module(command)
     if command == "facts":
-        return facts.collect(request.get("nsys"), request.get("work_dir"))
+        return module.collect(request.get("nsys"), request.get("work_dir"))
     if command == "board_state":
-        return facts.board_state()
+        return module.board_state()
     if command == "preflight":
-        return preflight.run(request)
+        return module.run(request)
     if command == "launch":
-        return daemon.launch(request)
+        return module.launch(request)
     if command == "attach":
-        return daemon.attach(request, emit)
+        return module.attach(request, emit)
     if command == "status":
-        return daemon.status(request)
-    if command == "remove":
-        return {"removed": files.remove(request["paths"], request["root"])}
-    raise ValueError("unknown command " + command)
+        return module.status(request)
+    return {"removed": module.remove(request["paths"], request["root"])}
 
 
 def main(argv=None):
@@ -59,7 +69,7 @@ def main(argv=None):
     if args.command == "send":
         return _send(sys.stdin.readline())
     if args.command == "attach":  # its input is the host's heartbeat lines, after one line of request
-        return _answer("attach", lambda: daemon.attach(json.loads(_raw_line(0) or b"{}"), emit))
+        return _answer("attach", lambda: command_module("attach").attach(json.loads(_raw_line(0) or b"{}"), emit))
     try:
         request = read_request() if args.command != "version" else {}
         emit("result", command=args.command, agent_version=AGENT_VERSION, data=handle(args.command, request))
@@ -95,7 +105,7 @@ def _answer(command, work):
 def _send(request_line):
     try:
         request = json.loads(request_line or "{}")
-        send.send(request["path"], request.get("offset", 0))
+        command_module("send").send(request["path"], request.get("offset", 0))
         return 0
     except Exception as exc:
         sys.stderr.write(json.dumps({"failed": True, "msg": "{}: {}".format(type(exc).__name__, exc)}) + "\n")
