@@ -162,8 +162,8 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
     repeats of the delegate study, 1 of the matrix): posebench and its models go up once, every cell's
     figures come from the app's own lines and from the report's NVTX frames. 40 frames keep the app running
     for a second or more (nsys 2022.4 stalls far more often after an app gone within its first second) and
-    well within posebench's 30 s duration_s under nsys on a busy machine (a frame without a delegate takes
-    ~125 ms here, 5 times one with XNNPACK)."""
+    keep the runs short under nsys on a busy machine (a frame without a delegate takes ~125 ms here, 5 times
+    one with XNNPACK)."""
     inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
                                                                        orchestrate_python=sys.executable)})
     sets = [arg for setting in ["frames=40", *settings] for arg in ("--set", setting)]

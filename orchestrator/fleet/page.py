@@ -9,7 +9,7 @@ from typing import Any
 
 from ..report import charts
 from ..report.charts import Chart, Interval
-from ..report.render import render, write_page
+from ..report.render import Fact, render, write_page
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class KindGroup:
 @dataclass(frozen=True)
 class FleetPage:
     title: str
-    facts: list[tuple[str, str]]
+    facts: list[Fact]
     counts: dict[str, int]
     recap: list[RecapRow]
     groups: list[KindGroup]
@@ -110,10 +110,10 @@ def fleet_page(document: dict[str, Any]) -> FleetPage:
     counts = document.get("recap") or {}
     return FleetPage(
         title=f"fleet: {document.get('what')} on {len(boards)} board(s)",
-        facts=[("ran", f"{document.get('kind')} {document.get('what')}"), ("limit", str(document.get("limit"))),
-               ("inventory", str(document.get("inventory"))), ("forks", str(document.get("forks"))),
-               ("status", str(document.get("status"))), ("started", str(document.get("started", ""))),
-               ("finished", str(document.get("finished", "")))],
+        facts=[Fact("ran", f"{document.get('kind')} {document.get('what')}"),
+               Fact("limit", str(document.get("limit"))), Fact("inventory", str(document.get("inventory"))),
+               Fact("forks", str(document.get("forks"))), Fact("status", str(document.get("status"))),
+               Fact("started", str(document.get("started", ""))), Fact("finished", str(document.get("finished", "")))],
         counts={k: int(v) for k, v in counts.items()}, recap=recap, groups=groups, interval=interval)
 
 

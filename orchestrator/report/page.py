@@ -14,6 +14,7 @@ import numpy as np
 from ..analysis.frames import first_steady_index
 from . import charts
 from .charts import Chart
+from .render import Fact
 from .run_data import RunData
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
 from .units import format_ms, format_ns
@@ -22,12 +23,6 @@ HOT_BARS = 15
 THREAD_BARS = 20
 VERDICT_TITLES = {"gpu_wait": "waits for the GPU", "gpu_bound": "GPU-bound", "cpu_bound": "CPU-bound",
                   "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}
-
-
-@dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
 
 
 @dataclass(frozen=True)

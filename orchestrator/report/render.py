@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import __version__
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of a page header's facts (the "facts" macro of _table.html)."""
+    label: str
+    value: str
+
 
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..ci.gate import MIN_BASELINE
 from ..report.charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
-from ..report.render import render, write_page
+from ..report.render import Fact, render, write_page
 from .trend import BASELINE_RUNS, TrendPoint
 
 
@@ -26,7 +26,7 @@ class TrendRow:
 @dataclass(frozen=True)
 class TrendPage:
     title: str
-    facts: list[tuple[str, str]]
+    facts: list[Fact]
     chart: Chart | None
     rows: list[TrendRow]
     change_points: int
@@ -83,10 +83,10 @@ def trend_page(judged: list[TrendPoint], app: str, metric: str, unit: str, board
     rows = [TrendRow(f"{t.point.started_at:%Y-%m-%d %H:%M}", (t.point.commit or "")[:12], t.point.branch or "",
                      t.point.target, f"{t.point.value:.4g}",
                      f"{t.band[0]:.4g}–{t.band[1]:.4g}" if t.band else "", t.verdict) for t in reversed(judged)]
-    facts = [("app", app), ("metric", f"{metric} ({unit})" if unit else metric),
-             ("board kind", board_kind or "every kind"), ("runs", str(len(judged))),
-             ("threshold", f"{threshold:.0%}"),
-             ("baseline", f"branch {base_branch}" if base_branch else "every branch")]
+    facts = [Fact("app", app), Fact("metric", f"{metric} ({unit})" if unit else metric),
+             Fact("board kind", board_kind or "every kind"), Fact("runs", str(len(judged))),
+             Fact("threshold", f"{threshold:.0%}"),
+             Fact("baseline", f"branch {base_branch}" if base_branch else "every branch")]
     before = f"valid runs of {base_branch} before it" if base_branch else "valid runs before it"
     note = (f"Each run is judged as the CI gate would judge it alone: against the {BASELINE_RUNS} {before} "
             f"(at least {MIN_BASELINE}); the shaded band is where its value could fall without a clear change, "

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..report import charts
 from ..report.charts import Chart, Interval
-from ..report.render import render, write_page
+from ..report.render import Fact, render, write_page
 
 FIRST_METRICS = ("steady_mean_ms", "first_frame_ms", "steady_p90_ms", "frames_per_s", "cores_busy")
 TITLES = {"steady_mean_ms": "steady mean per frame", "first_frame_ms": "first frame (first inference)",
@@ -61,7 +61,7 @@ class Verdict:
 class StudyPage:
     title: str
     description: str
-    facts: list[tuple[str, str]]
+    facts: list[Fact]
     tables: list[MetricTable]
     charts: list[tuple[str, Chart]]
     variants: list[Variant]
@@ -120,9 +120,10 @@ def study_page(document: dict[str, Any]) -> StudyPage:
     labels = {c["index"]: c["label"] or "the cell" for c in document["cells"]}
     return StudyPage(
         title=f"study {document['study']}", description=document.get("description") or "",
-        facts=[("target", str(document.get("target"))), ("repeat", f"{document.get('repeat')} runs per cell"),
-               ("status", _status(document)), ("cells", str(len(document["cells"]))),
-               ("started", str(document.get("started", ""))), ("study file", str(document.get("file", "")))],
+        facts=[Fact("target", str(document.get("target"))),
+               Fact("repeat", f"{document.get('repeat')} runs per cell"), Fact("status", _status(document)),
+               Fact("cells", str(len(document["cells"]))), Fact("started", str(document.get("started", ""))),
+               Fact("study file", str(document.get("file", "")))],
         tables=tables, charts=drawn, variants=[_variant(c) for c in document["cells"]],
         verdicts=[Verdict(v["metric"], labels[v["base"]], labels[v["other"]], v["verdict"],
                           f"{v['relative']:+.1%}", v["reason"]) for v in document.get("comparisons", [])],
