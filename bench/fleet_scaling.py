@@ -70,10 +70,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         servers: list[Sshd] = []
-        first = make_sshd(root / "b00", private_run=True)
+        first = make_sshd(root / "b00", own_machine=True)
         servers.append(first)
         for n in range(1, args.boards):
-            servers.append(make_sshd(root / f"b{n:02d}", client_key=first.client_key, private_run=True))
+            servers.append(make_sshd(root / f"b{n:02d}", client_key=first.client_key, own_machine=True))
         known = root / "known_hosts"
         known.write_text("".join(s.known_hosts.read_text() for s in servers))
         hosts = {f"b{n:02d}": {**s.inventory_host(), "orchestrate_work_dir": str(root / "work" / f"b{n:02d}")}

@@ -18,10 +18,13 @@ import time
 AFTER_REPORT_GRACE_S = 20.0
 # Seconds between escalation steps (SIGINT -> SIGTERM -> SIGKILL).
 SIGNAL_STEP_S = 10.0
-# Seconds without a byte written to the scratch folder, once the app is gone and before "Generated:",
-# after which nsys counts as stalled. (A stalled nsys 2022.4 sits in "Generating" with a 114 kB raw file;
-# a working one writes tens of MB within seconds.)
+# Seconds in which the scratch folder must grow by STALL_GROWTH_BYTES, once the app is gone and before
+# "Generated:", for nsys to count as still writing its report. (A stalled nsys 2022.4 sits in "Generating"
+# with a 114 kB raw file; a working one writes megabytes within a second, a 2 s capture of a sleep loop
+# 6 MB. One stuck on a disk that had filled up appended 4 kB every second or two for over a minute:
+# while any change counted as writing, it was waited for until the planned end and 20 s more.)
 STALL_S = 15.0
+STALL_GROWTH_BYTES = 1024 * 1024
 # Seconds between SIGTERMs while the app has not ended after the planned stop.
 RESEND_TERM_S = 5.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
@@ -213,6 +216,22 @@ def remove_nsys_leftovers(before, since, actions):
     return removed
 
 
+class WriteProgress(object):
+    """Whether nsys still writes its report, from the size of its scratch folder over time: stalled once it
+    has not grown by STALL_GROWTH_BYTES in STALL_S seconds. Files removed lower the mark the growth counts
+    from, without counting as progress."""
+
+    def __init__(self, now, written):
+        self.since, self.mark = now, written
+
+    def stalled(self, now, written):
+        if written >= self.mark + STALL_GROWTH_BYTES:
+            self.since, self.mark = now, written
+        elif written < self.mark:
+            self.mark = written
+        return now - self.since > STALL_S
+
+
 def find_reports(report_base):
     return {suffix: report_base + suffix for suffix in REPORT_SUFFIXES if os.path.isfile(report_base + suffix)}
 
@@ -327,7 +346,7 @@ def capture(request, emit, should_stop=None):
     last_term = 0.0
     terms_sent = 0
     ended_early = None
-    scratch_bytes, scratch_changed, stalled = -1, time.time(), False
+    progress, stalled = None, False
     try:
         while proc.poll() is None:
             output.poll()
@@ -356,9 +375,8 @@ def capture(request, emit, should_stop=None):
                 last_beat = now
             if app_gone and not output.generated_at:
                 written = folder_bytes(scratch)
-                if written != scratch_bytes:
-                    scratch_bytes, scratch_changed = written, now
-                elif now - scratch_changed > STALL_S:
+                progress = progress or WriteProgress(now, written)
+                if progress.stalled(now, written):
                     stalled = True
                     watchdog.stop_nsys("nsys stalled while generating the report")
             if output.generated_at and now - output.generated_at > AFTER_REPORT_GRACE_S:

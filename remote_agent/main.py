@@ -1,8 +1,8 @@
 """Entry point: ``python3 agent.pyz COMMAND`` with a JSON request on stdin, JSON lines on stdout.
 
 Every answer ends with one ``result`` line, or one ``error`` line with ``failed: true`` and ``msg``
-instead of a traceback. ``send`` is the exception: its stdout is a file's bytes, its answer one JSON
-line on stderr.
+instead of a traceback. ``send`` is the exception: its stdout is files' bytes, its answer a JSON line per
+file on stderr.
 """
 import argparse
 import hashlib
@@ -104,9 +104,8 @@ def _answer(command, work):
 
 def _send(request_line):
     try:
-        request = json.loads(request_line or "{}")
-        command_module("send").send(request["path"], request.get("offset", 0))
-        return 0
-    except Exception as exc:
+        files = json.loads(request_line or "{}")["files"]
+    except (ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(json.dumps({"failed": True, "msg": "{}: {}".format(type(exc).__name__, exc)}) + "\n")
         return 1
+    return command_module("send").send_files(files)

@@ -30,26 +30,42 @@ def chromium_path() -> str | None:
 
 
 class LazyChromium:
-    """Starts Chromium (through Playwright) when the first page is asked for."""
+    """Starts Chromium (through Playwright) when the first page is asked for, once per test session; each test
+    gets a context of its own (``for_test``), closed at its end."""
 
     def __init__(self, executable: str) -> None:
         self.executable = executable
         self._playwright: Any = None
         self._browser: Any = None
-        self._context: Any = None
 
-    def new_page(self):
-        if self._context is None:
+    def new_context(self) -> Any:
+        if self._browser is None:
             from playwright.sync_api import sync_playwright
             self._playwright = sync_playwright().start()
             self._browser = self._playwright.chromium.launch(executable_path=self.executable, args=["--no-sandbox"])
-            self._context = self._browser.new_context(viewport={"width": 1280, "height": 900})
-        return self._context.new_page()
+        return self._browser.new_context(viewport={"width": 1280, "height": 900})
 
     def close(self) -> None:
         if self._playwright is not None:
             self._browser.close()
             self._playwright.stop()
+
+
+class TestPages:
+    """One test's pages: a context of the session's Chromium, made on the first page."""
+
+    def __init__(self, chromium: LazyChromium) -> None:
+        self.chromium = chromium
+        self._context: Any = None
+
+    def new_page(self) -> Any:
+        if self._context is None:
+            self._context = self.chromium.new_context()
+        return self._context.new_page()
+
+    def close(self) -> None:
+        if self._context is not None:
+            self._context.close()
 
 
 @dataclass

@@ -1,4 +1,11 @@
-"""Shared fixtures. Integration fixtures start real services: sshd on loopback, Xvfb via the agent."""
+"""Shared fixtures. Integration fixtures start real services: sshd on loopback, Xvfb via the agent.
+
+The suite runs on three workers (pytest-xdist). Each worker's ``sshd`` is a board of its own (namespaces with
+their own /run, /tmp and /dev/shm), so the workers capture at once, each on its own board and under its own
+capture lock. Two markers say what a test needs of this machine beyond its board (``workers.py``):
+``machine`` (it captures with this machine's own nsys and lock: one such test at a time, all on one
+worker) and ``alone`` (its figures need the machine to itself: nothing else runs beside it).
+"""
 from __future__ import annotations
 
 import glob
@@ -6,17 +13,21 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import scenarios  # noqa: E402
 from postgres_server import Postgres, make_postgres  # noqa: E402
-from sshd_server import Sshd, make_sshd  # noqa: E402
+from sshd_server import MACHINES, Sshd, make_sshd  # noqa: E402
+from workers import MachineShare, machine_share, once, shared_folder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
+SHARE = pytest.StashKey[MachineShare]()
 
 
 @pytest.fixture(autouse=True)
@@ -28,28 +39,110 @@ def _no_developer_config(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user-data"))  # the default results database
 
 
-NSYS_TMP_FILES = "/tmp/injection_config_*"  # nsys removes them when it ends well; a stopped one leaves them
+NSYS_TMP_FILES = "injection_config_*"  # in /tmp: nsys removes them when it ends well; a stopped one leaves them
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that capture with this machine's own nsys, and those that need it to themselves, run on one worker,
+    one after the other; the ``alone`` ones first, so that the other worker waits for them once."""
+    for item in items:
+        if item.get_closest_marker("machine") or item.get_closest_marker("alone"):
+            item.add_marker(pytest.mark.xdist_group("machine"))
+    items.sort(key=lambda item: item.get_closest_marker("alone") is None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SHARE] = machine_share(config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Between workers: an ``alone`` test runs (set-up, call, tear-down) with nothing beside it, a ``machine``
+    test with no other beside it."""
+    share = item.config.stash[SHARE]
+    share.before(alone=item.get_closest_marker("alone") is not None,
+                 machine=item.get_closest_marker("machine") is not None)
+    try:
+        yield
+    finally:
+        share.after(next_alone=nextitem is not None and nextitem.get_closest_marker("alone") is not None)
+
+
+def nsys_files(host_too: bool) -> set[str]:
+    """nsys's files in the /tmp of every board of its own this worker started (or left there when it stopped),
+    and in this machine's /tmp."""
+    found = {path for board in MACHINES for path in board.nsys_files(NSYS_TMP_FILES)}
+    return found | (set(glob.glob(f"/tmp/{NSYS_TMP_FILES}")) if host_too else set())
 
 
 @pytest.fixture(autouse=True)
-def _no_nsys_files_left_in_tmp():
-    """Nothing a test's runs start outlives them, nsys's own files in /tmp included."""
-    before = set(glob.glob(NSYS_TMP_FILES))
+def _no_nsys_files_left_in_tmp(request):
+    """Nothing a test's runs start outlives them, nsys's own files in /tmp included: on its boards, and on this
+    machine when the test captures here (the other worker's local captures are the other worker's)."""
+    host_too = not os.environ.get("PYTEST_XDIST_WORKER") or request.node.get_closest_marker("machine") is not None
+    before = nsys_files(host_too)
     yield
-    left = sorted(set(glob.glob(NSYS_TMP_FILES)) - before)
+    left = sorted(nsys_files(host_too) - before)
     for path in left:
-        os.remove(path)
+        Path(path).unlink(missing_ok=True)
     assert not left, f"nsys files left in /tmp: {left}"
 
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory) -> Sshd:
+    """The worker's board: a machine of its own, reached over a real sshd on loopback."""
     if os.geteuid() != 0 or not shutil.which("sshd"):
         pytest.skip("needs root and openssh-server (the README's test command installs it)")
-    server = make_sshd(tmp_path_factory.mktemp("sshd"))
+    server = make_sshd(tmp_path_factory.mktemp("sshd"), own_machine=True)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd_here(tmp_path_factory) -> Sshd:
+    """A board that is this machine itself (its mounts, its /run and capture lock): for the faults a test makes
+    with a mount of its own (a small disk), which a board of its own would not see. Tests using it are marked
+    ``machine``."""
+    if os.geteuid() != 0 or not shutil.which("sshd"):
+        pytest.skip("needs root and openssh-server (the README's test command installs it)")
+    server = make_sshd(tmp_path_factory.mktemp("sshd-here"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory) -> Path:
+    """A folder every worker of this session shares (the scenarios captured once live there)."""
+    return shared_folder(tmp_path_factory)
+
+
+def made_cleanly(make: Callable[[], dict], host_too: bool) -> dict:
+    """make()'s result, once its capture left nothing of nsys's in /tmp (no test's own check sees it)."""
+    before = nsys_files(host_too)
+    result = make()
+    left = sorted(nsys_files(host_too) - before)
+    for path in left:
+        Path(path).unlink(missing_ok=True)
+    assert not left, f"nsys files left in /tmp: {left}"
+    return result
+
+
+@pytest.fixture(scope="session")
+def scenario(shared, sshd) -> Callable[[str], dict]:
+    """scenario(name) -> what the tests read of that run on a board, captured once (tests/scenarios.py)."""
+    def read(name: str) -> dict:
+        return once(shared, name, lambda folder: made_cleanly(lambda: scenarios.MAKERS[name](folder, sshd), False))
+    return read
+
+
+@pytest.fixture(scope="session")
+def es2gears_here(shared) -> dict:
+    """es2gears profiled on this machine (the local target), once (tests/scenarios.py). Its readers are
+    marked ``machine`` and ``alone``."""
+    return once(shared, "es2gears_here", lambda folder: made_cleanly(lambda: scenarios.es2gears_here(folder), True))
 
 
 @pytest.fixture(scope="session")
@@ -103,10 +196,9 @@ def host_nsys() -> str:
     return path
 
 
-@pytest.fixture
-def browser():
-    """Headless Chromium (Debian's package), started on the test's first page and closed at its end, so
-    that no browser runs while a test captures with nsys."""
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium (Debian's package), started on the session's first page, once per worker."""
     from browser import LazyChromium, chromium_path
     path = chromium_path()
     if path is None:
@@ -116,6 +208,15 @@ def browser():
     lazy = LazyChromium(path)
     yield lazy
     lazy.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The test's pages: a browser context of its own, closed at its end."""
+    from browser import TestPages
+    pages = TestPages(chromium)
+    yield pages
+    pages.close()
 
 
 def nsys_stall(record: dict) -> bool:

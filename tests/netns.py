@@ -33,8 +33,10 @@ class BoardLink:
 
 def make_board_link(rate: str = "8mbit") -> BoardLink:
     tag = f"{os.getpid() % 10000}"
+    # each test worker (gw0, gw1, ...) a subnet of its own: two workers' links are up at once
+    subnet = 7 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
     link = BoardLink(name=f"orch-board-{tag}", host_side=f"orh{tag}", board_side=f"orb{tag}",
-                     host_address="10.251.7.1", board_address="10.251.7.2")
+                     host_address=f"10.251.{subnet}.1", board_address=f"10.251.{subnet}.2")
     link.remove()  # what a crashed run of the same pid left
     _ip("netns", "add", link.name)
     _ip("link", "add", link.host_side, "type", "veth", "peer", "name", link.board_side)

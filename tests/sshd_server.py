@@ -1,16 +1,23 @@
 """A real OpenSSH server on loopback for tests and benchmarks: generated host and client keys, root
-login by key only. Several instances (one per port) make a fleet."""
+login by key only. Several instances (one per port) make a fleet.
+
+With ``own_machine`` the server is a board of its own: it runs in namespaces with a /run, /tmp and /dev/shm
+of their own and a hostname of its own, so that its capture lock (/run/orchestrate-capture.lock) and nsys's
+files in /tmp are its own, as on a real board. The tests' temporary tree under /tmp stays visible in it at the
+same path, so that a test reads the board's work dir as the board writes it."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+MACHINES: list[Sshd] = []  # the boards of their own this process started, whose /tmp the tests check
 
 
 def free_port() -> int:
@@ -38,19 +45,21 @@ class Sshd:
     host_public_key: str
     address: str = "127.0.0.1"
     netns: str | None = None  # run inside this network namespace (a board behind a link of its own)
-    private_run: bool = False  # a /run and /dev/shm of its own: the board's capture lock is its own, as on a board
+    own_machine: bool = False  # a /run, /tmp, /dev/shm and hostname of its own (see the module's docstring)
     process: subprocess.Popen | None = None
+    left_in_tmp: set[str] = field(default_factory=set)
 
     def start(self) -> None:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
         log = open(self.root / "sshd.log", "ab")
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
-        if self.private_run:
-            prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                       "mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /dev/shm && mkdir -m 755 /run/sshd && "
-                       'exec "$@"', "sh"]
+        if self.own_machine:
+            prefix += ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
+                       machine_setup(f"board-{self.port}", kept_under_tmp(self.root)), "sh"]
         self.process = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                         stdout=log, stderr=log)
+        if self.own_machine and self not in MACHINES:
+            MACHINES.append(self)
         deadline = time.time() + 10
         while time.time() < deadline:
             with socket.socket() as probe:
@@ -62,7 +71,22 @@ class Sshd:
             time.sleep(0.05)
         raise RuntimeError(f"sshd did not start: {(self.root / 'sshd.log').read_text()}")
 
+    @property
+    def tmp(self) -> Path:
+        """The board's /tmp, seen from here: through /proc when it is a machine of its own (and runs)."""
+        if self.own_machine and self.process is not None:
+            return Path(f"/proc/{self.process.pid}/root/tmp")
+        return Path("/tmp")
+
+    def nsys_files(self, pattern: str) -> set[str]:
+        """Files matching pattern in the board's /tmp, named as this machine sees them; once the board has
+        stopped (its /tmp gone with it), those it held when it stopped."""
+        if self.own_machine and self.process is not None and self.process.poll() is None:
+            self.left_in_tmp = {str(path) for path in self.tmp.glob(pattern)}
+        return self.left_in_tmp
+
     def stop(self) -> None:
+        self.nsys_files("injection_config_*")
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
@@ -72,6 +96,7 @@ class Sshd:
         """SIGKILL the listener and every session it forked, as a board losing power would."""
         if self.process is None:
             return
+        self.nsys_files("injection_config_*")
         for pid in [*descendants(self.process.pid), self.process.pid]:
             try:
                 os.kill(pid, 9)
@@ -87,6 +112,26 @@ class Sshd:
             "ansible_user": "root",
             "ansible_ssh_private_key_file": str(self.client_key),
         }
+
+
+def kept_under_tmp(path: Path) -> list[Path]:
+    """The folder of /tmp that holds path (the tests' temporary tree), which a board of its own keeps seeing."""
+    parts = path.resolve().parts
+    return [Path(*parts[:3])] if len(parts) > 3 and parts[1] == "tmp" else []
+
+
+def machine_setup(hostname: str, kept: list[Path]) -> str:
+    """The shell steps, in fresh mount and UTS namespaces, that make a machine of its own before sshd starts:
+    tmpfs on /run, /dev/shm and /tmp, the kept folders bound back at their paths in the new /tmp."""
+    steps = ["mount -t tmpfs -o mode=755 tmpfs /run", "mkdir -m 755 /run/sshd",
+             "mount -t tmpfs -o mode=1777 tmpfs /dev/shm"]
+    for n, folder in enumerate(kept):  # held under the new /run while /tmp is replaced
+        steps += [f"mkdir -p /run/kept/{n}", f"mount --bind {shlex.quote(str(folder))} /run/kept/{n}"]
+    steps.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
+    for n, folder in enumerate(kept):
+        steps += [f"mkdir -p {shlex.quote(str(folder))}", f"mount --bind /run/kept/{n} {shlex.quote(str(folder))}",
+                  f"umount /run/kept/{n}"]
+    return " && ".join([*steps, f"hostname {shlex.quote(hostname)}", 'exec "$@"'])
 
 
 def descendants(root: int) -> list[int]:
@@ -108,7 +153,7 @@ def descendants(root: int) -> list[int]:
 
 
 def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None, address: str = "127.0.0.1",
-              netns: str | None = None, private_run: bool = False) -> Sshd:
+              netns: str | None = None, own_machine: bool = False) -> Sshd:
     """Write keys and config under root; the caller starts and stops it."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
@@ -133,4 +178,4 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
     ssh_config = root / "ssh_config"
     ssh_config.write_text("# empty on purpose: keeps the developer's own ~/.ssh/config out of the tests\n")
     return Sshd(root=root, port=port, client_key=client_key, known_hosts=known_hosts, ssh_config=ssh_config,
-                host_public_key=host_public, address=address, netns=netns, private_run=private_run)
+                host_public_key=host_public, address=address, netns=netns, own_machine=own_machine)

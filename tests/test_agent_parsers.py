@@ -155,3 +155,23 @@ def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():
         child.kill()
         child.wait()
     assert process_started_at(child.pid, before, 123.0) == 123.0       # gone: when it was seen
+
+
+def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
+    from remote_agent.capture import STALL_GROWTH_BYTES, STALL_S, WriteProgress
+    # a working nsys: megabytes a second until it is done
+    working = WriteProgress(0.0, 180_000)
+    assert not any(working.stalled(t / 10, 180_000 + t * 400_000) for t in range(1, 400))
+    # stuck on a full disk, as seen: 4 kB more every 1.5 s never counts as writing the report
+    trickle = WriteProgress(0.0, 3_400_000)
+    verdicts = [(t * 1.5, trickle.stalled(t * 1.5, 3_400_000 + t * 4100)) for t in range(1, 40)]
+    assert [t for t, stalled in verdicts if stalled][0] == pytest.approx(STALL_S + 1.5, abs=1.5)
+    # files removed, then growth again: the growth counts from what was left
+    cleaned = WriteProgress(0.0, 5 * STALL_GROWTH_BYTES)
+    assert not cleaned.stalled(10.0, 100_000)
+    assert not cleaned.stalled(20.0, 100_000 + STALL_GROWTH_BYTES)  # grew by the full amount after the removal
+    assert not cleaned.stalled(20.0 + STALL_S, 100_000 + STALL_GROWTH_BYTES)
+    assert cleaned.stalled(20.1 + STALL_S, 100_000 + STALL_GROWTH_BYTES)
+    # the classic stall: not a byte more
+    still = WriteProgress(0.0, 114_000)
+    assert not still.stalled(STALL_S, 114_000) and still.stalled(STALL_S + 0.1, 114_000)

@@ -7,19 +7,18 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from browser import assert_clean, open_page
 from conftest import profiled_run, run_cli, write_inventory
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
 
-from orchestrator.inventory.catalog import BUILTIN_DIR
-
-pytestmark = [pytest.mark.integration,
+# local captures (this machine's nsys), whose frame times and cores busy need the machine to themselves
+pytestmark = [pytest.mark.integration, pytest.mark.machine, pytest.mark.alone,
               pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")]
 APPS = Path(__file__).parent / "apps"
 # what CPython spends a square-root loop in (self time of the sampled frames)
@@ -89,15 +88,14 @@ def test_nvtx_frames_match_the_apps_own_timer(tmp_path, browser):
 
 
 @pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
-def test_es2gears_frame_rate_matches_its_own_fps_line(tmp_path, monkeypatch, browser):
-    # the built-in spec, with es2gears's stdout line-buffered so its FPS line survives the SIGTERM at the end
-    apps = tmp_path / "apps"
-    apps.mkdir()
-    spec = yaml.safe_load((BUILTIN_DIR / "es2gears.yaml").read_text())
-    (apps / "es2gears-fps.yaml").write_text(yaml.safe_dump({**spec, "name": "es2gears-fps",
-                                                            "command": ["stdbuf", "-oL", *spec["command"]]}))
-    monkeypatch.setenv("ORCHESTRATE_APPS_DIR", str(apps))
-    run_dir, summary = profile_locally(tmp_path, "--app", "es2gears-fps", "--duration", "7")
+def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
+    """es2gears as built in, its stdout line-buffered, 7 s on this machine (test_profile_e2e reads the same run
+    for the local target's run folder)."""
+    done = subprocess.CompletedProcess([], es2gears_here["returncode"], es2gears_here["stdout"],
+                                       es2gears_here["stderr"])
+    run_dir = profiled_run(done, Path(es2gears_here["runs"]))
+    assert "analyze" in done.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
     printed = re.findall(r"(\d+) frames in ([\d.]+) seconds = ([\d.]+) FPS", (run_dir / "app.stdout.log").read_text())
     assert printed, "es2gears prints its frame rate every 5 s"
     count, seconds, fps = int(printed[0][0]), float(printed[0][1]), float(printed[0][2])

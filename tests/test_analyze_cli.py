@@ -81,6 +81,7 @@ def test_bad_selection_is_a_usage_error(export, args, message):
 
 
 @pytest.mark.integration
+@pytest.mark.machine
 @pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")
 def test_an_empty_capture_says_so(tmp_path):
     """A real capture with every trace off: nsys writes a report with no events in it."""

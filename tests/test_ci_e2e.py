@@ -19,7 +19,7 @@ import yaml
 from board_state import assert_board_clean
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
-from test_profile_e2e import board
+from scenarios import board
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")]
@@ -92,6 +92,7 @@ def steady_means(repo: Path) -> list[float]:
             for summary in sorted(job.glob("*/*/summary.json"))]
 
 
+@pytest.mark.alone  # the gate's verdicts on frame times
 def test_the_ci_examples_pass_an_unchanged_commit_and_fail_a_slower_one(sshd, browser, tmp_path):
     github, github_script = github_job()
     gitlab, gitlab_script = gitlab_job()

@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from board_state import assert_board_clean, record
+from board_state import assert_board_clean, record, run_processes
 from browser import assert_clean, open_page
 from conftest import run_cli, write_inventory
+from scenarios import board, ssh_args
 from sshd_server import free_port, keygen, make_sshd
-from test_profile_e2e import board, ssh_args
 
 from orchestrator.inventory.catalog import adhoc_app, with_overrides
 from orchestrator.inventory.hosts import Host
@@ -108,17 +108,18 @@ def test_nsys_missing_is_its_own_error(sshd, tmp_path):
     assert "fix orchestrate_nsys in the inventory (nsys found at /usr/bin/nsys" in line
 
 
-def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path, browser):
-    # the app runs 2 s before failing: nsys 2022.4 sometimes hangs when the app ends within its first second
-    done = profile(sshd, tmp_path, "--app-cmd", "sh -c 'sleep 2; echo boom >&2; exit 3'", "--trace", "osrt",
-                   "--sample", "none", "--duration", "5")
+def test_app_exiting_non_zero_keeps_its_report_and_output(scenario, browser):
+    """An app that says 'boom' and exits with status 3 after 2 s (a Nano's, with its clocks locked:
+    test_lock_clocks reads the same run)."""
+    run = scenario("failing_app_nano")
+    done = subprocess.CompletedProcess([], run["returncode"], run["stdout"], run["stderr"])
     assert done.returncode == 10
     # nsys may hang after the app's exit (then the watchdog stops it): the message says so, the rest holds
     assert re.search(r"error: the app exited with status 3 after 2\.\d s( \(|; nsys then hung and was stopped by "
                      r"the watchdog \()", error_line(done))
-    run_dir = Path(sorted((tmp_path / "runs").glob("*"))[-1])
+    run_dir = Path(sorted(Path(run["runs"]).glob("*"))[-1])
     assert (run_dir / "app.stderr.log").read_text() == "boom\n"
-    record = last_record(tmp_path)
+    record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "app_failed"
     if not (run_dir / "report.nsys-rep").is_file():
         # nsys hung after the app's exit on every attempt (the retry's too) and wrote nothing: the run says so and
@@ -136,21 +137,23 @@ def test_app_exiting_non_zero_keeps_its_report_and_output(sshd, tmp_path, browse
     opened.screenshot("failed-app-exit-3")
 
 
-def _alive(marker: str) -> bool:
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+def _alive(marker: str, work: Path) -> bool:
+    """A process of the runs under work (marked in its environment) whose command line holds marker: another
+    test's captures run beside this one's, with their own nsys launchers and daemons."""
+    return any(marker in command for _, command in run_processes(work))
 
 
 def test_app_ignoring_sigterm_is_killed_by_the_watchdog(sshd, tmp_path):
     marker = "sleep 6173"
     started = time.monotonic()
     done = profile(sshd, tmp_path, "--app-cmd", f"sh -c 'trap \"\" TERM INT; {marker}; true'", "--trace", "osrt",
-                   "--sample", "none", "--duration", "2", "--grace", "3")
+                   "--sample", "none", "--cpuctxsw", "none", "--duration", "2", "--grace", "3")
     assert done.returncode == 11
     # nsys either returns at --duration leaving the app behind, or waits for it and is interrupted
     # at the deadline; either way the app ignores SIGTERM and only SIGKILL ends it
     line = error_line(done)
     assert line.startswith("error: watchdog: ") and "SIGTERM to app, SIGKILL to app" in line
-    assert not _alive(marker)
+    assert not _alive(marker, tmp_path / "work")
     assert_board_clean(tmp_path / "work")
     record = last_record(tmp_path)
     # each capture is bounded by the watchdog; a capture whose nsys stalled without a report is made again
@@ -182,9 +185,9 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
         assert record["files"]["report.nsys-rep"]["size"] > 0
     else:  # it had written nothing yet (it varies with when the freeze lands): captured once more, as asked
         assert len(record["capture_attempts"]) == 1 and record["capture_attempts"][0]["stalled"] is True
-    assert not _alive(marker)
-    assert not _alive("nsys-launcher")
-    assert not _alive("--start-agent")  # nsys's profiling daemon, orphaned when nsys is killed
+    assert not _alive(marker, tmp_path / "work")
+    assert not _alive("nsys-launcher", tmp_path / "work")
+    assert not _alive("--start-agent", tmp_path / "work")  # nsys's profiling daemon, orphaned when nsys is killed
     assert_board_clean(tmp_path / "work")
 
 
@@ -225,13 +228,15 @@ def test_a_daemon_left_after_the_app_and_nsys_ended_gets_a_short_grace_not_the_p
     assert_board_clean(tmp_path / "work")
 
 
-def test_small_disk_is_refused_before_capturing(sshd, tmp_path):
+@pytest.mark.machine  # the small disk is a mount of this machine's
+def test_small_disk_is_refused_before_capturing(sshd_here, tmp_path):
     small = tmp_path / "small"
     small.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        done = profile(sshd, tmp_path, "--app", "es2gears", host_vars={"orchestrate_work_dir": str(small / "work")})
+        done = profile(sshd_here, tmp_path, "--app", "es2gears",
+                       host_vars={"orchestrate_work_dir": str(small / "work")})
         assert done.returncode == 12
         assert f"preflight: only 63 MB free in {small}/work (report and nsys scratch)" in error_line(done) or \
             f"preflight: only 64 MB free in {small}/work (report and nsys scratch)" in error_line(done)
@@ -260,6 +265,7 @@ def test_a_silent_port_times_out_with_the_inventory_timeout(tmp_path):
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.machine
 def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
     """A retry after a stall runs in the same run folder: the app to stop is the new one, not the pid the
     first try left behind (which once made a retry wait for a long-gone app until the watchdog)."""

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from board_state import assert_board_clean, assert_report_kept, record
 from conftest import REPO, nsys_stall, profiled_run, run_cli, write_inventory
+from scenarios import SECRET, as_from_a_terminal, board, ssh_args, wait_for_app, wait_for_stage
 from sshd_server import make_sshd
-from test_profile_e2e import board, ssh_args
 
 from orchestrator.errors import TransferError
 from orchestrator.inventory.hosts import Host
@@ -69,23 +69,12 @@ def start_profile(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, 
     return proc, work
 
 
-def as_from_a_terminal() -> None:
-    """A command started from a terminal takes Ctrl-C. A test runner started in the background by a
-    non-interactive shell ignores SIGINT, and children inherit the ignoring: give it back."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def wait_for_stage(tmp_path: Path, stage: str, timeout_s: float = 60) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for run_json in (tmp_path / "runs").glob("*/run.json"):
-            try:
-                if json.loads(run_json.read_text()).get("stage") == stage:
-                    return run_json.parent
-            except ValueError:
-                pass
-        time.sleep(0.1)
-    raise AssertionError(f"no run reached stage {stage}")
+def start_capturing(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path, Path]:
+    """A sleep loop profiled for 20 s, once its app runs on the board: the process, work dir and run folder."""
+    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE, "--duration", "20", *extra)
+    run_dir = wait_for_stage(tmp_path / "runs", "capturing")
+    wait_for_app(run_dir)
+    return proc, work, run_dir
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -94,24 +83,20 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_path, sig):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
-                               "--duration", "20")
-    run_dir = wait_for_stage(tmp_path, "capturing")
-    time.sleep(4)
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=180)
+def assert_ended_early_by_the_user(returncode: int, err: str, run_dir: Path, work: Path) -> None:
+    """One interrupt 4 s after the app started: the board ended the capture early, the report came back,
+    nothing is left."""
     [line] = error_lines(err)
     record = json.loads((run_dir / "run.json").read_text())
+    assert "capture" in record, err  # the host followed the capture to its end
     after = record["capture"]["ended_early"]["after_s"]
     assert 3 < after < 15
     assert record["app_exit"]["ended"].startswith("stopped by the agent after ")
-    if proc.returncode == 11:  # nsys stalled after the early end and had to be stopped: it says so
+    if returncode == 11:  # nsys stalled after the early end and had to be stopped: it says so
         assert nsys_stall(record) and line.startswith("error: watchdog: nsys "), err
         assert record["capture_attempts"] == []  # an interrupted capture is never made again
     else:
-        assert proc.returncode == 16, err
+        assert returncode == 16, err
         assert line == f"error: interrupted after {after:.1f} s; report kept: {run_dir}"
         assert record["status"] == "interrupted"
     if record["capture"]["reports"]:  # what nsys wrote came back, verified
@@ -122,10 +107,22 @@ def test_one_interrupt_ends_the_capture_early_and_keeps_the_report(sshd, tmp_pat
     assert_board_clean(work)
 
 
+def test_ctrl_c_ends_the_capture_early_and_keeps_the_report(scenario):
+    """Ctrl-C 4 s into a capture (a Nano's, with its clocks locked: test_lock_clocks reads the same run)."""
+    run = scenario("interrupted_nano")
+    assert_ended_early_by_the_user(run["returncode"], run["stderr"], Path(run["run_dir"]), Path(run["work"]))
+
+
+def test_sigterm_ends_the_capture_early_and_keeps_the_report(sshd, tmp_path):
+    proc, work, run_dir = start_capturing(sshd, tmp_path)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert_ended_early_by_the_user(proc.returncode, err, run_dir, work)
+
+
 def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_path):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
-                               "--duration", "20")
-    run_dir = wait_for_stage(tmp_path, "capturing")
+    proc, work, run_dir = start_capturing(sshd, tmp_path)
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
@@ -146,31 +143,23 @@ def test_a_second_interrupt_leaves_the_report_on_the_board_for_fetch(sshd, tmp_p
     assert again.returncode == 0 and "already here" in again.stderr
 
 
-def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(sshd, tmp_path):
-    proc, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
-                               "--duration", "30", "--heartbeat-timeout", "3")
-    run_dir = wait_for_stage(tmp_path, "capturing")
-    time.sleep(2)
-    proc.kill()  # no clean-up of any kind on the host
-    proc.communicate(timeout=30)
-    # the board hears nothing more: it ends the capture on its own (a fetch before that would re-attach
-    # and let the capture run its course)
-    remote = Path(json.loads((run_dir / "run.json").read_text())["remote"]["run_dir"])
-    deadline = time.monotonic() + 60
-    while json.loads((remote / "state.json").read_text()).get("stage") != "ended" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    done = run_cli("fetch", str(run_dir), *ssh_args(sshd))
+def test_a_killed_host_leaves_the_capture_to_the_board_and_fetch_gets_it(scenario):
+    """The host process killed 2 s into a capture (heartbeat timeout 3 s), then fetch once the board has ended
+    it (a Nano's, with its clocks locked: test_lock_clocks reads the same run)."""
+    run = scenario("abandoned_nano")
+    run_dir = Path(run["run_dir"])
+    done = subprocess.CompletedProcess([], run["returncode"], run["stdout"], run["stderr"])
     record = assert_fetched(done, run_dir)
     early = record["capture"]["ended_early"]
     assert early["reason"].startswith("no heartbeat from the host for ") and early["after_s"] < 20
     assert "the capture was ended early" in done.stderr
-    assert_board_clean(work)
+    assert_board_clean(Path(run["work"]))
 
 
 def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_path):
     first, work = start_profile(sshd, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                 "--duration", "6")
-    first_run = wait_for_stage(tmp_path, "capturing")
+    first_run = wait_for_stage(tmp_path / "runs", "capturing")
     inventory = tmp_path / "inventory.yaml"
     # another work dir on the same machine is the same board: its nsys would be the same nsys
     twin = write_inventory(tmp_path / "twin.yaml", {"twin": board(sshd, tmp_path / "twin-work")})
@@ -276,12 +265,14 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)])
 
 
-def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd, tmp_path, small_disk):
-    """es2gears with OpenGL trace writes about 30 MB/s of capture: 200 MB fill up within seconds."""
+@pytest.mark.machine  # the small disk is a mount of this machine's
+def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd_here, tmp_path, small_disk):
+    """es2gears with OpenGL trace writes about 30 MB/s of capture: 200 MB fill up within seconds. (No CPU
+    sampling: with it, nsys 2022.4 stalls writing its report whenever another process keeps a core busy.)"""
     work = small_disk / "work"
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--duration", "20", "--inventory",
-                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd_here, work)})
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "20",
+                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd_here))
     assert done.returncode == 12, done.stderr
     [line] = error_lines(done.stderr)
     # preflight warned first: 200 MB is below its estimate, above its minimum
@@ -308,13 +299,15 @@ def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd, tm
     assert_board_clean(work)
 
 
-def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_runs_on(sshd, tmp_path, small_disk):
+@pytest.mark.machine  # the small disk is a mount of this machine's
+def test_a_disk_filled_at_once_by_something_else_is_a_clear_error_and_nothing_runs_on(sshd_here, tmp_path,
+                                                                                      small_disk):
     work = small_disk / "work"
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd_here, work)})
     # the app fills the whole disk two seconds in, faster than anything can react
     app = f"sh -c 'sleep 2; dd if=/dev/zero of={small_disk}/fill bs=1M 2>/dev/null; while true; do sleep 0.2; done'"
-    done = run_cli("profile", "--target", "board", "--app-cmd", app, *QUIET_TRACE,
-                   "--duration", "20", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    done = run_cli("profile", "--target", "board", "--app-cmd", app, *QUIET_TRACE, "--duration", "20",
+                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd_here))
     assert done.returncode == 12, done.stderr
     [line] = error_lines(done.stderr)
     run_dir = next((tmp_path / "runs").glob("*"))
@@ -339,7 +332,7 @@ def board_behind_a_link(tmp_path):
         pytest.skip("needs root and network namespaces (iproute2)")
     from netns import make_board_link
     link = make_board_link(rate="8mbit")
-    server = make_sshd(tmp_path / "sshd", address=link.board_address, netns=link.name)
+    server = make_sshd(tmp_path / "sshd", address=link.board_address, netns=link.name, own_machine=True)
     try:
         server.start()
         yield link, server
@@ -352,13 +345,14 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     link, server = board_behind_a_link
     work = tmp_path / "work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(server, work)})
-    # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s
+    # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s (no CPU sampling:
+    # with it, nsys 2022.4 stalls writing its report whenever another process keeps a core busy)
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--app",
-                             "es2gears", "--duration", "3", "--inventory", str(inventory), "--out",
+                             "es2gears", "--sample", "none", "--duration", "3", "--inventory", str(inventory), "--out",
                              str(tmp_path / "runs"), *ssh_args(server)],
                             cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_dir = wait_for_stage(tmp_path, "on_board", timeout_s=120)
+    run_dir = wait_for_stage(tmp_path / "runs", "on_board", timeout_s=120)
     partial = run_dir / ".report.nsys-rep.part"
     deadline = time.monotonic() + 60
     while not (partial.exists() and partial.stat().st_size > 256 * 1024) and time.monotonic() < deadline:
@@ -384,26 +378,22 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     assert_board_clean(work)
 
 
-def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(sshd, tmp_path):
-    apps = tmp_path / "apps"
-    apps.mkdir()
-    secret = "s3cr3t-Value-917"
-    (apps / "withsecret.yaml").write_text(
-        "name: withsecret\n"
-        "command: [sh, -c, 'printf %s \"$API_TOKEN\" | sha256sum; while true; do sleep 0.2; done']\n"
-        f"env: {{API_TOKEN: {secret}, PLAIN_SETTING: visible-value}}\n"
-        "trace: [osrt]\nsample: none\ncpuctxsw: none\nduration_s: 2\n")
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work")})
-    done = run_cli("profile", "--target", "board", "--app", "withsecret", "--apps-dir", str(apps), "--inventory",
-                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
-    run_dir = profiled_run(done, tmp_path / "runs")
+def ordinary_run(scenario) -> tuple[dict, Path]:
+    """The shared ordinary run (tests/scenarios.py): what the command said, and its run folder."""
+    run = scenario("ordinary")
+    done = subprocess.CompletedProcess([], run["returncode"], run["stdout"], run["stderr"])
+    return run, profiled_run(done, Path(run["runs"]))
+
+
+def test_secret_looking_environment_values_reach_the_app_but_no_log_or_report(scenario):
+    run, run_dir = ordinary_run(scenario)
     # the app had the real value (it prints its hash, not the value)
-    assert (run_dir / "app.stdout.log").read_text() == f"{hashlib.sha256(secret.encode()).hexdigest()}  -\n"
+    assert (run_dir / "app.stdout.log").read_text() == f"{hashlib.sha256(SECRET.encode()).hexdigest()}  -\n"
     record = (run_dir / "run.json").read_text()
     assert "API_TOKEN=***" in json.loads(record)["remote_command"] and "PLAIN_SETTING=visible-value" in record
     for name in ("run.json", "report.html", "summary.json", "nsys.log"):
-        assert secret not in (run_dir / name).read_text(errors="replace"), name
-    assert secret not in done.stderr + done.stdout
+        assert SECRET not in (run_dir / name).read_text(errors="replace"), name
+    assert SECRET not in run["stderr"] + run["stdout"]
 
 
 def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finishes_alone(board_behind_a_link,
@@ -411,7 +401,7 @@ def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finish
     link, server = board_behind_a_link
     proc, work = start_profile(server, tmp_path, "--app-cmd", LOOP_APP, *QUIET_TRACE,
                                "--duration", "40", "--heartbeat-timeout", "4")
-    run_dir = wait_for_stage(tmp_path, "capturing")
+    run_dir = wait_for_stage(tmp_path / "runs", "capturing")
     time.sleep(2)
     link.cut()
     _, err = proc.communicate(timeout=120)
@@ -430,12 +420,11 @@ def test_a_link_cut_during_the_capture_is_a_lost_connection_and_the_board_finish
     assert_board_clean(work)
 
 
-def test_a_work_dir_with_spaces_and_quotes_works_on_both_sides(sshd, tmp_path):
-    work = tmp_path / "orch w's \"dir\""
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    done = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, *QUIET_TRACE,
-                   "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
-    record = json.loads((profiled_run(done, tmp_path / "runs") / "run.json").read_text())
+def test_a_work_dir_with_spaces_and_quotes_works_on_both_sides(scenario):
+    run, run_dir = ordinary_run(scenario)
+    work = Path(run["work"])
+    assert work.name == "orch w's \"dir\""
+    record = json.loads((run_dir / "run.json").read_text())
     assert record["agent"]["path"] == f"{work}/agent/orchestrate-agent-{record['agent']['sha256'][:16]}.pyz"
     assert record["remote"]["run_dir"].startswith(f"{work}/runs/")
     assert (work.stat().st_mode & 0o777) == 0o700

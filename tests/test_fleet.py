@@ -17,10 +17,12 @@ from board_state import assert_board_clean, assert_report_kept
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli
 from fake_board import lay_out
+from scenarios import as_from_a_terminal
 from sshd_server import make_sshd
-from test_faults import as_from_a_terminal, error_lines
+from test_faults import error_lines
 
-pytestmark = pytest.mark.integration
+# the fleet's boards are ports of this machine: they capture with its nsys and hold its capture lock
+pytestmark = [pytest.mark.integration, pytest.mark.machine]
 
 APP_PY = REPO / "tests" / "apps" / "nvtx_frames.py"
 # NVTX frames of ~12 ms until the agent stops it; the board whose run folder names 'failing' cannot load its model

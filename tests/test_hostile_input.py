@@ -74,7 +74,7 @@ def test_files_go_to_exactly_the_named_path_on_both_sides(tmp_path_factory, name
     done = transport.run(ShellCommand(("cat", remote)))
     assert (done.exit_status, done.stdout) == (0, "payload")
     out = folder / "copy"
-    transport.download(ShellCommand(("cat", remote)), out, b"")
+    transport.download(ShellCommand(("cat", remote)), [(out, None)], b"")
     assert out.read_bytes() == b"payload"
     assert sorted(p.name for p in folder.iterdir()) == sorted({"source", name, "copy"})
     tried()
@@ -143,7 +143,7 @@ def test_over_ssh_the_sftp_side_and_the_shell_side_agree_on_any_name(sshd, tmp_p
         transport.put(local, remote)                                   # SFTP
         done = transport.run(ShellCommand(("cat", remote)))            # the shell, through sshd
         copy = folder / "copy"
-        got = transport.download(ShellCommand(("cat", remote)), copy, b"")  # OpenSSH's client
+        got = transport.download(ShellCommand(("cat", remote)), [(copy, None)], b"")  # OpenSSH's client
     finally:
         transport.close()
     assert Path(remote).read_bytes() == b"over ssh"

@@ -4,10 +4,12 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import nsys_stall_only, profiled_run, run_cli, write_inventory
+from scenarios import board, ssh_args
 
 from orchestrator.inventory.hosts import Host
 from orchestrator.runs.pull import sha256_file
@@ -17,14 +19,6 @@ from orchestrator.targets.transport import ConnectOptions, open_transport
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),
                                  reason="needs nsys, es2gears_x11 and Xvfb (the README's test command installs them)")]
-
-
-def ssh_args(sshd) -> list[str]:
-    return ["--ssh-config", str(sshd.ssh_config), "--known-hosts", str(sshd.known_hosts)]
-
-
-def board(sshd, work_dir: Path, **extra) -> dict:
-    return {**sshd.inventory_host(), "orchestrate_work_dir": str(work_dir), **extra}
 
 
 def swap_count(sqlite: Path) -> int:
@@ -52,10 +46,12 @@ def check_run_folder(run_dir: Path) -> dict:
 
 
 def test_profile_es2gears_over_ssh(sshd, tmp_path):
+    """es2gears as shipped but for its CPU sampling (the local run below keeps it): with it, nsys 2022.4 stalls
+    writing its report whenever another process keeps a core busy, and this run shares the machine."""
     work = tmp_path / "board-work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--duration", "3", "--inventory",
-                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "3",
+                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     run_dir = profiled_run(done, tmp_path / "runs")
     assert run_dir.parent == tmp_path / "runs" and run_dir.name.endswith("-board-es2gears")
     record = check_run_folder(run_dir)
@@ -77,13 +73,13 @@ def test_profile_es2gears_over_ssh(sshd, tmp_path):
         assert phase in done.stderr
 
 
-def test_profile_es2gears_locally_without_ssh(tmp_path):
-    inventory = write_inventory(tmp_path / "inventory.yaml",
-                                {"local": {"ansible_connection": "local",
-                                           "orchestrate_work_dir": str(tmp_path / "work")}})
-    done = run_cli("profile", "--target", "local", "--app", "es2gears", "--duration", "2", "--inventory",
-                   str(inventory), "--out", str(tmp_path / "runs"))
-    run_dir = profiled_run(done, tmp_path / "runs")
+@pytest.mark.machine
+@pytest.mark.alone  # CPU sampling: nsys 2022.4 stalls writing such a report whenever a core is kept busy
+def test_profile_es2gears_locally_without_ssh(es2gears_here):
+    """The local target (test_analysis_recorded reads the same run for es2gears's own frame rate)."""
+    done = subprocess.CompletedProcess([], es2gears_here["returncode"], es2gears_here["stdout"],
+                                       es2gears_here["stderr"])
+    run_dir = profiled_run(done, Path(es2gears_here["runs"]))
     record = check_run_folder(run_dir)
     assert record["target"]["address"] == "this machine"
     assert swap_count(run_dir / "report.sqlite") > 50
@@ -108,21 +104,12 @@ def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):
         transport.close()
 
 
-def test_target_without_importer_sends_the_raw_capture_for_the_host_to_import(sshd, tmp_path):
-    """A board whose nsys has no QdstrmImporter anywhere near it: the raw .qdstrm comes back verified
-    and this machine imports it."""
-    bin_dir = tmp_path / "bare-nsys" / "bin"
-    bin_dir.mkdir(parents=True)
-    real = Path("/usr/bin/nsys").resolve()
-    (bin_dir / "nsys").write_text(f'#!/bin/sh\nexec {real} "$@"\n')
-    (bin_dir / "nsys").chmod(0o755)
-    inventory = write_inventory(tmp_path / "inventory.yaml",
-                                {"board": board(sshd, tmp_path / "work", orchestrate_nsys=str(bin_dir / "nsys"))})
-    # short sleeps in a loop: each completed nanosleep is an OS-runtime row
-    done = run_cli("profile", "--target", "board", "--app-cmd", "sh -c 'while true; do sleep 0.2; done'",
-                   "--trace", "osrt", "--sample", "none", "--cpuctxsw", "none", "--duration", "2",
-                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
-    run_dir = profiled_run(done, tmp_path / "runs")
+def test_target_without_importer_sends_the_raw_capture_for_the_host_to_import(scenario):
+    """A board whose nsys has no QdstrmImporter anywhere near it (the shared ordinary run's, tests/scenarios.py):
+    the raw .qdstrm comes back verified and this machine imports it."""
+    run = scenario("ordinary")
+    done = subprocess.CompletedProcess([], run["returncode"], run["stdout"], run["stderr"])
+    run_dir = profiled_run(done, Path(run["runs"]))
     record = json.loads((run_dir / "run.json").read_text())
     assert record["facts"]["nsys"]["importer"] is None
     assert record["import"]["where"] == "host"

@@ -38,7 +38,8 @@ def test_proxy_jump_reaches_the_board_through_the_gateway(jump_and_board, tmp_pa
         # the board sees the connection coming from the gateway's side, not from us directly
         assert done.stdout.split()[-1] == str(board.port)
         (tmp_path / "remote.txt").write_text("through the gateway")
-        done = transport.download(ShellCommand(("cat", str(tmp_path / "remote.txt"))), tmp_path / "local.txt", b"")
+        done = transport.download(ShellCommand(("cat", str(tmp_path / "remote.txt"))), [(tmp_path / "local.txt", None)],
+                                  b"")
         assert done.exit_status == 0, done.stderr
         assert (tmp_path / "local.txt").read_text() == "through the gateway"
     finally:

@@ -15,7 +15,7 @@ import yaml
 from board_state import assert_board_clean
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
-from test_profile_e2e import board, ssh_args
+from scenarios import board, ssh_args
 
 pytestmark = pytest.mark.integration
 
@@ -149,6 +149,7 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
     assert done.returncode == 2 and "names no target" in done.stderr
 
 
+@pytest.mark.alone  # posebench samples the CPU: see test_profile_e2e
 @pytest.mark.parametrize("study, settings, repeat, labels, last_args", [
     ("posebench-delegate", ["threads=2"], 2, ["delegate=xnnpack, threads=2, frames=40",
                                               "delegate=none, threads=2, frames=40"], "--delegate none"),

@@ -87,6 +87,8 @@ def test_symbol_folders_match_by_build_id_and_by_name_and_cache_the_tables(hotli
 
 
 @pytest.mark.integration
+@pytest.mark.machine
+@pytest.mark.alone  # CPU sampling: see test_profile_e2e
 @pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")
 def test_a_stripped_library_profiled_for_real_gets_its_names_back(hotlib, tmp_path, browser):
     inventory = write_inventory(tmp_path / "inventory.yaml", {"local": {

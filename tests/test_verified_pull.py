@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 from pathlib import Path
 
@@ -61,6 +63,63 @@ def test_a_damaged_partial_copy_is_refused_and_nothing_is_lost(tmp_path):
     assert source.exists()                    # the target keeps its copy
     pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})  # and the next pull gets it whole
     assert (pulled[0].resumed_from, (out / "report.nsys-rep").read_bytes()) == (0, source.read_bytes())
+
+
+def test_every_file_of_a_pull_comes_in_one_call_each_resumed_and_verified(tmp_path):
+    """A report resumed from an earlier try, an empty log and two others: one agent call, split here by the
+    sizes the board gave, each file checked on its own."""
+    agent = _agent(tmp_path)
+    board = Path(agent.work_dir)
+    contents = {"report.nsys-rep": os.urandom(2 * 2**20 + 3), "app.stdout.log": b"Inference : 5.0 ms\n",
+                "app.stderr.log": b"", "nsys.log": b"Generated:\n    report.nsys-rep\n"}
+    for name, data in contents.items():
+        (board / name).write_bytes(data)
+    out = tmp_path / "run"
+    out.mkdir()
+    partial_path(out / "report.nsys-rep").write_bytes(contents["report.nsys-rep"][:1000])
+    calls = []
+    agent.transport.download = lambda *args, **kwargs: calls.append(args[0]) or LocalTransport.download(
+        agent.transport, *args, **kwargs)
+    pulled = pull_verified(agent, {str(board / name): out / name for name in contents})
+    assert len(calls) == 1 and calls[0].argv[-1] == "send"
+    assert {p.local.name: (p.size, p.resumed_from) for p in pulled} == {
+        name: (len(data), 1000 if name == "report.nsys-rep" else 0) for name, data in contents.items()}
+    for name, data in contents.items():
+        assert (out / name).read_bytes() == data
+    assert sorted(p.name for p in out.iterdir()) == sorted(contents)
+
+
+def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path):
+    """The board sends each file up to the size measured before the pull: a file that changed since is
+    refused (its bytes could not be told from the next file's), and nothing after it is sent."""
+    from remote_agent.send import send_files
+    first, changed, last = (tmp_path / name for name in ("first", "changed", "last"))
+    first.write_bytes(b"12345")
+    changed.write_bytes(b"grown since")
+    last.write_bytes(b"never sent")
+    read_end, write_end = os.pipe()
+    answers = io.StringIO()
+    status = send_files([{"path": str(first), "offset": 2, "size": 5}, {"path": str(changed), "size": 4},
+                         {"path": str(last), "size": 10}], out_fd=write_end, err=answers)
+    os.close(write_end)
+    assert status == 1 and os.read(read_end, 100) == b"345"
+    done, failed = [json.loads(line) for line in answers.getvalue().splitlines()]
+    assert done == {"path": str(first), "sha256": hashlib.sha256(b"12345").hexdigest(), "size": 5, "sent": 3,
+                    "offset": 2}
+    assert failed == {"path": str(changed), "failed": True,
+                      "msg": f"ValueError: {changed} is 11 bytes now, 4 when the pull began"}
+
+
+def test_the_stream_is_split_into_its_files_by_their_sizes(tmp_path):
+    from orchestrator.targets.download import PartWriter
+    parts = [(tmp_path / "a", 3), (tmp_path / "empty", 0), (tmp_path / "b", 4)]
+    (tmp_path / "a").write_bytes(b"kept:")  # appended to, as a resumed partial file
+    writer = PartWriter(parts)
+    for piece in (b"ab", b"cde", b"fgXY"):
+        writer.write(piece)
+    writer.close()
+    assert [(tmp_path / name).read_bytes() for name in ("a", "empty", "b")] == [b"kept:abc", b"", b"defg"]
+    assert (writer.written, writer.overflow) == (7, 2) and "2 bytes more than asked" in writer.complaint()
 
 
 def test_a_partial_copy_is_resumed_from_its_last_byte(tmp_path):

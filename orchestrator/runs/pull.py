@@ -1,8 +1,8 @@
 """Bring files from the target so that nothing is lost, in one pass: the board hashes each file while
-it sends it (agent ``send``), this machine hashes the partial file while it grows, and only when both
-sha256 agree does the partial file take its final name. A broken transfer leaves the partial file
-where it is: the next pull asks the board for the bytes after it, and still compares whole-file
-hashes. The board's copy is removed by the caller, only after all that."""
+it sends it (agent ``send``, every file of a pull in one call), this machine hashes the partial file while
+it grows, and only when both sha256 agree does the partial file take its final name. A broken transfer
+leaves the partial files where they are: the next pull asks the board for the bytes after them, and still
+compares whole-file hashes. The board's copy is removed by the caller, only after all that."""
 from __future__ import annotations
 
 import hashlib
@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted
 from ..targets.shell import ShellCommand
+from ..targets.transport import CommandResult
 
 CHUNK = 1024 * 1024
 
@@ -38,10 +39,11 @@ def sha256_file(path: Path) -> str:
 
 
 class GrowingFileHash:
-    """sha256 of a file that is being written, read up to its current end at each call."""
+    """sha256 of a file that is being written, read up to its current end (or limit) at each call."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limit: int | None = None) -> None:
         self.path = path
+        self.limit = limit
         self.digest = hashlib.sha256()
         self.offset = 0
 
@@ -49,7 +51,10 @@ class GrowingFileHash:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
-                for block in iter(lambda: handle.read(CHUNK), b""):
+                while self.limit is None or self.offset < self.limit:
+                    block = handle.read(CHUNK if self.limit is None else min(CHUNK, self.limit - self.offset))
+                    if not block:
+                        break
                     self.digest.update(block)
                     self.offset += len(block)
         except FileNotFoundError:
@@ -78,39 +83,91 @@ def board_sizes(agent: RemoteAgent, paths: list[str]) -> dict[str, int | None]:
     return {path: int(line) if line.isdigit() else None for path, line in zip(paths, lines)}
 
 
-def _send_answer(stderr: str) -> dict[str, Any] | None:
-    for line in reversed(stderr.strip().splitlines()):
+def _send_answers(stderr: str) -> dict[str, dict[str, Any]]:
+    """The board's answer per file (its JSON lines on stderr), by remote path."""
+    answers: dict[str, dict[str, Any]] = {}
+    for line in stderr.strip().splitlines():
         if line.startswith("{"):
             try:
                 answer = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(answer, dict):
-                return answer
-    return None
+            if isinstance(answer, dict) and isinstance(answer.get("path"), str):
+                answers[answer["path"]] = answer
+    return answers
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    remote: str
+    local: Path
+    size: int     # on the board, as the pull began
+    offset: int   # bytes kept here from an earlier try
+
+    @property
+    def partial(self) -> Path:
+        return partial_path(self.local)
 
 
 def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
                   on_progress: Callable[[int, int], None] | None = None) -> list[PulledFile]:
     """wanted: remote path -> local path. Files absent on the target are skipped; returns what arrived,
-    verified and under its final name."""
+    verified and under its final name. One agent call sends them all, one after the other."""
     sizes = {remote: size for remote, size in board_sizes(agent, list(wanted)).items() if size is not None}
-    resumable = {remote: _resume_offset(partial_path(wanted[remote]), size) for remote, size in sizes.items()}
-    total = sum(sizes.values())
-    needed = total - sum(resumable.values())
+    # the largest first: the transport writes the first file's bytes at the rate of scp (see download)
+    files = sorted((_Wanted(remote, wanted[remote], size, _resume_offset(partial_path(wanted[remote]), size))
+                    for remote, size in sizes.items()), key=lambda f: -f.size)
+    total = sum(f.size for f in files)
+    needed = total - sum(f.offset for f in files)
     if wanted:
         folder = next(iter(wanted.values())).parent
         free = shutil.disk_usage(folder).free
         if free < needed + 64 * 2**20:
             raise DiskFullError(f"only {free // 2**20} MB free in {folder}, the run needs {needed // 2**20} MB",
                                 "free space there or choose another --out")
-    pulled: list[PulledFile] = []
-    done_before = 0
-    for remote, size in sizes.items():
-        pulled.append(_pull_one(agent, remote, wanted[remote], size, resumable[remote], done_before, total,
-                                on_progress))
-        done_before += size
-    return pulled
+    if not files:
+        return []
+    # each partial file hashed from byte 0 while it grows (the bytes kept from an earlier try included), to
+    # its size: the first file's holds the stream's later files too until the transport moves them out
+    followers = [GrowingFileHash(f.partial, f.size) for f in files]
+    kept = sum(f.offset for f in files)
+
+    def forward(done: int, _total: int) -> None:
+        for follower in followers:
+            follower.catch_up()
+        if on_progress:
+            on_progress(kept + done, total)
+
+    for f in files:
+        f.partial.touch(mode=0o600)
+    request = {"files": [{"path": f.remote, "offset": f.offset, "size": f.size} for f in files]}
+    answer = agent.transport.download(agent.command("send"), [(f.partial, f.size - f.offset) for f in files],
+                                      json.dumps(request).encode() + b"\n", forward)
+    raise_if_untrusted(answer, agent.transport)
+    board = _send_answers(answer.stderr)
+    return [_verify(f, follower, board.get(f.remote), answer) for f, follower in zip(files, followers)]
+
+
+def _verify(f: _Wanted, follower: GrowingFileHash, board: dict[str, Any] | None, answer: CommandResult) -> PulledFile:
+    """The file under its final name once both sides' sha256 agree; else an error that says what is kept."""
+    have = f.partial.stat().st_size
+    # OpenSSH's master connection can report the board's exit status and answer and then die (a link cut)
+    # before it has written all of the bytes it received here: a prefix, kept for the resume like any other
+    short = board is not None and not board.get("failed") and isinstance(board.get("size"), int) and \
+        have < board["size"]
+    if board is None or board.get("failed") or short:
+        why = "the connection ended before every byte was written here" if short else (board or {}).get("msg") or \
+            (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
+        raise TransferError(f"the transfer of {f.remote} broke after {have} of {f.size} bytes ({why})",
+                            "the board keeps its copy and the bytes so far are kept here: "
+                            "'orchestrate fetch RUN_DIR' resumes it")
+    digest = follower.final()
+    if digest != board["sha256"] or have != board["size"]:
+        f.partial.unlink(missing_ok=True)
+        raise TransferError(f"{f.remote} arrived damaged ({have} of {board['size']} bytes, sha256 mismatch)",
+                            "the board still has it; 'orchestrate fetch RUN_DIR' pulls it again")
+    f.partial.replace(f.local)
+    return PulledFile(f.remote, f.local, digest, have, f.offset)
 
 
 def _resume_offset(partial: Path, size: int) -> int:
@@ -122,38 +179,3 @@ def _resume_offset(partial: Path, size: int) -> int:
         partial.unlink()
         return 0
     return have
-
-
-def _pull_one(agent: RemoteAgent, remote: str, local: Path, size: int, offset: int, done_before: int, total: int,
-              on_progress: Callable[[int, int], None] | None) -> PulledFile:
-    partial = partial_path(local)
-    follower = GrowingFileHash(partial)  # from byte 0: the bytes kept from an earlier try are hashed here too
-
-    def forward(done: int, _total: int) -> None:
-        follower.catch_up()
-        if on_progress:
-            on_progress(done_before + done, total)
-
-    partial.touch(mode=0o600)
-    answer = agent.transport.download(agent.command("send"), partial,
-                                      json.dumps({"path": remote, "offset": offset}).encode() + b"\n", forward)
-    raise_if_untrusted(answer, agent.transport)
-    board = _send_answer(answer.stderr)
-    have = partial.stat().st_size
-    # OpenSSH's master connection can report the board's exit status and answer and then die (a link cut)
-    # before it has written all of the bytes it received here: a prefix, kept for the resume like any other
-    short = board is not None and not board.get("failed") and isinstance(board.get("size"), int) and \
-        have < board["size"]
-    if answer.exit_status != 0 or board is None or board.get("failed") or short:
-        why = "the connection ended before every byte was written here" if short else (board or {}).get("msg") or \
-            (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
-        raise TransferError(f"the transfer of {remote} broke after {have} of {size} bytes ({why})",
-                            "the board keeps its copy and the bytes so far are kept here: "
-                            "'orchestrate fetch RUN_DIR' resumes it")
-    digest = follower.final()
-    if digest != board["sha256"] or have != board["size"]:
-        partial.unlink(missing_ok=True)
-        raise TransferError(f"{remote} arrived damaged ({have} of {board['size']} bytes, sha256 mismatch)",
-                            "the board still has it; 'orchestrate fetch RUN_DIR' pulls it again")
-    partial.replace(local)
-    return PulledFile(remote, local, digest, have, offset)

@@ -6,12 +6,19 @@ second stops following and leaves the board to finish on its own. Another thread
 a ``HostStop`` (a fleet's Ctrl-C, which only its main thread receives, or one board's deadline). Silence
 from the board past ``silence_s`` counts as a lost connection. Either way the board keeps whatever the
 capture wrote.
+
+While the main thread follows, the first Ctrl-C or SIGTERM only sets the ``HostStop`` that the loop reads:
+raised as an exception wherever the thread happened to be, an interrupt could land inside paramiko while it
+wrote a packet and leave the SSH stream corrupt, or before the channel to the board was open, and the
+request to end the capture never reached the board.
 """
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import AgentError, BoardBusyError
@@ -60,49 +67,77 @@ def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@contextmanager
+def interrupts_as_requests(stop: HostStop) -> Iterator[None]:
+    """In the main thread: the first Ctrl-C or SIGTERM sets ``stop`` (ends the capture) instead of raising, for
+    as long as the block runs; the second stops following at once, even in a wait on a dead link (the SSH
+    stream is not used again). A signal this process ignores (started in the background) stays ignored.
+    Other threads never receive signals: nothing to change there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stop.interrupt.is_set():  # the second: stop waiting now, wherever this thread waits
+            stop.abandon.set()
+            raise StoppedFollowing()
+        stop.request(INTERRUPT_REASON)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(sig, handler)
+
+
 def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
            on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None) -> dict:
     """Follow the capture in run_dir until it ends; returns the board's final state."""
-    silence_s = silence_s or max(heartbeat_timeout_s, 15.0)
+    stop = stop or HostStop()
+    with interrupts_as_requests(stop):
+        return _follow(agent, run_dir, heartbeat_timeout_s, on_progress, on_interrupt,
+                       silence_s or max(heartbeat_timeout_s, 15.0), stop)
+
+
+def _follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
+            on_interrupt: Callable[[], None], silence_s: float, stop: HostStop) -> dict:
     stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
     heard = last_beat = time.monotonic()
     interrupted = False
     try:
         while True:
-            try:
-                now = time.monotonic()
-                if stop is not None and stop.abandon.is_set():
-                    raise StoppedFollowing()
-                if stop is not None and stop.interrupt.is_set() and not interrupted:
-                    interrupted = True
-                    stream.send(f"stop {stop.reason}\n".encode())
-                    on_interrupt()
-                if now - last_beat >= BEAT_EVERY_S:
-                    stream.send(b"beat\n")
-                    last_beat = now
-                for line in stream.read_lines(0.25):
-                    event = parse_event(line)
-                    if event is None:
-                        continue
-                    heard = time.monotonic()
-                    if event.get("event") == "result":
-                        if event.get("data") is None:
-                            raise LostContact("the board stopped hearing the host's heartbeat")
-                        return event["data"]
-                    if event.get("failed"):
-                        raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
-                                         f"{event.get('msg')}", "see agent.log in the run folder on the board")
-                    on_progress(event)
-                if stream.finished:
-                    detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
-                    raise LostContact(detail[0])
-                if time.monotonic() - heard > silence_s:
-                    raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
-            except KeyboardInterrupt:
-                if interrupted:
-                    raise StoppedFollowing() from None
+            now = time.monotonic()
+            if stop.abandon.is_set():
+                raise StoppedFollowing()
+            if stop.interrupt.is_set() and not interrupted:
                 interrupted = True
-                stream.send(f"stop {INTERRUPT_REASON}\n".encode())
+                stream.send(f"stop {stop.reason}\n".encode())
                 on_interrupt()
+            if now - last_beat >= BEAT_EVERY_S:
+                stream.send(b"beat\n")
+                last_beat = now
+            for line in stream.read_lines(0.25):
+                event = parse_event(line)
+                if event is None:
+                    continue
+                heard = time.monotonic()
+                if event.get("event") == "result":
+                    if event.get("data") is None:
+                        raise LostContact("the board stopped hearing the host's heartbeat")
+                    return event["data"]
+                if event.get("failed"):
+                    raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
+                                     f"{event.get('msg')}", "see agent.log in the run folder on the board")
+                on_progress(event)
+            if stream.finished:
+                detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
+                raise LostContact(detail[0])
+            if time.monotonic() - heard > silence_s:
+                raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
     finally:
         stream.close()

@@ -4,7 +4,7 @@
 key or agent only, honours ``~/.ssh/config`` (HostName, Port, User, IdentityFile, ProxyJump,
 UserKnownHostsFile); the bytes of a download go through OpenSSH's client over a master connection
 (``openssh``). ``LocalTransport`` does the same things on this machine. The verbs: run a command, open a
-stream to a running command, put a file, download a command's output into a file, close.
+stream to a running command, put a file, download a command's output into files (``download``), close.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -29,22 +29,15 @@ from fabric import Connection
 
 from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
 from ..inventory.hosts import Host
-from . import openssh
+from . import download, openssh
+from .download import CommandResult, Part, ProgressHandler
 from .shell import ShellCommand
 
 # paramiko logs channel failures itself; they reach the user as one error line instead.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 LineHandler = Callable[[str], None]
-ProgressHandler = Callable[[int, int], None]
 CHUNK = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    exit_status: int
-    stdout: str
-    stderr: str
 
 
 class Stream(Protocol):
@@ -72,8 +65,9 @@ class Transport(Protocol):
 
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None: ...
 
-    def download(self, command: ShellCommand, local: Path, stdin: bytes,
-                 on_progress: ProgressHandler | None = None) -> CommandResult: ...
+    def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
+                 on_progress: ProgressHandler | None = None) -> CommandResult:
+        """The command's stdout appended to the parts' files in turn, each its count of bytes."""
 
     def close(self) -> None: ...
 
@@ -299,10 +293,10 @@ class SSHTransport:
         channel.exec_command(command.render())
         return _ChannelStream(channel)
 
-    def download(self, command: ShellCommand, local: Path, stdin: bytes,
+    def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
-        """The command's stdout appended to local: through OpenSSH's client over the run's master
-        connection where it can (as fast as scp), else through paramiko."""
+        """The command's stdout into the parts: through OpenSSH's client over the run's master connection
+        where it can (as fast as scp), else through paramiko."""
         if openssh.usable() and not self._jumps:
             if self._master is None or not self._master.alive():
                 if self._master is not None:
@@ -311,9 +305,8 @@ class SSHTransport:
                 self._master.start()
             argv = openssh.client_argv(self.params, self.options, self._master.path) + [
                 self.params.hostname, command.render()]
-            return _download_from_process(argv, local, stdin, on_progress)
-        return _download_from_channel(self._transport().open_session(), command.render(), local, stdin,
-                                      on_progress)
+            return download.from_process(argv, parts, stdin, on_progress)
+        return download.from_channel(self._transport().open_session(), command.render(), parts, stdin, on_progress)
 
     def close(self) -> None:
         if self._master is not None:
@@ -460,69 +453,6 @@ class _ProcessStream:
             self.proc.stderr.close()
 
 
-def _download_from_process(argv: list[str], local: Path, stdin: bytes,
-                           on_progress: ProgressHandler | None) -> CommandResult:
-    """Run argv with its stdout appended to local; an interrupt stops the child and goes on up."""
-    with open(local, "ab") as sink:
-        proc = openssh.child(argv, stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.PIPE)
-        return _follow_download(proc, local, stdin, on_progress)
-
-
-def _follow_download(proc: subprocess.Popen, local: Path, stdin: bytes,
-                     on_progress: ProgressHandler | None) -> CommandResult:
-    assert proc.stderr
-    errors: list[bytes] = []
-    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    try:
-        if proc.stdin:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
-        while True:
-            try:
-                proc.wait(timeout=0.05)
-                break
-            except subprocess.TimeoutExpired:
-                if on_progress:
-                    on_progress(local.stat().st_size, 0)
-    except BaseException:
-        proc.terminate()
-        proc.wait()
-        raise
-    reader.join()
-    if on_progress:
-        on_progress(local.stat().st_size, 0)
-    return CommandResult(proc.returncode, "", b"".join(errors).decode("utf-8", "replace"))
-
-
-def _download_from_channel(channel: paramiko.Channel, line: str, local: Path, stdin: bytes,
-                           on_progress: ProgressHandler | None) -> CommandResult:
-    errors = bytearray()
-    try:
-        channel.exec_command(line)
-        channel.sendall(stdin)
-        channel.shutdown_write()
-        with open(local, "ab") as sink:
-            while True:
-                select.select([channel], [], [], 0.2)
-                while channel.recv_stderr_ready():
-                    errors += channel.recv_stderr(CHUNK)
-                data = channel.recv(CHUNK) if channel.recv_ready() or channel.eof_received else b""
-                if data:
-                    sink.write(data)
-                    if on_progress:
-                        on_progress(sink.tell(), 0)
-                elif channel.eof_received:
-                    break
-        for chunk in iter(lambda: channel.recv_stderr(CHUNK), b""):  # to stderr's end: b"" once it closes
-            errors += chunk
-        return CommandResult(channel.recv_exit_status(), "", errors.decode("utf-8", "replace"))
-    except (OSError, paramiko.SSHException) as exc:
-        return CommandResult(255, "", f"{errors.decode('utf-8', 'replace')}{exc}")
-    finally:
-        channel.close()
-
-
 class LocalTransport:
     """The same four verbs on this machine: the embedded default target needs no board."""
 
@@ -566,9 +496,9 @@ class LocalTransport:
                                 stderr=subprocess.PIPE, start_new_session=True)
         return _ProcessStream(proc)
 
-    def download(self, command: ShellCommand, local: Path, stdin: bytes,
+    def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
-        return _download_from_process(["/bin/sh", "-c", command.render()], local, stdin, on_progress)
+        return download.from_process(["/bin/sh", "-c", command.render()], parts, stdin, on_progress)
 
     def close(self) -> None:
         pass
