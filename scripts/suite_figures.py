@@ -3,7 +3,7 @@
 table), how many ran at once at most, and pytest's own summary line.
 
     .venv/bin/python scripts/suite_figures.py                     (the README's test command)
-    .venv/bin/python scripts/suite_figures.py -- bash .ci/run     (any command)
+    .venv/bin/python scripts/suite_figures.py --log ci.log -- bash .ci/run     (any command, its output kept)
 
 Captures are counted by looking at /proc every 0.2 s; a capture lasts a second or more, so none is missed.
 """
@@ -39,6 +39,7 @@ def nsys_profiles() -> set[tuple[int, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("command", nargs="*", help="the command to run (default: python -m pytest)")
+    parser.add_argument("--log", type=Path, help="write the command's whole output there")
     args = parser.parse_args()
     command = args.command or [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
     started = time.monotonic()
@@ -55,6 +56,8 @@ def main() -> int:
         time.sleep(0.2)
     reader.join()
     seconds = time.monotonic() - started
+    if args.log:
+        args.log.write_text("".join(lines))
     summary = next((line.strip() for line in reversed(lines) if " passed" in line or " failed" in line), "")
     print(f"command: {' '.join(command)}")
     print(f"exit status {proc.returncode}, {seconds:.0f} s ({seconds / 60:.1f} min)")
