@@ -4,7 +4,8 @@ login by key only. Several instances (one per port) make a fleet.
 With ``own_machine`` the server is a board of its own: it runs in namespaces with a /run, /tmp and /dev/shm
 of their own and a hostname of its own, so that its capture lock (/run/orchestrate-capture.lock) and nsys's
 files in /tmp are its own, as on a real board. The tests' temporary tree under /tmp stays visible in it at the
-same path, so that a test reads the board's work dir as the board writes it."""
+same path, so that a test reads the board's work dir as the board writes it; so do this checkout and its
+Python when they lie under /tmp (a fresh clone there), which tests run on the board."""
 from __future__ import annotations
 
 import os
@@ -12,11 +13,13 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+CHECKOUT = Path(__file__).resolve().parent.parent
 MACHINES: list[Sshd] = []  # the boards of their own this process started, whose /tmp the tests check
 
 
@@ -55,7 +58,7 @@ class Sshd:
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         if self.own_machine:
             prefix += ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
-                       machine_setup(f"board-{self.port}", kept_under_tmp(self.root)), "sh"]
+                       machine_setup(f"board-{self.port}", kept_under_tmp(self.root, CHECKOUT, Path(sys.prefix))), "sh"]
         self.process = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                         stdout=log, stderr=log)
         if self.own_machine and self not in MACHINES:
@@ -114,10 +117,16 @@ class Sshd:
         }
 
 
-def kept_under_tmp(path: Path) -> list[Path]:
-    """The folder of /tmp that holds path (the tests' temporary tree), which a board of its own keeps seeing."""
-    parts = path.resolve().parts
-    return [Path(*parts[:3])] if len(parts) > 3 and parts[1] == "tmp" else []
+def kept_under_tmp(*paths: Path) -> list[Path]:
+    """The folders of /tmp that hold paths (the tests' temporary tree, this checkout and its Python when they
+    lie under /tmp), which a board of its own keeps seeing."""
+    kept: list[Path] = []
+    for path in paths:
+        parts = path.resolve().parts
+        folder = Path(*parts[:3])
+        if len(parts) > 3 and parts[1] == "tmp" and folder not in kept:
+            kept.append(folder)
+    return kept
 
 
 def machine_setup(hostname: str, kept: list[Path]) -> str:
