@@ -19,7 +19,7 @@ import time
 import traceback
 
 from . import capture as capture_mod
-from . import clocks, files, sampler
+from . import clocks, files, sampler, watchdog
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -217,7 +217,7 @@ class Supervisor(object):
             return "no heartbeat from the host for {:.0f} s".format(silent)
         free = files.free_bytes(self.run_dir)
         # nsys turns its scratch into the report when the capture ends, and needs about as much room again
-        scratch = capture_mod.folder_bytes(os.path.join(self.run_dir, "scratch")) if free < self.roomy else 0
+        scratch = watchdog.folder_bytes(os.path.join(self.run_dir, "scratch")) if free < self.roomy else 0
         if free < LOW_DISK_BYTES + scratch:
             self.state["disk_low"] = {"free": free, "scratch": scratch}
             return "the disk is nearly full ({} MB free in {}, nsys needs about {} MB to write its report)".format(

@@ -39,6 +39,13 @@ def _no_developer_config(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user-data"))  # the default results database
 
 
+@pytest.fixture(autouse=True)
+def _no_command_left_running():
+    """A test that fails before it waits for a command it started in the background does not leave it running."""
+    yield
+    scenarios.end_started()
+
+
 NSYS_TMP_FILES = "injection_config_*"  # in /tmp: nsys removes them when it ends well; a stopped one leaves them
 
 

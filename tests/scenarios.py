@@ -59,10 +59,25 @@ def as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+STARTED: list[subprocess.Popen] = []  # this worker's commands in the background, ended after each test
+
+
 def start_cli(*args: str, cwd: Path = REPO) -> subprocess.Popen:
-    """The command line in the background, as from a terminal (it takes Ctrl-C)."""
-    return subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=cli_env(),
+    """The command line in the background, as from a terminal (it takes Ctrl-C). A test that fails before it
+    waits for it leaves it to ``end_started``."""
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+    STARTED.append(proc)
+    return proc
+
+
+def end_started() -> None:
+    """Kill what start_cli started and nobody waited for (its test failed first), and reap it."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 def run_cli(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -143,7 +143,7 @@ def test_board_state_on_this_machine_names_what_it_has():
 
 
 def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():
-    from remote_agent.capture import process_started_at
+    from remote_agent.watchdog import process_started_at
     before = time.time()
     child = subprocess.Popen(["sleep", "5"])
     try:
@@ -158,7 +158,7 @@ def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():
 
 
 def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
-    from remote_agent.capture import STALL_GROWTH_BYTES, STALL_S, WriteProgress
+    from remote_agent.watchdog import STALL_GROWTH_BYTES, STALL_S, WriteProgress
     # a working nsys: megabytes a second until it is done
     working = WriteProgress(0.0, 180_000)
     assert not any(working.stalled(t / 10, 180_000 + t * 400_000) for t in range(1, 400))

@@ -8,15 +8,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from board_state import assert_board_clean, assert_report_kept, record
-from conftest import REPO, nsys_stall, profiled_run, run_cli, write_inventory
-from scenarios import SECRET, as_from_a_terminal, board, ssh_args, wait_for_app, wait_for_stage
+from conftest import nsys_stall, profiled_run, run_cli, write_inventory
+from scenarios import SECRET, board, ssh_args, start_cli, wait_for_app, wait_for_stage
 from sshd_server import make_sshd
 
 from orchestrator.errors import TransferError
@@ -61,12 +60,8 @@ def assert_report_kept_or_capturing(run_dir: Path) -> None:
 def start_profile(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     work = tmp_path / "work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--inventory",
-                             str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd), *extra],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=as_from_a_terminal)
-    return proc, work
+    return start_cli("profile", "--target", "board", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                     *ssh_args(sshd), *extra), work
 
 
 def start_capturing(sshd, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path, Path]:
@@ -347,11 +342,8 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(server, work)})
     # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s (no CPU sampling:
     # with it, nsys 2022.4 stalls writing its report whenever another process keeps a core busy)
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "profile", "--target", "board", "--app",
-                             "es2gears", "--sample", "none", "--duration", "3", "--inventory", str(inventory), "--out",
-                             str(tmp_path / "runs"), *ssh_args(server)],
-                            cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "3",
+                     "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(server))
     run_dir = wait_for_stage(tmp_path / "runs", "on_board", timeout_s=120)
     partial = run_dir / ".report.nsys-rep.part"
     deadline = time.monotonic() + 60

@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from board_state import assert_board_clean, assert_report_kept
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli
 from fake_board import lay_out
-from scenarios import as_from_a_terminal
+from scenarios import start_cli
 from sshd_server import make_sshd
 from test_faults import error_lines
 
@@ -35,7 +34,6 @@ CAPTURE = ("--trace", "osrt,nvtx", "--sample", "none", "--cpuctxsw", "none", "--
 def fleet(tmp_path_factory):
     """good1, good2, nano and failing answer (nano's agent reads a Jetson Nano's files, laid out from real ones);
     dead's sshd is stopped; stranger's host key is not in known_hosts."""
-    import os
     import shutil
     if os.geteuid() != 0 or not shutil.which("sshd") or not shutil.which("nsys"):
         pytest.skip("needs root, openssh-server and nsys (the README's test command installs them)")
@@ -207,12 +205,9 @@ def test_targets_show_groups_and_resolved_variables(fleet):
 
 
 def test_ctrl_c_ends_every_capture_early_keeps_the_reports_and_starts_nothing_more(fleet, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", "sh -c 'while true; do "
-                             "sleep 0.2; done'", "--limit", "good1:good2", "--forks", "1", "--trace", "osrt",
-                             "--sample", "none", "--cpuctxsw", "none", "--duration", "30", "--out",
-                             str(tmp_path / "runs"), *fleet["ssh"]], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+    proc = start_cli("fleet", "--app-cmd", "sh -c 'while true; do sleep 0.2; done'", "--limit", "good1:good2",
+                     "--forks", "1", "--trace", "osrt", "--sample", "none", "--cpuctxsw", "none", "--duration", "30",
+                     "--out", str(tmp_path / "runs"), *fleet["ssh"])
     deadline = time.monotonic() + 60
     while not list((tmp_path / "runs").glob("*/*/run.json")) or json.loads(
             next((tmp_path / "runs").glob("*/*/run.json")).read_text()).get("stage") != "capturing":

@@ -12,7 +12,7 @@ from orchestrator.runs.session import INTERRUPT_REASON, HostStop, StoppedFollowi
 
 def test_the_first_interrupt_is_a_request_and_the_second_stops_following():
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stop = HostStop()
+    stop = HostStop("a deadline")
     with pytest.raises(StoppedFollowing):
         with interrupts_as_requests(stop):
             os.kill(os.getpid(), signal.SIGTERM)  # no exception: a request (the handler runs at the next sleep)

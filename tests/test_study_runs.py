@@ -3,9 +3,7 @@ cell with its reason, statistics in study.json, and an interrupted study that re
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +13,7 @@ import yaml
 from board_state import assert_board_clean
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
-from scenarios import board, ssh_args
+from scenarios import board, ssh_args, start_cli
 
 pytestmark = pytest.mark.integration
 
@@ -101,11 +99,8 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
 def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     path = study_file(tmp_path, matrix={"first": [100, 200], "mode": ["run"]}, exclude=None)
     inv = inventory(sshd, tmp_path)
-    args = [sys.executable, "-m", "orchestrator", "study", str(path), "--inventory", str(inv), "--out",
-            str(tmp_path / "runs"), *RETRIES, *ssh_args(sshd)]
-    proc = subprocess.Popen(args, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = start_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), *RETRIES,
+                     *ssh_args(sshd))
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # the second cell's first run is capturing
         runs = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/*/run.json")]

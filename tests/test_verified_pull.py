@@ -110,6 +110,29 @@ def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path
                       "msg": f"ValueError: {changed} is 11 bytes now, 4 when the pull began"}
 
 
+def test_a_file_the_board_could_not_send_is_named_with_why_and_the_files_before_it_arrive(tmp_path):
+    agent = _agent(tmp_path)
+    board = Path(agent.work_dir)
+    report, log = board / "report.nsys-rep", board / "nsys.log"
+    report.write_bytes(os.urandom(2**20))
+    log.write_bytes(b"Generating\n")
+    out = tmp_path / "run"
+    out.mkdir()
+
+    def grown_then_sent(*args, **kwargs):  # nsys.log grows between the sizes and the send
+        log.write_bytes(b"Generating\nGenerated:\n")
+        return LocalTransport.download(agent.transport, *args, **kwargs)
+    agent.transport.download = grown_then_sent
+    with pytest.raises(TransferError) as failed:
+        pull_verified(agent, {str(report): out / "report.nsys-rep", str(log): out / "nsys.log"})
+    assert failed.value.one_line().startswith(
+        f"the transfer of {log} broke after 0 of 11 bytes (ValueError: {log} is 22 bytes now, 11 when the "
+        "pull began)")
+    assert (out / "report.nsys-rep").read_bytes() == report.read_bytes()  # the larger one came first, verified
+    assert partial_path(out / "nsys.log").read_bytes() == b""
+    assert log.exists()
+
+
 def test_the_stream_is_split_into_its_files_by_their_sizes(tmp_path):
     from orchestrator.targets.download import PartWriter
     parts = [(tmp_path / "a", 3), (tmp_path / "empty", 0), (tmp_path / "b", 4)]

@@ -1,7 +1,7 @@
 """What the test workers (pytest-xdist) share: this machine, and the runs captured once per session.
 
 Every test holds a share of the machine while it runs; an ``alone`` test holds all of it, so that nothing
-runs beside its frame times, its cores-busy figures or its CI gate. A turnstile keeps the other worker from
+runs beside its frame times, its cores-busy figures or its CI gate. A turnstile keeps the other workers from
 starting test after test while an ``alone`` one waits. Without workers (plain ``pytest``) there is nobody
 to share with and nothing is locked.
 """
@@ -37,7 +37,7 @@ def _flock(path: Path, mode: int) -> Iterator[None]:
 
 class MachineShare:
     """This worker's hold on the machine: a share for each test, or (alone) all of it, kept from one ``alone``
-    test to the next when they follow each other (the other worker then waits once, not before each); and
+    test to the next when they follow each other (the other workers then wait once, not before each); and
     (machine) this machine's own capture lock, which the ``machine`` group keeps on one worker anyway: should
     the grouping ever fail (pytest-xdist's loadgroup did, on pytest 9.2), such tests wait for each other
     instead of failing with a busy board."""
@@ -51,9 +51,9 @@ class MachineShare:
         if self.folder is None or (alone and self.alone):
             return
         if machine:
-            self.held.enter_context(_flock(self.folder / "this-machine.lock", fcntl.LOCK_EX))
+            self.held.enter_context(_flock(self.folder / "local-capture.lock", fcntl.LOCK_EX))
         with _flock(self.folder / "turnstile.lock", fcntl.LOCK_EX):
-            self.held.enter_context(_flock(self.folder / "machine.lock", fcntl.LOCK_EX if alone else fcntl.LOCK_SH))
+            self.held.enter_context(_flock(self.folder / "share.lock", fcntl.LOCK_EX if alone else fcntl.LOCK_SH))
         self.alone = alone
 
     def after(self, next_alone: bool) -> None:
@@ -78,7 +78,7 @@ def once(shared: Path, name: str, make: Callable[[Path], dict[str, Any]]) -> dic
             folder.mkdir(exist_ok=True)
             try:
                 result = {"ok": make(folder)}
-            except BaseException:  # noqa: B036 (kept for the readers, then raised)
+            except (Exception, pytest.fail.Exception):  # kept for the readers, then raised (a skip or Ctrl-C is not)
                 result = {"failed": traceback.format_exc()}
                 done.write_text(json.dumps(result))
                 raise

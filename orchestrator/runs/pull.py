@@ -83,18 +83,25 @@ def board_sizes(agent: RemoteAgent, paths: list[str]) -> dict[str, int | None]:
     return {path: int(line) if line.isdigit() else None for path, line in zip(paths, lines)}
 
 
-def _send_answers(stderr: str) -> dict[str, dict[str, Any]]:
-    """The board's answer per file (its JSON lines on stderr), by remote path."""
+def _send_answers(stderr: str) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The board's answer per file (its JSON lines on stderr), by remote path; and why it stopped sending,
+    if it did: a file it could not send (the files after it are not sent) or a request it could not read."""
     answers: dict[str, dict[str, Any]] = {}
+    stopped = None
     for line in stderr.strip().splitlines():
         if line.startswith("{"):
             try:
                 answer = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(answer, dict) and isinstance(answer.get("path"), str):
-                answers[answer["path"]] = answer
-    return answers
+            if not isinstance(answer, dict):
+                continue
+            path = answer.get("path")
+            if isinstance(path, str):
+                answers[path] = answer
+            if answer.get("failed"):
+                stopped = f"{path}: {answer.get('msg')}" if isinstance(path, str) else str(answer.get("msg"))
+    return answers, stopped
 
 
 @dataclass(frozen=True)
@@ -122,8 +129,10 @@ def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
     if wanted:
         folder = next(iter(wanted.values())).parent
         free = shutil.disk_usage(folder).free
-        if free < needed + 64 * 2**20:
-            raise DiskFullError(f"only {free // 2**20} MB free in {folder}, the run needs {needed // 2**20} MB",
+        # the first file holds the later files' bytes too until they are copied out of it: those twice
+        peak = needed + sum(f.size - f.offset for f in files[1:])
+        if free < peak + 64 * 2**20:
+            raise DiskFullError(f"only {free // 2**20} MB free in {folder}, the run needs {peak // 2**20} MB",
                                 "free space there or choose another --out")
     if not files:
         return []
@@ -144,11 +153,12 @@ def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
     answer = agent.transport.download(agent.command("send"), [(f.partial, f.size - f.offset) for f in files],
                                       json.dumps(request).encode() + b"\n", forward)
     raise_if_untrusted(answer, agent.transport)
-    board = _send_answers(answer.stderr)
-    return [_verify(f, follower, board.get(f.remote), answer) for f, follower in zip(files, followers)]
+    answers, stopped = _send_answers(answer.stderr)
+    return [_verify(f, follower, answers.get(f.remote), answer, stopped) for f, follower in zip(files, followers)]
 
 
-def _verify(f: _Wanted, follower: GrowingFileHash, board: dict[str, Any] | None, answer: CommandResult) -> PulledFile:
+def _verify(f: _Wanted, follower: GrowingFileHash, board: dict[str, Any] | None, answer: CommandResult,
+            stopped: str | None) -> PulledFile:
     """The file under its final name once both sides' sha256 agree; else an error that says what is kept."""
     have = f.partial.stat().st_size
     # OpenSSH's master connection can report the board's exit status and answer and then die (a link cut)
@@ -157,6 +167,7 @@ def _verify(f: _Wanted, follower: GrowingFileHash, board: dict[str, Any] | None,
         have < board["size"]
     if board is None or board.get("failed") or short:
         why = "the connection ended before every byte was written here" if short else (board or {}).get("msg") or \
+            (f"not sent: {stopped}" if stopped else None) or \
             (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
         raise TransferError(f"the transfer of {f.remote} broke after {have} of {f.size} bytes ({why})",
                             "the board keeps its copy and the bytes so far are kept here: "

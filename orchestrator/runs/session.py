@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import AgentError, BoardBusyError
 from ..targets.agent import RemoteAgent, parse_event
+from ..targets.transport import Stream
 
 BEAT_EVERY_S = 1.0
 INTERRUPT_REASON = "the user interrupted orchestrate on the host"
@@ -70,74 +71,94 @@ def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
 @contextmanager
 def interrupts_as_requests(stop: HostStop) -> Iterator[None]:
     """In the main thread: the first Ctrl-C or SIGTERM sets ``stop`` (ends the capture) instead of raising, for
-    as long as the block runs; the second stops following at once, even in a wait on a dead link (the SSH
-    stream is not used again). A signal this process ignores (started in the background) stays ignored.
-    Other threads never receive signals: nothing to change there."""
+    as long as the block runs; the second stops following at once, even in a wait on a dead link (it may cut
+    a packet short: the stream is then only closed). A signal that comes while the old handlers are put
+    back, after the block's last look at ``stop``, is delivered again under the old handlers once the block
+    ended normally, so it is never lost. A signal this process ignores (started in the background) stays
+    ignored. Other threads never receive signals: nothing to change there."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    late: list[int] = []
+    following = [True]
 
     def on_signal(signum: int, frame: object) -> None:
-        if stop.interrupt.is_set():  # the second: stop waiting now, wherever this thread waits
+        if not following[0]:
+            late.append(signum)
+        elif stop.interrupt.is_set():  # the second: stop waiting now, wherever this thread waits
             stop.abandon.set()
             raise StoppedFollowing()
-        stop.request(INTERRUPT_REASON)
+        else:
+            stop.request(INTERRUPT_REASON)
 
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    caught = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in caught}
     for sig, handler in previous.items():
         if handler is not signal.SIG_IGN:
             signal.signal(sig, on_signal)
+    ended_normally = False
     try:
         yield
+        ended_normally = True
     finally:
-        for sig, handler in previous.items():
-            if handler is not signal.SIG_IGN:
-                signal.signal(sig, handler)
+        following[0] = False
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, caught)
+        try:
+            for sig, handler in previous.items():
+                if handler is not signal.SIG_IGN:
+                    signal.signal(sig, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    if ended_normally and late:
+        signal.raise_signal(late[0])
 
 
 def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
            on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None) -> dict:
     """Follow the capture in run_dir until it ends; returns the board's final state."""
     stop = stop or HostStop()
-    with interrupts_as_requests(stop):
-        return _follow(agent, run_dir, heartbeat_timeout_s, on_progress, on_interrupt,
-                       silence_s or max(heartbeat_timeout_s, 15.0), stop)
+    streams: list[Stream] = []
+    try:
+        with interrupts_as_requests(stop):
+            return _follow(agent, run_dir, heartbeat_timeout_s, on_progress, on_interrupt,
+                           silence_s or max(heartbeat_timeout_s, 15.0), stop, streams)
+    finally:
+        for stream in streams:  # closed under the old handlers: a late signal cannot cut the close short
+            stream.close()
 
 
 def _follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
-            on_interrupt: Callable[[], None], silence_s: float, stop: HostStop) -> dict:
+            on_interrupt: Callable[[], None], silence_s: float, stop: HostStop, streams: list[Stream]) -> dict:
     stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
+    streams.append(stream)
     heard = last_beat = time.monotonic()
     interrupted = False
-    try:
-        while True:
-            now = time.monotonic()
-            if stop.abandon.is_set():
-                raise StoppedFollowing()
-            if stop.interrupt.is_set() and not interrupted:
-                interrupted = True
-                stream.send(f"stop {stop.reason}\n".encode())
-                on_interrupt()
-            if now - last_beat >= BEAT_EVERY_S:
-                stream.send(b"beat\n")
-                last_beat = now
-            for line in stream.read_lines(0.25):
-                event = parse_event(line)
-                if event is None:
-                    continue
-                heard = time.monotonic()
-                if event.get("event") == "result":
-                    if event.get("data") is None:
-                        raise LostContact("the board stopped hearing the host's heartbeat")
-                    return event["data"]
-                if event.get("failed"):
-                    raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
-                                     f"{event.get('msg')}", "see agent.log in the run folder on the board")
-                on_progress(event)
-            if stream.finished:
-                detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
-                raise LostContact(detail[0])
-            if time.monotonic() - heard > silence_s:
-                raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
-    finally:
-        stream.close()
+    while True:
+        now = time.monotonic()
+        if stop.abandon.is_set():
+            raise StoppedFollowing()
+        if stop.interrupt.is_set() and not interrupted:
+            interrupted = True
+            stream.send(f"stop {stop.reason}\n".encode())
+            on_interrupt()
+        if now - last_beat >= BEAT_EVERY_S:
+            stream.send(b"beat\n")
+            last_beat = now
+        for line in stream.read_lines(0.25):
+            event = parse_event(line)
+            if event is None:
+                continue
+            heard = time.monotonic()
+            if event.get("event") == "result":
+                if event.get("data") is None:
+                    raise LostContact("the board stopped hearing the host's heartbeat")
+                return event["data"]
+            if event.get("failed"):
+                raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
+                                 f"{event.get('msg')}", "see agent.log in the run folder on the board")
+            on_progress(event)
+        if stream.finished:
+            detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
+            raise LostContact(detail[0])
+        if time.monotonic() - heard > silence_s:
+            raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
