@@ -195,7 +195,7 @@ def test_a_daemon_left_after_the_app_and_nsys_ended_gets_a_short_grace_not_the_p
     """A stalled nsys's daemon lingers (spinning a core) after nsys is gone. Here, once the app has said which
     nsys runs it, a process named as that nsys's daemon starts beside it; the app ends after 3 s of a capture
     planned for 300 s. The daemon gets its grace after nsys, in case it is still writing, then is stopped:
-    nothing waits for the planned end."""
+    nothing waits for the planned end, and the run, whose nsys ended well, succeeds."""
     pid_file, daemon = tmp_path / "nsys.pid", "sleep 6175; true"
     app = f"sh -c 'ps -o ppid= -p $PPID > {pid_file}; sleep 3'"
     with ThreadPoolExecutor(1) as pool:
@@ -213,9 +213,12 @@ def test_a_daemon_left_after_the_app_and_nsys_ended_gets_a_short_grace_not_the_p
             if lingering.poll() is None:
                 os.killpg(lingering.pid, signal.SIGKILL)
             lingering.wait()
-    assert done.returncode == 11
-    assert error_line(done).startswith("error: watchdog: nsys daemon outlived the capture (SIGTERM to nsys daemon)")
+    # nsys itself ended well and its report came back: a success, with a warning naming what was stopped
+    assert done.returncode == 0, done.stderr
+    assert "nsys ended well and wrote its report, but what it left running (nsys daemon) did not end within its " \
+           "grace and was stopped" in " ".join(done.stderr.split())
     record = last_record(tmp_path)
+    assert record["status"] == "ok"
     capture = record["capture"]
     assert capture["app_stopped_after_s"] is None and capture["app_gone_after_s"] < 10  # it ended by itself
     [(reason, signal_name, at)] = [(a["reason"], a["signal"], a["at"]) for a in capture["watchdog"]]

@@ -13,7 +13,7 @@ from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
 from .board_figures import board_section, energy_section
 from .board_samples import read_board_samples
-from .outcome import app_ending, classify_capture
+from .outcome import app_ending, classify_capture, nudged_warning
 from .phases import RunLog
 from .pull import pull_verified, sha256_file
 from .remote_export import export_on_board
@@ -29,8 +29,7 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     record["capture"] = capture
     record["status"] = status
     if status == "ok" and capture["watchdog"]:
-        progress.note("warning", "nsys stalled while writing its report and finished it once interrupted (exit 0); "
-                                 "run.json lists the signals")
+        progress.note("warning", nudged_warning(capture))
     if capture.get("import"):
         record["import"] = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
     progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")

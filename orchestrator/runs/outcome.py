@@ -93,18 +93,33 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
 
 
 def finished_when_nudged(capture: dict[str, Any]) -> bool:
-    """The app ended well (as planned, or by itself with success) and nsys stalled around its report, but
-    nothing was lost: one SIGINT made it finish normally (exit 0, report written), or it had already said
-    "Generated:" for the report it then hung after. The run is a success (with a warning); the watchdog
-    touched nsys alone (and the clean-up of its orphaned daemon and helpers), never the app."""
+    """The app ended well (as planned, or by itself with success) and nothing was lost: nsys finished
+    normally (exit 0, report written) by itself or after one SIGINT when it stalled around its report, or it
+    had already said "Generated:" for the report it then hung after. The run is a success (with a warning);
+    the watchdog touched nsys alone (and the clean-up of its orphaned daemon and helpers), never the app."""
     if any(a["target"] == "app" for a in capture["watchdog"]) or not capture["reports"]:
         return False
-    nudges = [(a["target"], a["signal"]) for a in capture["watchdog"] if a["target"] == "nsys"]
     app_ended_well = capture.get("app_stopped_after_s") is not None or capture["nsys_exit"] == 0
     report_said_written = bool(capture.get("generated")) and any(
         a["reason"] == "nsys hung after writing the report" for a in capture["watchdog"])
-    return app_ended_well and ((capture["nsys_exit"] == 0 and nudges == [("nsys", "SIGINT")])
+    return app_ended_well and ((capture["nsys_exit"] == 0 and _nsys_nudges(capture) in ([], [("nsys", "SIGINT")]))
                                or report_said_written)
+
+
+def nudged_warning(capture: dict[str, Any]) -> str:
+    """What a run that finished_when_nudged says of the watchdog's signals."""
+    if capture["nsys_exit"] != 0:
+        return "nsys hung after it had written its report and was stopped; run.json lists the signals"
+    if _nsys_nudges(capture):
+        return "nsys stalled while writing its report and finished it once interrupted (exit 0); " \
+               "run.json lists the signals"
+    left = ", ".join(sorted({a["target"] for a in capture["watchdog"]}))
+    return (f"nsys ended well and wrote its report, but what it left running ({left}) did not end within its "
+            "grace and was stopped; run.json lists the signals")
+
+
+def _nsys_nudges(capture: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(a["target"], a["signal"]) for a in capture["watchdog"] if a["target"] == "nsys"]
 
 
 
