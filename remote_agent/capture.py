@@ -228,8 +228,10 @@ def capture(request, emit, should_stop=None):
         app_ended = app_gone is not None or not app or not session_members(app)
         # an app still running when nsys ended may finish by the planned end; once it is gone nothing is left
         # to capture, and what nsys leaves (its daemon, orphaned by a stopped nsys, spinning a core) gets its
-        # grace from now, not from a planned end that a long duration_s puts minutes away
-        leftovers = watchdog.stop_leftovers(nsys_ended if app_ended else max(deadline, nsys_ended))
+        # grace from now, not from a planned end that a long duration_s puts minutes away (a short one when
+        # nsys had to be stopped and wrote no report)
+        leftovers = watchdog.stop_leftovers(nsys_ended if app_ended else max(deadline, nsys_ended),
+                                            report_written=bool(find_reports(request["report_base"])))
     finally:
         if proc.poll() is None:
             watchdog.stop_nsys("agent interrupted", signal.SIGKILL)

@@ -6,8 +6,13 @@ import signal
 import subprocess
 import time
 
-# Seconds nsys may linger after printing "Generated:" before it counts as hung.
+# Seconds nsys may linger after printing "Generated:" before it counts as hung; and that nsys's daemon and
+# helpers get after nsys ended, in case they are still finishing its report.
 AFTER_REPORT_GRACE_S = 20.0
+# Seconds they get when the watchdog had to stop nsys and no report was written: nothing is left for them to
+# finish (a stopped nsys's daemon spins for good), and a capture made again should not wait on them. (In the
+# suite, every stall that left no report waited 20 s for such a daemon before it was made again.)
+ORPHAN_GRACE_S = 2.0
 # Seconds between escalation steps (SIGINT -> SIGTERM -> SIGKILL).
 SIGNAL_STEP_S = 10.0
 # Seconds in which the scratch folder must grow by STALL_GROWTH_BYTES, once the app is gone and before
@@ -116,6 +121,13 @@ class WriteProgress(object):
         return now - self.since > STALL_S
 
 
+def leftover_grace_s(actions, report_written):
+    """How long nsys's daemon and helpers may outlive nsys: they may still be finishing its report when the
+    CLI ends, unless the watchdog had to stop nsys and there is no report to finish."""
+    stopped_nsys = any(action["target"] == "nsys" for action in actions)
+    return ORPHAN_GRACE_S if stopped_nsys and not report_written else AFTER_REPORT_GRACE_S
+
+
 class Watchdog(object):
     """Escalates signals to nsys's process group and the app's session, recording every step."""
 
@@ -156,11 +168,11 @@ class Watchdog(object):
             except subprocess.TimeoutExpired:
                 continue
 
-    def stop_leftovers(self, deadline):
+    def stop_leftovers(self, deadline, report_written):
         """The app (or its children), nsys's own helpers and its daemon may outlive nsys; past the
-        deadline they are terminated, then killed. nsys's helpers and daemon may still be finishing
-        when the CLI ends, so they get AFTER_REPORT_GRACE_S more. Returns the PIDs still alive after that."""
-        nsys_deadline = max(deadline, time.time() + AFTER_REPORT_GRACE_S)
+        deadline they are terminated, then killed. nsys's helpers and daemon get leftover_grace_s more.
+        Returns the PIDs still alive after that."""
+        nsys_deadline = max(deadline, time.time() + leftover_grace_s(self.actions, report_written))
         sessions = [("app", self.app_session(), deadline), ("nsys helpers", self.proc.pid, nsys_deadline)]
         sessions += [("nsys daemon", pid, nsys_deadline) for pid in nsys_daemons(self.proc.pid)]
         left = []

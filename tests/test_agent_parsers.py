@@ -175,3 +175,16 @@ def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
     # the classic stall: not a byte more
     still = WriteProgress(0.0, 114_000)
     assert not still.stalled(STALL_S, 114_000) and still.stalled(STALL_S + 0.1, 114_000)
+
+
+def test_a_stopped_nsys_without_a_report_leaves_its_daemon_only_a_short_grace():
+    from remote_agent.watchdog import AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S, leftover_grace_s
+    stalled = [{"reason": "nsys stalled while generating the report", "signal": "SIGINT", "target": "nsys"}]
+    assert (AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S) == (20.0, 2.0)
+    # as seen in the suite: stalled, one SIGINT, nsys exits 0 without a report; its daemon spins on
+    assert leftover_grace_s(stalled, report_written=False) == ORPHAN_GRACE_S
+    # a report to finish, or an nsys that ended by itself: the daemon may still be writing
+    assert leftover_grace_s(stalled, report_written=True) == AFTER_REPORT_GRACE_S
+    assert leftover_grace_s([], report_written=False) == AFTER_REPORT_GRACE_S
+    app_only = [{"reason": "app outlived the capture", "signal": "SIGTERM", "target": "app"}]
+    assert leftover_grace_s(app_only, report_written=False) == AFTER_REPORT_GRACE_S

@@ -185,6 +185,11 @@ def test_hung_nsys_is_stopped_by_the_watchdog(sshd, tmp_path):
         assert record["files"]["report.nsys-rep"]["size"] > 0
     else:  # it had written nothing yet (it varies with when the freeze lands): captured once more, as asked
         assert len(record["capture_attempts"]) == 1 and record["capture_attempts"][0]["stalled"] is True
+        # with no report to finish, what the stopped nsys left running got 2 s, not 20, before its SIGTERM
+        nsys_ended = first["started_at"] + first["nsys_elapsed_s"]
+        terms = [a["at"] - nsys_ended for a in first["watchdog"]
+                 if a["target"] in ("nsys daemon", "nsys helpers") and a["signal"] == "SIGTERM"]
+        assert all(1.5 < after < 10 for after in terms), terms
     assert not _alive(marker, tmp_path / "work")
     assert not _alive("nsys-launcher", tmp_path / "work")
     assert not _alive("--start-agent", tmp_path / "work")  # nsys's profiling daemon, orphaned when nsys is killed
