@@ -127,7 +127,7 @@ MODELS = Path.home() / ".cache" / "orchestrate" / "models"  # where scripts/fetc
 @pytest.mark.skipif(not (MODELS / "pose_landmark_full.tflite").is_file(),
                     reason="needs the pose models (scripts/setup.sh fetches them)")
 def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, browser):
-    summaries, run_dirs = {}, {}
+    summaries, run_dirs, own_cores = {}, {}, {}
     # 90 frames: about 2-3 s of app; nsys 2022.4 stalls for good far more often when the app is gone within
     # its first second or two (30 frames, about 1 s, stalled twice in a row in one of three CI runs)
     for threads in (1, 2):
@@ -148,9 +148,16 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
         assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
         assert summary["hotspots"]["self"][0]["symbol"].startswith("xnn_")  # XNNPACK's kernels are the hot code
         assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2
+        # the cores busy over the steady frames, as the app's own CPU time counts them (all its threads)
+        first = 1 + frames["warmup"]["frames"]
+        cpu, wall = own["cpu_marks_ns"], own["wall_marks_ns"]
+        own_cores[threads] = (cpu[-1] - cpu[first]) / (wall[-1] - wall[first])
         summaries[threads], run_dirs[threads] = summary, run_dir
     cores = {t: sum(c["busy_pct"] for c in s["cores"]) / 100 for t, s in summaries.items()}
-    assert cores[2] > cores[1] + 0.3  # the second XNNPACK thread keeps another core busy
+    # the second XNNPACK thread keeps another core busy, as much as this machine gives it one: the analysis
+    # says how much, as the app's own CPU time does
+    assert cores == pytest.approx(own_cores, abs=0.05), own_cores
+    assert cores[2] > cores[1] and own_cores[2] > own_cores[1] + 0.1
     assert summaries[2]["frames"]["steady"]["mean_ns"] < summaries[1]["frames"]["steady"]["mean_ns"]
     # the seed's A/B table: orchestrate compare, as JSON and as a page
     done = run_cli("compare", str(run_dirs[1]), str(run_dirs[2]), "--label", "1 thread", "--label", "2 threads",
