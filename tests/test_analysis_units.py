@@ -81,7 +81,23 @@ def test_pick_processes_by_name_or_basename():
     assert pick_processes(processes, None) is None
     with pytest.raises(UsageError, match="no such process") as raised:
         pick_processes(processes, "glmark2")
-    assert raised.value.hint == "pick one of: /usr/bin/es2gears_x11, python3"
+    assert raised.value.hint == "give a name or pid of: /usr/bin/es2gears_x11 (10), python3 (11)"
+
+
+def test_a_process_is_known_by_every_name_it_had_and_by_pid():
+    """`sh -c '... exec "$@"'` keeps the shell's pid: PROCESSES says /bin/sh, the main thread the app's name
+    (the kernel's 15 characters of it)."""
+    processes = [{"pid": 10, "name": "es2gears_x11", "aliases": ["es2gears_x11", "/bin/sh"]},
+                 {"pid": 12, "name": "posebench_longe", "aliases": ["posebench_longe"]},
+                 {"pid": 11, "name": "python3", "aliases": ["python3"]}]
+    assert pick_processes(processes, "es2gears_x11") == [10]
+    assert pick_processes(processes, "/usr/bin/es2gears_x11") == [10]
+    assert pick_processes(processes, "sh") == [10]
+    assert pick_processes(processes, "11") == [11]
+    assert pick_processes(processes, "posebench_longer_name") == [12]
+    for wrong in ("12345", "es2gears", "posebench"):
+        with pytest.raises(UsageError, match=f"--process {wrong}: no such process"):
+            pick_processes(processes, wrong)
 
 
 def _evidence(**changes) -> Evidence:

@@ -1,6 +1,6 @@
 import pytest
 
-from orchestrator.errors import AppSpecError
+from orchestrator.errors import AppSpecError, UsageError
 from orchestrator.inventory.catalog import adhoc_app, find_app, load_catalog, parse_app_spec, with_overrides
 
 
@@ -31,8 +31,12 @@ def test_user_folder_adds_and_overrides(tmp_path):
     ("name: x\n", "'command' is missing"),
     ("name: x\ncommand: a\ntrace: [opengl, cudaa]\n", "unknown trace 'cudaa'"),
     ("name: x\ncommand: a\nsample: sometimes\n", "'sample' must be one of cpu, none, process-tree, system-wide"),
-    ("name: x\ncommand: a\nduration_s: -1\n", "'duration_s' must be a number >= 0.1, not -1"),
+    ("name: x\ncommand: a\nduration_s: -1\n", "'duration_s' must be a number of seconds from 0.1 to 86400, not -1"),
     ("name: x\ncommand: a\nneeds_display: maybe\n", "'needs_display' must be true or false"),
+    ("name: x\ncommand: a\nduration_s: .nan\n", "'duration_s' must be a number of seconds from 0.1 to 86400, not nan"),
+    ("name: x\ncommand: a\ndelay_s: 1.0e+400\n", "'delay_s' must be a number of seconds from 0 to 86400, not inf"),
+    ("name: x\ncommand: a\nname: y\n", "not valid YAML at line 3: key 'name' is given twice (lines 1 and 3)"),
+    ("name: x\ncommand: './app \"unclosed'\n", "'command' cannot be split into words (no closing quotation)"),
 ])
 def test_bad_specs_name_the_file_and_key(tmp_path, body, message):
     (tmp_path / "x.yaml").write_text(body)
@@ -52,12 +56,12 @@ def test_adhoc_app_and_overrides():
     assert (spec.name, spec.command) == ("detect", ("./detect", "--model", "ssd v2.pb"))
     changed = with_overrides(spec, duration_s=7, delay_s=1, trace="nvtx,osrt", sample="none")
     assert (changed.duration_s, changed.delay_s, changed.trace, changed.sample) == (7.0, 1.0, ("nvtx", "osrt"), "none")
-    with pytest.raises(AppSpecError, match="--app-cmd is empty"):
+    with pytest.raises(UsageError, match="--app-cmd is empty"):
         adhoc_app("  ", needs_display=False)
-    with pytest.raises(AppSpecError, match="unknown trace 'gl' in --trace"):
+    with pytest.raises(UsageError, match="unknown trace 'gl' in --trace"):
         with_overrides(spec, trace="gl")
     assert with_overrides(spec, cpuctxsw="none").cpuctxsw == "none" and spec.cpuctxsw is None
-    with pytest.raises(AppSpecError, match="--cpuctxsw must be one of process-tree, system-wide, none"):
+    with pytest.raises(UsageError, match="--cpuctxsw must be one of process-tree, system-wide, none"):
         with_overrides(spec, cpuctxsw="off")
     with pytest.raises(AppSpecError, match=r"x.yaml: 'cpuctxsw' must be one of process-tree, system-wide, none, "
                                            r"not 'off'"):

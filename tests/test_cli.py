@@ -75,7 +75,9 @@ def test_targets_lists_a_broken_host_with_its_error_and_the_others(tmp_path, cap
 
 
 def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    from orchestrator.results.database import open_database
     database = str(tmp_path / "results.db")
+    open_database(database).close()  # a writer makes it; `results history` only reads
     assert main(["results", "history", "--app", "x", "--metric", "m", "--db", database, "--html",
                  str(tmp_path / "missing" / "deeper" / "file" / "t.html")]) == 0  # folders are made
     (tmp_path / "file").write_text("")

@@ -6,7 +6,7 @@ from board_state import record
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.errors import InventoryError
+from orchestrator.errors import InventoryError, UsageError
 from orchestrator.inventory.hosts import DEFAULT_WORK_DIR, load_inventory, parse_inventory
 from orchestrator.targets.transport import ConnectOptions, resolve_ssh_params
 
@@ -101,7 +101,7 @@ def test_files_that_are_not_inventories_are_one_line_errors(tmp_path):
 
 
 def test_bad_yaml_says_where():
-    with pytest.raises(InventoryError, match=r"inv.yaml: line 2 is not valid YAML"):
+    with pytest.raises(InventoryError, match=r"inv.yaml: not valid YAML at line 2"):
         parse_inventory("all:\n\thosts:\n", "inv.yaml")
 
 
@@ -136,8 +136,11 @@ def test_ssh_config_fills_what_the_inventory_leaves_out(tmp_path):
     assert params.known_hosts == Path("/etc/fleet_known_hosts")
     # inventory values win over ssh config, and root is the default user
     inv = parse_inventory("all:\n  hosts:\n    nano01: {ansible_host: 10.0.0.9, ansible_user: root}\n", "inv.yaml")
-    params = resolve_ssh_params(inv.host("nano01"), ConnectOptions(ssh_config=tmp_path / "absent"))
+    (tmp_path / "empty").write_text("")
+    params = resolve_ssh_params(inv.host("nano01"), ConnectOptions(ssh_config=tmp_path / "empty"))
     assert (params.hostname, params.port, params.user) == ("10.0.0.9", 22, "root")
+    with pytest.raises(UsageError, match="cannot read the ssh config .*absent: No such file or directory"):
+        resolve_ssh_params(inv.host("nano01"), ConnectOptions(ssh_config=tmp_path / "absent"))
 
 
 yaml_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),

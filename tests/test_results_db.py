@@ -174,6 +174,18 @@ def test_a_database_out_of_reach_is_one_line_that_says_what_to_check(tmp_path, p
         open_database(str(tmp_path / "file" / "results.db"))
 
 
+def test_a_run_that_never_reached_its_board_is_not_a_record(tmp_path):
+    """An unreachable board's run folder (what profile writes before it connects) has no board and no figure:
+    it is not stored as a flagged run of nothing."""
+    run = tmp_path / "20261101T080000Z-nano-es2gears"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({
+        "run_id": run.name, "started_at": "2026-11-01T09:00:00+01:00", "status": "failed", "stage": "failed",
+        "target": {"name": "nano-01"}, "app": {"name": "es2gears"},
+        "error": {"type": "ConnectError", "message": "cannot reach nano-01", "exit_code": 4}}))
+    assert folder_records(run) == [] and folder_records(tmp_path) == []
+
+
 def test_a_run_folder_and_a_study_folder_become_records(tmp_path):
     run = tmp_path / "study" / "20261101T080000Z-nano-posebench"
     run.mkdir(parents=True)

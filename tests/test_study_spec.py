@@ -1,12 +1,13 @@
 """Study files: loading, one-line errors naming file and key, matrix expansion and each cell's app."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from orchestrator.errors import StudySpecError
+from orchestrator.errors import StudySpecError, UsageError
 from orchestrator.inventory.catalog import load_catalog
 from orchestrator.study.spec import cell_app, cells, fill, load_study, parse_study, with_values
 
@@ -90,7 +91,7 @@ def test_mistakes_are_one_line_naming_file_and_key(tmp_path, change, message):
 def test_files_that_are_not_studies(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("study: [unclosed\n")
-    with pytest.raises(StudySpecError, match=r"broken.yaml is not valid YAML at line 2"):
+    with pytest.raises(StudySpecError, match=r"broken.yaml: not valid YAML at line 2"):
         load_study(path)
     with pytest.raises(StudySpecError, match="cannot read the study file"):
         load_study(tmp_path / "missing.yaml")
@@ -110,10 +111,11 @@ def test_set_gives_a_variable_other_values_for_a_quick_run(tmp_path):
     assert [c.variables for c in cells(quick)] == [{"delegate": "xnnpack", "threads": 1},
                                                     {"delegate": "none", "threads": 1}]
     assert quick.exclude == ()  # threads=2 is gone, and the rule naming it with it
-    with pytest.raises(StudySpecError, match="--set model=a: name a matrix variable"):
+    with pytest.raises(UsageError, match="--set model=a: name a matrix variable"):
         with_values(spec, ["model=a"])
-    with pytest.raises(StudySpecError, match="--set threads=1,1: give distinct plain values"):
-        with_values(spec, ["threads=1,1"])
+    for bad in ("threads=1,1", "threads=", "threads=1,,2", "threads=[1", "threads={a: 1}"):
+        with pytest.raises(UsageError, match=f"--set {re.escape(bad)}: give distinct plain values"):
+            with_values(spec, [bad])
 
 
 @pytest.mark.parametrize("name, count", [("posebench-delegate", 4), ("posebench-matrix", 12), ("seed-tftrt", 36),

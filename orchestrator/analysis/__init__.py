@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ReportError
+from ..files import write_text
 from .memory import keep_freed_memory
 from .report_input import open_report
 from .selection import AnalysisOptions
@@ -65,7 +66,4 @@ def _bounded(text: str, limit: int = 200) -> str:
 
 
 def write_summary(summary: dict, path: Path) -> Path:
-    partial = path.with_name(f".{path.name}.part")
-    partial.write_text(json.dumps(summary, indent=1) + "\n")
-    partial.replace(path)
-    return path
+    return write_text(path, json.dumps(summary, indent=1) + "\n")

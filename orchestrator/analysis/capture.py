@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .names import pid_of, pid_sql, process_names, thread_names
+from .names import pid_of, pid_sql, process_aliases, thread_names
 from .reads import span_exprs
 from .schema import KNOWN_TABLES, Schema
 from .trace import Trace
@@ -72,15 +72,16 @@ def cpu_count(conn: sqlite3.Connection, schema: Schema) -> int:
 
 
 def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
-    """Processes nsys saw threads of, with their names."""
-    names = process_names(conn, schema)
+    """Processes nsys saw threads of, with their name (and every other name they had: 'aliases')."""
+    aliases = process_aliases(conn, schema)
+    names = {pid: found[-1] for pid, found in aliases.items()}
     pids = {pid_of(gtid) for gtid in thread_names(conn, schema)}
     if not pids:
         for table in KNOWN_TABLES:
             if schema.has(table, "globalTid"):
                 query = f'SELECT DISTINCT {pid_sql()} FROM "{table}"'
                 pids |= {int(row[0]) for row in conn.execute(query)}
-    return [{"pid": pid, "name": names.get(pid, "")} for pid in sorted(pids) if pid]
+    return [{"pid": pid, "name": names.get(pid, ""), "aliases": aliases.get(pid, [])} for pid in sorted(pids) if pid]
 
 
 def utc_epoch_ns(conn: sqlite3.Connection, schema: Schema) -> int | None:

@@ -41,13 +41,15 @@ def thread_names(conn: sqlite3.Connection, schema: Schema) -> dict[int, str]:
     return {int(gtid): name for gtid, name in rows}
 
 
-def process_names(conn: sqlite3.Connection, schema: Schema) -> dict[int, str]:
-    """pid -> process name, from PROCESSES (newer exports) or the main thread's name."""
-    names: dict[int, str] = {}
+def process_aliases(conn: sqlite3.Connection, schema: Schema) -> dict[int, list[str]]:
+    """pid -> every name the capture gives the process: its main thread's (the executable it ran last, as
+    the kernel names it after an exec: 'es2gears_x11' where PROCESSES still says '/bin/sh'), then PROCESSES'."""
+    names: dict[int, list[str]] = {}
     for gtid, name in thread_names(conn, schema).items():
-        if tid_of(gtid) == pid_of(gtid):
-            names[pid_of(gtid)] = name
+        if tid_of(gtid) == pid_of(gtid) and name:
+            names.setdefault(pid_of(gtid), []).append(name)
     if schema.has("PROCESSES", "pid", "name"):
         for pid, name in conn.execute("SELECT pid, name FROM PROCESSES WHERE name IS NOT NULL"):
-            names[int(pid)] = name
+            if name not in names.setdefault(int(pid), []):
+                names[int(pid)].append(name)
     return names

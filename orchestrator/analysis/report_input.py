@@ -27,12 +27,30 @@ def check_report_file(report: Path) -> None:
                       "give the .nsys-rep or .qdrep nsys wrote, or its .sqlite export")
 
 
+def missing_report(path: Path) -> ReportError:
+    """A report path that names no file: a folder, or nothing."""
+    if path.is_dir():
+        return ReportError(f"{path} is a folder, not a report", "give the report file, or a run folder")
+    return ReportError(f"{path}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
+
+
+def report_of(source: Path) -> Path:
+    """The report a run folder holds (its SQLite export first: it is read without nsys), or the file given."""
+    if source.is_dir():
+        for name in ("report.sqlite", "report.nsys-rep", "report.qdrep"):
+            if (source / name).is_file():
+                return source / name
+        raise ReportError(f"{source} is a folder that holds no report (no report.sqlite, .nsys-rep or .qdrep)",
+                          "give a run folder whose capture came back, or a report file")
+    return source
+
+
 def sqlite_for(report: Path, nsys_hint: str | None = None) -> Path:
     """The SQLite export of a report: the one beside it when it is newer, else a fresh export."""
     if report.suffix not in REPORT_SUFFIXES:
         return report
     if not report.is_file():
-        raise ReportError(f"{report}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
+        raise missing_report(report)
     check_report_file(report)
     beside = report.with_suffix(".sqlite")
     if beside.is_file() and beside.stat().st_mtime >= report.stat().st_mtime:

@@ -40,6 +40,8 @@ class Schema:
 
 def open_export(path: Path) -> sqlite3.Connection:
     """Open an export read-only; a file that is not SQLite (or is cut short) is a ReportError."""
+    if path.is_dir():
+        raise ReportError(f"{path} is a folder, not a report", "give the report file, or a run folder")
     if not path.is_file():
         raise ReportError(f"{path}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
     with path.open("rb") as handle:

@@ -60,12 +60,22 @@ def parse_range(text: str, capture: tuple[int, int]) -> Window:
 
 
 def pick_processes(processes: list[dict], wanted: str | None) -> list[int] | None:
-    """pids whose name is ``wanted`` (or ends with /wanted); None means every process."""
+    """pids of the process ``wanted`` names: by pid, or by any name it had (its last executable after 'sh -c'
+    or exec, its first), whole, as the file name of a path, or as the kernel's 15 characters of it; None
+    means every process."""
     if not wanted:
         return None
-    pids = [p["pid"] for p in processes if p["name"] == wanted or p["name"].rsplit("/", 1)[-1] == wanted]
+    if wanted.isdigit():
+        pids = [p["pid"] for p in processes if p["pid"] == int(wanted)]
+    else:
+        pids = [p["pid"] for p in processes if any(_names_it(name, wanted) for name in p.get("aliases") or [p["name"]])]
     if not pids:
-        names = sorted({p["name"] for p in processes if p["name"]})
+        known = [f"{p['name'] or '?'} ({p['pid']})" for p in processes]
         raise UsageError(f"--process {wanted}: no such process in the capture",
-                         f"pick one of: {', '.join(names[:12]) or 'none named'}")
+                         f"give a name or pid of: {', '.join(known[:12]) or 'none seen'}")
     return pids
+
+
+def _names_it(name: str, wanted: str) -> bool:
+    base, wanted_base = name.rsplit("/", 1)[-1], wanted.rsplit("/", 1)[-1]
+    return wanted in (name, base) or wanted_base == base or (len(base) == 15 and wanted_base.startswith(base))

@@ -34,7 +34,8 @@ IMPROVEMENT = "improvement"
 NO_CHANGE = "no clear change"
 NO_BASELINE = "no baseline"
 
-_RULE = re.compile(r"^(?P<metric>[A-Za-z0-9_.-]+)(?::(?P<number>[0-9]*\.?[0-9]+)(?P<pct>%?))?$")
+_METRIC = re.compile(r"^[A-Za-z0-9_.-]+$")
+_THRESHOLD = re.compile(r"^(?P<number>[0-9]*\.?[0-9]+)(?P<pct>%?)$")
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,22 @@ class GateRule:
 
 def parse_rule(text: str) -> GateRule:
     """'steady_mean_ms:5%', 'steady_mean_ms:0.05' or 'steady_mean_ms' (the default 5 %)."""
-    found = _RULE.match(text.strip())
-    if not found:
+    metric, given, threshold = text.strip().partition(":")
+    if not _METRIC.match(metric):
         raise UsageError(f"--gate {text!r} is not METRIC[:THRESHOLD]", "e.g. --gate steady_mean_ms:5%")
-    if found["number"] is None:
-        return GateRule(found["metric"])
-    threshold = float(found["number"]) / (100 if found["pct"] else 1)
+    return GateRule(metric, parse_threshold(threshold, f"--gate {metric}:") if given else DEFAULT_THRESHOLD)
+
+
+def parse_threshold(text: str, option: str = "--threshold") -> float:
+    """'5%' or '0.05': the practical threshold of a change, as a fraction."""
+    found = _THRESHOLD.match(text.strip())
+    threshold = float(found["number"]) / (100 if found["pct"] else 1) if found else -1.0
     if not 0 <= threshold < 10:
-        raise UsageError(f"--gate {text!r}: the threshold must be a fraction or a percentage",
-                         "e.g. --gate steady_mean_ms:5% or steady_mean_ms:0.05")
-    return GateRule(found["metric"], threshold)
+        raise UsageError(f"{option}{'' if option.endswith(':') else ' '}{text!r}: the threshold must be a fraction "
+                         "or a percentage",
+                         f"e.g. {option} 5% or {option} 0.05" if option == "--threshold"
+                         else "e.g. --gate steady_mean_ms:5% or steady_mean_ms:0.05")
+    return threshold
 
 
 @dataclass(frozen=True)

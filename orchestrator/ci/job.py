@@ -20,10 +20,11 @@ from typing import Any
 from ..errors import OrchestratorError, UsageError
 from ..inventory.catalog import AppSpec, find_app
 from ..results.database import Database
-from ..results.records import Provenance, RunRecord, folder_records
+from ..results.records import EXTRA_METRICS, Provenance, RunRecord, folder_records
 from ..results.store import Series, add_run, baseline, finish_job, start_job
+from ..study.metrics import REPORT_METRICS
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
-from ..study.spec import Cell, StudySpec, load_study, with_values
+from ..study.spec import Cell, StudySpec, cell_app, cells, load_study, with_values
 from .gate import DEFAULT_THRESHOLD, MIN_BASELINE, NO_BASELINE, REGRESSION, Decision, GateRule, decide
 
 BASELINE_RUNS = 10
@@ -111,6 +112,18 @@ def job_study(catalog: dict[str, AppSpec], app: str | None, study_file: Path | N
     if not 1 <= runs <= 1000:
         raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
     return study, runs
+
+
+def gated_names(rules: tuple[GateRule, ...], study: StudySpec, catalog: dict[str, AppSpec]) -> None:
+    """Every --gate names a metric the job's runs can have, with a better direction: a mistyped name is said
+    before the job runs, not after it, as a metric 'missing, not judged'."""
+    known = {name for name, (_, better) in REPORT_METRICS.items() if better} | set(EXTRA_METRICS)
+    parsed = any(cell_app(study, cell, catalog).parser for cell in cells(study))
+    for rule in rules:
+        if rule.metric in known or (parsed and rule.metric.startswith("app.") and len(rule.metric) > 4):
+            continue
+        app_names = "app.NAME for a figure of the app's parser" if parsed else "no app.* names: the app has no parser"
+        raise UsageError(f"--gate {rule.metric}: no such metric", f"known: {', '.join(sorted(known))}; {app_names}")
 
 
 def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> CiOutcome:

@@ -6,29 +6,33 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Column
+from rich.text import Text
 
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 class RichProgress:
     """Implements orchestrator.progress.Progress: one line per phase, a bar where there is a total;
-    the capture shows elapsed against planned seconds, the pull bytes and rate."""
+    the capture shows elapsed against planned seconds, the pull bytes and rate. Piped (not a terminal), one
+    plain line per phase as it ends, nothing redrawn."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.live = console.is_terminal
         self.view = Progress(
             TextColumn("[bold]{task.fields[phase]}", table_column=Column(width=9, no_wrap=True)),
             BarColumn(bar_width=20), TimeElapsedColumn(),
-            TextColumn("{task.fields[detail]}", table_column=Column(ratio=1, overflow="fold")),
+            TextColumn("{task.fields[detail]}", markup=False, table_column=Column(ratio=1, overflow="fold")),
             console=console, transient=False, expand=True)
         self.tasks: dict[str, TaskID] = {}
         self.totals: dict[str, float | None] = {}
         self.started: dict[str, float] = {}
 
     def start(self, phase: str, total: float | None = None, unit: str = "") -> None:
-        if not self.view.live.is_started:
+        if self.live and not self.view.live.is_started:
             self.view.start()
         self.started[phase] = time.monotonic()
         self.totals[phase] = total
@@ -50,13 +54,18 @@ class RichProgress:
 
     def finish(self, phase: str, summary: str = "") -> None:
         task = self.tasks.get(phase)
-        if task is not None:
+        if not self.live:
+            seconds = time.monotonic() - self.started.get(phase, time.monotonic())
+            self.console.print(f"{phase}: {summary or 'done'} ({seconds:.1f} s)", markup=False, highlight=False,
+                               soft_wrap=True)
+        elif task is not None:
             total = self.totals.get(phase) or 1
             self.view.update(task, completed=total, total=total, detail=summary)
             self.view.stop_task(task)
 
     def note(self, level: str, text: str) -> None:
-        self.console.print(f"[{LEVEL_STYLE.get(level, '')}]\\[{level}][/] {text}", highlight=False, soft_wrap=True)
+        self.console.print(f"[{LEVEL_STYLE.get(level, '')}]\\[{level}][/] {escape(text)}", highlight=False,
+                           soft_wrap=True)
 
     def close(self) -> None:
         if self.view.live.is_started:
@@ -81,15 +90,17 @@ class StudyView(RichProgress):
             super().note(level, text)
 
     def begin_run(self, cell: Any, cells: int, run: int, repeat: int, eta_s: float | None) -> None:
+        eta = f", about {eta_s / 60:.0f} min left" if eta_s is not None and eta_s >= 90 else (
+            f", about {eta_s:.0f} s left" if eta_s is not None else "")
+        detail = f"cell {cell.index + 1} of {cells} ({cell.label or 'one cell'}), run {run} of {repeat}{eta}"
+        if not self.live:
+            self.console.print(f"study: {detail}", markup=False, highlight=False, soft_wrap=True)
+            return
         if not self.view.live.is_started:
             self.view.start()
         if self.study_task is None:
             self.study_task = self.view.add_task("study", total=self.total_runs, phase="study", detail="")
-        eta = f", about {eta_s / 60:.0f} min left" if eta_s is not None and eta_s >= 90 else (
-            f", about {eta_s:.0f} s left" if eta_s is not None else "")
-        self.view.update(self.study_task, completed=self.ended,
-                         detail=f"cell {cell.index + 1} of {cells} ({cell.label or 'one cell'}), run {run} of "
-                                f"{repeat}{eta}")
+        self.view.update(self.study_task, completed=self.ended, detail=detail)
 
     def end_run(self, outcome: str) -> None:
         self.ended += 1
@@ -98,6 +109,11 @@ class StudyView(RichProgress):
         self.tasks.clear()
         if self.study_task is not None:
             self.view.update(self.study_task, completed=self.ended)
+
+    def close(self) -> None:
+        if self.study_task is not None:  # the last frame is true: no time left once the study ended
+            self.view.update(self.study_task, detail=f"{self.ended} of {self.total_runs} runs ended")
+        super().close()
 
 
 class FleetTable:
@@ -110,8 +126,11 @@ class FleetTable:
         self.rows: dict[str, dict[str, str]] = {t: {"phase": "waiting", "detail": "", "status": ""} for t in targets}
         self.lock = threading.Lock()
         self.said: set[tuple[str, str]] = set()
-        self.live = Live(get_renderable=self._table, console=console, refresh_per_second=4, transient=False)
-        self.live.start()
+        # piped (not a terminal): no table redrawn, one plain line per board as it ends
+        self.live = Live(get_renderable=self._table, console=console, refresh_per_second=4, transient=False) \
+            if console.is_terminal else None
+        if self.live is not None:
+            self.live.start()
 
     def _table(self) -> Any:
         from rich.table import Table
@@ -119,7 +138,7 @@ class FleetTable:
         with self.lock:
             for target, row in self.rows.items():
                 style = {"ok": "green", "failed": "red", "unreachable": "red"}.get(row["status"], "")
-                table.add_row(target, row["phase"], row["detail"], f"[{style}]{row['status']}[/]" if style else "")
+                table.add_row(Text(target), Text(row["phase"]), Text(row["detail"]), Text(row["status"], style=style))
         return table
 
     def board(self, target: str) -> _BoardLine:
@@ -134,15 +153,19 @@ class FleetTable:
             if (level, text) in self.said:  # every board's preflight says the same of a shared cause
                 return
             self.said.add((level, text))
-        self.console.print(f"[{LEVEL_STYLE.get(level, '')}]\\[{level}][/] {target}: {text}", highlight=False,
-                           soft_wrap=True)
+        self.console.print(f"[{LEVEL_STYLE.get(level, '')}]\\[{level}][/] {escape(target)}: {escape(text)}",
+                           highlight=False, soft_wrap=True)
 
     def ended(self, result: Any) -> None:
         self.set(result.target, phase="done", status=result.status,
                  detail=(result.reason or result.folder or "")[:200])
+        if self.live is None:
+            self.console.print(f"{result.target}: {result.status}: {result.reason or result.folder or ''}",
+                               markup=False, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
-        self.live.stop()
+        if self.live is not None:
+            self.live.stop()
 
 
 class _BoardLine:

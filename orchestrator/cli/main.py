@@ -5,6 +5,7 @@ With ``results_commands`` (the results and ci commands), the only code that prin
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import signal
@@ -17,19 +18,32 @@ from typing import NoReturn
 from .. import __version__
 from ..errors import (
     EXIT_CODES,
+    DiskFullError,
     FleetBoardsFailedError,
     InterruptedRunError,
     OrchestratorError,
     StudyCellsFailedError,
     UsageError,
 )
-from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr
+from .options import (
+    add_clock_options,
+    add_ssh_options,
+    add_study_run_options,
+    clock_request,
+    count,
+    existing_folder,
+    output_folder,
+    seconds,
+    show,
+    stderr,
+)
 from .results_commands import add_parsers as add_results_parsers
 from .results_commands import cmd_ci, cmd_results
 
 # rich, the inventory and the app catalog (YAML) load in the commands that use them: `analyze --json` starts
 # reading the export 80 ms sooner without them
 
+MAX_TOOL_OUTPUT = 256 * 2**20  # `parse` reads at most this much (a day of tegrastats at 10 Hz is ~100 MB)
 DEFAULT_DEBUG_LOG = Path(tempfile.gettempdir()) / "orchestrate-debug.log"
 
 
@@ -57,22 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--inventory", help="inventory YAML (default $ORCHESTRATE_INVENTORY, ./inventory.yaml, "
                                           "else a built-in one with just 'local')")
     prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
-    prof.add_argument("--duration", type=float, help="seconds to capture (default: the app spec's)")
-    prof.add_argument("--delay", type=float, help="seconds to wait before capturing (default: the app spec's)")
+    prof.add_argument("--duration", type=seconds(0.1), help="seconds to capture (default: the app spec's)")
+    prof.add_argument("--delay", type=seconds(0), help="seconds to wait before capturing (default: the app spec's)")
     prof.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
     prof.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     prof.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none (default: the "
                                          "app spec's, else nsys's; cores busy needs it)")
-    prof.add_argument("--grace", type=float, default=30.0,
+    prof.add_argument("--grace", type=seconds(0), default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
-    prof.add_argument("--retries", type=int, default=1,
+    prof.add_argument("--retries", type=count(0, 10), default=1,
                       help="captures to try again when nsys stalls while writing its report (default 1)")
-    prof.add_argument("--apps-dir", type=Path, help="extra folder of app specs (default ~/.config/orchestrate/apps)")
+    prof.add_argument("--apps-dir", type=existing_folder,
+                      help="extra folder of app specs (default ~/.config/orchestrate/apps)")
     add_ssh_options(prof)
     prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
-    prof.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
+    prof.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
                       help="wait up to S seconds for another run on the board to end (default: fail at once)")
-    prof.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S",
+    prof.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
                       help="the board ends the capture on its own after S seconds without hearing from this "
                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
     add_clock_options(prof)
@@ -84,12 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("file", type=Path, help="the study file (YAML; see 'Studies' in the README)")
     study.add_argument("--target", help="host name from the inventory (default: the study's 'target')")
     study.add_argument("--inventory", help="inventory YAML (as for profile)")
-    study.add_argument("--repeat", type=int, help="runs per cell (default: the study's 'repeat')")
+    study.add_argument("--repeat", type=count(1, 1000), help="runs per cell (default: the study's 'repeat')")
     study.add_argument("--fresh", action="store_true", help="run every cell again, reusing nothing")
     study.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="other values for a matrix variable, e.g. --set frames=10 for a quick run")
     study.add_argument("--out", type=Path, default=Path("runs"), help="folder for study folders (default runs/)")
-    study.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    study.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     add_study_run_options(study)
     add_clock_options(study)
     add_ssh_options(study)
@@ -103,18 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_ssh_options(fetch)
 
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
-    apps.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    apps.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
 
     analyze = sub.add_parser("analyze", help="summarise an nsys report: frames, hotspots, cores, APIs, verdict",
                              description="Analyse a .sqlite, .nsys-rep or .qdrep report (exported first with the "
                                          "nsys found here when needed). API tables cover the whole capture; "
                                          "hotspots, cores and threads follow the window (default: the steady "
                                          "frames, else the whole capture). Times are in ns in --json.")
-    analyze.add_argument("report", type=Path, help="report file: .sqlite, .nsys-rep or .qdrep")
+    analyze.add_argument("report", type=Path, help="run folder (runs/<run>) or report: .sqlite, .nsys-rep or .qdrep")
     analyze.add_argument("--json", action="store_true", help="print the summary as one JSON document")
     span = analyze.add_mutually_exclusive_group()
     span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s, 200ms:1s, ns)")
-    span.add_argument("--frame", type=int, help="analyse frame N only (0 is the first frame)")
+    span.add_argument("--frame", type=count(0, 10**9), help="analyse frame N only (0 is the first frame)")
     span.add_argument("--steady", action="store_true", help="analyse the steady frames (the default with frames)")
     analyze.add_argument("--process", help="only this process (name as in the capture)")
     analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
@@ -143,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "NAME.trace.json beside the report)")
     span = trace.add_mutually_exclusive_group()
     span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s)")
-    span.add_argument("--frame", type=int, help="frame N only (0 is the first frame)")
+    span.add_argument("--frame", type=count(0, 10**9), help="frame N only (0 is the first frame)")
     trace.add_argument("--process", help="only this process (name as in the capture)")
     trace.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame")
     trace.add_argument("--max-events", type=int, default=200_000,
@@ -187,19 +202,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fleet_options(fleet)
     fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
     fleet.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
-    fleet.add_argument("--duration", type=float, help="seconds to capture (default: the app spec's)")
-    fleet.add_argument("--delay", type=float, help="seconds to wait before capturing (default: the app spec's)")
+    fleet.add_argument("--duration", type=seconds(0.1), help="seconds to capture (default: the app spec's)")
+    fleet.add_argument("--delay", type=seconds(0), help="seconds to wait before capturing (default: the app spec's)")
     fleet.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
     fleet.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     fleet.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none")
     add_study_run_options(fleet, "before each run (default: that board fails)")
-    fleet.add_argument("--repeat", type=int, help="with --study: runs per cell (default: the study's)")
+    fleet.add_argument("--repeat", type=count(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
-    fleet.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    fleet.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     fleet.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the boards")
-    fleet.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="S", help="as for profile")
-    fleet.add_argument("--board-timeout", type=float, metavar="S",
+    fleet.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S", help="as for profile")
+    fleet.add_argument("--board-timeout", type=seconds(0, above=True), metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
     add_clock_options(fleet)
@@ -225,12 +240,12 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", metavar="PATTERN",
                         help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
                              "(default: all)")
-    parser.add_argument("--forks", type=int, default=5, help="boards at a time (default 5, as Ansible's)")
+    parser.add_argument("--forks", type=count(1, 256), default=5, help="boards at a time (default 5, as Ansible's)")
     add_ssh_options(parser)
 
 
 def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--symbols", type=Path, action="append", default=[], metavar="DIR",
+    parser.add_argument("--symbols", type=existing_folder, action="append", default=[], metavar="DIR",
                         help="folder of unstripped copies or .debug files of the board's libraries, to name the "
                              "addresses nsys could not (repeatable; matched by build id, else by file name)")
 
@@ -260,7 +275,8 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
         report = found[0]
     host = load_inventory(args.inventory).host(args.export_on)
     done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
-    stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", highlight=False)
+    stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
+                   highlight=False)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -276,13 +292,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
     else:
         spec = adhoc_app(args.app_cmd, args.needs_display)
     spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
-    if args.retries < 0:
-        raise UsageError("--retries must be 0 or more", "e.g. --retries 1")
-    if args.heartbeat_timeout < 2:
-        raise UsageError("--heartbeat-timeout must be 2 seconds or more", "e.g. --heartbeat-timeout 30")
+    output_folder(args.out)
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
                              retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
-                             wait_lock_s=max(args.wait_lock, 0.0), inventory=args.inventory,
+                             wait_lock_s=args.wait_lock, inventory=args.inventory,
                              connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
                              **clock)
     progress = RichProgress(stderr())
@@ -307,13 +320,13 @@ def cmd_study(args: argparse.Namespace) -> int:
     if not target:
         raise UsageError(f"{args.file} names no target", "add 'target:' to the study, or give --target")
     repeat = spec.repeat if args.repeat is None else args.repeat
-    if not 1 <= repeat <= 1000:
-        raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
-    request = StudyRequest(spec=spec, host=load_inventory(args.inventory).host(target),
+    host = load_inventory(args.inventory).host(target)
+    output_folder(args.out)
+    request = StudyRequest(spec=spec, host=host,
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
                            connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
-                           inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
-                           wait_lock_s=max(args.wait_lock, 0.0), **clock)
+                           inventory=args.inventory, grace_s=args.grace, retries=args.retries,
+                           wait_lock_s=args.wait_lock, **clock)
     view = StudyView(stderr(), len(cells(spec)) * repeat)
     try:
         outcome = run_study(request, view)
@@ -353,7 +366,6 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_apps(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..inventory.catalog import BUILTIN_DIR, load_catalog
@@ -362,23 +374,26 @@ def cmd_apps(args: argparse.Namespace) -> int:
         source = "built-in" if Path(spec.source).parent == BUILTIN_DIR else spec.source
         table.add_row(spec.name, " ".join(spec.command), ",".join(spec.trace), spec.sample, f"{spec.duration_s:g} s",
                       "yes" if spec.needs_display else "no", source)
-    Console().print(table)
+    show(table)
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
-    options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
-                              frame_range=args.frame_range, symbols=tuple(args.symbols))
+    from ..analysis.report_input import report_of
+    from ..runs.folder import read_json_object
     _export_first(args, args.report)
-    summary = analyze_report(args.report, options, args.nsys)
+    frame_range = args.frame_range  # a run folder's: the app spec's frame delimiter, as its summary used
+    if frame_range is None and args.report.is_dir():
+        frame_range = (read_json_object(args.report / "run.json").get("app") or {}).get("frame_delimiter")
+    options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
+                              frame_range=frame_range, symbols=tuple(args.symbols))
+    summary = analyze_report(report_of(args.report), options, args.nsys)
     if args.json:
         print(json.dumps(summary))
     else:
-        from rich.console import Console
-
         from .analysis_view import summary_view
-        Console().print(summary_view(summary))
+        show(summary_view(summary))
     return 0
 
 
@@ -422,10 +437,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    from ..parsers import parse
+    from ..parsers import PARSERS, parse
     from ..parsers.board_text import BOARD_PARSERS
+    if args.parser not in PARSERS and args.parser not in BOARD_PARSERS:
+        raise UsageError(f"no parser named {args.parser!r}", f"known: {', '.join([*PARSERS, *BOARD_PARSERS])}")
     try:
-        text = args.file.read_text(errors="replace")
+        with args.file.open("rb") as handle:  # a tool's output, not /dev/zero: a bounded read
+            raw = handle.read(MAX_TOOL_OUTPUT + 1)
+        if len(raw) > MAX_TOOL_OUTPUT:
+            raise UsageError(f"{args.file} is larger than {MAX_TOOL_OUTPUT // 2**20} MB: not a tool's output",
+                             "give the file the tool's output was saved to")
+        text = raw.decode("utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror}", "give the path of the tool's output") from None
     if args.parser in BOARD_PARSERS:
@@ -434,15 +456,13 @@ def cmd_parse(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(parsed.as_json()))
         return 0
-    from rich.console import Console
     from rich.table import Table
     table = Table("figure", "value", title=f"{args.parser}: {args.file}")
     for name, figure in parsed.figures.items():
         table.add_row(name, f"{figure.value:g} {figure.unit}")
-    out = Console()
-    out.print(table)
+    show(table)
     if parsed.failure:
-        out.print(f"failed: {parsed.failure}", highlight=False, soft_wrap=True)
+        show(f"failed: {parsed.failure}")
     return 0
 
 
@@ -454,10 +474,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from ..targets.transport import ConnectOptions
     from .console import FleetTable
     clock = clock_request(args)  # a usage error before anything loads
-    if not 1 <= args.forks <= 256:
-        raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
-    if args.board_timeout is not None and args.board_timeout <= 0:
-        raise UsageError("--board-timeout must be a positive number of seconds", "e.g. --board-timeout 600")
+    if not args.study and (args.repeat is not None or args.set):
+        raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
+                         "give --study FILE, or leave it out")
     inventory = load_inventory(args.inventory)
     targets = select_hosts(inventory, args.limit)
     catalog = load_catalog(args.apps_dir)
@@ -465,17 +484,16 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.study:
         from ..study.spec import load_study, with_values
         study = with_values(load_study(args.study), args.set)
-        if args.repeat is not None and not 1 <= args.repeat <= 1000:
-            raise UsageError("--repeat must be from 1 to 1000", "e.g. --repeat 3")
     else:
         spec = find_app(args.app, catalog) if args.app else adhoc_app(args.app_cmd, args.needs_display)
         app = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
+    output_folder(args.out)
     request = FleetRequest(
         inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,
         repeat=args.repeat, forks=args.forks, limit=args.limit,
         connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), grace_s=args.grace,
-        retries=max(args.retries, 0), heartbeat_timeout_s=max(args.heartbeat_timeout, 2.0),
-        wait_lock_s=max(args.wait_lock, 0.0), keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
+        retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
+        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
         inventory_path=args.inventory, **clock)
     view = FleetTable(stderr(), targets)
     try:
@@ -500,13 +518,14 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 def _print_recap(results: list) -> None:
     """Ansible's PLAY RECAP, one line per board: status, why, where its run folder is."""
     from rich.table import Table
+    from rich.text import Text
     table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
         style = "green" if result.status == "ok" else "red"
         doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.get("flags") or []))
-        table.add_row(result.target, f"[{style}]{result.status}[/]", result.reason or "", f"[yellow]{doubts}[/]",
-                      result.folder or "")
-    stderr().print(table)
+        table.add_row(result.target, Text(result.status, style=style), result.reason or "",
+                      Text(doubts, style="yellow"), str(result.folder or ""))
+    show(table, err=True)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -516,8 +535,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..fleet.patterns import select_hosts
     from ..inventory.hosts import load_inventory
     from ..targets.transport import ConnectOptions
-    if not 1 <= args.forks <= 256:
-        raise UsageError("--forks must be from 1 to 256", "e.g. --forks 5")
     inventory = load_inventory(args.inventory)
     checks = doctor(inventory, select_hosts(inventory, args.limit),
                     ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), args.forks)
@@ -535,20 +552,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _print_checks(checks: list) -> None:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
     table = Table("board", "status", "kind", "L4T / JetPack", "power mode", "nsys", "what is wrong, and the fix",
                   title="doctor", expand=True)
     for check in checks:
         board = check.board
-        problems = [f"[{'red' if f['level'] == 'error' else 'yellow'}]{f['what']}[/]: {f['fix']}"
-                    for f in check.findings] + ([f"[red]{check.error}[/]"] if check.error else [])
-        table.add_row(check.target, f"[{'green' if check.status == 'ok' else 'red'}]{check.status}[/]",
+        problems = [Text.assemble((f["what"], "red" if f["level"] == "error" else "yellow"), f": {f['fix']}")
+                    for f in check.findings] + ([Text(check.error, style="red")] if check.error else [])
+        table.add_row(check.target, Text(check.status, style="green" if check.status == "ok" else "red"),
                       board.get("kind") or "–", " / ".join(str(board.get(k) or "–") for k in ("l4t", "jetpack")),
                       board.get("power_mode") or "–",
                       f"{board['nsys']} ({board['nsys_path']})" if board.get("nsys") else "–",
-                      "\n".join(problems) or "nothing")
-    Console(soft_wrap=False).print(table)
+                      Text("\n").join(problems) if problems else "nothing")
+    show(table)
 
 
 def _print_board_text(args: argparse.Namespace, text: str) -> int:
@@ -559,7 +576,6 @@ def _print_board_text(args: argparse.Namespace, text: str) -> int:
             for record in found:
                 print(json.dumps(record))
             return 0
-        from rich.console import Console
         from rich.table import Table
         table = Table("time", "RAM MB", "CPU load % (per core)", "EMC %", "GPU %@MHz", "hottest", "power mW",
                       title=f"tegrastats: {args.file}")
@@ -573,14 +589,13 @@ def _print_board_text(args: argparse.Namespace, text: str) -> int:
                           f"{r['gr3d_pct'] if r['gr3d_pct'] is not None else '–'}@{r['gr3d_freq_mhz'] or '–'}",
                           f"{hottest[0]} {hottest[1]:g} C" if hottest else "–",
                           " ".join(f"{k}={v['current']}" for k, v in rails.items()) or "–")
-        Console().print(table)
+        show(table)
         return 0
     print(json.dumps(found, indent=None if args.json else 2))
     return 0
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..inventory.hosts import load_inventory, resolved_variables
@@ -595,16 +610,15 @@ def cmd_targets(args: argparse.Namespace) -> int:
             continue
         variables = " ".join(f"{k}={v}" for k, v in resolved_variables(host).items())
         table.add_row(host.name, host.connection, host.address or host.name, ",".join(host.groups), variables)
-    Console().print(table)
+    show(table)
     groups = Table("group", "hosts (with its child groups')", "child groups", title="groups")
     for group in sorted(set(inventory.groups) | set(inventory.children)):
         groups.add_row(group, ",".join(inventory.group_hosts(group)), ",".join(inventory.children.get(group, ())))
-    Console().print(groups)
-    out = Console(soft_wrap=True, highlight=False)
+    show(groups)
     for name, error in sorted(inventory.broken.items()):
-        out.print(f"[red]unusable:[/] {name}: {error.one_line()}")
+        show(f"unusable: {name}: {error.one_line()}")
     for group, error in sorted(inventory.broken_groups.items()):
-        out.print(f"[red]unreadable group:[/] {group}: {error.one_line()}")
+        show(f"unreadable group: {group}: {error.one_line()}")
     return 0
 
 
@@ -619,25 +633,60 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _check_text(argv: list[str]) -> None:
+    """Every argument is UTF-8 text: it goes into run.json, pages and databases as it is."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode()
+            raise UsageError(f"an argument holds bytes that are not UTF-8 text: {shown[:80]!r}",
+                             "give every argument as UTF-8 text") from None
+
+
+def _os_error(exc: OSError) -> OrchestratorError:
+    """An OSError no command turned into its own message: a path it was given, or the machine's limits."""
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return DiskFullError(f"no space left on this machine to write{where}", "free some space and run it again")
+    return UsageError(f"cannot use{where}: {exc.strerror or exc}", "check the path and its permissions")
+
+
+def _print_error(exc: OrchestratorError) -> None:
+    from rich.text import Text
+    line = " ".join(exc.one_line().splitlines())
+    if len(line) > 2000:  # one line, even when a message quotes a whole file
+        line = line[:2000] + "…"
+    stderr().print(Text.assemble(("error:", "bold red"), " ", line), highlight=False, soft_wrap=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     debug_log = DEFAULT_DEBUG_LOG
     try:
+        argv = sys.argv[1:] if argv is None else argv
+        _check_text(argv)
         args = build_parser().parse_args(argv)
         debug_log = args.debug_log
         return COMMANDS[args.command](args)
     except OrchestratorError as exc:
-        stderr().print(f"[bold red]error:[/] {exc.one_line()}", highlight=False, soft_wrap=True)
+        _print_error(exc)
         return exc.exit_code
     except BrokenPipeError:  # the reader went away (| head): nothing left to say
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        stderr().print("[bold red]interrupted[/]")
-        return 130
+    except KeyboardInterrupt:  # no run had begun (a run turns its own interrupt into what it kept, and where)
+        stopped = InterruptedRunError("interrupted before anything was started; nothing to keep", "")
+        _print_error(stopped)
+        return stopped.exit_code
+    except OSError as exc:
+        _print_error(_os_error(exc))
+        return _os_error(exc).exit_code
     except Exception:  # a bug: short notice here, the traceback in the debug log
         logging.basicConfig(filename=debug_log, level=logging.DEBUG)
         logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())
-        stderr().print(f"[bold red]internal error:[/] {sys.exc_info()[1]!r} (traceback in {debug_log}; "
+        from rich.markup import escape
+        shown = repr(sys.exc_info()[1])
+        stderr().print(f"[bold red]internal error:[/] {escape(shown[:300])} (traceback in {debug_log}; "
                        "please report it)", highlight=False, soft_wrap=True)
         return 1

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
@@ -11,11 +14,78 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+DAY_S = 86400.0
+
+
+def seconds(low: float, high: float = DAY_S, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds from low (or above it) to high."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value > high or (value <= low if above else value < low):
+            floor = f"more than {low:g}" if above else f"{low:g}"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from {floor} to {high:g}")
+        return value
+    parse.__name__ = "seconds"
+    return parse
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from low to high."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low} to {high}")
+        return value
+    parse.__name__ = "count"
+    return parse
+
+
+def existing_folder(text: str) -> Path:
+    """An argparse type: a folder that is there (a mistyped one is said, not ignored)."""
+    return _existing(text, Path.is_dir, "folder")
+
+
+def existing_file(text: str) -> Path:
+    """An argparse type: a file that is there (a mistyped one is said, not ignored)."""
+    return _existing(text, Path.is_file, "file")
+
+
+def _existing(text: str, kind: Callable[[Path], bool], what: str) -> Path:
+    path = Path(text).expanduser()
+    try:
+        if kind(path):
+            return path
+        problem = f"not a {what}" if path.exists() else f"no such {what}"
+    except OSError as exc:  # a name too long, a loop of links
+        problem = exc.strerror or str(exc)
+    raise argparse.ArgumentTypeError(f"{text[:200]}: {problem}")
+
+
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """The folder runs go into, made if need be and writable: said before anything connects or captures."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(path))
+        writable = os.access(path, os.W_OK | os.X_OK)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}", "give a folder you can write") from None
+    if not writable:
+        raise UsageError(f"{option} {path}: this user cannot write in it", "give a folder you can write")
+    return path
+
+
 def add_clock_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-clocks", action="store_true",
                         help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
                              "after it however it ends (the board restores them itself if this machine is gone)")
-    parser.add_argument("--nvpmodel", type=int, metavar="MODE",
+    parser.add_argument("--nvpmodel", type=count(0, 99), metavar="MODE",
                         help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
 
 
@@ -28,14 +98,14 @@ def clock_request(args: argparse.Namespace) -> dict:
 def add_study_run_options(parser: argparse.ArgumentParser,
                           wait_lock_help: str = "before each run (default 0)") -> None:
     """--grace, --retries and --wait-lock of a command that runs a study's cells (or an app) on boards."""
-    parser.add_argument("--grace", type=float, default=30.0, help="as for profile (default 30)")
-    parser.add_argument("--retries", type=int, default=1, help="as for profile (default 1)")
-    parser.add_argument("--wait-lock", type=float, default=0.0, metavar="S",
+    parser.add_argument("--grace", type=seconds(0), default=30.0, help="as for profile (default 30)")
+    parser.add_argument("--retries", type=count(0, 10), default=1, help="as for profile (default 1)")
+    parser.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
                         help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
 
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ssh-config", type=Path, help="ssh config file (default ~/.ssh/config)")
+    parser.add_argument("--ssh-config", type=existing_file, help="ssh config file (default ~/.ssh/config)")
     parser.add_argument("--known-hosts", type=Path, help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--accept-new-host-key", action="store_true",
                         help="record an unknown host key in known_hosts instead of refusing (never a changed one)")
@@ -45,6 +115,30 @@ def stderr() -> Console:
     """rich's console on stderr, for progress, notes and errors (stdout carries the results)."""
     from rich.console import Console
     return Console(stderr=True)
+
+
+PIPED_WIDTH = 10_000  # piped output is as wide as its longest line: nothing cut to "es2gears…"
+
+
+def show(renderable: Any, err: bool = False) -> None:
+    """Print a table (or text) of results: every name as text, never taken for markup ('[swrast_dri.so]');
+    on a terminal at its width, piped at full width (or $COLUMNS when set)."""
+    from rich.console import Console
+    console = Console(stderr=err, markup=False, highlight=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(stderr=err, markup=False, highlight=False, width=PIPED_WIDTH)
+        _natural_width(renderable)
+    console.print(renderable)
+
+
+def _natural_width(renderable: Any) -> None:
+    from rich.console import Group
+    from rich.table import Table
+    if isinstance(renderable, Table):
+        renderable.expand = False
+    elif isinstance(renderable, Group):
+        for part in renderable.renderables:
+            _natural_width(part)
 
 
 def write_output(path: Path, text: str, append: bool = False) -> Path:

@@ -9,9 +9,21 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import CiRunFailedError, GateRegressionError, UsageError
-from .options import add_clock_options, add_ssh_options, add_study_run_options, clock_request, stderr, write_output
+from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
+from .options import (
+    add_clock_options,
+    add_ssh_options,
+    add_study_run_options,
+    clock_request,
+    count,
+    existing_folder,
+    output_folder,
+    show,
+    stderr,
+    write_output,
+)
 
+THRESHOLD_DEFAULT = "5%"
 DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
           "results.db in ~/.local/share/orchestrate)"
 
@@ -34,7 +46,7 @@ def add_parsers(sub: Any) -> None:
     listing.add_argument("--app", help="only this app")
     listing.add_argument("--target", help="only this target")
     listing.add_argument("--since", help="only runs since: an ISO date (2026-11-30) or an age (7d, 12h)")
-    listing.add_argument("--limit", type=int, default=50, help="runs to show (default 50)")
+    listing.add_argument("--limit", type=count(1, 1_000_000), default=50, help="runs to show (default 50)")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.add_argument("--db", help=DB_HELP)
     hist = what.add_parser("history", help="one metric of one app over time, judged as the gate would",
@@ -45,12 +57,12 @@ def add_parsers(sub: Any) -> None:
     hist.add_argument("--board-kind", help="only this board kind (its name, or its kind fingerprint)")
     hist.add_argument("--cell", help="only this study cell (its label)")
     hist.add_argument("--branch", help="only runs of this branch")
-    hist.add_argument("--last", type=int, default=500, help="the newest N runs (default 500)")
+    hist.add_argument("--last", type=count(1, 1_000_000), default=500, help="the newest N runs (default 500)")
     hist.add_argument("--judge", action="store_true",
                       help="judge each run as the gate would, against the valid runs before it: its band, and the "
                            "change points (the trend page always does)")
-    hist.add_argument("--threshold", default="5%", help="with --judge or --html: the practical threshold of a "
-                                                        "change (default 5%%)")
+    hist.add_argument("--threshold", default=THRESHOLD_DEFAULT,
+                      help="with --judge or --html: the practical threshold of a change (default 5%%)")
     hist.add_argument("--base", metavar="BRANCH",
                       help="with --judge or --html: only this branch's valid runs make the baseline, as the gate's "
                            "do; other branches' runs are judged against it (default: every valid run before)")
@@ -68,13 +80,14 @@ def add_parsers(sub: Any) -> None:
     which.add_argument("--study", type=Path, help="a study file: every cell is gated")
     ci.add_argument("--target", required=True, help="host name from the inventory")
     ci.add_argument("--inventory", help="inventory YAML (as for profile)")
-    ci.add_argument("--apps-dir", type=Path, help="extra folder of app specs")
+    ci.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     ci.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                     help="with --study: other values for a matrix variable")
-    ci.add_argument("--repeat", type=int, help="runs per cell (default: the study's repeat; 3 for --app)")
+    ci.add_argument("--repeat", type=count(1, 1000), help="runs per cell (default: the study's repeat; 3 for --app)")
     ci.add_argument("--baseline", help="compare with: a branch (default: the CI system's default or target branch, "
                                        "else main), 'last-good' (runs of jobs that passed), or a run id or commit")
-    ci.add_argument("--baseline-runs", type=int, default=10, help="newest valid runs a baseline holds (default 10)")
+    ci.add_argument("--baseline-runs", type=count(2, 1000), default=10,
+                    help="newest valid runs a baseline holds (default 10)")
     ci.add_argument("--gate", action="append", default=[], metavar="METRIC:THRESHOLD",
                     help="gate this metric at this threshold, e.g. steady_mean_ms:5%% (repeatable; default: every "
                          "metric where lower or higher is better, at 5%%)")
@@ -104,7 +117,10 @@ def _since(text: str | None) -> datetime | None:
         return None
     units = {"d": "days", "h": "hours", "m": "minutes"}
     if text[:-1].isdigit() and text[-1] in units:
-        return datetime.now(timezone.utc) - timedelta(**{units[text[-1]]: int(text[:-1])})
+        try:
+            return datetime.now(timezone.utc) - timedelta(**{units[text[-1]]: int(text[:-1])})
+        except OverflowError:
+            raise UsageError(f"--since {text}: longer ago than dates go", "e.g. --since 30d") from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -114,25 +130,36 @@ def _since(text: str | None) -> datetime | None:
 
 def cmd_results(args: argparse.Namespace) -> int:
     from ..results.database import open_database
-    database = open_database(args.db)
+    # the folders are read before the database is opened: a mistyped one creates no database
+    found = _import_records(args.folders) if args.results_command == "import" else []
+    database = open_database(args.db, read_only=args.results_command != "import")  # a reader writes nothing
     try:
-        return {"import": _import, "list": _list, "history": _history}[args.results_command](args, database)
+        if args.results_command == "import":
+            return _import(args, database, found)
+        return {"list": _list, "history": _history}[args.results_command](args, database)
     finally:
         database.close()
 
 
-def _import(args: argparse.Namespace, database: Any) -> int:
+def _import_records(folders: list[Path]) -> list[tuple[Path, list[Any]]]:
     from ..results.records import folder_records
-    from ..results.store import add_runs
-    provenance = _provenance(args)
-    for folder in args.folders:
+    found = []
+    for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder", "give run, study or ci folders")
         records = folder_records(folder) or [r for study in sorted(folder.glob("*/study.json"))
                                              for r in folder_records(study.parent)]
         if not records:
-            raise UsageError(f"{folder} holds no run (no run.json with a start time)",
+            raise UsageError(f"{folder} holds no run that reached its board (no run.json with the board's facts)",
                              "give a run folder, a study folder or a folder of them")
+        found.append((folder, records))
+    return found
+
+
+def _import(args: argparse.Namespace, database: Any, found: list[tuple[Path, list[Any]]]) -> int:
+    from ..results.store import add_runs
+    provenance = _provenance(args)
+    for folder, records in found:
         stored, skipped = add_runs(database, records, provenance)
         print(f"{folder}: {stored} run{'s' if stored != 1 else ''} stored"
               + (f", {skipped} already there" if skipped else ""))
@@ -140,11 +167,11 @@ def _import(args: argparse.Namespace, database: Any) -> int:
 
 
 def _list(args: argparse.Namespace, database: Any) -> int:
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from ..results.store import list_runs
-    found = list_runs(database, args.app, args.target, _since(args.since), max(args.limit, 1))
+    found = list_runs(database, args.app, args.target, _since(args.since), args.limit)
     if args.json:
         print(json.dumps(found, default=str, indent=2))
         return 0
@@ -154,20 +181,22 @@ def _list(args: argparse.Namespace, database: Any) -> int:
         mean = row["metrics"].get("steady_mean_ms")
         table.add_row(f"{row['started_at']:%Y-%m-%d %H:%M}", row["target"], row["board_kind"], row["app"],
                       row["cell"], (row["git_commit"] or "")[:9], row["git_branch"] or "",
-                      f"{mean:.4g}" if mean is not None else "", "yes" if row["valid"] else "[yellow]flagged[/]")
-    Console().print(table)
+                      f"{mean:.4g}" if mean is not None else "", "yes" if row["valid"] else Text("flagged", "yellow"))
+    show(table)
     return 0
 
 
 def _history(args: argparse.Namespace, database: Any) -> int:
     from ..results.store import Series, history, metric_unit
+    if not (args.judge or args.html) and args.threshold != THRESHOLD_DEFAULT:
+        raise UsageError("--threshold goes with --judge or --html", "add --judge, or leave --threshold out")
     points = history(database, Series(args.app, cell=args.cell, board_kind=args.board_kind), args.metric,
-                     max(args.last, 1), args.branch)
+                     args.last, args.branch)
     judged = None
     if args.judge or args.html:  # the gate's statistics load scipy: only when asked for
-        from ..ci.gate import parse_rule
+        from ..ci.gate import parse_threshold
         from ..results.trend import replay
-        threshold = parse_rule(f"{args.metric}:{args.threshold}").threshold
+        threshold = parse_threshold(args.threshold)
         unit, better = metric_unit(database, args.metric)
         judged = replay(points, better, threshold, base_branch=args.base)
         if args.html:
@@ -178,31 +207,32 @@ def _history(args: argparse.Namespace, database: Any) -> int:
             except OSError as exc:
                 raise UsageError(f"cannot write {args.html}: {exc.strerror}",
                                  "give a path in a folder you can write") from None
-            stderr().print(f"trend page: {written}", highlight=False)
+            stderr().print(f"trend page: {written}", markup=False, highlight=False)
     if args.json:
         print(json.dumps([t.as_json() for t in judged] if judged is not None else [p.as_json() for p in points],
                          indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
     table = Table("started (UTC)", "commit", "branch", "board", "value", *(("band", "verdict") if judged else ()),
                   title=f"{args.app}: {args.metric}, {len(points)} run{'' if len(points) == 1 else 's'}")
     for index, point in enumerate(points):
-        row = [f"{point.started_at:%Y-%m-%d %H:%M}", (point.commit or "")[:9], point.branch or "", point.target,
-               f"{point.value:.4g}" + ("" if point.valid else " [yellow](flagged)[/]")]
+        row: list[str | Text] = [
+            f"{point.started_at:%Y-%m-%d %H:%M}", (point.commit or "")[:9], point.branch or "", point.target,
+            Text.assemble(f"{point.value:.4g}", ("" if point.valid else (" (flagged)", "yellow")))]
         if judged is not None:
             item = judged[index]
             style = {"regression": "red", "improvement": "green", "flagged": "yellow"}.get(item.verdict, "")
             row += [f"{item.band[0]:.4g}-{item.band[1]:.4g}" if item.band else "",
-                    f"[{style}]{item.verdict}[/]" if style else item.verdict]
+                    Text(item.verdict, style=style)]
         table.add_row(*row)
-    Console().print(table)
+    show(table)
     return 0
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
     from ..ci.gate import parse_rule
-    from ..ci.job import FAILED, CiRequest, job_study, run_ci
+    from ..ci.job import FAILED, CiRequest, gated_names, job_study, run_ci
     from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
     from ..inventory.catalog import load_catalog
     from ..inventory.hosts import load_inventory
@@ -213,17 +243,18 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from .console import StudyView
     clock = clock_request(args)
     rules = tuple(parse_rule(text) for text in args.gate)
-    if args.baseline_runs < 2:
-        raise UsageError("--baseline-runs must be 2 or more", "e.g. --baseline-runs 10")
     catalog = load_catalog(args.apps_dir)
     study, repeat = job_study(catalog, args.app, args.study, args.set, args.repeat)
+    gated_names(rules, study, catalog)
+    host = load_inventory(args.inventory).host(args.target)
+    output_folder(args.out)
     provenance = _provenance(args)
     base = args.baseline or provenance.default_branch or "main"
-    run = StudyRequest(spec=study, host=load_inventory(args.inventory).host(args.target), catalog=catalog,
+    run = StudyRequest(spec=study, host=host, catalog=catalog,
                        out_dir=args.out, repeat=repeat, fresh=True,
                        connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
-                       inventory=args.inventory, grace_s=args.grace, retries=max(args.retries, 0),
-                       wait_lock_s=max(args.wait_lock, 0.0), **clock)
+                       inventory=args.inventory, grace_s=args.grace, retries=args.retries,
+                       wait_lock_s=args.wait_lock, **clock)
     request = CiRequest(run, provenance, base, rules, args.baseline_runs)
     database = open_database(args.db)
     view = StudyView(stderr(), len(cells(study)) * repeat)
@@ -240,7 +271,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
         write_output(args.summary, summary, append=True)
     print(summary, end="")
     if outcome.folder:
-        stderr().print(f"runs: {outcome.folder}", highlight=False)
+        stderr().print(f"runs: {outcome.folder}", markup=False, highlight=False)
+    if isinstance(outcome.error, InterruptedRunError):
+        raise outcome.error
     if outcome.outcome == FAILED:
         first = next((c for c in outcome.checks if c.status == "failed"), None)
         why = outcome.error.one_line() if outcome.error else (first.reason if first else "a run failed")

@@ -2,15 +2,15 @@
 a user folder (``$ORCHESTRATE_APPS_DIR`` or ``~/.config/orchestrate/apps``) adds or overrides them."""
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import AppSpecError
+from ..errors import AppSpecError, UsageError
+from ..yaml_files import read_yaml
 
 BUILTIN_DIR = Path(__file__).parent / "apps"
 KNOWN_TRACES = frozenset({
@@ -52,17 +52,33 @@ def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
     return AppSpecError(f"{source}: '{key}' must be {expected}, not {value!r}", f"fix '{key}' in {source}")
 
 
+COMMAND_LINE = "the command line"
+
+
+def _split(text: str, key: str, source: str) -> tuple[str, ...]:
+    """A command line's words as a POSIX shell splits them; an unclosed quote is said, with where."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        problem = f"cannot be split into words ({str(exc).lower()}): {text!r}"
+        if source == COMMAND_LINE:
+            raise UsageError(f"{key} {problem}", f"close the quote in {key}, or quote the character with \\") from None
+        raise AppSpecError(f"{source}: '{key}' {problem}",
+                           f"close the quote in '{key}', or quote the character with \\") from None
+
+
 def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        return tuple(shlex.split(value))
+        return _split(value, key, source)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
         return tuple(str(v) for v in value)
     raise _fail(source, key, "a list of strings", value)
 
 
-def _number(value: Any, key: str, source: str, minimum: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        raise _fail(source, key, f"a number >= {minimum:g}", value)
+def _number(value: Any, key: str, source: str, minimum: float, maximum: float = 86400.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not minimum <= value <= maximum:
+        raise _fail(source, key, f"a number of seconds from {minimum:g} to {maximum:g}", value)
     return float(value)
 
 
@@ -122,11 +138,7 @@ def load_catalog(extra_dir: Path | None = None) -> dict[str, AppSpec]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-            try:
-                data = yaml.safe_load(path.read_text())
-            except yaml.YAMLError:
-                raise AppSpecError(f"{path} is not valid YAML", "fix the syntax there") from None
-            spec = parse_app_spec(data, str(path))
+            spec = parse_app_spec(read_yaml(path, AppSpecError, "app spec"), str(path))
             catalog[spec.name] = spec
     return catalog
 
@@ -139,9 +151,9 @@ def find_app(name: str, catalog: dict[str, AppSpec]) -> AppSpec:
 
 
 def adhoc_app(command_line: str, needs_display: bool) -> AppSpec:
-    argv = tuple(shlex.split(command_line))
+    argv = _split(command_line, "--app-cmd", COMMAND_LINE)
     if not argv:
-        raise AppSpecError("--app-cmd is empty", "give the command line to profile, e.g. --app-cmd './app -x'")
+        raise UsageError("--app-cmd is empty", "give the command line to profile, e.g. --app-cmd './app -x'")
     return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source="--app-cmd")
 
 
@@ -174,6 +186,15 @@ def _cpuctxsw(value: Any, source: str) -> str | None:
 
 def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: float | None = None,
                    trace: str | None = None, sample: str | None = None, cpuctxsw: str | None = None) -> AppSpec:
+    """The spec with the command line's values; a bad one is a usage error (exit 2), as the option's."""
+    try:
+        return _overridden(spec, duration_s, delay_s, trace, sample, cpuctxsw)
+    except AppSpecError as exc:
+        raise UsageError(exc.message.removeprefix(f"{COMMAND_LINE}: "), exc.hint) from None
+
+
+def _overridden(spec: AppSpec, duration_s: float | None, delay_s: float | None, trace: str | None,
+                sample: str | None, cpuctxsw: str | None) -> AppSpec:
     changes: dict[str, Any] = {}
     if duration_s is not None:
         changes["duration_s"] = _number(duration_s, "--duration", "the command line", 0.1)

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import InventoryError
+from ..yaml_files import parse_yaml
 
 DEFAULT_WORK_DIR = "~/.cache/orchestrate"
 LOCAL_TARGET = "local"
@@ -270,30 +269,8 @@ class _Walk:
         self.host_vars[host] = {**self.host_vars.get(host, {}), **merged, **own}
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, minus what a hostile file could use against us: aliases beyond a few hundred."""
-
-    aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > 500:
-                raise yaml.YAMLError("more than 500 aliases")
-        return super().compose_node(parent, index)
-
-
 def parse_inventory(text: str, source: str) -> Inventory:
-    try:
-        data = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        detail = " (more than 500 YAML aliases)" if "aliases" in str(exc) else ""
-        raise InventoryError(f"{source}:{where} is not valid YAML{detail}", "fix the syntax there") from None
-    except RecursionError:
-        raise InventoryError(f"{source} is nested too deeply", "an inventory is a few levels of groups") from None
-    data = _mapping(data, "the top level", source)
+    data = _mapping(parse_yaml(text, source, InventoryError), "the top level", source)
     walk = _Walk(source)
     top_groups = data if "all" not in data else {"all": data["all"], **{k: v for k, v in data.items() if k != "all"}}
     try:

@@ -1,6 +1,7 @@
 """nsys on this machine: import a raw .qdstrm and export a report to SQLite."""
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 from remote_agent import nsys_locate
 
 from ..errors import ReportError
+from ..files import replacing
 from .commands import export_sqlite_argv, import_argv
 
 
@@ -48,13 +50,19 @@ def import_on_host(nsys: HostNsys, qdstrm: Path, timeout_s: float = 1800) -> Pat
 
 
 def export_on_host(nsys: HostNsys, report: Path, sqlite: Path, timeout_s: float = 1800) -> Path:
-    partial = sqlite.with_name(f".{sqlite.name}.part.sqlite")
-    done = _run(export_sqlite_argv(nsys.path, str(report), str(partial)), timeout_s)
-    if done.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        tail = done.stdout.strip().splitlines()[-1:] or ["no output"]
-        raise ReportError(f"nsys {nsys.version} could not export {report.name}: {tail[0]}",
-                          "the report may come from a newer nsys: export it with the board's nsys "
-                          "(--export-on TARGET), or install that version here")
-    partial.replace(sqlite)
+    with replacing(sqlite, f".{sqlite.name}.{os.getpid()}.part.sqlite") as partial:
+        done = _run(export_sqlite_argv(nsys.path, str(report), str(partial)), timeout_s)
+        if done.returncode != 0 or not partial.is_file():
+            tail = done.stdout.strip().splitlines()[-1:] or ["no output"]
+            raise ReportError(f"nsys {nsys.version} could not export {report.name}: {tail[0]}",
+                              _export_hint(done.stdout))
     return sqlite
+
+
+def _export_hint(output: str) -> str:
+    """A report from a newer nsys says so in nsys's words; anything else is a damaged or cut report."""
+    if any(word in output.lower() for word in ("version", "newer", "not supported", "unsupported")):
+        return ("the report comes from a newer nsys: export it with the board's nsys (--export-on TARGET), or "
+                "install that version here")
+    return ("the report may be damaged or cut short: copy it again (a run folder's report is verified against "
+            "the board's sha256), or export it with the board's nsys (--export-on TARGET)")

@@ -11,20 +11,20 @@ stops at the event that would exceed it, which ``otherData`` says.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import UNREADABLE
 from ..analysis.frames import Frames
 from ..analysis.names import pid_of, tid_of
-from ..analysis.report_input import open_report
+from ..analysis.report_input import open_report, report_of
 from ..analysis.sampling import Samples
 from ..analysis.selection import AnalysisOptions
 from ..analysis.summary import analysis_scope
 from ..analysis.timeline import SpanEvent, span_events
 from ..analysis.trace import Trace
 from ..errors import ReportError
+from ..files import replacing
 
 MAX_EVENTS = 200_000  # about 30 MB of JSON: what a browser tab opens without a fight
 GPU_PID = 1 << 30     # GPUs are processes of their own, numbered past any real pid (nsys's pids are < 2^24)
@@ -45,7 +45,7 @@ class TraceFile:
 
 def write_chrome_trace(source: Path, output: Path, options: AnalysisOptions | None = None,
                        nsys_hint: str | None = None, max_events: int = MAX_EVENTS) -> TraceFile:
-    report = _report_of(source)
+    report = report_of(source)
     conn, schema, export = open_report(report, nsys_hint)
     trace = Trace(conn, schema, export)
     try:
@@ -56,22 +56,10 @@ def write_chrome_trace(source: Path, output: Path, options: AnalysisOptions | No
     finally:
         trace.close()
         conn.close()
-    partial = output.with_name(f".{output.name}.{os.getpid()}.part")
-    with partial.open("w") as handle:
+    with replacing(output) as partial, partial.open("w", encoding="utf-8") as handle:
         json.dump(document, handle, separators=(",", ":"))
-    partial.replace(output)
     other = document["otherData"]
     return TraceFile(output, other["events"], (other["start_ns"], other["end_ns"]), other["truncated_at_ns"])
-
-
-def _report_of(source: Path) -> Path:
-    if source.is_dir():
-        for name in ("report.sqlite", "report.nsys-rep", "report.qdrep"):
-            if (source / name).is_file():
-                return source / name
-        raise ReportError(f"{source} holds no report (no report.sqlite or report.nsys-rep)",
-                          "give a run folder whose capture came back, or a report file")
-    return source
 
 
 def chrome_trace(trace: Trace, options: AnalysisOptions, max_events: int = MAX_EVENTS) -> dict:

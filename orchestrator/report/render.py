@@ -16,6 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import __version__
+from ..files import write_error, write_text
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ def render(template: str, title: str, **context) -> str:
 
 def write_page(html: str, path: Path) -> Path:
     """Write atomically: a reader never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.part")
-    partial.write_text(html, encoding="utf-8")
-    partial.replace(path)
-    return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    return write_text(path, html)

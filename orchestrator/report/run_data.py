@@ -127,10 +127,13 @@ def _read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        value = json.loads(path.read_text())
+        if not isinstance(value, dict):
+            raise ValueError(f"it holds {type(value).__name__}, not an object")
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path} could not be read ({exc})",
                           "run 'orchestrate analyze' on the report again") from None
+    return value
 
 
 def _beside(export: Path) -> Path | None:

@@ -9,9 +9,11 @@ go in one transaction per run.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -61,39 +63,107 @@ class Database:
         self.engine.dispose()
 
 
-def open_database(given: str | None = None, migrate: bool = True) -> Database:
+def open_database(given: str | None = None, migrate: bool = True, read_only: bool = False) -> Database:
+    """The results database --db names. A writer creates and migrates it; a reader (``read_only``) never
+    creates, migrates or writes anything: a missing database is said, not made. Either refuses, untouched,
+    a file that is not a results database and one a newer orchestrate wrote."""
     url = database_url(given)
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise ResultsDatabaseError(f"--db {given!r} is neither a file path nor a database URL",
                                    "give a path, sqlite:///PATH or postgresql://USER@HOST/DB") from None
-    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
-        raise ResultsDatabaseError(f"--db {parsed.get_backend_name()!r}: only SQLite and PostgreSQL are supported",
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ResultsDatabaseError(f"--db {backend!r}: only SQLite and PostgreSQL are supported",
                                    "give a path, sqlite:///PATH or postgresql://USER@HOST/DB")
-    if parsed.get_backend_name() == "sqlite":
-        engine = _sqlite_engine(url, parsed.database)
-    else:
-        engine = create_engine(url, pool_pre_ping=True)
+    driver = parsed.get_driver_name()
+    if driver not in SYNC_DRIVERS[backend]:
+        raise ResultsDatabaseError(f"--db {parsed.drivername}: the driver {driver!r} is not one orchestrate uses",
+                                   f"give {backend}:// and it uses {SYNC_DRIVERS[backend][0]}")
+    memory = backend == "sqlite" and parsed.database in (None, "", ":memory:")
+    if backend == "sqlite" and not memory:
+        _check_sqlite_file(Path(parsed.database or ""), read_only)
+    try:
+        if backend == "sqlite":
+            engine = _sqlite_engine(url, None if memory else parsed.database, read_only)
+        else:
+            options = {"connect_args": {"options": "-c default_transaction_read_only=on"}} if read_only else {}
+            engine = create_engine(url, pool_pre_ping=True, **options)
+    except ImportError as exc:
+        raise ResultsDatabaseError(f"--db {parsed.drivername}: its driver is not installed ({exc.name})",
+                                   f"give {backend}:// and it uses {SYNC_DRIVERS[backend][0]}") from None
     database = Database(engine, url)
-    if migrate:
-        try:
+    try:
+        with database.engine.connect() as connection:
+            _check_revision(schema_revision(connection), database, read_only and backend == "postgresql")
+        if migrate and not read_only:
             upgrade(database)
-        except SQLAlchemyError as exc:
-            database.close()
-            raise ResultsDatabaseError(f"cannot open the results database {database.describe()}: "
-                                       f"{_first_line(exc)}", "check --db (or $ORCHESTRATE_DB) and that the "
-                                       "server is up") from None
+    except SQLAlchemyError as exc:
+        database.close()
+        raise ResultsDatabaseError(f"cannot open the results database {database.describe()}: "
+                                   f"{_first_line(exc)}", "check --db (or $ORCHESTRATE_DB) and that the "
+                                   "server is up") from None
+    except ResultsDatabaseError:
+        database.close()
+        raise
     return database
 
 
-def _sqlite_engine(url: str, path: str | None) -> Engine:
-    if path and path != ":memory:":
+SYNC_DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg", "psycopg2")}
+
+
+def _check_sqlite_file(path: Path, read_only: bool) -> None:
+    """Before SQLAlchemy touches it: the file is there for a reader, and is a results database (or empty)
+    for anyone. Looked at through a read-only connection, which writes nothing."""
+    if path.is_dir():
+        raise ResultsDatabaseError(f"--db {path} is a folder", "give the results database file's path")
+    if not path.exists():
+        if read_only:
+            raise ResultsDatabaseError(f"no results database at {path}", "give --db the database runs were stored "
+                                       "in, or store some first with 'orchestrate results import' or 'orchestrate ci'")
+        return
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            revision = connection.execute("SELECT version_num FROM alembic_version").fetchone() \
+                if "alembic_version" in tables else None
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise ResultsDatabaseError(f"--db {path} is not a results database ({exc})",
+                                   "give the results database file's path") from None
+    if tables and revision is None:
+        raise ResultsDatabaseError(f"--db {path} is an SQLite file of something else (it has no orchestrate "
+                                   "schema); it was left untouched", "give the results database file's path")
+    if read_only and not tables:
+        raise ResultsDatabaseError(f"{path} holds no results yet", "store runs with 'orchestrate results import' "
+                                   "or 'orchestrate ci' first")
+
+
+def _check_revision(revision: str | None, database: Database, must_exist: bool) -> None:
+    """A schema a newer orchestrate wrote is refused: this one would misread it, or break it by migrating."""
+    if revision is None:
+        if must_exist:
+            raise ResultsDatabaseError(f"{database.describe()} holds no results database yet",
+                                       "store runs with 'orchestrate results import' or 'orchestrate ci' first")
+        return
+    if revision != HEAD_REVISION and revision not in revisions():
+        raise ResultsDatabaseError(f"{database.describe()} was written by a newer orchestrate (schema {revision}; "
+                                   f"this one knows up to {HEAD_REVISION}); it was left untouched",
+                                   "upgrade orchestrate, or give another --db")
+
+
+def _sqlite_engine(url: str, path: str | None, read_only: bool = False) -> Engine:
+    if path and not read_only:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ResultsDatabaseError(f"cannot create the folder of {path}: {exc.strerror}",
                                        "give --db a path you can write") from None
+    # a reader only reads (no migration, no WAL switch, no write lock) a file already checked to be a results
+    # database; opened as usual, so that its last connection tidies the WAL files away as a writer's does
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
@@ -101,13 +171,13 @@ def _sqlite_engine(url: str, path: str | None) -> Engine:
         dbapi_connection.isolation_level = None  # transactions are begun below, not by the driver
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
-        if path and path != ":memory:":
+        if path and not read_only:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
 

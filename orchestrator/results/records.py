@@ -65,16 +65,17 @@ def variables_key(variables: Mapping[str, Any]) -> str:
 
 
 def run_record(run_dir: Path, study: dict[str, Any] | None = None) -> RunRecord | None:
-    """The record of one run folder, or None when it holds no run.json with a start time. ``study`` is the
-    study.json of the folder it sits in, for the cell's label and the app's output parser."""
+    """The record of one run folder, or None when it holds no run.json with a start time, or its run never
+    reached its board (unreachable: no board, no figures, nothing to keep of it). ``study`` is the study.json
+    of the folder it sits in, for the cell's label and the app's output parser."""
     from ..fleet.results import run_flags  # imported here: `results list|history` never reads a folder
     from ..runs.outcome import measured_despite_nsys
     from ..study.metrics import run_metrics
     from ..targets.facts import board_fingerprint, board_kind
     record = read_json_object(run_dir / "run.json")
-    if not record.get("run_id") or not record.get("started_at"):
-        return None
     facts = record.get("facts")
+    if not record.get("run_id") or not record.get("started_at") or not facts:
+        return None
     fingerprint = record.get("board_fingerprint") or board_fingerprint(facts)
     mine = record.get("study") or {}
     cell = _cell_of(study, run_dir.name, mine.get("variables"))
@@ -105,6 +106,10 @@ def _cell_of(study: dict[str, Any] | None, run_name: str, variables: Any) -> dic
         from ..study.spec import Cell
         return {"label": Cell(0, variables).label}
     return None
+
+
+# what the database keeps of a run beyond a study's metrics (name: unit, which way is better)
+EXTRA_METRICS: dict[str, tuple[str, str]] = {"steady_p50_ms": ("ms", "lower"), "energy_per_frame_mj": ("mJ", "lower")}
 
 
 def _extra_metrics(summary: dict[str, Any]) -> dict[str, Metric]:

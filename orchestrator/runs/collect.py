@@ -13,7 +13,7 @@ from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
 from .board_figures import board_section, energy_section
 from .board_samples import read_board_samples
-from .outcome import app_ending, classify_capture, nudged_warning
+from .outcome import app_ending, capture_summary, classify_capture, nudged_warning
 from .phases import RunLog
 from .pull import pull_verified, sha256_file
 from .remote_export import export_on_board
@@ -32,7 +32,7 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
         progress.note("warning", nudged_warning(capture))
     if capture.get("import"):
         record["import"] = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
-    progress.finish("capture", f"{capture['nsys_elapsed_s']:.1f} s, nsys exit {capture['nsys_exit']}, {status}")
+    progress.finish("capture", capture_summary(capture, status))
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
     if capture.get("board_samples"):  # the board's clocks, loads, temperatures and power during the capture

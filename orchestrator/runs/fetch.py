@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import AgentError, OrchestratorError, TransferError, UsageError
+from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
 from ..nsys.commands import RemoteRunPaths
@@ -85,9 +85,12 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
         finally:
             transport.close()
     except KeyboardInterrupt:
-        record["error"] = {"type": "InterruptedRunError", "message": "interrupted during fetch", "exit_code": 16}
+        stopped = InterruptedRunError("interrupted during fetch; what the board kept stays there (a partial "
+                                      "download resumes)", f"run 'orchestrate fetch {run_dir}' again")
+        stopped.run_dir = run_dir
+        record["error"] = error_record(stopped)
         finish(log)
-        raise
+        raise stopped from None
     except OrchestratorError as exc:
         record["error"] = error_record(exc)
         finish(log)

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..files import write_text
+
 
 def run_id(target: str, app: str, now: datetime | None = None) -> str:
     """'20261129T231500Z-nano01-gl2posenet': sorts by time, names what ran where."""
@@ -36,15 +38,15 @@ def create_run_dir(out_dir: Path, identifier: str) -> Path:
 
 def write_run_json(run_dir: Path, record: dict[str, Any], name: str = "run.json") -> Path:
     """Written whole or not at all (a crash leaves the previous version)."""
-    path = run_dir / name
-    partial = run_dir / f".{name}.part"
-    partial.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-    partial.replace(path)
-    return path
+    return write_text(run_dir / name, json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def read_run_json(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "run.json").read_text())
+    """run.json's document; OSError when it cannot be read, ValueError when it is not a JSON object."""
+    value = json.loads((run_dir / "run.json").read_text())
+    if not isinstance(value, dict):
+        raise ValueError(f"{run_dir / 'run.json'} holds {type(value).__name__}, not an object")
+    return value
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

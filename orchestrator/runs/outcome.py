@@ -77,8 +77,7 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
     if capture["watchdog"] and not finished_when_nudged(capture):
         steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
         return "watchdog", WatchdogError(f"watchdog: {capture['watchdog'][0]['reason']} ({steps})",
-                                         "the report, if any, was still pulled; "
-                                         "try a shorter --duration or a larger --grace")
+                                         "the report, if any, was still pulled; " + _watchdog_hint(capture))
     if not capture["reports"]:
         if capture.get("app_pid") is None:
             return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)
@@ -90,6 +89,22 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
             f"the app exited with status {code} after {capture['nsys_elapsed_s']:.1f} s",
             "its output is in app.stdout.log / app.stderr.log in the run folder; the report was kept")
     return "ok", None
+
+
+def capture_summary(capture: dict[str, Any], status: str) -> str:
+    """The capture's line: how long, and how it ended; nsys's exit code only when it tells of a problem (an
+    app stopped at its planned end makes nsys exit 143, which is as planned)."""
+    code = capture["nsys_exit"]
+    said = "" if status == "ok" and (code == 0 or code in STOPPED_AT_END) else f", nsys exit {code}"
+    return f"{capture['nsys_elapsed_s']:.1f} s{said}, {status}"
+
+
+def _watchdog_hint(capture: dict[str, Any]) -> str:
+    """What to do about what the watchdog stopped: the app outliving its capture is the app's or the plan's
+    doing; nsys stalling around its report is nsys's, and a capture made again usually ends well."""
+    if all(a["target"] in NSYS_TARGETS for a in capture["watchdog"]):
+        return "nsys stalled around its report: run it again, or let --retries make the capture again"
+    return "the app or nsys outlived the capture: give a larger --grace, or look at app.stderr.log"
 
 
 def finished_when_nudged(capture: dict[str, Any]) -> bool:

@@ -208,8 +208,9 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
     record["facts"], record["preflight"] = checked["facts"], checked["findings"]
     record["board_fingerprint"] = board_fingerprint(checked["facts"])  # the board's kind, and its software
-    for found in checked["findings"]:
-        progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
+    for found in checked["findings"]:  # what the run handles itself (level info) stays in run.json and doctor
+        if found["level"] != "info":
+            progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
     raise_for_findings(checked["findings"])
     nsys = checked["facts"]["nsys"]
     progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}")
@@ -249,7 +250,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
     record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
     failure = collect(agent, capture, app, paths, log, request.keep_remote, request.host.symbols)
-    return failure or interruption_outcome(capture, log)
+    return interruption_outcome(capture, log, failure) or failure
 
 
 def note_clocks(clocks: dict[str, Any] | None, log: RunLog) -> None:
@@ -284,15 +285,17 @@ def board_state(agent: RemoteAgent) -> dict[str, Any]:
         return {"at": now, "error": exc.one_line()}
 
 
-def interruption_outcome(capture: dict[str, Any], log: RunLog) -> OrchestratorError | None:
-    """The user asked the board to end the capture early: everything went on as usual, the run still
-    ends with its own exit code and says where the report is."""
+def interruption_outcome(capture: dict[str, Any], log: RunLog,
+                         then: OrchestratorError | None = None) -> OrchestratorError | None:
+    """The user asked the board to end the capture early: the run ends as interrupted, whatever nsys did
+    after the request (a stall, a watchdog), and says where the report is."""
     early = capture.get("ended_early") or {}
     if early.get("reason") != session.INTERRUPT_REASON:
         return None
     log.record["status"] = "interrupted"
     kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
-    return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}", "")
+    after = f" ({then.message})" if then is not None else ""
+    return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}{after}", "")
 
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,

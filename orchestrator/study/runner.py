@@ -143,6 +143,11 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         board = Board(transport, agent)
         _run_cells(request, board, study_cells, document, folder, progress)
         document["status"] = "complete"
+    except KeyboardInterrupt:  # between runs: nothing of a run to keep
+        document["status"] = "interrupted"
+        document["stopped"] = "interrupted between runs"
+        raise InterruptedRunError(f"interrupted; the study's finished runs are in {folder}",
+                                  "run the same study again: it reuses them") from None
     except (InterruptedRunError, ConnectionLostError) as stopped:
         document["status"] = "interrupted"
         document["stopped"] = stopped.one_line()
@@ -175,6 +180,9 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
     spec = request.spec
     durations: list[float] = []
     total_runs = len(study_cells) * request.repeat
+    # one stop for every run: an interrupt during one run's capture ends the study, whatever that run's nsys
+    # did afterwards, instead of being forgotten when the run returns
+    stop = request.stop or HostStop()
     for cell in study_cells:
         app = cell_app(spec, cell, request.catalog)
         tag = {"name": spec.name, "fingerprint": document["target_fingerprint"], "app_key": app_key(app),
@@ -196,19 +204,22 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             profile_request = ProfileRequest(
                 host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
                 retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1},
-                stop=request.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
+                stop=stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
                 wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
             try:
                 outcome = profile(profile_request, progress, board)
                 entry["runs"].append(outcome.run_dir.name)
                 progress.end_run("ok")
             except (InterruptedRunError, ConnectionLostError) as stopped:
-                if stopped.run_dir is not None:
-                    entry["runs"].append(stopped.run_dir.name)
-                entry["status"] = "interrupted"
+                _stopped_at(document, entry, run + 1, stopped)
                 progress.end_run("interrupted")
                 raise
             except OrchestratorError as failed:
+                if stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
+                    _stopped_at(document, entry, run + 1, failed)
+                    progress.end_run("interrupted")
+                    raise InterruptedRunError(f"interrupted in run {run + 1} of {entry['label'] or 'the study'}; "
+                                              f"then {failed.message}", f"see {folder / 'study.json'}") from None
                 run_dir = failed.run_dir
                 if run_dir is not None:
                     entry["runs"].append(run_dir.name)
@@ -222,6 +233,15 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
             finally:
                 durations.append(time.monotonic() - started)
         _write_json(folder / "study.json", document)
+
+
+def _stopped_at(document: dict[str, Any], entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
+    """study.json says where the study stopped: the cell, the repeat, the run folder (if the run had one)."""
+    run = stopped.run_dir.name if stopped.run_dir is not None else None
+    if run is not None:
+        entry["runs"].append(run)
+    entry["status"] = "interrupted"
+    document["stopped_at"] = {"cell": entry["index"], "label": entry["label"], "repeat": repeat, "run": run}
 
 
 def finish_document(document: dict[str, Any], folder: Path) -> list[str]:

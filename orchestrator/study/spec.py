@@ -12,10 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import AppSpecError, StudySpecError
+from ..errors import AppSpecError, StudySpecError, UsageError
 from ..inventory.catalog import AppSpec, adhoc_app, find_app, with_overrides
+from ..yaml_files import parse_yaml, read_yaml
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
@@ -60,17 +59,7 @@ class Cell:
 
 
 def load_study(path: Path) -> StudySpec:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise StudySpecError(f"cannot read the study file {path}: {exc.strerror}", "check the path") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise StudySpecError(f"{path} is not valid YAML{where}", "fix the syntax there") from None
-    return parse_study(data, str(path))
+    return parse_study(read_yaml(path, StudySpecError, "study file"), str(path))
 
 
 def _fail(source: str, key: str, problem: str, hint: str = "") -> StudySpecError:
@@ -125,7 +114,7 @@ def _check_overrides(overrides: dict[str, Any], source: str) -> None:
     for key, value in overrides.items():
         try:
             _apply_overrides(adhoc_app("true", False), {key: value})
-        except AppSpecError as exc:
+        except (AppSpecError, UsageError) as exc:
             raise _fail(source, key, f"is not valid: {exc.message}") from None
 
 
@@ -251,6 +240,16 @@ def _apply_overrides(app: AppSpec, overrides: dict[str, Any]) -> AppSpec:
                           overrides.get("cpuctxsw"))
 
 
+def _set_value(text: str) -> Any:
+    """One value of --set, read like a YAML scalar ('2' is a number, 'none' a string)."""
+    if not text.strip():
+        return ""
+    try:
+        return parse_yaml(text, "--set", UsageError)
+    except UsageError:
+        return None  # not a scalar: refused by the caller
+
+
 def with_values(spec: StudySpec, settings: list[str]) -> StudySpec:
     """'--set frames=10' or '--set threads=1,2': other values for a matrix variable (read like YAML
     scalars), e.g. a quick run of a long study; excluded combinations stay excluded."""
@@ -259,12 +258,12 @@ def with_values(spec: StudySpec, settings: list[str]) -> StudySpec:
         name, sep, text = setting.partition("=")
         name = name.strip()
         if not sep or name not in matrix:
-            raise StudySpecError(f"--set {setting}: name a matrix variable and its values, e.g. --set "
-                                 f"{next(iter(matrix), 'frames')}=10", "variables: " + (", ".join(matrix) or "none"))
-        values = tuple(yaml.safe_load(v) if v.strip() else v for v in text.split(","))
-        if not values or not all(_scalar(v) for v in values) or len({str(v) for v in values}) != len(values):
-            raise StudySpecError(f"--set {setting}: give distinct plain values, comma-separated", "e.g. --set "
-                                 f"{name}=1,2")
+            raise UsageError(f"--set {setting}: name a matrix variable and its values, e.g. --set "
+                             f"{next(iter(matrix), 'frames')}=10", "variables: " + (", ".join(matrix) or "none"))
+        values = tuple(_set_value(v) for v in text.split(","))
+        if not all(_scalar(v) and v != "" for v in values) or len({str(v) for v in values}) != len(values):
+            raise UsageError(f"--set {setting}: give distinct plain values, comma-separated", "e.g. --set "
+                             f"{name}=1,2")
         matrix[name] = values
     changed = replace(spec, matrix=tuple(matrix.items()),
                       exclude=tuple(r for r in spec.exclude if all(str(v) in {str(x) for x in matrix[k]}

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 
-from ..errors import UsageError
+from ..errors import OrchestratorError, UsageError
+from ..files import write_text
 from .elf import FunctionTable, is_elf, read_build_id, read_functions
 
 DEBUG_SUFFIX = ".debug"
@@ -78,8 +79,6 @@ class SymbolFiles:
     def _store(self, cached: Path, table: FunctionTable) -> None:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
-            partial.write_text(json.dumps(table.to_json()))
-            partial.replace(cached)
-        except OSError:
+            write_text(cached, json.dumps(table.to_json()))
+        except (OSError, OrchestratorError):
             pass  # a cache that cannot be written only costs a second read

@@ -27,7 +27,7 @@ import paramiko
 from fabric import Config as FabricConfig
 from fabric import Connection
 
-from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError
+from ..errors import AuthError, ConnectError, HostKeyError, RemoteCommandError, TransferError, UsageError
 from ..inventory.hosts import Host
 from . import download, openssh
 from .download import CommandResult, Part, ProgressHandler
@@ -104,7 +104,11 @@ def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
     ssh_config = None  # Fabric's default: /etc/ssh/ssh_config and ~/.ssh/config
     if options.ssh_config is not None:
         path = options.ssh_config.expanduser()
-        ssh_config = paramiko.SSHConfig.from_path(str(path)) if path.is_file() else paramiko.SSHConfig()
+        try:
+            ssh_config = paramiko.SSHConfig.from_path(str(path))
+        except (OSError, UnicodeDecodeError, paramiko.ssh_exception.ConfigParseError) as exc:
+            raise UsageError(f"cannot read the ssh config {path}: {getattr(exc, 'strerror', None) or exc}",
+                             "give --ssh-config an ssh_config file") from None
     config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
     wait = max(1, math.ceil(host.connect_timeout))
     connection = Connection(host.address or host.name, user=host.user, port=host.port, config=config,
@@ -124,6 +128,21 @@ def _known_hosts(connection: Connection, options: ConnectOptions) -> Path:
         return options.known_hosts.expanduser()
     configured = connection.ssh_config.get("userknownhostsfile")
     return Path(configured.split()[0] if configured else "~/.ssh/known_hosts").expanduser()
+
+
+def _load_known_hosts(connection: Connection, known: Path) -> None:
+    """known_hosts read as ssh reads it; a line it cannot read is named, with its number, instead of a traceback."""
+    try:
+        connection.client.load_host_keys(str(known))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostKeyError(f"cannot read {known}: {getattr(exc, 'strerror', None) or exc}",
+                           "give --known-hosts a readable known_hosts file") from None
+    except paramiko.hostkeys.InvalidHostKey as exc:
+        lines = known.read_text(errors="replace").splitlines()
+        number = next((i for i, line in enumerate(lines, 1) if line.strip() == exc.line.strip()), None)
+        where = f"line {number}" if number else "a line"
+        raise HostKeyError(f"{known}: {where} holds no readable host key ({exc.line.strip()[:60]!r})",
+                           f"fix or delete {where} of {known}") from None
 
 
 def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> SSHParams:
@@ -184,7 +203,7 @@ def _open(connection: Connection, options: ConnectOptions) -> None:
     for hop in _hops(connection):  # Fabric would add unknown keys silently: each hop checks them as ssh does
         known = _known_hosts(hop, options)
         if known.is_file():
-            hop.client.load_host_keys(str(known))
+            _load_known_hosts(hop, known)
         policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey
         hop.client.set_missing_host_key_policy(policy_type(known))
     target = f"{connection.user}@{connection.host}:{connection.port}"
@@ -285,6 +304,10 @@ class SSHTransport:
             sftp.chmod(partial, mode)
             sftp.posix_rename(partial, remote)
         except (OSError, paramiko.SSHException) as exc:
+            try:  # nothing half-sent stays on the board
+                self.sftp().remove(partial)
+            except (OSError, paramiko.SSHException):
+                pass
             raise TransferError(f"uploading {local.name} to {self.description}:{remote} failed: {exc}",
                                 "check free space and permissions on the target") from None
 
@@ -487,9 +510,14 @@ class LocalTransport:
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None:
         target = Path(remote)
         partial = target.with_name(target.name + ".part")
-        shutil.copyfile(local, partial)
-        os.chmod(partial, mode)
-        os.replace(partial, target)
+        try:
+            shutil.copyfile(local, partial)
+            os.chmod(partial, mode)
+            os.replace(partial, target)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise TransferError(f"copying {local.name} to {remote} failed: {exc.strerror or exc}",
+                                "check free space and permissions there") from None
 
     def open_stream(self, command: ShellCommand) -> Stream:
         proc = subprocess.Popen(["/bin/sh", "-c", command.render()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

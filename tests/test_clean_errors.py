@@ -1,0 +1,279 @@
+"""The clean-error contract, for every command family and its options: a mistake ends in one line on stderr
+that says what to do, with an exit code from the README's table (never 1, "internal error"), and writes
+nothing: no partial file, nothing beside the folder or database named.
+
+The values are generated (hypothesis), so the contract is checked for the class of each mistake, not for a
+list of them. No command here reaches a board: the target named is not in the inventory, so a value that
+happens to be valid ends in that one clean line instead of a capture.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator.cli.main import main
+from orchestrator.errors import EXIT_CODES, AppSpecError, HostKeyError, InventoryError, StudySpecError, UsageError
+from orchestrator.inventory.catalog import load_catalog
+from orchestrator.inventory.hosts import load_inventory
+from orchestrator.results.database import open_database
+from orchestrator.study.spec import load_study
+from orchestrator.targets.transport import ConnectOptions, open_transport
+
+NUMBERS = ["nan", "NaN", "inf", "-inf", "1e309", "-1e309", "1e9", "-5", "-1", "0", "-0", "1e-400", "0x10", "1_0",
+           "", " ", "abc", "5s", "3.", ".", "٣", "10**9", "1e", "2" * 400]
+TEXTS = st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=16)
+VALUES = st.one_of(st.sampled_from(NUMBERS), TEXTS, st.sampled_from(["\udcff", "a\udcfeb", "x" * 300, "/proc/x/y",
+                                                                      "[bold]x[/]", "[/oops]", "-x", "--", "~"]))
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+STUDY = {"study": "s", "command": ["true"], "matrix": {"threads": [1, 2]}, "target": "nowhere"}
+INVENTORY = "all:\n  hosts:\n    board: {ansible_host: 127.0.0.1, ansible_port: 1}\n"
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory) -> Path:
+    """A working folder with an inventory, a study file and an (empty) results database."""
+    folder = tmp_path_factory.mktemp("clean")
+    (folder / "inv.yaml").write_text(INVENTORY)
+    (folder / "s.yaml").write_text(yaml.safe_dump(STUDY))
+    open_database(str(folder / "results.db")).close()
+    (folder / "listrun").mkdir()
+    (folder / "listrun" / "run.json").write_text("[1, 2]\n")  # JSON, but not a run's
+    return folder
+
+
+def families(place: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """Each command family: the arguments that make it a valid command aimed nowhere, and its options."""
+    inv, db = ["--inventory", str(place / "inv.yaml")], ["--db", str(place / "results.db")]
+    runs = ["--duration", "--delay", "--grace", "--retries", "--wait-lock", "--nvpmodel", "--trace", "--sample",
+            "--cpuctxsw", "--apps-dir", "--ssh-config", "--out", "--heartbeat-timeout"]
+    return {
+        "profile": (["profile", "--target", "nowhere", "--app", "es2gears", *inv], runs),
+        "study": (["study", str(place / "s.yaml"), "--target", "nowhere", *inv],
+                  ["--repeat", "--set", "--grace", "--retries", "--wait-lock", "--apps-dir", "--out"]),
+        "fleet": (["fleet", "--app", "es2gears", "--limit", "nowhere", *inv],
+                  ["--forks", "--board-timeout", "--repeat", "--set", *runs]),
+        "doctor": (["doctor", "--limit", "nowhere", *inv], ["--forks", "--ssh-config", "--known-hosts"]),
+        "ci": (["ci", "--app", "es2gears", "--target", "nowhere", *inv, *db],
+               ["--gate", "--repeat", "--baseline-runs", "--grace", "--retries", "--set", "--out", "--baseline"]),
+        "analyze": (["analyze", str(place / "missing.sqlite")],
+                    ["--window", "--frame", "--process", "--frame-range", "--symbols", "--nsys"]),
+        "trace": (["trace", str(place / "missing.sqlite")], ["--max-events", "--frame", "--window", "-o"]),
+        "report": (["report", str(place / "missing")], ["-o", "--symbols"]),
+        "compare": (["compare", str(place / "a"), str(place / "b")], ["-o", "--label"]),
+        "results list": (["results", "list", *db], ["--limit", "--since", "--app", "--target"]),
+        "results history": (["results", "history", "--app", "a", "--metric", "m", "--judge", *db],
+                             ["--last", "--threshold", "--base", "--board-kind"]),
+        "results import": (["results", "import", str(place / "nothing"), *db], ["--commit", "--branch"]),
+        "fetch": (["fetch", str(place / "no-run"), *inv], ["--ssh-config", "--known-hosts"]),
+        "parse": (["parse", "glmark2", str(place / "no-output.log")], []),
+        "targets": (["targets", "--inventory", str(place / "no-inventory.yaml")], ["--limit"]),
+    }
+
+
+def tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+READERS = {"results list", "results history"}  # valid values read the (empty) database: a success
+
+
+def assert_clean(argv: list[str], place: Path, capsys: pytest.CaptureFixture[str],
+                 may_succeed: bool = False) -> tuple[int, str]:
+    before = tree(place)
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    if code == 0 and may_succeed:
+        assert not err and tree(place) == before, (argv, err)
+        return code, ""
+    assert code in EXIT_CODES and code not in (0, 1), (argv, code, err)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) < 2100, (argv, err)
+    assert "internal error" not in err and "Traceback" not in err
+    assert tree(place) == before, (argv, tree(place) - before)  # nothing written, nothing partial
+    return code, lines[0]
+
+
+@FAST
+@given(family=st.sampled_from(sorted(families(Path("/")))), data=st.data())
+def test_every_option_of_every_command_takes_any_value_cleanly(place, capsys, monkeypatch, family, data):
+    monkeypatch.chdir(place)
+    base, options = families(place)[family]
+    argv = list(base)
+    for option in data.draw(st.lists(st.sampled_from(options), max_size=3, unique=True)) if options else []:
+        argv.append(f"{option}={data.draw(VALUES)}")
+    assert_clean(argv, place, capsys, may_succeed=family in READERS)
+
+
+@FAST
+@given(words=st.lists(VALUES, max_size=4))
+def test_any_words_after_any_command_are_a_clean_line(place, capsys, monkeypatch, words):
+    monkeypatch.chdir(place)
+    for family, (base, _) in families(place).items():
+        assert_clean([*base, *words], place, capsys, may_succeed=family in READERS and not words)
+
+
+@pytest.mark.parametrize("argv, code, says", [
+    (["profile", "--target", "local", "--app", "es2gears", "--duration", "nan"], 2, "not a number of seconds"),
+    (["profile", "--target", "local", "--app", "es2gears", "--duration", "1e9"], 2, "from 0.1 to 86400"),
+    (["profile", "--target", "local", "--app", "es2gears", "--grace", "-5"], 2, "argument --grace"),
+    (["profile", "--target", "local", "--app", "es2gears", "--retries", "1000"], 2, "from 0 to 10"),
+    (["profile", "--target", "local", "--app-cmd", '"unterminated'], 2, "--app-cmd cannot be split into words"),
+    (["profile", "--target", "local", "--app", "es2gears", "--apps-dir", "nope"], 2, "nope: no such folder"),
+    (["profile", "--target", "local", "--app", "es2gears", "--ssh-config", "nope"], 2, "nope: no such file"),
+    (["profile", "--target", "local", "--app", "es2gears", "--out", "/proc/no/such"], 2, "--out /proc/no/such"),
+    (["profile", "--target", "local", "--app", "es2gears", "--label", "x"], 2, "unrecognized arguments: --label"),
+    (["compare", "a", "b", "--label", "b\udcffad"], 2, "not UTF-8 text"),
+    (["study", "s.yaml", "--set", "threads="], 2, "--set threads=: give distinct plain values"),
+    (["study", "s.yaml", "--set", "threads=[1"], 2, "--set threads=[1: give distinct plain values"),
+    (["fleet", "--app-cmd", "ls", "--repeat", "2"], 2, "--repeat goes with --study"),
+    (["fleet", "--app-cmd", "ls", "--set", "a=1"], 2, "--set goes with --study"),
+    (["results", "list", "--limit", "0"], 2, "from 1 to"),
+    (["results", "history", "--app", "a", "--metric", "m", "--last", "0"], 2, "from 1 to"),
+    (["results", "history", "--app", "a", "--metric", "m", "--threshold", "abc", "--judge", "--db", "results.db"], 2,
+     "--threshold 'abc': the threshold must be"),
+    (["ci", "--app", "es2gears", "--target", "local", "--gate", "nosuchmetric:5%"], 2,
+     "--gate nosuchmetric: no such metric"),
+    (["parse", "nosuch", "f"], 2, "no parser named 'nosuch' (known: trtexec, tftrt-bench, glmark2, jetson-inference, "
+                                  "tegrastats, nvpmodel"),
+    (["analyze", "x" * 300 + ".sqlite"], 2, "File name too long"),
+    (["results", "list", "--db", "postgresql+asyncpg://u@localhost/db"], 24, "the driver 'asyncpg' is not one"),
+    (["results", "list", "--db", "results.db", "--since", "99999999d"], 2, "longer ago than dates go"),
+    (["results", "history", "--app", "a", "--metric", "m", "--db", "results.db", "--html", "."], 2,
+     "cannot write .: it is a folder"),
+    (["results", "history", "--app", "a", "--metric", "m", "--db", "results.db", "--html", "/proc/x/t.html"], 2,
+     "cannot write /proc/x/t.html"),
+    (["results", "import", "nothing-here", "--db", "new.db"], 2, "nothing-here is not a folder"),
+    (["fetch", "listrun"], 2, "listrun is not a run folder"),
+    (["report", "listrun"], 15, "listrun/run.json could not be read (it holds list, not an object)"),
+    (["analyze", "listrun"], 15, "listrun is a folder that holds no report"),
+    (["study", ".", "--target", "board"], 3, ". is a folder, not a study file"),
+])
+def test_the_mistakes_users_made_are_clean_lines(place, capsys, monkeypatch, argv, code, says):
+    monkeypatch.chdir(place)
+    found, line = assert_clean(argv, place, capsys)
+    assert found == code and says in line, line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["profile", "--target", "local", "--app-cmd", '"unterminated'], "--app-cmd cannot be split into words "
+                                                                     "(no closing quotation)"),
+    (["compare", "a", "b", "--label", "b\udcffad"], "an argument holds bytes that are not UTF-8 text: 'b\\\\udcffad'"),
+    (["analyze", "[swrast_dri.so].sqlite"], "error: [swrast_dri.so].sqlite: no such file"),
+])
+def test_the_line_says_it_as_it_is(place, capsys, monkeypatch, argv, says):
+    """Names and values reach the terminal as text: '[swrast_dri.so]' is not markup to drop."""
+    monkeypatch.chdir(place)
+    main(argv)
+    assert says in capsys.readouterr().err
+
+
+def test_a_read_command_never_creates_or_changes_a_database(place, capsys, monkeypatch):
+    import json
+    import sqlite3
+    monkeypatch.chdir(place)
+    run = place / "okrun"  # a run that reached its board, to import
+    run.mkdir(exist_ok=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "okrun", "started_at": "2026-11-01T09:00:00+00:00",
+                                              "status": "ok", "facts": {"system": {"arch": "x86_64"}}}))
+    other = place / "report-like.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    before = other.read_bytes()
+    for argv, says in [(["results", "list", "--db", str(other)], "is an SQLite file of something else"),
+                       (["results", "history", "--app", "a", "--metric", "m", "--db", str(other)], "something else"),
+                       (["results", "import", str(run), "--db", str(other)], "something else"),
+                       (["results", "list", "--db", str(place / "typo.db")], "no results database at"),
+                       (["results", "list", "--db", str(place)], "is a folder")]:
+        code, line = assert_clean(argv, place, capsys)
+        assert code == 24 and says in line, line
+    assert other.read_bytes() == before and not (place / "typo.db").exists()
+    assert not list(place.glob("*-wal")) and not list(place.glob("*-shm"))
+    assert main(["results", "list", "--db", str(place / "results.db")]) == 0  # a results database reads well
+
+
+def test_a_corrupt_known_hosts_line_is_named_with_its_number(tmp_path):
+    known = tmp_path / "known_hosts"
+    known.write_text("# mine\n[127.0.0.1]:1 ssh-ed25519 AAAA!!not-base64\n")
+    (tmp_path / "inv.yaml").write_text(INVENTORY)
+    host = load_inventory(str(tmp_path / "inv.yaml")).host("board")
+    with pytest.raises(HostKeyError) as caught:
+        open_transport(host, ConnectOptions(known_hosts=known))
+    assert caught.value.one_line() == f"{known}: line 2 holds no readable host key ('[127.0.0.1]:1 ssh-ed25519 " \
+                                      f"AAAA!!not-base64') (fix or delete line 2 of {known})"
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path, export):
+    """-o naming a folder: said in one line, and neither a page nor a .part file is left."""
+    run = tmp_path / "run"
+    run.mkdir()
+    report = export("es2gears-opengl")
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    for argv in (["report", str(report), "-o", str(folder)],
+                 ["trace", str(report), "-o", str(folder), "--max-events", "100"]):
+        assert main(argv) == 2
+    assert [p.name for p in folder.iterdir()] == [] and not [p for p in tmp_path.rglob("*.part")]
+    assert not [p for p in report.parent.glob(".*part*")]
+
+
+# -- YAML inputs: inventory, study, app spec ------------------------------------------------------------------------
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True), TEXTS)
+DOCUMENTS = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(TEXTS, inner, max_size=4)), max_leaves=20)
+KEYS = ["study", "command", "matrix", "exclude", "repeat", "target", "app", "args", "env", "duration_s", "name",
+        "delay_s", "trace", "sample", "parser", "files", "workdir", "needs_display", "threads", "all", "hosts",
+        "vars", "children", "ansible_host", "ansible_port"]
+SHAPED = st.dictionaries(st.sampled_from(KEYS), DOCUMENTS, max_size=6)
+
+
+def _yaml_text(draw_doc: object, duplicate: str | None) -> str:
+    text = yaml.safe_dump(draw_doc, allow_unicode=True) if draw_doc is not None else ""
+    if duplicate:  # the same key again at the top: PyYAML alone would keep the last value silently
+        text += f"{duplicate}: again\n" if isinstance(draw_doc, dict) and duplicate in draw_doc else ""
+    return text
+
+
+@settings(max_examples=60, deadline=None)
+@given(document=st.one_of(SHAPED, DOCUMENTS), duplicate=st.one_of(st.none(), st.sampled_from(KEYS)),
+       raw=st.one_of(st.none(), TEXTS))
+def test_any_yaml_loads_or_is_one_clean_line(tmp_path_factory, document, duplicate, raw):
+    folder = tmp_path_factory.mktemp("yaml")
+    text = raw if raw is not None else _yaml_text(document, duplicate)
+    twice = duplicate is not None and raw is None and isinstance(document, dict) and duplicate in document
+    for name, load, error in (("study.yaml", lambda p: load_study(p), StudySpecError),
+                              ("apps/app.yaml", lambda p: load_catalog(p.parent), AppSpecError),
+                              ("inventory.yaml", lambda p: load_inventory(str(p)), InventoryError)):
+        path = folder / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        try:
+            load(path)
+        except (StudySpecError, AppSpecError, InventoryError, UsageError) as exc:
+            assert isinstance(exc, error), (name, exc)
+            assert "\n" not in exc.one_line() and str(path) in exc.message
+        else:
+            assert not twice, f"{name}: a key given twice was taken silently"
+        if twice:
+            with pytest.raises(error):
+                load(path)
+
+
+def test_a_key_given_twice_is_named_with_its_lines(tmp_path):
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("all:\n  hosts:\n    nano:\n      ansible_host: 10.0.0.5\n      ansible_user: me\n"
+                         "      ansible_host: 10.0.0.6\n")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(str(inventory))
+    assert caught.value.one_line() == f"{inventory}: not valid YAML at line 6: key 'ansible_host' is given twice " \
+                                      "(lines 4 and 6): keep one (fix the file there)"
+    merged = tmp_path / "merged.yaml"  # a key a '<<' merge brings may be overridden, as YAML says
+    merged.write_text("base: &b {ansible_port: 22}\nall:\n  hosts:\n    nano: {<<: *b, ansible_port: 2222}\n")
+    assert load_inventory(str(merged)).host("nano").port == 2222
+    assert os.environ.get("ORCHESTRATE_INVENTORY") is None
