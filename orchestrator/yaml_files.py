@@ -14,6 +14,7 @@ import yaml
 from .errors import OrchestratorError
 
 MAX_ALIASES = 500
+MAX_BYTES = 4 * 2**20
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -85,16 +86,22 @@ def parse_yaml(text: str, source: str, error: type[OrchestratorError]) -> Any:
         raise error(f"{source}: not valid YAML{where}: {problem}", "fix the file there") from None
     except RecursionError:
         raise error(f"{source} is nested too deeply", "a file of settings is a few levels deep") from None
+    except (ValueError, TypeError, AttributeError, IndexError, OverflowError) as exc:  # '2024-13-45', '!!int x'
+        raise error(f"{source}: not valid YAML: a value cannot be read ({exc})", "fix the file there") from None
 
 
 def read_yaml(path: Path, error: type[OrchestratorError], what: str = "file") -> Any:
     """The YAML document of the file at ``path``; a file that cannot be read, or is not UTF-8 text, is ``error``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:  # a file of settings, not /dev/zero: a bounded read
+            raw = handle.read(MAX_BYTES + 1)
+        text = raw.decode("utf-8")
     except IsADirectoryError:
         raise error(f"{path} is a folder, not a {what}", f"give the {what}'s path") from None
     except OSError as exc:
         raise error(f"cannot read the {what} {path}: {exc.strerror}", "check the path") from None
     except UnicodeDecodeError as exc:
         raise error(f"{path} is not UTF-8 text (byte {exc.start})", f"give a YAML {what}") from None
+    if len(raw) > MAX_BYTES:
+        raise error(f"{path} is larger than {MAX_BYTES // 2**20} MB: not a {what}", f"give the {what}'s path")
     return parse_yaml(text, str(path), error)

@@ -67,3 +67,14 @@ def test_without_export_on_a_newer_report_says_how_to_export_it(tmp_path):
     shutil.copyfile(NSYS_DATA / "cpuonly_sampling_2024.nsys-rep", report)
     done = run_cli("analyze", str(report))
     assert done.returncode == 15 and "--export-on TARGET" in done.stderr
+    assert "comes from a newer nsys" in done.stderr  # nsys 2022.4: "Version number is invalid: 2024@6@2..."
+
+
+def test_a_report_cut_short_is_not_called_newer(tmp_path):
+    """nsys says "Section Table Reference magic number mismatch" of a cut .nsys-rep: damaged, not newer."""
+    report = tmp_path / "cut.nsys-rep"
+    report.write_bytes((NSYS_DATA / "tflite-pose-xnnpack.nsys-rep").read_bytes()[:60_000])
+    done = run_cli("analyze", str(report))
+    assert done.returncode == 15 and done.stderr.count("\n") == 1, done.stderr
+    assert "may be damaged or cut short" in done.stderr and "newer nsys" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.nsys-rep"]  # no export, no partial file

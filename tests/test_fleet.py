@@ -225,7 +225,7 @@ def test_ctrl_c_ends_every_capture_early_keeps_the_reports_and_starts_nothing_mo
     first, second = document["boards"]
     assert (second["target"], second["status"], second["reason"]) == ("good2", "failed",
                                                                        "interrupted before it started")
-    assert first["target"] == "good1" and first["exit_code"] in (16, 11)   # 11: nsys stalled after the early end
+    assert first["target"] == "good1" and first["exit_code"] == 16  # however nsys behaved after the early end
     record = json.loads((folder / first["folder"] / "run.json").read_text())
     assert 2 < record["capture"]["ended_early"]["after_s"] < 20
     assert record["capture"]["ended_early"]["reason"] == "the user interrupted orchestrate on the host"

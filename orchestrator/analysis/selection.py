@@ -65,7 +65,7 @@ def pick_processes(processes: list[dict], wanted: str | None) -> list[int] | Non
     means every process."""
     if not wanted:
         return None
-    if wanted.isdigit():
+    if wanted.isdecimal() and wanted.isascii():
         pids = [p["pid"] for p in processes if p["pid"] == int(wanted)]
     else:
         pids = [p["pid"] for p in processes if any(_names_it(name, wanted) for name in p.get("aliases") or [p["name"]])]

@@ -122,6 +122,9 @@ def gated_names(rules: tuple[GateRule, ...], study: StudySpec, catalog: dict[str
     for rule in rules:
         if rule.metric in known or (parsed and rule.metric.startswith("app.") and len(rule.metric) > 4):
             continue
+        if rule.metric in REPORT_METRICS:
+            raise UsageError(f"--gate {rule.metric}: neither more nor less of it is better, so it is not gated",
+                             f"gate one of: {', '.join(sorted(known))}")
         app_names = "app.NAME for a figure of the app's parser" if parsed else "no app.* names: the app has no parser"
         raise UsageError(f"--gate {rule.metric}: no such metric", f"known: {', '.join(sorted(known))}; {app_names}")
 

@@ -385,7 +385,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     _export_first(args, args.report)
     frame_range = args.frame_range  # a run folder's: the app spec's frame delimiter, as its summary used
     if frame_range is None and args.report.is_dir():
-        frame_range = (read_json_object(args.report / "run.json").get("app") or {}).get("frame_delimiter")
+        app = read_json_object(args.report / "run.json").get("app")
+        frame_range = app.get("frame_delimiter") if isinstance(app, dict) else None
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
                               frame_range=frame_range, symbols=tuple(args.symbols))
     summary = analyze_report(report_of(args.report), options, args.nsys)
@@ -477,6 +478,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if not args.study and (args.repeat is not None or args.set):
         raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
                          "give --study FILE, or leave it out")
+    app_only = [f"--{name.replace('_', '-')}" for name in ("duration", "delay", "trace", "sample", "cpuctxsw")
+                if getattr(args, name) is not None] + (["--needs-display"] if args.needs_display else [])
+    if args.study and app_only:  # a study sets these per cell, in its file
+        raise UsageError(f"{app_only[0]} goes with --app or --app-cmd", "set it in the study file, or leave it out")
     inventory = load_inventory(args.inventory)
     targets = select_hosts(inventory, args.limit)
     catalog = load_catalog(args.apps_dir)
@@ -634,8 +639,12 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
 
 
 def _check_text(argv: list[str]) -> None:
-    """Every argument is UTF-8 text: it goes into run.json, pages and databases as it is."""
+    """Every argument is UTF-8 text: it goes into run.json, pages and databases as it is. (And '--opt=--',
+    which argparse would turn into an empty list instead of a value, is said as what it is.)"""
     for arg in argv:
+        option, given, value = arg.partition("=")
+        if given and value == "--" and option.startswith("-"):
+            raise UsageError(f"{arg}: '--' is not a value for {option}", f"give {option} a value")
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
@@ -676,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:  # no run had begun (a run turns its own interrupt into what it kept, and where)
-        stopped = InterruptedRunError("interrupted before anything was started; nothing to keep", "")
+        stopped = InterruptedRunError("interrupted; what had ended before is kept, and nothing is left running", "")
         _print_error(stopped)
         return stopped.exit_code
     except OSError as exc:

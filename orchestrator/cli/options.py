@@ -56,8 +56,16 @@ def existing_file(text: str) -> Path:
     return _existing(text, Path.is_file, "file")
 
 
+def user_path(text: str) -> Path:
+    """An argparse type: a path, '~' expanded ('~nobody-here/x' is said, not a traceback)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as exc:  # "Could not determine home directory"
+        raise argparse.ArgumentTypeError(f"{text[:200]}: {exc}") from None
+
+
 def _existing(text: str, kind: Callable[[Path], bool], what: str) -> Path:
-    path = Path(text).expanduser()
+    path = user_path(text)
     try:
         if kind(path):
             return path
@@ -68,17 +76,37 @@ def _existing(text: str, kind: Callable[[Path], bool], what: str) -> Path:
 
 
 def output_folder(path: Path, option: str = "--out") -> Path:
-    """The folder runs go into, made if need be and writable: said before anything connects or captures."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if not path.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(path))
-        writable = os.access(path, os.W_OK | os.X_OK)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: {exc.strerror or exc}", "give a folder you can write") from None
-    if not writable:
-        raise UsageError(f"{option} {path}: this user cannot write in it", "give a folder you can write")
+    """The folder runs go into can be made or written: said before anything connects or captures, and nothing
+    made yet (the run makes it)."""
+    problem = _unwritable(path, folder=True)
+    if problem:
+        raise UsageError(f"{option} {path}: {problem}", "give a folder you can write")
     return path
+
+
+def output_file(path: Path | None, option: str) -> None:
+    """A file the command writes at its end can be written there: said before the command's work, not after."""
+    problem = _unwritable(path, folder=False) if path is not None else None
+    if problem:
+        raise UsageError(f"{option} {path}: {problem}", "give a file path in a folder you can write")
+
+
+def _unwritable(path: Path, folder: bool) -> str | None:
+    """Why ``path`` (a folder, or a file) cannot be written, or None: it, or the nearest folder above it that
+    is there, is of the right kind and writable by this user."""
+    try:
+        if path.exists():
+            if folder != path.is_dir():
+                return "not a folder" if folder else "it is a folder"
+            return None if os.access(path, os.W_OK | (os.X_OK if folder else 0)) else "this user cannot write it"
+        above = path.absolute().parent
+        while not above.exists():
+            above = above.parent
+        if not above.is_dir():
+            return f"{above} is not a folder"
+        return None if os.access(above, os.W_OK | os.X_OK) else f"this user cannot write in {above}"
+    except OSError as exc:  # a name too long, a loop of links
+        return exc.strerror or str(exc)
 
 
 def add_clock_options(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +134,7 @@ def add_study_run_options(parser: argparse.ArgumentParser,
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ssh-config", type=existing_file, help="ssh config file (default ~/.ssh/config)")
-    parser.add_argument("--known-hosts", type=Path, help="known_hosts file (default ~/.ssh/known_hosts)")
+    parser.add_argument("--known-hosts", type=user_path, help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--accept-new-host-key", action="store_true",
                         help="record an unknown host key in known_hosts instead of refusing (never a changed one)")
 
@@ -128,7 +156,7 @@ def show(renderable: Any, err: bool = False) -> None:
     if not console.is_terminal and not os.environ.get("COLUMNS"):
         console = Console(stderr=err, markup=False, highlight=False, width=PIPED_WIDTH)
         _natural_width(renderable)
-    console.print(renderable)
+    console.print(renderable, soft_wrap=isinstance(renderable, str))  # a line of text is never cut
 
 
 def _natural_width(renderable: Any) -> None:
@@ -142,10 +170,13 @@ def _natural_width(renderable: Any) -> None:
 
 
 def write_output(path: Path, text: str, append: bool = False) -> Path:
-    """Write a file the user named, or say in one line why it cannot be written."""
+    """Write a file the user named (whole, or appended to), or say in one line why it cannot be written."""
+    from ..files import write_error, write_text
+    if not append:
+        return write_text(path, text)
     try:
-        with path.open("a" if append else "w", encoding="utf-8") as out:
+        with path.open("a", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}", "give a path in a folder you can write") from None
+        raise write_error(path, exc) from None
     return path

@@ -17,6 +17,7 @@ from .options import (
     clock_request,
     count,
     existing_folder,
+    output_file,
     output_folder,
     show,
     stderr,
@@ -116,7 +117,7 @@ def _since(text: str | None) -> datetime | None:
     if not text:
         return None
     units = {"d": "days", "h": "hours", "m": "minutes"}
-    if text[:-1].isdigit() and text[-1] in units:
+    if text[:-1].isdecimal() and text[:-1].isascii() and text[-1] in units:
         try:
             return datetime.now(timezone.utc) - timedelta(**{units[text[-1]]: int(text[:-1])})
         except OverflowError:
@@ -248,6 +249,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     gated_names(rules, study, catalog)
     host = load_inventory(args.inventory).host(args.target)
     output_folder(args.out)
+    for path, option in ((args.junit, "--junit"), (args.json, "--json"), (args.summary, "--summary")):
+        output_file(path, option)
     provenance = _provenance(args)
     base = args.baseline or provenance.default_branch or "main"
     run = StudyRequest(spec=study, host=host, catalog=catalog,
@@ -263,13 +266,13 @@ def cmd_ci(args: argparse.Namespace) -> int:
     finally:
         view.close()
         database.close()
+    summary = markdown_summary(outcome)
+    print(summary, end="")  # the verdict first: a file that cannot be written after all does not hide it
     for path, text in ((args.junit, junit_xml(outcome)), (args.json, benchmark_json(outcome))):
         if path:
             write_output(path, text)
-    summary = markdown_summary(outcome)
     if args.summary:
         write_output(args.summary, summary, append=True)
-    print(summary, end="")
     if outcome.folder:
         stderr().print(f"runs: {outcome.folder}", markup=False, highlight=False)
     if isinstance(outcome.error, InterruptedRunError):

@@ -67,10 +67,10 @@ def open_database(given: str | None = None, migrate: bool = True, read_only: boo
     """The results database --db names. A writer creates and migrates it; a reader (``read_only``) never
     creates, migrates or writes anything: a missing database is said, not made. Either refuses, untouched,
     a file that is not a results database and one a newer orchestrate wrote."""
-    url = database_url(given)
     try:
+        url = database_url(given)
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError, RuntimeError):  # not a URL, a port that is not a number, '~nobody/x'
         raise ResultsDatabaseError(f"--db {given!r} is neither a file path nor a database URL",
                                    "give a path, sqlite:///PATH or postgresql://USER@HOST/DB") from None
     backend = parsed.get_backend_name()
@@ -96,7 +96,7 @@ def open_database(given: str | None = None, migrate: bool = True, read_only: boo
     database = Database(engine, url)
     try:
         with database.engine.connect() as connection:
-            _check_revision(schema_revision(connection), database, read_only and backend == "postgresql")
+            _check_revision(schema_revision(connection), database, read_only, read_only and backend == "postgresql")
         if migrate and not read_only:
             upgrade(database)
     except SQLAlchemyError as exc:
@@ -110,6 +110,7 @@ def open_database(given: str | None = None, migrate: bool = True, read_only: boo
     return database
 
 
+STORE_FIRST = "store runs with 'orchestrate results import' or 'orchestrate ci'"
 SYNC_DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg", "psycopg2")}
 
 
@@ -121,7 +122,7 @@ def _check_sqlite_file(path: Path, read_only: bool) -> None:
     if not path.exists():
         if read_only:
             raise ResultsDatabaseError(f"no results database at {path}", "give --db the database runs were stored "
-                                       "in, or store some first with 'orchestrate results import' or 'orchestrate ci'")
+                                       f"in, or {STORE_FIRST} first")
         return
     try:
         connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
@@ -138,21 +139,27 @@ def _check_sqlite_file(path: Path, read_only: bool) -> None:
         raise ResultsDatabaseError(f"--db {path} is an SQLite file of something else (it has no orchestrate "
                                    "schema); it was left untouched", "give the results database file's path")
     if read_only and not tables:
-        raise ResultsDatabaseError(f"{path} holds no results yet", "store runs with 'orchestrate results import' "
-                                   "or 'orchestrate ci' first")
+        raise ResultsDatabaseError(f"{path} holds no results yet", f"{STORE_FIRST} first")
 
 
-def _check_revision(revision: str | None, database: Database, must_exist: bool) -> None:
-    """A schema a newer orchestrate wrote is refused: this one would misread it, or break it by migrating."""
+def _check_revision(revision: str | None, database: Database, read_only: bool, must_exist: bool) -> None:
+    """A schema a newer orchestrate wrote is refused: this one would misread it, or break it by migrating. A
+    reader never migrates: an older schema is said, with how to bring it up to date."""
     if revision is None:
         if must_exist:
             raise ResultsDatabaseError(f"{database.describe()} holds no results database yet",
-                                       "store runs with 'orchestrate results import' or 'orchestrate ci' first")
+                                       f"{STORE_FIRST} first")
         return
-    if revision != HEAD_REVISION and revision not in revisions():
+    if revision == HEAD_REVISION:
+        return
+    if revision not in revisions():
         raise ResultsDatabaseError(f"{database.describe()} was written by a newer orchestrate (schema {revision}; "
                                    f"this one knows up to {HEAD_REVISION}); it was left untouched",
                                    "upgrade orchestrate, or give another --db")
+    if read_only:
+        raise ResultsDatabaseError(f"{database.describe()} has an older schema ({revision}; this orchestrate reads "
+                                   f"{HEAD_REVISION}) and reading never migrates it",
+                                   "any command that stores runs upgrades it: 'orchestrate results import' or 'ci'")
 
 
 def _sqlite_engine(url: str, path: str | None, read_only: bool = False) -> Engine:

@@ -65,11 +65,31 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
         sqlite = _export(agent, host_nsys, local_report, remote_report, record)
     record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
+    _note_importer(run_dir / "nsys.log", record)
     _tidy_board(agent, paths, log, keep_remote)
     log.stage("pulled")
     with log.phase("analyze"):  # on this machine only, once the board is tidy
         _summarize(sqlite, app, log, symbols)
     return failure
+
+
+NSYS_IMPORTER_MISSING = "Importer error status"
+
+
+def _note_importer(nsys_log: Path, record: dict[str, Any]) -> None:
+    """nsys.log's "Importer error status: The importer binary and its dependencies were not found" is nsys
+    saying it left the raw .qdstrm, which this run then imported (record["import"] says where, with what):
+    handled, so said in run.json, not as a warning."""
+    try:
+        lines = nsys_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    said = next((line.strip() for line in lines if line.startswith(NSYS_IMPORTER_MISSING)), None)
+    if said and "import" in record:
+        record["import"]["nsys_said"] = said
+        where = "on the board" if record["import"]["where"] == "target" else "here"
+        record["import"]["handled"] = f"nsys could not import its raw capture itself (no QdstrmImporter beside it); " \
+                                      f"it was imported {where}"
 
 
 def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_remote: bool) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..files import write_text
 
 
@@ -25,15 +26,19 @@ def safe_name_part(text: str, limit: int = 60) -> str:
 
 def create_run_dir(out_dir: Path, identifier: str) -> Path:
     """Make a new, empty run folder; a second run in the same second gets a numeric suffix."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     candidate, n = out_dir / identifier, 1
-    while True:
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            n += 1
-            candidate = out_dir / f"{identifier}-{n}"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        while True:
+            try:
+                candidate.mkdir()
+                return candidate
+            except FileExistsError:
+                n += 1
+                candidate = out_dir / f"{identifier}-{n}"
+    except OSError as exc:
+        raise UsageError(f"cannot make a run folder in {out_dir}: {exc.strerror or exc}",
+                         "give --out a folder you can write") from None
 
 
 def write_run_json(run_dir: Path, record: dict[str, Any], name: str = "run.json") -> Path:

@@ -294,7 +294,7 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
         return None
     log.record["status"] = "interrupted"
     kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
-    after = f" ({then.message})" if then is not None else ""
+    after = f" ({then.message})" if then is not None and then.message not in kept else ""
     return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}{after}", "")
 
 

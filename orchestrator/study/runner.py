@@ -24,7 +24,7 @@ from ..runs.folder import read_run_json, write_run_json
 from ..runs.outcome import measured_despite_nsys
 from ..runs.profile import Board, ProfileRequest, agent_record, profile
 from ..runs.progress import Progress
-from ..runs.session import HostStop
+from ..runs.session import INTERRUPT_REASON, HostStop
 from ..targets.agent import deploy_agent
 from ..targets.transport import ConnectOptions, open_transport
 from .metrics import REPORT_METRICS, run_metrics
@@ -145,9 +145,9 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         document["status"] = "complete"
     except KeyboardInterrupt:  # between runs: nothing of a run to keep
         document["status"] = "interrupted"
-        document["stopped"] = "interrupted between runs"
+        document["stopped"] = "interrupted outside a run's capture"
         raise InterruptedRunError(f"interrupted; the study's finished runs are in {folder}",
-                                  "run the same study again: it reuses them") from None
+                                  f"see {folder / 'study.json'}") from None
     except (InterruptedRunError, ConnectionLostError) as stopped:
         document["status"] = "interrupted"
         document["stopped"] = stopped.one_line()
@@ -218,8 +218,11 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
                 if stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
                     _stopped_at(document, entry, run + 1, failed)
                     progress.end_run("interrupted")
-                    raise InterruptedRunError(f"interrupted in run {run + 1} of {entry['label'] or 'the study'}; "
-                                              f"then {failed.message}", f"see {folder / 'study.json'}") from None
+                    why = "interrupted" if stop.reason == INTERRUPT_REASON else f"stopped ({stop.reason})"
+                    ended = InterruptedRunError(f"{why} in run {run + 1} of {entry['label'] or 'the study'}; then "
+                                                f"{failed.message}", f"see {folder / 'study.json'}")
+                    ended.run_dir = failed.run_dir
+                    raise ended from None
                 run_dir = failed.run_dir
                 if run_dir is not None:
                     entry["runs"].append(run_dir.name)
