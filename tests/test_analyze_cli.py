@@ -24,6 +24,9 @@ def test_readable_tables(export):
                     "OpenGL API (CPU)", "OS runtime", "verdict"):
         assert heading in done.stdout
     assert "not in this report: NVTX ranges, KHR_debug groups, CUDA API" in done.stdout
+    # names reach the terminal as text, whole, even piped: '[swrast_dri.so]' is not markup, nothing is cut
+    assert "hottest function: [swrast_dri.so] (61 % of samples)" in done.stdout
+    assert "│ 61.2   │ [swrast_dri.so]" in done.stdout and "[JIT]" in done.stdout and "…" not in done.stdout
 
 
 def test_window_and_frame_options(export):

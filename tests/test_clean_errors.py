@@ -186,17 +186,19 @@ def test_the_mistakes_users_made_are_clean_lines(place, capsys, monkeypatch, arg
     assert found == code and says in line, line
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["profile", "--target", "local", "--app-cmd", '"unterminated'], "--app-cmd cannot be split into words "
-                                                                     "(no closing quotation)"),
-    (["compare", "a", "b", "--label", "b\udcffad"], "an argument holds bytes that are not UTF-8 text: 'b\\\\udcffad'"),
-    (["analyze", "[swrast_dri.so].sqlite"], "error: [swrast_dri.so].sqlite: no such file"),
+@pytest.mark.parametrize("argv, code, says", [
+    (["profile", "--target", "local", "--app-cmd", '"unterminated'], 2,
+     "error: --app-cmd cannot be split into words (no closing quotation): '\"unterminated'"),
+    (["compare", "a", "b", "--label", "b\udcffad"], 2,
+     "error: an argument holds bytes that are not UTF-8 text: 'b\\\\udcffad'"),
+    (["analyze", "[swrast_dri.so].sqlite"], 15, "error: [swrast_dri.so].sqlite: no such file"),
+    (["analyze", "[bold]x[/].sqlite"], 15, "error: [bold]x[/].sqlite: no such file"),
 ])
-def test_the_line_says_it_as_it_is(place, capsys, monkeypatch, argv, says):
+def test_the_line_says_it_as_it_is(place, capsys, monkeypatch, argv, code, says):
     """Names and values reach the terminal as text: '[swrast_dri.so]' is not markup to drop."""
     monkeypatch.chdir(place)
-    main(argv)
-    assert says in capsys.readouterr().err
+    found, line = assert_clean(argv, place, capsys)
+    assert found == code and line.startswith(says), line
 
 
 def test_a_read_command_never_creates_or_changes_a_database(place, capsys, monkeypatch):

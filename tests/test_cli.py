@@ -94,3 +94,65 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
                                       "path in a folder you can write)"
     assert write_output(tmp_path / "summary.md", "a", append=True).read_text() == "a"
     assert write_output(tmp_path / "summary.md", "b", append=True).read_text() == "ab"
+
+
+def test_piped_progress_is_plain_lines_with_names_as_text():
+    """Not a terminal: one line per phase as it ends, no bars redrawn, no escape codes, '[x]' kept as text."""
+    from io import StringIO
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from orchestrator.cli.console import FleetTable, StudyView
+    out = StringIO()
+    view = StudyView(Console(file=out, width=80), total_runs=2)
+    view.begin_run(SimpleNamespace(index=0, label="threads=1"), 1, 1, 2, 95.0)
+    view.start("capture", total=10)
+    view.update("capture", 5)
+    view.finish("capture", "10.0 s, ok; hottest [swrast_dri.so]")
+    view.note("warning", "mostly in [swrast_dri.so]")
+    view.end_run("ok")
+    view.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "study: cell 1 of 1 (threads=1), run 1 of 2, about 2 min left"
+    assert lines[1].startswith("capture: 10.0 s, ok; hottest [swrast_dri.so] (") and lines[1].endswith(" s)")
+    assert lines[2] == "[warning] mostly in [swrast_dri.so]" and len(lines) == 3
+    assert "\x1b" not in out.getvalue()
+    out = StringIO()
+    fleet = FleetTable(Console(file=out, width=40), ["nano-01-with-a-name-longer-than-forty-columns", "b"])
+    fleet.board("b").start("capture", 10)
+    fleet.ended(SimpleNamespace(target="nano-01-with-a-name-longer-than-forty-columns", status="ok", reason=None,
+                                folder="runs/fleet/nano-01"))
+    fleet.close()
+    assert out.getvalue().splitlines() == ["nano-01-with-a-name-longer-than-forty-columns: ok: runs/fleet/nano-01"]
+
+
+def test_the_last_frame_of_a_study_on_a_terminal_says_it_ended():
+    from io import StringIO
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from orchestrator.cli.console import StudyView
+    out = StringIO()
+    view = StudyView(Console(file=out, width=120, force_terminal=True), total_runs=2)
+    for run in (1, 2):
+        view.begin_run(SimpleNamespace(index=0, label=""), 1, run, 2, 5.0)
+        view.end_run("ok")
+    view.close()
+    last = out.getvalue().rsplit("\x1b[2K", 1)[-1]  # the final frame, after rich's last line erase
+    assert "2 of 2 runs ended" in last and "left" not in last
+
+
+def test_a_table_piped_is_as_wide_as_its_longest_name(capsys, monkeypatch):
+    from rich.table import Table
+
+    from orchestrator.cli.options import show
+    monkeypatch.delenv("COLUMNS", raising=False)
+    table = Table("app", "command", expand=True)
+    name = "es2gears_x11_with_a_long_name_" * 4
+    table.add_row(name, "[bold]not markup[/]")
+    show(table)
+    out = capsys.readouterr().out
+    assert name in out and "[bold]not markup[/]" in out and "…" not in out
+    assert max(len(line) for line in out.splitlines()) < 200  # natural width, not stretched to the fallback

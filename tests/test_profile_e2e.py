@@ -91,6 +91,13 @@ def test_profile_es2gears_locally_without_ssh(es2gears_here):
     record = check_run_folder(run_dir)
     assert record["target"]["address"] == "this machine"
     assert swap_count(run_dir / "report.sqlite") > 50
+    # the app runs as `sh -c '... exec "$@"'`: its process is shown, and picked, by the program it became
+    from orchestrator.analysis import AnalysisOptions, analyze_report
+    summary = json.loads((run_dir / "summary.json").read_text())
+    [app] = [p for p in summary["capture"]["processes"] if "es2gears_x11" in p["aliases"]]
+    assert app["name"] == "es2gears_x11"
+    picked = analyze_report(run_dir / "report.sqlite", AnalysisOptions(process="es2gears_x11"))
+    assert picked["frames"]["count"] == swap_count(run_dir / "report.sqlite")
 
 
 def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):

@@ -119,7 +119,7 @@ def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     assert len(stopped["cells"][0]["runs"]) == 2
     [interrupted_run] = stopped["cells"][1]["runs"]  # no run after the interrupted one
     assert stopped["cells"][1]["status"] == "interrupted"
-    assert stopped["stopped_at"] == {"cell": 1, "label": "first=200, mode=run", "repeat": 1, "run": interrupted_run}
+    assert stopped["stopped_in"] == {"cell": 1, "label": "first=200, mode=run", "repeat": 1, "run": interrupted_run}
     assert len(list(first_folder.glob("*/run.json"))) == 3
     again = run_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), *RETRIES,
                     *ssh_args(sshd), timeout=600)

@@ -74,7 +74,7 @@ def cpu_count(conn: sqlite3.Connection, schema: Schema) -> int:
 def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
     """Processes nsys saw threads of, with their name (and every other name they had: 'aliases')."""
     aliases = process_aliases(conn, schema)
-    names = {pid: found[-1] for pid, found in aliases.items()}
+    names = {pid: _shown_name(found) for pid, found in aliases.items()}
     pids = {pid_of(gtid) for gtid in thread_names(conn, schema)}
     if not pids:
         for table in KNOWN_TABLES:
@@ -82,6 +82,13 @@ def traced_processes(conn: sqlite3.Connection, schema: Schema) -> list[dict]:
                 query = f'SELECT DISTINCT {pid_sql()} FROM "{table}"'
                 pids |= {int(row[0]) for row in conn.execute(query)}
     return [{"pid": pid, "name": names.get(pid, ""), "aliases": aliases.get(pid, [])} for pid in sorted(pids) if pid]
+
+
+def _shown_name(aliases: list[str]) -> str:
+    """The name a process is shown by: its last executable (the main thread's name, after any exec), in full
+    when another of its names is that same program's path (the kernel keeps 15 characters of it)."""
+    last, *others = aliases
+    return next((other for other in others if other.rsplit("/", 1)[-1].startswith(last[:15])), last)
 
 
 def utc_epoch_ns(conn: sqlite3.Connection, schema: Schema) -> int | None:

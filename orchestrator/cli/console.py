@@ -21,7 +21,7 @@ class RichProgress:
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.live = console.is_terminal
+        self.redraw = console.is_terminal
         self.view = Progress(
             TextColumn("[bold]{task.fields[phase]}", table_column=Column(width=9, no_wrap=True)),
             BarColumn(bar_width=20), TimeElapsedColumn(),
@@ -32,7 +32,7 @@ class RichProgress:
         self.started: dict[str, float] = {}
 
     def start(self, phase: str, total: float | None = None, unit: str = "") -> None:
-        if self.live and not self.view.live.is_started:
+        if self.redraw and not self.view.live.is_started:
             self.view.start()
         self.started[phase] = time.monotonic()
         self.totals[phase] = total
@@ -54,7 +54,7 @@ class RichProgress:
 
     def finish(self, phase: str, summary: str = "") -> None:
         task = self.tasks.get(phase)
-        if not self.live:
+        if not self.redraw:
             seconds = time.monotonic() - self.started.get(phase, time.monotonic())
             self.console.print(f"{phase}: {summary or 'done'} ({seconds:.1f} s)", markup=False, highlight=False,
                                soft_wrap=True)
@@ -93,7 +93,7 @@ class StudyView(RichProgress):
         eta = f", about {eta_s / 60:.0f} min left" if eta_s is not None and eta_s >= 90 else (
             f", about {eta_s:.0f} s left" if eta_s is not None else "")
         detail = f"cell {cell.index + 1} of {cells} ({cell.label or 'one cell'}), run {run} of {repeat}{eta}"
-        if not self.live:
+        if not self.redraw:
             self.console.print(f"study: {detail}", markup=False, highlight=False, soft_wrap=True)
             return
         if not self.view.live.is_started:

@@ -26,24 +26,26 @@ from ..errors import (
     UsageError,
 )
 from .options import (
+    DAY_S,
     add_clock_options,
     add_ssh_options,
     add_study_run_options,
     clock_request,
-    count,
     existing_folder,
     output_folder,
     seconds,
     show,
     stderr,
+    whole,
 )
+from .report_commands import add_parsers as add_report_parsers
+from .report_commands import cmd_analyze, cmd_compare, cmd_parse, cmd_report, cmd_trace
 from .results_commands import add_parsers as add_results_parsers
 from .results_commands import cmd_ci, cmd_results
 
 # rich, the inventory and the app catalog (YAML) load in the commands that use them: `analyze --json` starts
 # reading the export 80 ms sooner without them
 
-MAX_TOOL_OUTPUT = 256 * 2**20  # `parse` reads at most this much (a day of tegrastats at 10 Hz is ~100 MB)
 DEFAULT_DEBUG_LOG = Path(tempfile.gettempdir()) / "orchestrate-debug.log"
 
 
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "app spec's, else nsys's; cores busy needs it)")
     prof.add_argument("--grace", type=seconds(0), default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
-    prof.add_argument("--retries", type=count(0, 10), default=1,
+    prof.add_argument("--retries", type=whole(0, 10), default=1,
                       help="captures to try again when nsys stalls while writing its report (default 1)")
     prof.add_argument("--apps-dir", type=existing_folder,
                       help="extra folder of app specs (default ~/.config/orchestrate/apps)")
@@ -99,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("file", type=Path, help="the study file (YAML; see 'Studies' in the README)")
     study.add_argument("--target", help="host name from the inventory (default: the study's 'target')")
     study.add_argument("--inventory", help="inventory YAML (as for profile)")
-    study.add_argument("--repeat", type=count(1, 1000), help="runs per cell (default: the study's 'repeat')")
+    study.add_argument("--repeat", type=whole(1, 1000), help="runs per cell (default: the study's 'repeat')")
     study.add_argument("--fresh", action="store_true", help="run every cell again, reusing nothing")
     study.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="other values for a matrix variable, e.g. --set frames=10 for a quick run")
@@ -120,75 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
     apps.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
 
-    analyze = sub.add_parser("analyze", help="summarise an nsys report: frames, hotspots, cores, APIs, verdict",
-                             description="Analyse a .sqlite, .nsys-rep or .qdrep report (exported first with the "
-                                         "nsys found here when needed). API tables cover the whole capture; "
-                                         "hotspots, cores and threads follow the window (default: the steady "
-                                         "frames, else the whole capture). Times are in ns in --json.")
-    analyze.add_argument("report", type=Path, help="run folder (runs/<run>) or report: .sqlite, .nsys-rep or .qdrep")
-    analyze.add_argument("--json", action="store_true", help="print the summary as one JSON document")
-    span = analyze.add_mutually_exclusive_group()
-    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s, 200ms:1s, ns)")
-    span.add_argument("--frame", type=count(0, 10**9), help="analyse frame N only (0 is the first frame)")
-    span.add_argument("--steady", action="store_true", help="analyse the steady frames (the default with frames)")
-    analyze.add_argument("--process", help="only this process (name as in the capture)")
-    analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
-                                               "swaps, else glFinish, else an NVTX range named 'frame')")
-    _add_symbols_option(analyze)
-    _add_nsys_option(analyze)
-
-    report = sub.add_parser("report", help="write the HTML report of a run folder or a report file",
-                            description="Render one self-contained HTML page (no network needed to open it): verdict, "
-                                        "frames, hotspots, CPU, one frame's timeline and the API tables. A run folder "
-                                        "without summary.json is analysed first.")
-    report.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
-    report.add_argument("-o", "--output", type=Path, help="HTML file (default: report.html in the run folder, "
-                                                          "else NAME.html beside the report)")
-    _add_symbols_option(report)
-    _add_nsys_option(report)
-
-    trace = sub.add_parser("trace", help="write a report's events as a Chrome trace (Perfetto UI, speedscope)",
-                           description="Write the Chrome trace event format ({\"traceEvents\": [...]}, times in "
-                                       "microseconds on the report's clock): threads with their OpenGL, OS runtime, "
-                                       "NVTX and CUDA API calls, GPU streams with kernels and memory operations, CPU "
-                                       "samples as instant events, frames on a Frames track. Covers the analysis "
-                                       "window (steady frames, else the whole capture) unless told otherwise.")
-    trace.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
-    trace.add_argument("-o", "--output", type=Path, help="JSON file (default: trace.json in the run folder, else "
-                                                         "NAME.trace.json beside the report)")
-    span = trace.add_mutually_exclusive_group()
-    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s)")
-    span.add_argument("--frame", type=count(0, 10**9), help="frame N only (0 is the first frame)")
-    trace.add_argument("--process", help="only this process (name as in the capture)")
-    trace.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame")
-    trace.add_argument("--max-events", type=int, default=200_000,
-                       help="stop after this many events, in time order (default 200000: ~30 MB)")
-    _add_symbols_option(trace)
-    _add_nsys_option(trace)
-
-    compare = sub.add_parser("compare", help="put two or more runs side by side, with deltas",
-                             description="Compare runs (folders or reports) against the first: frame times, first "
-                                         "frame, cores busy, top functions, verdict. Writes an HTML page and the same "
-                                         "figures as JSON beside it, or prints the JSON with --json.")
-    compare.add_argument("sources", type=Path, nargs="+", metavar="RUN", help="run folders or report files; the "
-                                                                              "first is the baseline")
-    compare.add_argument("-o", "--output", type=Path, default=Path("compare.html"),
-                         help="HTML file (default compare.html; the JSON goes beside it as .json)")
-    compare.add_argument("--label", action="append", help="name of each run, in order (default: app names, else "
-                                                          "what differs in their commands)")
-    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
-    _add_nsys_option(compare)
-
-    parse = sub.add_parser("parse", help="read a benchmark tool's or a board's output and print what it says",
-                           description="Parse the console output of trtexec, the TF-TRT benchmark (tftrt-bench), "
-                                       "glmark2 or jetson-inference into named figures (a failed run prints its "
-                                       "reason), or what a Jetson prints about itself: a tegrastats log (one JSON "
-                                       "object per line with --json), 'nvpmodel -q', 'jetson_clocks --show', "
-                                       "/etc/nv_tegra_release.")
-    parse.add_argument("parser", help="trtexec, tftrt-bench, glmark2, jetson-inference; tegrastats, nvpmodel, "
-                                      "jetson-clocks, nv-tegra-release")
-    parse.add_argument("file", type=Path, help="the tool's output, e.g. runs/<run>/app.stdout.log")
-    parse.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+    add_report_parsers(sub)
 
     fleet = sub.add_parser("fleet", help="run an app or a study on every matching board at once, with a recap",
                            description="Profile an app (or run a study) on every target --limit matches, --forks at a "
@@ -208,13 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     fleet.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none")
     add_study_run_options(fleet, "before each run (default: that board fails)")
-    fleet.add_argument("--repeat", type=count(1, 1000), help="with --study: runs per cell (default: the study's)")
+    fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
     fleet.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     fleet.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the boards")
     fleet.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S", help="as for profile")
-    fleet.add_argument("--board-timeout", type=seconds(0, above=True), metavar="S",
+    fleet.add_argument("--board-timeout", type=seconds(0, 7 * DAY_S, above=True), metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
     add_clock_options(fleet)
@@ -240,43 +174,8 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", metavar="PATTERN",
                         help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
                              "(default: all)")
-    parser.add_argument("--forks", type=count(1, 256), default=5, help="boards at a time (default 5, as Ansible's)")
+    parser.add_argument("--forks", type=whole(1, 256), default=5, help="boards at a time (default 5, as Ansible's)")
     add_ssh_options(parser)
-
-
-def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--symbols", type=existing_folder, action="append", default=[], metavar="DIR",
-                        help="folder of unstripped copies or .debug files of the board's libraries, to name the "
-                             "addresses nsys could not (repeatable; matched by build id, else by file name)")
-
-
-def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
-    parser.add_argument("--export-on", metavar="TARGET",
-                        help="export the .nsys-rep/.qdrep with this target's nsys (for reports newer than the nsys "
-                             "here); the SQLite comes back verified, beside the report")
-    parser.add_argument("--inventory", help="inventory YAML for --export-on (as for profile)")
-    add_ssh_options(parser)
-
-
-def _export_first(args: argparse.Namespace, source: Path) -> None:
-    """With --export-on, export the source's report with that target's nsys before anything reads it."""
-    if not args.export_on:
-        return
-    from ..inventory.hosts import load_inventory
-    from ..runs.remote_export import export_on_target
-    from ..targets.transport import ConnectOptions
-    report = source
-    if source.is_dir():
-        found = [source / n for n in ("report.nsys-rep", "report.qdrep") if (source / n).is_file()]
-        if not found:
-            raise UsageError(f"--export-on: {source} holds no report.nsys-rep or report.qdrep",
-                             "give a run folder whose report came back, or the report file")
-        report = found[0]
-    host = load_inventory(args.inventory).host(args.export_on)
-    done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
-    stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
-                   highlight=False)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -375,95 +274,6 @@ def cmd_apps(args: argparse.Namespace) -> int:
         table.add_row(spec.name, " ".join(spec.command), ",".join(spec.trace), spec.sample, f"{spec.duration_s:g} s",
                       "yes" if spec.needs_display else "no", source)
     show(table)
-    return 0
-
-
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
-    from ..analysis.report_input import report_of
-    from ..runs.folder import read_json_object
-    _export_first(args, args.report)
-    frame_range = args.frame_range  # a run folder's: the app spec's frame delimiter, as its summary used
-    if frame_range is None and args.report.is_dir():
-        app = read_json_object(args.report / "run.json").get("app")
-        frame_range = app.get("frame_delimiter") if isinstance(app, dict) else None
-    options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
-                              frame_range=frame_range, symbols=tuple(args.symbols))
-    summary = analyze_report(report_of(args.report), options, args.nsys)
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        from .analysis_view import summary_view
-        show(summary_view(summary))
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from ..report import write_report  # imported here: pandas, numpy and jinja load slowly
-    _export_first(args, args.source)
-    print(write_report(args.source, args.output, args.nsys, tuple(args.symbols)))
-    return 0
-
-
-def cmd_trace(args: argparse.Namespace) -> int:
-    from ..analysis import AnalysisOptions
-    from ..report.chrome_trace import write_chrome_trace
-    if args.max_events < 1:
-        raise UsageError(f"--max-events {args.max_events}: needs at least one event", "e.g. --max-events 200000")
-    output = args.output or (args.source / "trace.json" if args.source.is_dir()
-                             else args.source.with_name(f"{args.source.stem}.trace.json"))
-    options = AnalysisOptions(window=args.window, frame=args.frame, process=args.process,
-                              frame_range=args.frame_range, symbols=tuple(args.symbols))
-    _export_first(args, args.source)
-    written = write_chrome_trace(args.source, output, options, args.nsys, args.max_events)
-    if written.truncated_at_ns is not None:
-        stderr().print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
-                       f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
-                       "give a --window or a --frame", highlight=False)
-    print(written.path)
-    return 0
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    from ..report import compare_runs, write_comparison
-    if len(args.sources) < 2:
-        raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
-    document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)
-    if args.json:
-        print(json.dumps(document))
-        return 0
-    for path in write_comparison(document, args.output):
-        print(path)
-    return 0
-
-
-def cmd_parse(args: argparse.Namespace) -> int:
-    from ..parsers import PARSERS, parse
-    from ..parsers.board_text import BOARD_PARSERS
-    if args.parser not in PARSERS and args.parser not in BOARD_PARSERS:
-        raise UsageError(f"no parser named {args.parser!r}", f"known: {', '.join([*PARSERS, *BOARD_PARSERS])}")
-    try:
-        with args.file.open("rb") as handle:  # a tool's output, not /dev/zero: a bounded read
-            raw = handle.read(MAX_TOOL_OUTPUT + 1)
-        if len(raw) > MAX_TOOL_OUTPUT:
-            raise UsageError(f"{args.file} is larger than {MAX_TOOL_OUTPUT // 2**20} MB: not a tool's output",
-                             "give the file the tool's output was saved to")
-        text = raw.decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror}", "give the path of the tool's output") from None
-    if args.parser in BOARD_PARSERS:
-        return _print_board_text(args, text)
-    parsed = parse(args.parser, text, str(args.file))
-    if args.json:
-        print(json.dumps(parsed.as_json()))
-        return 0
-    from rich.table import Table
-    table = Table("figure", "value", title=f"{args.parser}: {args.file}")
-    for name, figure in parsed.figures.items():
-        table.add_row(name, f"{figure.value:g} {figure.unit}")
-    show(table)
-    if parsed.failure:
-        show(f"failed: {parsed.failure}")
     return 0
 
 
@@ -573,33 +383,6 @@ def _print_checks(checks: list) -> None:
     show(table)
 
 
-def _print_board_text(args: argparse.Namespace, text: str) -> int:
-    from ..parsers.board_text import parse_board_text
-    found = parse_board_text(args.parser, text, str(args.file))
-    if args.parser == "tegrastats":
-        if args.json:
-            for record in found:
-                print(json.dumps(record))
-            return 0
-        from rich.table import Table
-        table = Table("time", "RAM MB", "CPU load % (per core)", "EMC %", "GPU %@MHz", "hottest", "power mW",
-                      title=f"tegrastats: {args.file}")
-        for r in found:
-            cores = " ".join("off" if c is None else str(c["load_pct"]) for c in r["cpus"] or [])
-            temps = {k: v for k, v in r["temps_c"].items() if v is not None}
-            hottest = max(temps.items(), key=lambda kv: kv[1]) if temps else None
-            rails = r["rails_mw"]
-            table.add_row(r["time"] or "–", f"{r['ram_used_mb']}/{r['ram_total_mb']}", cores or "–",
-                          str(r["emc_pct"] if r["emc_pct"] is not None else "–"),
-                          f"{r['gr3d_pct'] if r['gr3d_pct'] is not None else '–'}@{r['gr3d_freq_mhz'] or '–'}",
-                          f"{hottest[0]} {hottest[1]:g} C" if hottest else "–",
-                          " ".join(f"{k}={v['current']}" for k, v in rails.items()) or "–")
-        show(table)
-        return 0
-    print(json.dumps(found, indent=None if args.json else 2))
-    return 0
-
-
 def cmd_targets(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -689,8 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(stopped)
         return stopped.exit_code
     except OSError as exc:
-        _print_error(_os_error(exc))
-        return _os_error(exc).exit_code
+        said = _os_error(exc)
+        _print_error(said)
+        return said.exit_code
     except Exception:  # a bug: short notice here, the traceback in the debug log
         logging.basicConfig(filename=debug_log, level=logging.DEBUG)
         logging.getLogger("orchestrate").error("unexpected error\n%s", traceback.format_exc())

@@ -32,7 +32,7 @@ def seconds(low: float, high: float = DAY_S, *, above: bool = False) -> Callable
     return parse
 
 
-def count(low: int, high: int) -> Callable[[str], int]:
+def whole(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number from low to high."""
     def parse(text: str) -> int:
         try:
@@ -42,7 +42,7 @@ def count(low: int, high: int) -> Callable[[str], int]:
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low} to {high}")
         return value
-    parse.__name__ = "count"
+    parse.__name__ = "whole"
     return parse
 
 
@@ -113,7 +113,7 @@ def add_clock_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-clocks", action="store_true",
                         help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
                              "after it however it ends (the board restores them itself if this machine is gone)")
-    parser.add_argument("--nvpmodel", type=count(0, 99), metavar="MODE",
+    parser.add_argument("--nvpmodel", type=whole(0, 99), metavar="MODE",
                         help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
 
 
@@ -127,7 +127,7 @@ def add_study_run_options(parser: argparse.ArgumentParser,
                           wait_lock_help: str = "before each run (default 0)") -> None:
     """--grace, --retries and --wait-lock of a command that runs a study's cells (or an app) on boards."""
     parser.add_argument("--grace", type=seconds(0), default=30.0, help="as for profile (default 30)")
-    parser.add_argument("--retries", type=count(0, 10), default=1, help="as for profile (default 1)")
+    parser.add_argument("--retries", type=whole(0, 10), default=1, help="as for profile (default 1)")
     parser.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
                         help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
 

@@ -15,12 +15,12 @@ from .options import (
     add_ssh_options,
     add_study_run_options,
     clock_request,
-    count,
     existing_folder,
     output_file,
     output_folder,
     show,
     stderr,
+    whole,
     write_output,
 )
 
@@ -47,7 +47,7 @@ def add_parsers(sub: Any) -> None:
     listing.add_argument("--app", help="only this app")
     listing.add_argument("--target", help="only this target")
     listing.add_argument("--since", help="only runs since: an ISO date (2026-11-30) or an age (7d, 12h)")
-    listing.add_argument("--limit", type=count(1, 1_000_000), default=50, help="runs to show (default 50)")
+    listing.add_argument("--limit", type=whole(1, 1_000_000), default=50, help="runs to show (default 50)")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.add_argument("--db", help=DB_HELP)
     hist = what.add_parser("history", help="one metric of one app over time, judged as the gate would",
@@ -58,7 +58,7 @@ def add_parsers(sub: Any) -> None:
     hist.add_argument("--board-kind", help="only this board kind (its name, or its kind fingerprint)")
     hist.add_argument("--cell", help="only this study cell (its label)")
     hist.add_argument("--branch", help="only runs of this branch")
-    hist.add_argument("--last", type=count(1, 1_000_000), default=500, help="the newest N runs (default 500)")
+    hist.add_argument("--last", type=whole(1, 1_000_000), default=500, help="the newest N runs (default 500)")
     hist.add_argument("--judge", action="store_true",
                       help="judge each run as the gate would, against the valid runs before it: its band, and the "
                            "change points (the trend page always does)")
@@ -84,10 +84,10 @@ def add_parsers(sub: Any) -> None:
     ci.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     ci.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                     help="with --study: other values for a matrix variable")
-    ci.add_argument("--repeat", type=count(1, 1000), help="runs per cell (default: the study's repeat; 3 for --app)")
+    ci.add_argument("--repeat", type=whole(1, 1000), help="runs per cell (default: the study's repeat; 3 for --app)")
     ci.add_argument("--baseline", help="compare with: a branch (default: the CI system's default or target branch, "
                                        "else main), 'last-good' (runs of jobs that passed), or a run id or commit")
-    ci.add_argument("--baseline-runs", type=count(2, 1000), default=10,
+    ci.add_argument("--baseline-runs", type=whole(2, 1000), default=10,
                     help="newest valid runs a baseline holds (default 10)")
     ci.add_argument("--gate", action="append", default=[], metavar="METRIC:THRESHOLD",
                     help="gate this metric at this threshold, e.g. steady_mean_ms:5%% (repeatable; default: every "

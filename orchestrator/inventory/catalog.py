@@ -197,11 +197,11 @@ def _overridden(spec: AppSpec, duration_s: float | None, delay_s: float | None, 
                 sample: str | None, cpuctxsw: str | None) -> AppSpec:
     changes: dict[str, Any] = {}
     if duration_s is not None:
-        changes["duration_s"] = _number(duration_s, "--duration", "the command line", 0.1)
+        changes["duration_s"] = _number(duration_s, "--duration", COMMAND_LINE, 0.1)
     if delay_s is not None:
-        changes["delay_s"] = _number(delay_s, "--delay", "the command line", 0)
+        changes["delay_s"] = _number(delay_s, "--delay", COMMAND_LINE, 0)
     if trace is not None:
-        changes["trace"] = _string_list(trace.replace(",", " "), "--trace", "the command line")
+        changes["trace"] = _string_list(trace.replace(",", " "), "--trace", COMMAND_LINE)
         bad = [t for t in changes["trace"] if t not in KNOWN_TRACES]
         if bad:
             raise AppSpecError(f"unknown trace '{bad[0]}' in --trace", "known: " + ", ".join(sorted(KNOWN_TRACES)))

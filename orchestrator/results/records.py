@@ -116,10 +116,10 @@ def _extra_metrics(summary: dict[str, Any]) -> dict[str, Metric]:
     extra: dict[str, Metric] = {}
     steady = (summary.get("frames") or {}).get("steady") or {}
     if steady.get("p50_ns") is not None:
-        extra["steady_p50_ms"] = Metric(steady["p50_ns"] / 1e6, "ms", "lower")
+        extra["steady_p50_ms"] = Metric(steady["p50_ns"] / 1e6, *EXTRA_METRICS["steady_p50_ms"])
     energy = (summary.get("energy") or {}).get("median_mj")
     if energy is not None:
-        extra["energy_per_frame_mj"] = Metric(float(energy), "mJ", "lower")
+        extra["energy_per_frame_mj"] = Metric(float(energy), *EXTRA_METRICS["energy_per_frame_mj"])
     return extra
 
 

@@ -211,12 +211,12 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
                 entry["runs"].append(outcome.run_dir.name)
                 progress.end_run("ok")
             except (InterruptedRunError, ConnectionLostError) as stopped:
-                _stopped_at(document, entry, run + 1, stopped)
+                _stopped_in(document, entry, run + 1, stopped)
                 progress.end_run("interrupted")
                 raise
             except OrchestratorError as failed:
                 if stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
-                    _stopped_at(document, entry, run + 1, failed)
+                    _stopped_in(document, entry, run + 1, failed)
                     progress.end_run("interrupted")
                     why = "interrupted" if stop.reason == INTERRUPT_REASON else f"stopped ({stop.reason})"
                     ended = InterruptedRunError(f"{why} in run {run + 1} of {entry['label'] or 'the study'}; then "
@@ -238,13 +238,13 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
         _write_json(folder / "study.json", document)
 
 
-def _stopped_at(document: dict[str, Any], entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
+def _stopped_in(document: dict[str, Any], entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
     """study.json says where the study stopped: the cell, the repeat, the run folder (if the run had one)."""
     run = stopped.run_dir.name if stopped.run_dir is not None else None
     if run is not None:
         entry["runs"].append(run)
     entry["status"] = "interrupted"
-    document["stopped_at"] = {"cell": entry["index"], "label": entry["label"], "repeat": repeat, "run": run}
+    document["stopped_in"] = {"cell": entry["index"], "label": entry["label"], "repeat": repeat, "run": run}
 
 
 def finish_document(document: dict[str, Any], folder: Path) -> list[str]:

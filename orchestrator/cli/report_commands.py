@@ -1,0 +1,236 @@
+"""The commands that read reports and tools' output (`analyze`, `report`, `trace`, `compare`, `parse`):
+parse, call the library, render. No board is needed unless --export-on names one."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .options import add_ssh_options, existing_folder, show, stderr, whole
+
+MAX_TOOL_OUTPUT = 256 * 2**20  # `parse` reads at most this much (a day of tegrastats at 10 Hz is ~100 MB)
+
+
+def add_parsers(sub: Any) -> None:
+    analyze = sub.add_parser("analyze", help="summarise an nsys report: frames, hotspots, cores, APIs, verdict",
+                             description="Analyse a .sqlite, .nsys-rep or .qdrep report (exported first with the "
+                                         "nsys found here when needed). API tables cover the whole capture; "
+                                         "hotspots, cores and threads follow the window (default: the steady "
+                                         "frames, else the whole capture). Times are in ns in --json.")
+    analyze.add_argument("report", type=Path, help="run folder (runs/<run>) or report: .sqlite, .nsys-rep or .qdrep")
+    analyze.add_argument("--json", action="store_true", help="print the summary as one JSON document")
+    span = analyze.add_mutually_exclusive_group()
+    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s, 200ms:1s, ns)")
+    span.add_argument("--frame", type=whole(0, 10**9), help="analyse frame N only (0 is the first frame)")
+    span.add_argument("--steady", action="store_true", help="analyse the steady frames (the default with frames)")
+    analyze.add_argument("--process", help="only this process: any name it had in the capture, or its pid")
+    analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
+                                               "swaps, else glFinish, else an NVTX range named 'frame')")
+    _add_symbols_option(analyze)
+    _add_nsys_option(analyze)
+
+    report = sub.add_parser("report", help="write the HTML report of a run folder or a report file",
+                            description="Render one self-contained HTML page (no network needed to open it): verdict, "
+                                        "frames, hotspots, CPU, one frame's timeline and the API tables. A run folder "
+                                        "without summary.json is analysed first.")
+    report.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
+    report.add_argument("-o", "--output", type=Path, help="HTML file (default: report.html in the run folder, "
+                                                          "else NAME.html beside the report)")
+    _add_symbols_option(report)
+    _add_nsys_option(report)
+
+    trace = sub.add_parser("trace", help="write a report's events as a Chrome trace (Perfetto UI, speedscope)",
+                           description="Write the Chrome trace event format ({\"traceEvents\": [...]}, times in "
+                                       "microseconds on the report's clock): threads with their OpenGL, OS runtime, "
+                                       "NVTX and CUDA API calls, GPU streams with kernels and memory operations, CPU "
+                                       "samples as instant events, frames on a Frames track. Covers the analysis "
+                                       "window (steady frames, else the whole capture) unless told otherwise.")
+    trace.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
+    trace.add_argument("-o", "--output", type=Path, help="JSON file (default: trace.json in the run folder, else "
+                                                         "NAME.trace.json beside the report)")
+    span = trace.add_mutually_exclusive_group()
+    span.add_argument("--window", help="'all', or START:END on the report's clock (e.g. 2s:3.5s)")
+    span.add_argument("--frame", type=whole(0, 10**9), help="frame N only (0 is the first frame)")
+    trace.add_argument("--process", help="only this process: any name it had in the capture, or its pid")
+    trace.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame")
+    trace.add_argument("--max-events", type=int, default=200_000,
+                       help="stop after this many events, in time order (default 200000: ~30 MB)")
+    _add_symbols_option(trace)
+    _add_nsys_option(trace)
+
+    compare = sub.add_parser("compare", help="put two or more runs side by side, with deltas",
+                             description="Compare runs (folders or reports) against the first: frame times, first "
+                                         "frame, cores busy, top functions, verdict. Writes an HTML page and the same "
+                                         "figures as JSON beside it, or prints the JSON with --json.")
+    compare.add_argument("sources", type=Path, nargs="+", metavar="RUN", help="run folders or report files; the "
+                                                                              "first is the baseline")
+    compare.add_argument("-o", "--output", type=Path, default=Path("compare.html"),
+                         help="HTML file (default compare.html; the JSON goes beside it as .json)")
+    compare.add_argument("--label", action="append", help="name of each run, in order (default: app names, else "
+                                                          "what differs in their commands)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
+    _add_nsys_option(compare)
+
+    parse = sub.add_parser("parse", help="read a benchmark tool's or a board's output and print what it says",
+                           description="Parse the console output of trtexec, the TF-TRT benchmark (tftrt-bench), "
+                                       "glmark2 or jetson-inference into named figures (a failed run prints its "
+                                       "reason), or what a Jetson prints about itself: a tegrastats log (one JSON "
+                                       "object per line with --json), 'nvpmodel -q', 'jetson_clocks --show', "
+                                       "/etc/nv_tegra_release.")
+    parse.add_argument("parser", help="trtexec, tftrt-bench, glmark2, jetson-inference; tegrastats, nvpmodel, "
+                                      "jetson-clocks, nv-tegra-release")
+    parse.add_argument("file", type=Path, help="the tool's output, e.g. runs/<run>/app.stdout.log")
+    parse.add_argument("--json", action="store_true", help="print the figures as one JSON document")
+
+
+def _add_symbols_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--symbols", type=existing_folder, action="append", default=[], metavar="DIR",
+                        help="folder of unstripped copies or .debug files of the board's libraries, to name the "
+                             "addresses nsys could not (repeatable; matched by build id, else by file name)")
+
+
+def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nsys", help="nsys to export .nsys-rep/.qdrep with (default: found on PATH)")
+    parser.add_argument("--export-on", metavar="TARGET",
+                        help="export the .nsys-rep/.qdrep with this target's nsys (for reports newer than the nsys "
+                             "here); the SQLite comes back verified, beside the report")
+    parser.add_argument("--inventory", help="inventory YAML for --export-on (as for profile)")
+    add_ssh_options(parser)
+
+
+def _export_first(args: argparse.Namespace, source: Path) -> None:
+    """With --export-on, export the source's report with that target's nsys before anything reads it."""
+    if not args.export_on:
+        return
+    from ..inventory.hosts import load_inventory
+    from ..runs.remote_export import export_on_target
+    from ..targets.transport import ConnectOptions
+    report = source
+    if source.is_dir():
+        found = [source / n for n in ("report.nsys-rep", "report.qdrep") if (source / n).is_file()]
+        if not found:
+            raise UsageError(f"--export-on: {source} holds no report.nsys-rep or report.qdrep",
+                             "give a run folder whose report came back, or the report file")
+        report = found[0]
+    host = load_inventory(args.inventory).host(args.export_on)
+    done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
+    stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
+                   highlight=False)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
+    from ..analysis.report_input import report_of
+    from ..runs.folder import read_json_object
+    _export_first(args, args.report)
+    frame_range = args.frame_range  # a run folder's: the app spec's frame delimiter, as its summary used
+    if frame_range is None and args.report.is_dir():
+        app = read_json_object(args.report / "run.json").get("app")
+        frame_range = app.get("frame_delimiter") if isinstance(app, dict) else None
+    options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
+                              frame_range=frame_range, symbols=tuple(args.symbols))
+    summary = analyze_report(report_of(args.report), options, args.nsys)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        from .analysis_view import summary_view
+        show(summary_view(summary))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report import write_report  # imported here: pandas, numpy and jinja load slowly
+    _export_first(args, args.source)
+    print(write_report(args.source, args.output, args.nsys, tuple(args.symbols)))
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from ..analysis import AnalysisOptions
+    from ..report.chrome_trace import write_chrome_trace
+    if args.max_events < 1:
+        raise UsageError(f"--max-events {args.max_events}: needs at least one event", "e.g. --max-events 200000")
+    output = args.output or (args.source / "trace.json" if args.source.is_dir()
+                             else args.source.with_name(f"{args.source.stem}.trace.json"))
+    options = AnalysisOptions(window=args.window, frame=args.frame, process=args.process,
+                              frame_range=args.frame_range, symbols=tuple(args.symbols))
+    _export_first(args, args.source)
+    written = write_chrome_trace(args.source, output, options, args.nsys, args.max_events)
+    if written.truncated_at_ns is not None:
+        stderr().print(f"[yellow]note:[/] {written.events:,} events reach --max-events; the trace stops at "
+                       f"{written.truncated_at_ns / 1e9:.6f} s (of {written.window[1] / 1e9:.6f} s): "
+                       "give a --window or a --frame", highlight=False)
+    print(written.path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..report import compare_runs, write_comparison
+    if len(args.sources) < 2:
+        raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
+    document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)
+    if args.json:
+        print(json.dumps(document))
+        return 0
+    for path in write_comparison(document, args.output):
+        print(path)
+    return 0
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from ..parsers import PARSERS, parse
+    from ..parsers.board_text import BOARD_PARSERS
+    if args.parser not in PARSERS and args.parser not in BOARD_PARSERS:
+        raise UsageError(f"no parser named {args.parser!r}", f"known: {', '.join([*PARSERS, *BOARD_PARSERS])}")
+    try:
+        with args.file.open("rb") as handle:  # a tool's output, not /dev/zero: a bounded read
+            raw = handle.read(MAX_TOOL_OUTPUT + 1)
+        if len(raw) > MAX_TOOL_OUTPUT:
+            raise UsageError(f"{args.file} is larger than {MAX_TOOL_OUTPUT // 2**20} MB: not a tool's output",
+                             "give the file the tool's output was saved to")
+        text = raw.decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}", "give the path of the tool's output") from None
+    if args.parser in BOARD_PARSERS:
+        return _print_board_text(args, text)
+    parsed = parse(args.parser, text, str(args.file))
+    if args.json:
+        print(json.dumps(parsed.as_json()))
+        return 0
+    from rich.table import Table
+    table = Table("figure", "value", title=f"{args.parser}: {args.file}")
+    for name, figure in parsed.figures.items():
+        table.add_row(name, f"{figure.value:g} {figure.unit}")
+    show(table)
+    if parsed.failure:
+        show(f"failed: {parsed.failure}")
+    return 0
+
+
+def _print_board_text(args: argparse.Namespace, text: str) -> int:
+    from ..parsers.board_text import parse_board_text
+    found = parse_board_text(args.parser, text, str(args.file))
+    if args.parser == "tegrastats":
+        if args.json:
+            for record in found:
+                print(json.dumps(record))
+            return 0
+        from rich.table import Table
+        table = Table("time", "RAM MB", "CPU load % (per core)", "EMC %", "GPU %@MHz", "hottest", "power mW",
+                      title=f"tegrastats: {args.file}")
+        for r in found:
+            cores = " ".join("off" if c is None else str(c["load_pct"]) for c in r["cpus"] or [])
+            temps = {k: v for k, v in r["temps_c"].items() if v is not None}
+            hottest = max(temps.items(), key=lambda kv: kv[1]) if temps else None
+            rails = r["rails_mw"]
+            table.add_row(r["time"] or "–", f"{r['ram_used_mb']}/{r['ram_total_mb']}", cores or "–",
+                          str(r["emc_pct"] if r["emc_pct"] is not None else "–"),
+                          f"{r['gr3d_pct'] if r['gr3d_pct'] is not None else '–'}@{r['gr3d_freq_mhz'] or '–'}",
+                          f"{hottest[0]} {hottest[1]:g} C" if hottest else "–",
+                          " ".join(f"{k}={v['current']}" for k, v in rails.items()) or "–")
+        show(table)
+        return 0
+    print(json.dumps(found, indent=None if args.json else 2))
+    return 0
