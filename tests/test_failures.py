@@ -264,9 +264,10 @@ def test_a_silent_port_times_out_with_the_inventory_timeout(tmp_path):
     port = listener.getsockname()[1]
     inventory = write_inventory(tmp_path / "inventory.yaml", {"hung": {
         "ansible_host": "127.0.0.1", "ansible_port": port, "orchestrate_connect_timeout": 1}})
+    (tmp_path / "empty_ssh_config").write_text("")  # not the user's: only the inventory's values count
     started = time.monotonic()
     done = run_cli("profile", "--target", "hung", "--app", "es2gears", "--inventory", str(inventory),
-                   "--known-hosts", str(tmp_path / "known_hosts"), "--ssh-config", str(tmp_path / "none"))
+                   "--known-hosts", str(tmp_path / "known_hosts"), "--ssh-config", str(tmp_path / "empty_ssh_config"))
     listener.close()
     assert done.returncode == 4
     assert f"root@127.0.0.1:{port} accepted the connection but sent no SSH greeting within 1 s" in error_line(done)
