@@ -45,8 +45,8 @@ def replacing(path: Path, partial_name: str | None = None) -> Iterator[Path]:
                 pass  # never made, or its folder is gone: nothing left behind either way
             raise
     except OSError as exc:
-        if exc.filename not in (str(partial), str(path)):
-            raise  # not the file's own error (a program the block started, say): the caller's to say
+        if exc.filename is not None and exc.filename not in (str(partial), str(path)):
+            raise  # another file's error (a program the block started, say): the caller's to say
         raise write_error(path, exc) from None
 
 

@@ -31,8 +31,8 @@ NUMBERS = ["nan", "NaN", "inf", "-inf", "1e309", "-1e309", "1e9", "-5", "-1", "0
 TEXTS = st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=16)
 VALUES = st.one_of(st.sampled_from(NUMBERS), TEXTS, st.sampled_from(["\udcff", "a\udcfeb", "x" * 300, "/proc/x/y",
                                                                       "[bold]x[/]", "[/oops]", "-x", "--", "~"]))
-# 30 examples per run of the suite (every run draws new ones); ORCHESTRATE_FUZZ_EXAMPLES=2000 for a longer hunt
-EXAMPLES = int(os.environ.get("ORCHESTRATE_FUZZ_EXAMPLES", "30"))
+# 20 examples per run of the suite (every run draws new ones); ORCHESTRATE_FUZZ_EXAMPLES=2000 for a longer hunt
+EXAMPLES = int(os.environ.get("ORCHESTRATE_FUZZ_EXAMPLES", "20"))
 FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 STUDY = {"study": "s", "command": ["true"], "matrix": {"threads": [1, 2]}, "target": "nowhere"}

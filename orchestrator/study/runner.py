@@ -143,7 +143,7 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         board = Board(transport, agent)
         _run_cells(request, board, study_cells, document, folder, progress)
         document["status"] = "complete"
-    except KeyboardInterrupt:  # between runs: nothing of a run to keep
+    except KeyboardInterrupt:  # outside a run's capture (deploy, between runs): no run of its own to keep
         document["status"] = "interrupted"
         document["stopped"] = "interrupted outside a run's capture"
         raise InterruptedRunError(f"interrupted; the study's finished runs are in {folder}",
