@@ -66,3 +66,23 @@ def output(argv, timeout=20):
         proc.kill()
         proc.communicate()
         return ""
+
+
+def login_home():
+    """The home of the user who logged in: under sudo (ansible_become) that of SUDO_USER, not the become
+    user's. Apps live in the desktop user's home, and '~' in their working folders means it."""
+    import pwd
+    user = os.environ.get("SUDO_USER")
+    if user:
+        try:
+            return pwd.getpwnam(user).pw_dir
+        except KeyError:
+            pass
+    return os.path.expanduser("~")
+
+
+def expand_login_home(folder):
+    """'~' and '~/x' as the login user's home (see login_home); other paths as they are."""
+    if folder == "~" or folder.startswith("~/"):
+        return login_home() + folder[1:]
+    return folder

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 
+from . import boardfs
 from .watchdog import (
     AFTER_REPORT_GRACE_S,
     Watchdog,
@@ -161,7 +162,7 @@ def capture(request, emit, should_stop=None):
     started = time.time()
     deadline = started + budget
     emit("capture_started", display=env.get("DISPLAY"), deadline_s=budget)
-    cwd = os.path.expanduser(request["cwd"]) if request.get("cwd") else None
+    cwd = boardfs.expand_login_home(request["cwd"]) if request.get("cwd") else None
     try:  # a retried capture reuses the run folder: the last try's pid file names an app long gone
         os.remove(request["pid_file"])
     except OSError:

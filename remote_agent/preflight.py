@@ -146,7 +146,7 @@ def probe_display(needs_display, display, xvfb_policy, xvfb_path):
 
 def run(request):
     if request.get("cwd"):
-        request = dict(request, cwd=os.path.expanduser(request["cwd"]))
+        request = dict(request, cwd=boardfs.expand_login_home(request["cwd"]))
     facts = facts_mod.collect(request.get("nsys"), request.get("work_dir"))
     if request.get("xvfb") == "always":
         display = probe_display(request.get("needs_display"), None, "always", facts["system"]["xvfb"])

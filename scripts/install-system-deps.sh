@@ -62,7 +62,7 @@ CONTROL
 
 PACKAGES=(
     python3 python3-venv python3-pip procps
-    openssh-server openssh-client
+    openssh-server openssh-client sudo
     nsight-systems nsight-systems-target libssh-4 libpfm4
     iproute2 xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
     gcc libc6-dev binutils python3-dev

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import scenarios  # noqa: E402
 from postgres_server import Postgres, make_postgres  # noqa: E402
-from sshd_server import MACHINES, Sshd, make_sshd  # noqa: E402
+from sshd_server import MACHINES, LoginUser, Sshd, add_login_user, make_sshd, remove_login_user  # noqa: E402
 from workers import MachineShare, machine_share, once, shared_folder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -105,6 +105,19 @@ def sshd(tmp_path_factory) -> Sshd:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def login_users(sshd) -> dict[str, LoginUser]:
+    """The board's login users as on a stock Jetson, where root does not log in: 'nopasswd' (sudo without a
+    password), 'password' (sudo asks for the user's password) and 'nosudo' (not in sudoers)."""
+    if not (shutil.which("sudo") and shutil.which("useradd")):
+        pytest.skip("needs sudo and useradd (the README's test command installs them)")
+    users = {sudo or "nosudo": add_login_user(sshd, role, sudo)
+             for role, sudo in (("np", "nopasswd"), ("pw", "password"), ("no", None))}
+    yield users
+    for user in users.values():
+        remove_login_user(user.name)
 
 
 @pytest.fixture(scope="session")

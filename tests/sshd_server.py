@@ -117,6 +117,47 @@ class Sshd:
         }
 
 
+@dataclass(frozen=True)
+class LoginUser:
+    """A real account of this machine that logs in to the test sshd with its client key, as a board's desktop
+    user does: with passwordless sudo, sudo that asks for its password, or no sudo at all."""
+
+    name: str
+    password: str
+    home: Path
+    sudo: str | None
+
+    def inventory_host(self, server: Sshd, **extra: object) -> dict:
+        return {**server.inventory_host(), "ansible_user": self.name, **extra}
+
+
+def add_login_user(server: Sshd, role: str, sudo: str | None) -> LoginUser:
+    """useradd, a random password (chpasswd, on stdin), the client key in ~/.ssh and, with sudo 'nopasswd' or
+    'password', a line in /etc/sudoers.d. Named per xdist worker; remove_login_user undoes it."""
+    import pwd
+    import secrets
+    name = f"orch-{role}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    remove_login_user(name)
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True, capture_output=True)
+    password = secrets.token_urlsafe(18)
+    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
+    home = Path(pwd.getpwnam(name).pw_dir)
+    ssh = home / ".ssh"
+    ssh.mkdir(mode=0o700, exist_ok=True)
+    (ssh / "authorized_keys").write_text(Path(str(server.client_key) + ".pub").read_text())
+    subprocess.run(["chown", "-R", f"{name}:", str(ssh)], check=True)
+    if sudo is not None:
+        rule = Path("/etc/sudoers.d") / name
+        rule.write_text(f"{name} ALL=(ALL) {'NOPASSWD: ' if sudo == 'nopasswd' else ''}ALL\n")
+        rule.chmod(0o440)
+    return LoginUser(name, password, home, sudo)
+
+
+def remove_login_user(name: str) -> None:
+    (Path("/etc/sudoers.d") / name).unlink(missing_ok=True)
+    subprocess.run(["userdel", "--remove", "--force", name], capture_output=True)
+
+
 def kept_under_tmp(*paths: Path) -> list[Path]:
     """The folders of /tmp that hold paths (the tests' temporary tree, this checkout and its Python when they
     lie under /tmp), which a board of its own keeps seeing."""
@@ -179,7 +220,8 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
                         if os.path.exists(p)), "internal-sftp")
     (root / "sshd_config").write_text(
         f"Port {port}\nListenAddress {address}\nHostKey {host_key}\nPidFile {root}/sshd.pid\n"
-        f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        f"AuthorizedKeysFile {authorized} .ssh/authorized_keys\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
         f"Subsystem sftp {sftp_server}\n")
     known_hosts = root / "known_hosts"

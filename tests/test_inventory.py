@@ -76,6 +76,30 @@ def test_a_password_is_refused_without_echoing_it():
     assert "'ansible_password' is not supported: orchestrate logs in by key only" in err.value.message
 
 
+def test_become_as_ansible_writes_it():
+    inv = parse_inventory("all:\n  vars: {ansible_become: 'yes'}\n  hosts:\n    nano01: {ansible_user: nvidia}\n"
+                          "    orin: {ansible_become: true, ansible_become_user: gdm, ansible_become_method: sudo}\n"
+                          "    xavier: {ansible_become: no}\n    agx: {ansible_become_method: su}\n"
+                          "    here: {ansible_connection: local, ansible_become: true, ansible_become_user: ci}\n",
+                          "inv.yaml")
+    assert [(inv.host(n).become, inv.host(n).become_user, inv.host(n).user) for n in ("nano01", "orin", "xavier")] \
+        == [(True, "root", "nvidia"), (True, "gdm", None), (False, "root", None)]
+    with pytest.raises(InventoryError) as err:
+        inv.host("agx")
+    assert err.value.message == "inv.yaml: host 'agx': 'ansible_become_method' must be one of sudo, not 'su'"
+    assert inv.host("here").python == "python3"  # a user other than root may not read this Python
+
+
+@pytest.mark.parametrize("key", ["ansible_become_password", "ansible_become_pass", "ansible_sudo_pass"])
+def test_a_become_password_in_a_file_is_refused_with_the_way_to_give_it(key):
+    inv = parse_inventory(f"all:\n  vars: {{{key}: hunter2}}\n  hosts: {{nano01: }}\n", "inv.yaml")
+    with pytest.raises(InventoryError) as err:
+        inv.host("nano01")
+    assert "hunter2" not in err.value.one_line()
+    assert err.value.message == f"inv.yaml: group 'all': '{key}' is refused: a password is never kept in a file"
+    assert err.value.hint == f"remove '{key}'; give it with --ask-become-pass or ORCHESTRATE_BECOME_PASSWORD"
+
+
 def test_an_alias_bomb_is_refused_quickly():
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))

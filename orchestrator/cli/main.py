@@ -31,6 +31,7 @@ from .options import (
     add_ssh_options,
     add_study_run_options,
     clock_request,
+    connect_options,
     existing_folder,
     output_folder,
     seconds,
@@ -182,7 +183,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..inventory.catalog import adhoc_app, find_app, load_catalog, with_overrides
     from ..inventory.hosts import load_inventory
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
-    from ..targets.transport import ConnectOptions
     from .console import RichProgress
     clock = clock_request(args)  # a usage error before anything loads
     host = load_inventory(args.inventory).host(args.target)
@@ -195,7 +195,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
                              retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
                              wait_lock_s=args.wait_lock, inventory=args.inventory,
-                             connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                             connect=connect_options(args),
                              **clock)
     progress = RichProgress(stderr())
     try:
@@ -211,7 +211,6 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
     from ..study.spec import cells, load_study, with_values
-    from ..targets.transport import ConnectOptions
     from .console import StudyView
     clock = clock_request(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
@@ -223,7 +222,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     output_folder(args.out)
     request = StudyRequest(spec=spec, host=host,
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
-                           connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                           connect=connect_options(args),
                            inventory=args.inventory, grace_s=args.grace, retries=args.retries,
                            wait_lock_s=args.wait_lock, **clock)
     view = StudyView(stderr(), len(cells(spec)) * repeat)
@@ -245,7 +244,6 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     from ..runs.fetch import fetch
     from ..runs.folder import read_run_json
-    from ..targets.transport import ConnectOptions
     from .console import RichProgress
     inventory_path = args.inventory
     if inventory_path is None:
@@ -257,7 +255,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     progress = RichProgress(stderr())
     try:
         outcome = fetch(args.run_dir, load_inventory(inventory_path),
-                        ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), progress)
+                        connect_options(args), progress)
     finally:
         progress.close()
     print(outcome.run_dir)
@@ -282,7 +280,6 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from ..fleet.runner import FleetRequest, run_fleet
     from ..inventory.catalog import adhoc_app, find_app, load_catalog, with_overrides
     from ..inventory.hosts import load_inventory
-    from ..targets.transport import ConnectOptions
     from .console import FleetTable
     clock = clock_request(args)  # a usage error before anything loads
     if not args.study and (args.repeat is not None or args.set):
@@ -306,7 +303,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     request = FleetRequest(
         inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,
         repeat=args.repeat, forks=args.forks, limit=args.limit,
-        connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), grace_s=args.grace,
+        connect=connect_options(args), grace_s=args.grace,
         retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
         wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
         inventory_path=args.inventory, **clock)
@@ -349,10 +346,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..fleet.doctor import doctor
     from ..fleet.patterns import select_hosts
     from ..inventory.hosts import load_inventory
-    from ..targets.transport import ConnectOptions
     inventory = load_inventory(args.inventory)
     checks = doctor(inventory, select_hosts(inventory, args.limit),
-                    ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key), args.forks)
+                    connect_options(args), args.forks)
     if args.json:
         for check in checks:
             print(json.dumps(asdict(check)))

@@ -13,6 +13,8 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..targets.transport import ConnectOptions
+
 
 DAY_S = 86400.0
 
@@ -137,6 +139,25 @@ def add_ssh_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--known-hosts", type=user_path, help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--accept-new-host-key", action="store_true",
                         help="record an unknown host key in known_hosts instead of refusing (never a changed one)")
+    parser.add_argument("--ask-become-pass", action="store_true",
+                        help="ask for sudo's password for boards with ansible_become (else it is read from "
+                             "ORCHESTRATE_BECOME_PASSWORD, or sudo must not ask for one)")
+
+
+def connect_options(args: argparse.Namespace) -> ConnectOptions:
+    """What this machine adds to the inventory's hosts: the ssh options above and sudo's password. The password
+    variable is taken out of the environment, so that nothing this process starts inherits it."""
+    from ..targets.become import take_password_variable
+    from ..targets.transport import ConnectOptions
+    password = take_password_variable()
+    if args.ask_become_pass:
+        import getpass
+        try:
+            password = getpass.getpass("BECOME password: ")
+        except EOFError:
+            raise UsageError("--ask-become-pass found no terminal to ask on",
+                             "set ORCHESTRATE_BECOME_PASSWORD instead (for CI)") from None
+    return ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key, become_password=password)
 
 
 def stderr() -> Console:

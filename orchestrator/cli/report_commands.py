@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .options import add_ssh_options, existing_folder, show, stderr, whole
+from .options import add_ssh_options, connect_options, existing_folder, show, stderr, whole
 
 MAX_TOOL_OUTPUT = 256 * 2**20  # `parse` reads at most this much (a day of tegrastats at 10 Hz is ~100 MB)
 
@@ -106,7 +106,6 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
         return
     from ..inventory.hosts import load_inventory
     from ..runs.remote_export import export_on_target
-    from ..targets.transport import ConnectOptions
     report = source
     if source.is_dir():
         found = [source / n for n in ("report.nsys-rep", "report.qdrep") if (source / n).is_file()]
@@ -115,7 +114,7 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
                              "give a run folder whose report came back, or the report file")
         report = found[0]
     host = load_inventory(args.inventory).host(args.export_on)
-    done = export_on_target(report, host, ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key))
+    done = export_on_target(report, host, connect_options(args))
     stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
                    highlight=False)
 

@@ -15,6 +15,7 @@ from .options import (
     add_ssh_options,
     add_study_run_options,
     clock_request,
+    connect_options,
     existing_folder,
     output_file,
     output_folder,
@@ -240,7 +241,6 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from ..results.database import open_database
     from ..study.runner import StudyRequest
     from ..study.spec import cells
-    from ..targets.transport import ConnectOptions
     from .console import StudyView
     clock = clock_request(args)
     rules = tuple(parse_rule(text) for text in args.gate)
@@ -255,7 +255,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     base = args.baseline or provenance.default_branch or "main"
     run = StudyRequest(spec=study, host=host, catalog=catalog,
                        out_dir=args.out, repeat=repeat, fresh=True,
-                       connect=ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key),
+                       connect=connect_options(args),
                        inventory=args.inventory, grace_s=args.grace, retries=args.retries,
                        wait_lock_s=args.wait_lock, **clock)
     request = CiRequest(run, provenance, base, rules, args.baseline_runs)

@@ -48,6 +48,16 @@ def _seconds(value: Any) -> float:
     return float(value)
 
 
+def _bool(value: Any) -> bool:
+    """YAML's booleans, and the words Ansible reads as them."""
+    if isinstance(value, bool):
+        return value
+    words = {"yes": True, "true": True, "on": True, "1": True, "no": False, "false": False, "off": False, "0": False}
+    if isinstance(value, (str, int)) and str(value).lower() in words:
+        return words[str(value).lower()]
+    raise TypeError("true or false")
+
+
 def _folders(value: Any) -> tuple[str, ...]:
     """One folder or a list of them."""
     values = [value] if isinstance(value, str) else value
@@ -72,6 +82,9 @@ HOST_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ansible_ssh_private_key_file": ("key_file", _str),
     "ansible_connection": ("connection", _choice("ssh", "paramiko", "local")),
     "ansible_python_interpreter": ("python", _str),
+    "ansible_become": ("become", _bool),
+    "ansible_become_method": ("become_method", _choice("sudo")),
+    "ansible_become_user": ("become_user", _str),
     "orchestrate_python": ("python", _str),
     "orchestrate_nsys": ("nsys", _str),
     "orchestrate_display": ("display", _str),
@@ -92,6 +105,9 @@ class Host:
     key_file: str | None = None
     connection: str = "ssh"
     python: str = "python3"
+    become: bool = False            # log in as user, work as become_user through sudo (Ansible's become)
+    become_method: str = "sudo"
+    become_user: str = "root"
     nsys: str | None = None
     display: str | None = None
     work_dir: str = DEFAULT_WORK_DIR
@@ -164,8 +180,8 @@ class Inventory:
 # Bounds for hostile files: YAML aliases can make a small file describe billions of groups.
 MAX_INVENTORY_BYTES = 4 * 2**20
 MAX_GROUP_VISITS = 20_000
-PASSWORD_KEYS = {"ansible_password", "ansible_ssh_pass", "ansible_become_pass", "ansible_become_password",
-                 "ansible_sudo_pass"}
+PASSWORD_KEYS = {"ansible_password", "ansible_ssh_pass"}
+BECOME_PASSWORD_KEYS = {"ansible_become_pass", "ansible_become_password", "ansible_sudo_pass"}
 
 
 def _mapping(value: Any, where: str, source: str) -> dict:
@@ -184,6 +200,9 @@ def _check_vars(values: dict, owner: str, source: str) -> dict[str, Any]:
         if key in PASSWORD_KEYS:  # never echo the value: it is a password
             raise InventoryError(f"{source}: {owner}: '{key}' is not supported: orchestrate logs in by key only "
                                  "and never stores a password", f"remove '{key}' and set up an SSH key (ssh-copy-id)")
+        if key in BECOME_PASSWORD_KEYS:
+            raise InventoryError(f"{source}: {owner}: '{key}' is refused: a password is never kept in a file",
+                                 f"remove '{key}'; give it with --ask-become-pass or ORCHESTRATE_BECOME_PASSWORD")
         if key not in HOST_KEYS:
             raise InventoryError(f"{source}: {owner}: unknown key '{_short(key)}'",
                                  "known keys: " + ", ".join(sorted(HOST_KEYS)))
@@ -288,9 +307,11 @@ def parse_inventory(text: str, source: str) -> Inventory:
 
 def _local_python(values: dict[str, Any]) -> dict[str, Any]:
     """A local target runs the agent and '{python}' apps with the Python orchestrate runs on (and the
-    packages installed with it), unless the inventory names another."""
+    packages installed with it), unless the inventory names another, or the work runs as a user other than
+    root (ansible_become_user), who may not be able to read it: then the system's python3."""
     if values.get("connection") == "local" and "python" not in values:
-        return {**values, "python": sys.executable}
+        other_user = values.get("become") and values.get("become_user", "root") != "root"
+        return {**values, "python": "python3" if other_user else sys.executable}
     return values
 
 

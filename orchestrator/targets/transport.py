@@ -80,6 +80,7 @@ class ConnectOptions:
     known_hosts: Path | None = None
     accept_new_host_key: bool = False
     keepalive_s: int = 15
+    become_password: str | None = field(default=None, repr=False)  # sudo's, for hosts with ansible_become
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,10 @@ def _open(connection: Connection, options: ConnectOptions) -> None:
         hop.client.set_missing_host_key_policy(policy_type(known))
     target = f"{connection.user}@{connection.host}:{connection.port}"
     wait = connection.connect_timeout
+    for key in connection.connect_kwargs.get("key_filename") or []:
+        if not Path(key).is_file():
+            raise AuthError(f"the SSH key {key} for {target} does not exist",
+                            "fix ansible_ssh_private_key_file (or IdentityFile in the ssh config)")
     try:
         connection.open()
     except HostKeyError:
@@ -223,9 +228,11 @@ def _open(connection: Connection, options: ConnectOptions) -> None:
         ) from None
     except paramiko.AuthenticationException:
         _close(connection)
+        root = " (a stock board lets no one log in as root: set ansible_user to the board's user, ssh-copy-id "\
+            "to it, and ansible_become: true)" if connection.user == "root" else ""
         raise AuthError(f"{target} refused our SSH keys",
                         "add your public key to the target's ~/.ssh/authorized_keys (ssh-copy-id) "
-                        "or set ansible_ssh_private_key_file") from None
+                        f"or set ansible_ssh_private_key_file{root}") from None
     except socket.gaierror:
         _close(connection)
         raise ConnectError(f"cannot resolve host name '{connection.host}'",
@@ -533,6 +540,13 @@ class LocalTransport:
 
 
 def open_transport(host: Host, options: ConnectOptions) -> Transport:
-    if host.is_local:
-        return LocalTransport()
-    return SSHTransport(host, options)
+    """The target as its inventory entry says: this machine or SSH, and through sudo with ansible_become."""
+    from .become import BecomeTransport  # it wraps the transports of this module
+    inner: Transport = LocalTransport() if host.is_local else SSHTransport(host, options)
+    if not host.become:
+        return inner
+    try:
+        return BecomeTransport(inner, host.become_user, options.become_password)
+    except BaseException:
+        inner.close()
+        raise

@@ -1,0 +1,222 @@
+"""A stock board's logins: the user logs in by key and the work runs as root through real sudo (Ansible's
+become), with and without sudo's password; the password is found in no file, log or process argument."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_cli, write_inventory
+from scenarios import ssh_args
+from sshd_server import LoginUser, Sshd, keygen
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")]
+
+# Writes who ran it and where, then waits for the end of the capture.
+APP = ("name: whoami\n"
+       "command: [sh, -c, 'id -un > who.txt; pwd > where.txt; exec sleep 60']\n"
+       "workdir: ~/apps\ntrace: [osrt]\nsample: none\ncpuctxsw: none\nduration_s: 2\n")
+
+
+def app_dir(tmp_path: Path, user: LoginUser) -> tuple[Path, Path]:
+    """The catalog on the host, and the app's folder in the login user's home on the board."""
+    catalog = tmp_path / "apps"
+    catalog.mkdir()
+    (catalog / "whoami.yaml").write_text(APP)
+    folder = user.home / "apps"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    shutil.chown(folder, user.name)
+    return catalog, folder
+
+
+def profile(tmp_path: Path, sshd: Sshd, user: LoginUser, env: dict[str, str] | None = None,
+            **extra: object) -> subprocess.CompletedProcess:
+    catalog = tmp_path / "apps"
+    host = user.inventory_host(sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / "work"), **extra)
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": host})
+    return run_cli("profile", "--target", "board", "--app", "whoami", "--apps-dir", str(catalog), "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd), env=env)
+
+
+def the_run(tmp_path: Path) -> tuple[Path, dict]:
+    [run_dir] = (tmp_path / "runs").iterdir()
+    return run_dir, json.loads((run_dir / "run.json").read_text())
+
+
+def test_sudo_without_password_runs_the_capture_as_root_in_the_login_users_home(tmp_path, sshd, login_users):
+    user = login_users["nopasswd"]
+    _, folder = app_dir(tmp_path, user)
+    done = profile(tmp_path, sshd, user)
+    assert done.returncode == 0, done.stderr
+    run_dir, record = the_run(tmp_path)
+    assert record["status"] == "ok"
+    assert record["target"]["address"] == f"{user.name}@127.0.0.1:{sshd.port}"
+    # the app ran as the become user, in '~/apps' read as the login user's home (not root's)
+    assert (folder / "who.txt").read_text().strip() == "root"
+    assert (folder / "where.txt").read_text().strip() == str(folder)
+    assert (run_dir / "report.nsys-rep").stat().st_size > 0
+    # the board's work dir and the agent in it are root's, as the bootstrap's check requires
+    work = tmp_path / "work"
+    assert work.stat().st_uid == 0 and (work.stat().st_mode & 0o777) == 0o700
+    assert [p.stat().st_uid for p in (work / "agent").glob("orchestrate-agent-*.pyz")] == [0]
+
+
+class ProcessWatch(threading.Thread):
+    """Reads every process's arguments and environment while a run goes, for a secret."""
+
+    def __init__(self, secret: bytes) -> None:
+        super().__init__(daemon=True)
+        self.secret, self.seen, self.reads = secret, set(), 0
+        self.done = threading.Event()
+
+    @staticmethod
+    def arguments(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return "?"
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                for part in ("cmdline", "environ"):
+                    try:
+                        data = Path(f"/proc/{pid}/{part}").read_bytes()
+                    except OSError:
+                        continue
+                    if self.secret in data:
+                        self.seen.add((pid, part, self.arguments(pid)))
+            self.reads += 1
+
+
+def files_holding(secret: bytes, *folders: Path) -> list[str]:
+    found = []
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink() and secret in path.read_bytes():
+                found.append(str(path))
+    return found
+
+
+def test_sudo_with_password_from_the_environment_and_the_password_nowhere(tmp_path, sshd, login_users):
+    user = login_users["password"]
+    _, folder = app_dir(tmp_path, user)
+    secret = user.password.encode()
+    watch = ProcessWatch(secret)
+    watch.start()
+    try:
+        done = profile(tmp_path, sshd, user, env={"ORCHESTRATE_BECOME_PASSWORD": user.password})
+    finally:
+        watch.done.set()
+        watch.join()
+    assert done.returncode == 0, done.stderr
+    run_dir, record = the_run(tmp_path)
+    assert record["status"] == "ok"
+    assert (folder / "who.txt").read_text().strip() == "root"
+    assert watch.reads > 20  # the run was watched throughout
+    # the only process that may hold it is the one it was given to: the test's child orchestrate, whose
+    # environment it came in (it takes it out at once); no argument and no other process ever does
+    assert {(part, text) for _, part, text in watch.seen if part == "cmdline"} == set()
+    holders = {text for _, part, text in watch.seen if part == "environ"}
+    assert holders <= {text for text in holders if text.startswith(f"{sys.executable} -m orchestrator profile ")}
+    assert done.stdout.count(user.password) == 0 and done.stderr.count(user.password) == 0
+    assert files_holding(secret, tmp_path, user.home, sshd.root) == []
+    assert json.dumps(record).count(user.password) == 0
+
+
+@pytest.mark.machine
+def test_a_secret_is_never_passed_to_what_orchestrate_starts(tmp_path):
+    """Through --target local the agent, nsys and the app are children of orchestrate: the password variable is
+    taken out before any of them starts."""
+    probe = tmp_path / "env.txt"
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "profile", "--target", "local", "--app-cmd",
+                           f"sh -c 'env > {probe}; exec sleep 60'", "--trace", "osrt", "--sample", "none",
+                           "--duration", "1", "--out", str(tmp_path / "runs")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), ORCHESTRATE_BECOME_PASSWORD="never-seen-pw"))
+    assert done.returncode == 0, done.stderr
+    text = probe.read_text()
+    assert "PATH=" in text and "never-seen-pw" not in text and "ORCHESTRATE_BECOME_PASSWORD" not in text
+
+
+@pytest.mark.parametrize("who, password, code, said, fix", [
+    ("password", None, 5, "asks orch-pw-{w} for a password and none was given", "--ask-become-pass"),
+    ("password", "not-the-password", 5, "refused the become password for orch-pw-{w}", "ORCHESTRATE_BECOME_PASSWORD"),
+    ("nosudo", "{own}", 5, "orch-no-{w} may not use sudo", "usermod -aG sudo orch-no-{w}"),
+])
+def test_sudo_that_cannot_be_used_is_one_line_at_once(tmp_path, sshd, login_users, who, password, code, said, fix):
+    user = login_users[who]
+    app_dir(tmp_path, user)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    env = {"ORCHESTRATE_BECOME_PASSWORD": password.format(own=user.password)} if password else None
+    done = profile(tmp_path, sshd, user, env=env)
+    assert done.returncode == code, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert said.format(w=worker) in line and fix.format(w=worker) in done.stderr
+    assert not (tmp_path / "work").exists()  # refused before anything was made on the board
+    assert user.password not in done.stderr
+
+
+def test_a_become_password_in_the_inventory_is_refused_without_echoing_it(tmp_path, sshd, login_users):
+    user = login_users["password"]
+    app_dir(tmp_path, user)
+    done = profile(tmp_path, sshd, user, ansible_become_password="in-a-file-pw")
+    assert done.returncode == 3
+    assert "'ansible_become_password' is refused: a password is never kept in a file" in done.stderr
+    assert "--ask-become-pass" in done.stderr and "in-a-file-pw" not in done.stderr
+
+
+@pytest.mark.machine
+def test_become_applies_to_the_local_target_too(tmp_path, login_users):
+    """A CI runner on the board itself reaches nsys through sudo the same way: here as root, becoming the
+    login user (sudo without a password), so that the agent, nsys and the app run as that user."""
+    user = login_users["nopasswd"]
+    catalog, folder = app_dir(tmp_path, user)
+    (catalog / "whoami.yaml").write_text(APP.replace("~/apps", str(folder)))
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"here": {
+        "ansible_connection": "local", "ansible_become": True, "ansible_become_user": user.name,
+        "orchestrate_work_dir": "~/.cache/orchestrate-local-test"}})
+    done = run_cli("profile", "--target", "here", "--app", "whoami", "--apps-dir", str(catalog), "--inventory",
+                   str(inventory), "--out", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    run_dir, record = the_run(tmp_path)
+    assert record["status"] == "ok"
+    assert (folder / "who.txt").read_text().strip() == user.name
+    work = user.home / ".cache" / "orchestrate-local-test"  # '~' in the work dir: the become user's home
+    assert work.stat().st_uid == user.home.stat().st_uid and (work.stat().st_mode & 0o777) == 0o700
+    assert run_dir.stat().st_uid == os.geteuid()  # the run folder is the host user's
+
+
+def test_doctor_says_what_stands_in_the_way_of_each_login_and_its_one_time_fix(tmp_path, sshd, login_users):
+    users = login_users
+    hosts = {name: users[kind].inventory_host(sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / name))
+             for name, kind in (("stock", "nopasswd"), ("asks", "password"), ("nosudo", "nosudo"))}
+    keygen(tmp_path / "other_key")  # a key root's authorized_keys does not hold
+    hosts["rootlogin"] = {**sshd.inventory_host(), "ansible_ssh_private_key_file": str(tmp_path / "other_key")}
+    hosts["nokey"] = {**sshd.inventory_host(), "ansible_ssh_private_key_file": str(tmp_path / "no_key")}
+    inventory = write_inventory(tmp_path / "inventory.yaml", hosts)
+    done = run_cli("doctor", "--inventory", str(inventory), "--json", *ssh_args(sshd),
+                   env={"SSH_AUTH_SOCK": ""})
+    checks = {c["target"]: c for c in map(json.loads, done.stdout.splitlines())}
+    assert {t: c["status"] for t, c in checks.items()} == {
+        "stock": "ok", "asks": "problems", "nosudo": "problems", "rootlogin": "unreachable", "nokey": "unreachable"
+    }, done.stderr
+    assert checks["nokey"]["error"] == (f"the SSH key {tmp_path / 'no_key'} for root@127.0.0.1:{sshd.port} does not "
+                                        "exist (fix ansible_ssh_private_key_file (or IdentityFile in the ssh config))")
+    asks = users["password"].name
+    assert checks["asks"]["error"] == (
+        f"sudo on {asks}@127.0.0.1:{sshd.port} asks {asks} for a password and none was given (give it with "
+        f"--ask-become-pass or ORCHESTRATE_BECOME_PASSWORD; or, once on the board, allow it without one: the "
+        f"line '{asks} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/orchestrate (visudo -f))")
+    nosudo = users["nosudo"].name
+    assert f"'{nosudo} ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d/orchestrate" in checks["nosudo"]["error"]
+    assert "set ansible_user to the board's user, ssh-copy-id to it, and ansible_become: true" in \
+        checks["rootlogin"]["error"]
+    assert checks["stock"]["board"]["nsys"] == "2022.4.2.1"
