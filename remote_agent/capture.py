@@ -158,6 +158,8 @@ def capture(request, emit, should_stop=None):
         xvfb, env["DISPLAY"] = start_xvfb(os.path.join(run_dir, "xvfb.log"), {RUN_MARK: run_dir})
     elif display.get("mode") == "use":
         env["DISPLAY"] = display["display"]
+        if display.get("xauthority"):
+            env["XAUTHORITY"] = display["xauthority"]
     budget = float(request.get("delay_s") or 0) + float(request["duration_s"]) + float(request["grace_s"])
     started = time.time()
     deadline = started + budget
@@ -251,7 +253,7 @@ def capture(request, emit, should_stop=None):
         "generated": output.generated,
         "reports": find_reports(request["report_base"]),
         "display": env.get("DISPLAY"),
-        "env_added": {"DISPLAY": env.get("DISPLAY"), "TMPDIR": scratch} if env.get("DISPLAY") else {"TMPDIR": scratch},
+        "env_added": dict({k: env[k] for k in ("DISPLAY", "XAUTHORITY") if env.get(k)}, TMPDIR=scratch),
         "app_pid": watchdog.app_session(),
         "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped and app_started else None,
         "stalled": stalled,

@@ -5,7 +5,7 @@ Pure: ``evaluate(request, facts, probes)`` turns facts into findings; ``run`` ga
 import os
 import shutil
 
-from . import boardfs, files, nsys_locate
+from . import boardfs, files, nsys_locate, xdisplay
 from . import facts as facts_mod
 
 MIN_NSYS_VERSION = (2019, 5)
@@ -103,8 +103,8 @@ def evaluate(request, facts, probes):
             "error", "no_display",
             "the app needs a display and none is usable ({})".format(display.get("detail")),
             "GLES apps open an X window",
-            "start X on the board and set orchestrate_display (e.g. ':0'), "
-            "or install Xvfb and allow the private Xvfb (xvfb: auto)"))
+            display.get("fix") or "start X on the board and set orchestrate_display (e.g. ':0' or auto), "
+            "or install Xvfb (apt install xvfb) and allow the private Xvfb (orchestrate_xvfb: auto)"))
 
     for place in probes.get("disk", []):
         if place["free"] < place["needed"]:
@@ -131,17 +131,22 @@ def probe_app(argv0, cwd):
 
 
 def probe_display(needs_display, display, xvfb_policy, xvfb_path):
-    """Decide where the app's window goes: 'use' a live display, 'xvfb' a private one, or 'missing'."""
+    """Decide where the app's window goes: 'use' a live display (with the cookie it was started with), 'xvfb' a
+    private one, or 'missing'. A display whose server refuses us is missing (the board's desktop was asked
+    for); one with no server falls back to Xvfb when allowed."""
     if not needs_display:
         return {"mode": "none"}
-    if display and facts_mod.display_socket_exists(display):
-        return {"mode": "use", "display": display}
+    unusable = {"mode": "missing", "detail": "DISPLAY {} has no X server".format(display) if display
+                else "no DISPLAY set"}
+    if display == "auto" or (display and facts_mod.display_socket_exists(display)):
+        unusable = xdisplay.check_display(display)
+        if unusable["mode"] == "use" or not unusable.get("no_server"):
+            return unusable
     if xvfb_policy in ("auto", "always") and xvfb_path:
         return {"mode": "xvfb", "xvfb": xvfb_path}
-    detail = "DISPLAY {} has no X server".format(display) if display else "no DISPLAY set"
-    if xvfb_policy in ("auto", "always") and not xvfb_path:
-        detail += ", and Xvfb is not installed"
-    return {"mode": "missing", "detail": detail}
+    if xvfb_policy in ("auto", "always"):
+        unusable = dict(unusable, detail=unusable["detail"] + ", and Xvfb is not installed")
+    return unusable
 
 
 def run(request):
