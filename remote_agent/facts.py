@@ -215,6 +215,7 @@ def nsys_facts(hint=None):
     if path:
         facts["importer"] = nsys_locate.find_importer(path)
         facts["imports_itself"] = nsys_locate.nsys_finds_importer(path)
+        facts["profile_options"] = nsys_locate.read_profile_options(path)
     return facts
 
 

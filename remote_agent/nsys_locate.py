@@ -6,14 +6,26 @@ import re
 import shutil
 import subprocess
 
-# Where JetPack, the CUDA toolkit and distribution packages put nsys, newest first after sorting.
+# Where JetPack, the Nsight Systems GUI, the CUDA toolkit and distribution packages put nsys, each pattern's
+# matches newest first: JetPack 5/6 (nsight-systems-<ver>), JetPack 4's apt feed (nsight-systems-cli: 2020.5 in
+# target-linux-armv8, 2021.5 in target-linux-tegra-armv8), the folder the host's GUI deploys on first connect
+# (flat, no importer) and where `orchestrate nsys deploy` puts the same.
+GUI_FOLDER = "/opt/nvidia/nsight_systems"
 NSYS_GLOBS = (
     "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/opt/nvidia/nsight-systems/*/target-linux-tegra-armv8/nsys",
     "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/target-linux-tegra-armv8/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/target-linux-armv8/nsys",
+    GUI_FOLDER + "/nsys",
     "/usr/local/cuda*/bin/nsys",
     "/usr/local/cuda*/nsight-systems-*/bin/nsys",
     "/usr/lib/nsight-systems/bin/nsys",
 )
+# The options whose values differ between nsys versions (2020.x: --sample cpu|none; 2022.1 on:
+# process-tree|system-wide|none; --cpuctxsw system-wide from 2022; trace names come and go).
+VERSIONED_OPTIONS = ("sample", "cpuctxsw", "trace")
+_OPTION_LINE = re.compile(r"^\s*(?:-\w, )?--([\w-]+)=\s*$")
 
 _VERSION_RE = re.compile(r"(\d{4})\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-([0-9A-Za-z]+))?")
 
@@ -27,6 +39,38 @@ def parse_nsys_version(text):
                 parts = [p for p in match.groups()[:4] if p is not None]
                 return ".".join(parts)
     return None
+
+
+def parse_profile_help(text):
+    """'nsys profile --help' -> {option: [values]} for every option whose help says "Possible values are ...",
+    the list read to its closing full stop across wrapped lines."""
+    options, option, listing = {}, None, None
+    for line in text.splitlines():
+        named = _OPTION_LINE.match(line)
+        if named:
+            option, listing = named.group(1), None
+            continue
+        words = line.strip()
+        if option and listing is None and words.startswith("Possible values are"):
+            listing = words
+        elif listing is not None and words:
+            listing += " " + words
+        if option and listing is not None and listing.endswith("."):
+            options[option] = re.findall(r"'([^']+)'", listing)
+            option, listing = None, None
+    return options
+
+
+def read_profile_options(path):
+    """The values this nsys takes for the options that differ between versions; {} when its help says none."""
+    try:
+        proc = subprocess.Popen([path, "profile", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True)
+        out, _ = proc.communicate(timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = parse_profile_help(out)
+    return {name: found[name] for name in VERSIONED_OPTIONS if name in found}
 
 
 def version_tuple(version):

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..errors import AppSpecError
 
 if TYPE_CHECKING:  # the catalog (and YAML) load only where an app is profiled
     from ..inventory.catalog import AppSpec
@@ -46,21 +49,40 @@ def whole_seconds(value: float) -> int:
     return max(1, math.ceil(value))
 
 
-def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths) -> list[str]:
+# One meaning, two spellings: sampling the app's process tree is 'cpu' up to nsys 2021 and 'process-tree' from
+# 2022.1 (which still takes 'cpu' without saying so); each version is given the word its help lists.
+SAME_MEANING = {"cpu": "process-tree", "process-tree": "cpu"}
+Accepted = Mapping[str, Sequence[str]]
+
+
+def spelled_for(option: str, value: str, accepted: Accepted | None, version: str) -> str:
+    """value as this nsys takes it for --option (its help's list), or an AppSpecError naming what it takes."""
+    allowed = (accepted or {}).get(option)
+    if not allowed or value in allowed:
+        return value
+    if SAME_MEANING.get(value) in allowed:
+        return SAME_MEANING[value]
+    raise AppSpecError(f"nsys {version} on the board takes --{option} {', '.join(allowed)}, not '{value}'",
+                       f"set {option} in the app's spec (or --{option}) to one of those, or install a newer nsys")
+
+
+def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths, accepted: Accepted | None = None,
+                 version: str = "?") -> list[str]:
     """No --duration: the agent ends the app itself after delay + duration. nsys 2022.4's own timer
     left it stuck in "Generating" in about a third of es2gears runs; an app that ends (however it
-    ends) let it finish every time."""
+    ends) let it finish every time. ``accepted``: the values the board's nsys lists in its help for the
+    options that differ between versions (sample, cpuctxsw, trace)."""
     argv = [
         nsys, "profile",
-        "--trace=" + ",".join(spec.trace),
-        "--sample=" + spec.sample,
+        "--trace=" + ",".join(spelled_for("trace", name, accepted, version) for name in spec.trace),
+        "--sample=" + spelled_for("sample", spec.sample, accepted, version),
         "--output=" + paths.report_base,
         "--force-overwrite=true",
     ]
     if spec.delay_s:
         argv.append(f"--delay={whole_seconds(spec.delay_s)}")
     if spec.cpuctxsw:
-        argv.append("--cpuctxsw=" + spec.cpuctxsw)
+        argv.append("--cpuctxsw=" + spelled_for("cpuctxsw", spec.cpuctxsw, accepted, version))
     argv += list(spec.nsys_args)
     argv += ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch",
              paths.pid_file, paths.app_stdout, paths.app_stderr]

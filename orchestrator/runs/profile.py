@@ -221,7 +221,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         record["app_files"] = stage_app_files(agent, app.files, paths.run_dir)
         if app.workdir is None:
             app = replace(app, workdir=paths.run_dir)
-    argv = profile_argv(nsys["path"], app, paths)
+    argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"])
     record["remote"] = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
     record["remote_command"] = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
     launch = {
