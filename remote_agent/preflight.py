@@ -39,7 +39,8 @@ def evaluate(request, facts, probes):
             "error" if blocking else "warning", "not_root",
             "connected as '{}', not root".format(system.get("user")),
             "nsys needs root on Jetson for OpenGL/CUDA trace and CPU sampling (a normal user gets empty traces)",
-            "connect as root: set ansible_user: root and allow root login by key (PermitRootLogin prohibit-password)"))
+            "log in as the board's user with ansible_become: true (sudo), or as root by key "
+            "(ansible_user: root, PermitRootLogin prohibit-password)"))
         if sampling and paranoid is not None and paranoid > 2:
             found.append(finding(
                 "error", "perf_event_paranoid",
@@ -54,8 +55,10 @@ def evaluate(request, facts, probes):
                 " (nsys found at {})".format(", ".join(elsewhere)) if elsewhere else "")
             what = "no runnable nsys at {} (orchestrate_nsys)".format(request["nsys"])
         else:
-            fix = "install Nsight Systems (JetPack ships it under /opt/nvidia/nsight-systems) or set orchestrate_nsys"
-            what = "nsys not found (looked at: {})".format(", ".join(nsys["tried"]) or "PATH and the usual folders")
+            fix = ("JetPack 5/6: apt install nsight-systems-<version> (it lands in /opt/nvidia/nsight-systems); "
+                   "JetPack 4: apt install nsight-systems-cli, or from the host: orchestrate nsys deploy --target "
+                   "<this board> --from <the host's Nsight Systems folder>; or set orchestrate_nsys to it")
+            what = "nsys not found (looked on PATH and in {})".format(", ".join(nsys_locate.NSYS_GLOBS))
         found.append(finding("error", "nsys_missing", what, "the capture runs 'nsys profile' on the target", fix))
     else:
         if nsys_locate.version_tuple(nsys["version"])[:2] < MIN_NSYS_VERSION:

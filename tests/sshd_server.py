@@ -49,6 +49,7 @@ class Sshd:
     address: str = "127.0.0.1"
     netns: str | None = None  # run inside this network namespace (a board behind a link of its own)
     own_machine: bool = False  # a /run, /tmp, /dev/shm and hostname of its own (see the module's docstring)
+    setup: tuple[str, ...] = ()  # more shell steps that make the machine of its own (mounts of its own)
     process: subprocess.Popen | None = None
     left_in_tmp: set[str] = field(default_factory=set)
 
@@ -58,7 +59,8 @@ class Sshd:
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         if self.own_machine:
             prefix += ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c",
-                       machine_setup(f"board-{self.port}", kept_under_tmp(self.root, CHECKOUT, Path(sys.prefix))), "sh"]
+                       machine_setup(f"board-{self.port}", kept_under_tmp(self.root, CHECKOUT, Path(sys.prefix)),
+                                     self.setup), "sh"]
         self.process = subprocess.Popen([*prefix, SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")],
                                         stdout=log, stderr=log)
         if self.own_machine and self not in MACHINES:
@@ -170,7 +172,7 @@ def kept_under_tmp(*paths: Path) -> list[Path]:
     return kept
 
 
-def machine_setup(hostname: str, kept: list[Path]) -> str:
+def machine_setup(hostname: str, kept: list[Path], more: tuple[str, ...] = ()) -> str:
     """The shell steps, in fresh mount and UTS namespaces, that make a machine of its own before sshd starts:
     tmpfs on /run, /dev/shm and /tmp, the kept folders bound back at their paths in the new /tmp."""
     steps = ["mount -t tmpfs -o mode=755 tmpfs /run", "mkdir -m 755 /run/sshd",
@@ -181,7 +183,7 @@ def machine_setup(hostname: str, kept: list[Path]) -> str:
     for n, folder in enumerate(kept):
         steps += [f"mkdir -p {shlex.quote(str(folder))}", f"mount --bind /run/kept/{n} {shlex.quote(str(folder))}",
                   f"umount /run/kept/{n}"]
-    return " && ".join([*steps, f"hostname {shlex.quote(hostname)}", 'exec "$@"'])
+    return " && ".join([*steps, *more, f"hostname {shlex.quote(hostname)}", 'exec "$@"'])
 
 
 def descendants(root: int) -> list[int]:
@@ -203,7 +205,7 @@ def descendants(root: int) -> list[int]:
 
 
 def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None, address: str = "127.0.0.1",
-              netns: str | None = None, own_machine: bool = False) -> Sshd:
+              netns: str | None = None, own_machine: bool = False, setup: tuple[str, ...] = ()) -> Sshd:
     """Write keys and config under root; the caller starts and stops it."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
@@ -229,4 +231,4 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
     ssh_config = root / "ssh_config"
     ssh_config.write_text("# empty on purpose: keeps the developer's own ~/.ssh/config out of the tests\n")
     return Sshd(root=root, port=port, client_key=client_key, known_hosts=known_hosts, ssh_config=ssh_config,
-                host_public_key=host_public, address=address, netns=netns, own_machine=own_machine)
+                host_public_key=host_public, address=address, netns=netns, own_machine=own_machine, setup=setup)

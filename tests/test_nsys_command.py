@@ -7,8 +7,8 @@ import pytest
 from orchestrator.errors import AppSpecError
 from orchestrator.inventory.catalog import AppSpec, load_catalog
 from orchestrator.nsys.commands import LAUNCH_WRAPPER, RemoteRunPaths, export_sqlite_argv, profile_argv, whole_seconds
-from remote_agent.nsys_locate import parse_profile_help, read_profile_options
 from orchestrator.targets.shell import ShellCommand, command
+from remote_agent.nsys_locate import parse_profile_help, read_profile_options
 
 PATHS = RemoteRunPaths("/root/.cache/orchestrate/runs/r1")
 

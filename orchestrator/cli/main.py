@@ -25,6 +25,8 @@ from ..errors import (
     StudyCellsFailedError,
     UsageError,
 )
+from .board_commands import add_parsers as add_board_parsers
+from .board_commands import cmd_nsys
 from .options import (
     DAY_S,
     add_clock_options,
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     targets.add_argument("--inventory", help="inventory YAML")
     targets.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches")
     add_results_parsers(sub)
+    add_board_parsers(sub)
     return parser
 
 
@@ -406,7 +409,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
+COMMANDS = {"nsys": cmd_nsys, "profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
             "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor,
             "results": cmd_results, "ci": cmd_ci}
