@@ -291,9 +291,9 @@ class SSHTransport:
         channel = self._transport().open_session()
         try:
             channel.exec_command(line)
-            view = memoryview(stdin or b"")
-            for start in range(0, len(view), CHUNK):  # paramiko's sendall copies what is left after each send
-                channel.sendall(view[start:start + CHUNK])
+            data = stdin or b""
+            for start in range(0, len(data), CHUNK):  # paramiko's sendall copies what is left after each send
+                channel.sendall(data[start:start + CHUNK])
             channel.shutdown_write()
             return _drain(channel, on_stdout_line, timeout, line)
         finally:
