@@ -10,7 +10,7 @@ import re
 import subprocess
 import time
 
-from . import boardfs, facts
+from . import boardfs, facts, power_modes
 
 _CPU = re.compile(r"^cpu(\d+):\s*(.*)$")
 _PAIR = re.compile(r"(\w+)=(\S+)")
@@ -83,7 +83,7 @@ def clocks_locked(shown):
 # the work dir names it until it is restored, so that even a supervisor that died (power cut aside) has its
 # board restored by the next agent that launches a capture there.
 PENDING = "clocks.pending.json"
-STORED = "clocks.stored"
+STORED = "clocks.stored"  # each lock's store file is this plus the lock's own suffix
 
 
 def _run(argv):
@@ -104,8 +104,18 @@ def lock(work_dir, nvpmodel_mode=None, owner_pid=None):
     jetson_clocks = boardfs.tool("jetson_clocks")
     if not jetson_clocks:
         raise RuntimeError("jetson_clocks is not on this board (--lock-clocks needs a Jetson)")
+    earlier = _read_json(os.path.join(work_dir, PENDING))
+    if earlier is not None:
+        raise RuntimeError("the clocks an earlier run locked could not be put back (stored in {}): run 'sudo "
+                           "jetson_clocks --restore {}'{}, then remove {}".format(
+                               earlier.get("stored"), earlier.get("stored"),
+                               " and 'sudo nvpmodel -m {}'".format((earlier.get("mode_before") or {}).get("id"))
+                               if earlier.get("nvpmodel_mode") is not None else "", os.path.join(work_dir, PENDING)))
     mode_before = facts.current_power_mode()
-    stored = os.path.join(work_dir, STORED)
+    _remove_leftover_stores(work_dir)
+    # a file of its own: jetson_clocks --store onto an existing file asks "Can I overwrite it? Y/N:" and,
+    # with no terminal to answer, exits 1
+    stored = os.path.join(work_dir, "{}.{}.{}".format(STORED, os.getpid(), int(time.time() * 1000)))
     status, out = _run([jetson_clocks, "--store", stored])
     if status != 0:
         raise RuntimeError("'jetson_clocks --store' failed: {}".format(out.strip()[-300:]))
@@ -118,10 +128,11 @@ def lock(work_dir, nvpmodel_mode=None, owner_pid=None):
     steps.append([jetson_clocks])
     for argv in steps:
         status, out = _run(argv)
-        if status != 0:
+        said = power_modes.refused_switch(out) if "-m" in argv else None
+        if status != 0 or said:
             restore(work_dir)
             raise RuntimeError("'{}' failed: {}".format(" ".join([os.path.basename(argv[0])] + argv[1:]),
-                                                         out.strip()[-300:]))
+                                                         said or out.strip()[-300:]))
     state["locked"] = True
     state["mode_locked"] = facts.current_power_mode()
     return state
@@ -137,19 +148,33 @@ def restore(work_dir):
     mode_before = pending.get("mode_before") or {}
     if pending.get("nvpmodel_mode") is not None and mode_before.get("id") is not None:
         status, out = _run([boardfs.tool("nvpmodel") or "nvpmodel", "-m", str(mode_before["id"])])
-        done["steps"].append({"nvpmodel": mode_before["id"], "status": status, "output": out.strip()[-300:]})
-        done["restored"] = done["restored"] and status == 0
+        said = power_modes.refused_switch(out)
+        done["steps"].append({"nvpmodel": mode_before["id"], "status": status, "output": out.strip()[-300:],
+                              "refused": said})
+        done["restored"] = done["restored"] and status == 0 and not said
     status, out = _run([jetson_clocks, "--restore", pending["stored"]]) if jetson_clocks else (None, "no jetson_clocks")
     done["steps"].append({"jetson_clocks_restore": pending["stored"], "status": status, "output": out.strip()[-300:]})
     done["restored"] = done["restored"] and status == 0
     if done["restored"]:
-        for name in (PENDING, STORED):
+        for path in (os.path.join(work_dir, PENDING), pending["stored"]):
             try:
-                os.remove(os.path.join(work_dir, name))
+                os.remove(path)
             except OSError:
                 pass
     done["mode_now"] = facts.current_power_mode()
     return done
+
+
+def _remove_leftover_stores(work_dir):
+    """Store files no pending lock names (there is none when this runs): a run that crashed between storing and
+    noting it left them."""
+    for name in os.listdir(work_dir):
+        path = os.path.join(work_dir, name)
+        if name.startswith(STORED):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
 
 def recover_stale(work_dir, alive):

@@ -5,7 +5,7 @@ Pure: ``evaluate(request, facts, probes)`` turns facts into findings; ``run`` ga
 import os
 import shutil
 
-from . import boardfs, files, nsys_locate, xdisplay
+from . import boardfs, files, nsys_locate, power_modes, xdisplay
 from . import facts as facts_mod
 
 MIN_NSYS_VERSION = (2019, 5)
@@ -99,6 +99,18 @@ def evaluate(request, facts, probes):
             "error", "cannot_set_power_mode", "--nvpmodel asked, but nvpmodel is not on the target",
             "the power mode is set with nvpmodel (JetPack installs it), and set back with it afterwards",
             "run without --nvpmodel on a board that is not a Jetson"))
+    conf = probes.get("power_modes")
+    if request.get("nvpmodel_mode") is not None and probes.get("nvpmodel") and conf:
+        current = (facts["board"].get("power_mode") or {}).get("id")
+        problem = power_modes.switch_problem(conf, current, request["nvpmodel_mode"])
+        if problem:
+            reachable = power_modes.switchable_modes(conf, current)
+            found.append(finding(
+                "error", "power_mode_needs_reboot",
+                "--nvpmodel {} cannot be set for this run".format(request["nvpmodel_mode"]), problem,
+                "set it once by hand (sudo nvpmodel -m {} and reboot), then --lock-clocks without --nvpmodel; or "
+                "pick a mode this board switches to as it runs: {}".format(
+                    request["nvpmodel_mode"], ", ".join(str(i) for i in reachable) or "none")))
 
     display = probes.get("display")
     if display is not None and display["mode"] == "missing":
@@ -171,5 +183,6 @@ def run(request):
         "disk": disk,
         "jetson_clocks": boardfs.tool("jetson_clocks"),
         "nvpmodel": boardfs.tool("nvpmodel"),
+        "power_modes": power_modes.read_conf() if request.get("nvpmodel_mode") is not None else None,
     }
     return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ParseError
+from .benchmark_model import parse_benchmark_model
 from .common import Figure, Parsed
 from .glmark2 import parse_glmark2
 from .jetson_inference import parse_jetson_inference
@@ -20,6 +21,7 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
     "tftrt-bench": parse_tftrt_bench,
     "glmark2": parse_glmark2,
     "jetson-inference": parse_jetson_inference,
+    "benchmark_model": parse_benchmark_model,
 }
 
 __all__ = ["PARSERS", "Figure", "Parsed", "parse"]
