@@ -68,7 +68,7 @@ def test_adhoc_app_and_overrides():
         parse_app_spec({"name": "x", "command": ["./x"], "cpuctxsw": "off"}, "x.yaml")
     assert parse_app_spec({"name": "x", "command": ["./x"], "parser": "trtexec"}, "x.yaml").parser == "trtexec"
     with pytest.raises(AppSpecError, match="x.yaml: 'parser' must be one of trtexec, tftrt-bench, glmark2, "
-                                           "jetson-inference, not 'nvprof'"):
+                                           "jetson-inference, benchmark_model, not 'nvprof'"):
         parse_app_spec({"name": "x", "command": ["./x"], "parser": "nvprof"}, "x.yaml")
 
 
