@@ -106,8 +106,8 @@ def evaluate(request, facts, probes):
         if problem:
             reachable = power_modes.switchable_modes(conf, current)
             found.append(finding(
-                "error", "power_mode_needs_reboot",
-                "--nvpmodel {} cannot be set for this run".format(request["nvpmodel_mode"]), problem,
+                "error", "power_mode_needs_reboot", "--nvpmodel {}: {}".format(request["nvpmodel_mode"], problem),
+                "nvpmodel would ask on the board, where no one answers, and keep the mode it has",
                 "set it once by hand (sudo nvpmodel -m {} and reboot), then --lock-clocks without --nvpmodel; or "
                 "pick a mode this board switches to as it runs: {}".format(
                     request["nvpmodel_mode"], ", ".join(str(i) for i in reachable) or "none")))

@@ -15,7 +15,8 @@ import re
 import shlex
 from pathlib import Path
 
-SAMPLES = {s["id"]: s for s in json.loads((Path(__file__).parent / "data" / "jetson_samples.json").read_text())}
+DATA = Path(__file__).parent / "data"
+SAMPLES = {s["id"]: s for s in json.loads((DATA / "jetson_samples.json").read_text())}
 
 
 def _text(sample_id: str) -> str:
@@ -69,6 +70,9 @@ BOARDS = {
                   re.findall(r"(\w+)@([\d.]+)C", _text("s027"))],
         "nvpmodel": _text("s060") + "\n", "modes": {0: "MAXN", 1: "MODE_15W", 2: "MODE_30W", 3: "MODE_50W"},
         "ram_mb": 62840, "swap_mb": 31420, "tegrastats": "s027",
+        # L4T R35.3.1's own nvpmodel.conf of the AGX Orin 32GB (tests/data/jetson/SOURCES.md): the modes' TPC
+        # power-gating masks, which nvpmodel cannot change while the board runs
+        "nvpmodel_conf": "nvpmodel_p3701_0000.conf", "tpc_masks": {0: "0", 1: "248", 2: "240", 3: "0"},
     },
 }
 
@@ -114,20 +118,42 @@ def lay_out(root: Path, name: str, tegrastats: bool = True, throttling: bool = F
         _write(root, "/etc/nv_tegra_release", board["nv_tegra_release"] + "\n")
     if "dpkg_query" in board:
         tool(root, "dpkg-query", f"printf '%s\\n' {shlex.quote(board['dpkg_query'])}\n")
-    # nvpmodel: -q prints the board's real text until -m sets a mode (kept in the root, as nvpmodel keeps it)
+    # nvpmodel: -q prints the board's real text until -m sets a mode (kept in the root, as nvpmodel keeps it).
+    # A mode whose GPU power gating differs from the current one's gets nvpmodel's real reboot prompt (words of
+    # published captures); with no terminal to answer it, nvpmodel keeps the mode. Its exit status is in no
+    # published log: 0 here, so that only its words tell.
     names = " ".join(f"{n}) name={shlex.quote(name)};;" for n, name in board["modes"].items())
+    masks = " ".join(f"{n}) mask={m};;" for n, m in board.get("tpc_masks", {}).items())
+    current = re.search(r"\n(\d+)\s*$", board["nvpmodel"])
+    if "nvpmodel_conf" in board:
+        _write(root, "/etc/nvpmodel.conf", (DATA / "jetson" / board["nvpmodel_conf"]).read_text())
     tool(root, "nvpmodel", 'root=$(cd "$(dirname "$0")/../.." && pwd); state="$root/var/lib/nvpmodel/status"\n'
-                           'if [ "$1" = "-m" ]; then mkdir -p "$(dirname "$state")"; echo "$2" > "$state"; exit 0; fi\n'
+                           f'now={current.group(1) if current else 0}; [ -f "$state" ] && now=$(cat "$state")\n'
+                           f'mask_of() {{ mask=none; case "$1" in {masks} esac; echo "$mask"; }}\n'
+                           'if [ "$1" = "-m" ]; then\n'
+                           '  if [ "$(mask_of "$2")" != "$(mask_of "$now")" ]; then\n'
+                           '    echo "NVPM WARN: Golden image context is already created"\n'
+                           '    echo "NVPM WARN: Reboot required for changing to this power mode: $2"\n'
+                           '    echo "NVPM WARN: DO YOU WANT TO REBOOT NOW? enter YES/yes to confirm:"\n'
+                           '    read answer; case "$answer" in YES|yes) echo "NVPM WARN: rebooting";; esac\n'
+                           '    echo "NVPM ERROR: optMask is 1, no request for power mode"; exit 0\n'
+                           '  fi\n'
+                           '  mkdir -p "$(dirname "$state")"; echo "$2" > "$state"; exit 0\n'
+                           'fi\n'
                            f'if [ ! -f "$state" ]; then printf "%s" {shlex.quote(board["nvpmodel"])}; exit 0; fi\n'
                            f'id=$(cat "$state"); case "$id" in {names} *) echo "bad mode" >&2; exit 1;; esac\n'
                            'printf "NV Power Mode: %s\\n%s\\n" "$name" "$id"\n')
     # jetson_clocks: --store writes 'path:value' lines as the real one does (s047), no argument holds every
-    # online core and the GPU at their highest clock, --restore writes the stored values back
+    # online core and the GPU at their highest clock, --restore writes the stored values back; --store onto a
+    # file that exists asks to overwrite it as the real script does, and with no answer exits 1
     tool(root, "jetson_clocks", 'root=$(cd "$(dirname "$0")/../.." && pwd)\n'
                                 'mins="$(cd "$root" && ls sys/devices/system/cpu/cpu*/cpufreq/scaling_min_freq '
                                 'sys/class/devfreq/*/min_freq)"\n'
                                 'case "$1" in\n'
-                                '--store) for f in $mins; do echo "/$f:$(cat "$root/$f")"; done > "$2";;\n'
+                                '--store) if [ -e "$2" ]; then echo "File $2 already exists. Can I overwrite it? '
+                                'Y/N:"; read answer; case $answer in y|Y) rm -f "$2";; *) '
+                                'echo "Error: file $2 already exists!"; exit 1;; esac; fi\n'
+                                '  for f in $mins; do echo "/$f:$(cat "$root/$f")"; done > "$2";;\n'
                                 '--restore) while IFS=: read -r path value; do '
                                 'echo "$value" > "$root$path"; done < "$2";;\n'
                                 '"") for f in $mins; do cat "$root/$(dirname "$f")/$(basename "$f" | '

@@ -120,14 +120,14 @@ def clock_app(root: Path, then: str) -> str:
             f"|| echo default; {then}'")
 
 
-def nano_board(folder: Path, sshd: Sshd) -> dict[str, Any]:
-    """A Jetson Nano laid out from real files (tests/fake_board.py), on the worker's board."""
-    root = lay_out(folder / "nano-files", "nano")
+def nano_board(folder: Path, sshd: Sshd, kind: str = "nano") -> dict[str, Any]:
+    """A Jetson Nano (or another kind of tests/fake_board.py) laid out from real files, on the worker's board."""
+    root = lay_out(folder / f"{kind}-files", kind)
     work = folder / "work"
-    inventory = write_inventory(folder / "inventory.yaml", {"nano": {
+    inventory = write_inventory(folder / "inventory.yaml", {kind: {
         **sshd.inventory_host(), "orchestrate_work_dir": str(work), "orchestrate_board_root": str(root)}})
     return {"root": str(root), "work": str(work), "runs": str(folder / "runs"),
-            "args": ["--target", "nano", "--inventory", str(inventory), "--out", str(folder / "runs"),
+            "args": ["--target", kind, "--inventory", str(inventory), "--out", str(folder / "runs"),
                      *ssh_args(sshd)]}
 
 

@@ -121,3 +121,53 @@ def test_lock_clocks_on_a_board_without_jetson_clocks_is_a_preflight_error(sshd,
     assert "--lock-clocks asked, but jetson_clocks is not on the target" in done.stderr and line.startswith("error:")
     usage = run_cli("profile", "--target", "pc", "--app-cmd", "sleep 5", "--nvpmodel", "1")
     assert usage.returncode == 2 and "--nvpmodel goes with --lock-clocks" in usage.stderr
+
+
+AGX_CPU0_MIN = "sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq"
+
+
+def test_a_power_mode_that_needs_a_reboot_is_refused_before_the_run(sshd, tmp_path):
+    """An AGX Orin in MODE_30W (its published 'nvpmodel -q') with L4T R35.3.1's own nvpmodel.conf: MAXN gates no
+    TPC where MODE_30W gates four, which nvpmodel changes only at boot."""
+    agx = nano_board(tmp_path, sshd, "agx_orin")
+    root, work = Path(agx["root"]), Path(agx["work"])
+    done = run_cli("profile", "--app-cmd", "sleep 30", *QUIET, "--duration", "2", "--lock-clocks", "--nvpmodel", "0",
+                   *agx["args"])
+    assert done.returncode == 7, done.stderr
+    [line] = error_lines(done.stderr)
+    assert ("mode 0 (MAXN) sets TPC_POWER_GATING TPC_PG_MASK 0 where the current mode 2 (MODE_30W) has "
+            "TPC_POWER_GATING TPC_PG_MASK 240: the GPU's power gating changes only at boot") in line
+    assert "sudo nvpmodel -m 0 and reboot" in line and "switches to as it runs: 2" in line
+    assert not (root / "var/lib/nvpmodel/status").exists()  # nvpmodel never ran: the board is as it was
+    assert not (work / clocks.PENDING).exists() and not list(work.glob(clocks.STORED + "*"))
+
+
+def test_nvpmodel_asking_to_reboot_fails_the_lock_in_its_own_words_and_the_clocks_come_back(sshd, tmp_path):
+    """Without the conf to read beforehand, nvpmodel's prompt (declined: no terminal) is read from its output,
+    although it exits 0."""
+    agx = nano_board(tmp_path, sshd, "agx_orin")
+    root, work = Path(agx["root"]), Path(agx["work"])
+    (root / "etc/nvpmodel.conf").unlink()
+    before = (root / AGX_CPU0_MIN).read_text()
+    done = run_cli("profile", "--app-cmd", "sleep 30", *QUIET, "--duration", "2", "--lock-clocks", "--nvpmodel", "0",
+                   *agx["args"])
+    assert done.returncode != 0
+    [line] = error_lines(done.stderr)
+    assert "'nvpmodel -m 0' failed: NVPM WARN: Reboot required for changing to this power mode: 0" in line
+    assert (root / AGX_CPU0_MIN).read_text() == before
+    assert (root / "var/lib/nvpmodel/status").read_text() == "2\n"  # set back to MODE_30W, where it stayed
+    assert not (work / clocks.PENDING).exists() and not list(work.glob(clocks.STORED + "*"))
+
+
+def test_a_store_file_a_crashed_run_left_does_not_stop_the_next_lock(nano, tmp_path):
+    """jetson_clocks --store onto an existing file asks to overwrite it and, with no terminal, exits 1: each
+    lock stores to a file of its own, and what a crashed run left is removed first."""
+    work = Path(nano["work"])
+    work.mkdir(parents=True)
+    for name in (clocks.STORED, clocks.STORED + ".4242.1700000000000"):
+        (work / name).write_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq:1\n")
+    done = run_cli("profile", "--app-cmd", app(Path(nano["root"]), "exec sleep 30"), *QUIET, "--duration", "2",
+                   "--lock-clocks", "--nvpmodel", "1", *nano["args"])
+    run_dir = profiled_run(done, tmp_path / "runs")
+    assert (run_dir / "app.stdout.log").read_text().split() == ["1428000", "921600000", "1"]
+    assert_restored(nano)
