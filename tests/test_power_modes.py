@@ -20,7 +20,8 @@ def test_agx_orin_modes_and_their_gpu_power_gating():
     assert agx["default"] == 2
     tpc = "TPC_POWER_GATING TPC_PG_MASK"
     assert {i: (m["name"], power_modes.gating(m)) for i, m in agx["modes"].items()} == {
-        0: ("MAXN", {tpc: "0"}), 1: ("MODE_15W", {tpc: "248"}), 2: ("MODE_30W", {tpc: "240"}), 3: ("MODE_50W", {tpc: "0"})}
+        0: ("MAXN", {tpc: "0"}), 1: ("MODE_15W", {tpc: "248"}), 2: ("MODE_30W", {tpc: "240"}),
+        3: ("MODE_50W", {tpc: "0"})}
     assert agx["modes"][0]["settings"]["CPU_ONLINE CORE_11"] == "1"
     assert agx["modes"][1]["settings"]["CPU_ONLINE CORE_4"] == "0"
 
