@@ -220,3 +220,38 @@ def test_doctor_says_what_stands_in_the_way_of_each_login_and_its_one_time_fix(t
     assert "set ansible_user to the board's user, ssh-copy-id to it, and ansible_become: true" in \
         checks["rootlogin"]["error"]
     assert checks["stock"]["board"]["nsys"] == "2022.4.2.1"
+
+
+def test_ask_become_pass_prompts_on_the_terminal_without_echo(tmp_path, sshd, login_users):
+    """--ask-become-pass as from a terminal (a pseudo-terminal here): the prompt, the password typed, not echoed."""
+    import pty
+    import time
+    user = login_users["password"]
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": user.inventory_host(
+        sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / "work"))})
+    argv = [sys.executable, "-m", "orchestrator", "doctor", "--inventory", str(inventory), "--json",
+            "--ask-become-pass", *ssh_args(sshd)]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: orchestrate on the pseudo-terminal
+        os.execve(sys.executable, argv, dict(os.environ, PYTHONPATH=str(REPO)))
+    seen, typed, deadline = b"", False, time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the child closed the terminal: it ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not typed and b"BECOME password: " in seen:
+                os.write(terminal, user.password.encode() + b"\n")
+                typed = True
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(terminal)
+    text = seen.decode(errors="replace")
+    assert typed and os.waitstatus_to_exitcode(status) == 0, text
+    assert user.password not in text  # not echoed
+    [check] = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert check["status"] == "ok" and check["board"]["nsys"] == "2022.4.2.1"

@@ -76,7 +76,25 @@ def test_nsys_is_found_wherever_jetpack_put_it(tmp_path, bare_board):
         finally:
             shutil.rmtree(board_path(bare_board, "/opt/nvidia"))
         assert (found["board"]["nsys_path"], found["board"]["nsys"]) == (path, "2022.4.2.1"), layout
-        assert found["status"] == "ok", (layout, found["findings"])
+        assert found["status"] == "ok" and found["findings"] == [], (layout, found["findings"])
+
+
+def test_doctor_says_when_this_machine_cannot_read_what_the_boards_nsys_writes(tmp_path, bare_board):
+    """JetPack 6.1's nsys 2024.5 on the board (a stand-in that answers as it does), 2022.4 here."""
+    place = board_path(bare_board, "/opt/nvidia/nsight-systems/2024.5.4/bin/nsys")
+    place.parent.mkdir(parents=True)
+    place.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2024.5.4.34-245434855735v0'\n")
+    place.chmod(0o755)
+    try:
+        found = doctor(tmp_path, bare_board, {**bare_board.inventory_host(),
+                                              "orchestrate_work_dir": str(tmp_path / "work")})
+    finally:
+        shutil.rmtree(board_path(bare_board, "/opt/nvidia"))
+    assert found["board"]["nsys"] == "2024.5.4.34" and found["status"] == "ok"  # a warning: it does not block
+    [warning] = [f for f in found["findings"] if f["code"] == "host_cannot_read"]
+    assert warning["what"] == ("the board's nsys 2024.5.4.34 writes reports this machine's nsys 2022.4.2.1 cannot "
+                               "read")
+    assert warning["fix"].startswith("install Nsight Systems 2024.5.4.34 or newer here")
 
 
 def test_nsys_deploy_puts_the_hosts_install_where_the_gui_does_and_resumes(tmp_path, bare_board, login_users):

@@ -7,8 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from remote_agent.nsys_locate import version_tuple
+
 from ..errors import OrchestratorError
 from ..inventory.hosts import Inventory
+from ..nsys.host import HostNsys, find_host_nsys
 from ..targets.agent import deploy_agent
 from ..targets.become import BecomeError
 from ..targets.facts import board_summary
@@ -33,7 +36,25 @@ class BoardCheck:
         return self.status != "ok"
 
 
-def check_board(inventory: Inventory, target: str, connect: ConnectOptions) -> BoardCheck:
+def host_reads(board_version: str | None, host: HostNsys | None) -> dict[str, str] | None:
+    """Whether this machine's nsys can read the reports the board's nsys writes (a newer nsys reads older
+    reports, not the other way round); a warning finding when it cannot, else None."""
+    if not board_version:
+        return None
+    if host is None:
+        return {"level": "warning", "code": "host_cannot_read", "what": "this machine has no nsys to read reports",
+                "why": "reports are exported and analysed here",
+                "fix": f"install Nsight Systems {board_version} or newer here"}
+    if version_tuple(host.version)[:2] < version_tuple(board_version)[:2]:
+        return {"level": "warning", "code": "host_cannot_read",
+                "what": f"the board's nsys {board_version} writes reports this machine's nsys {host.version} cannot "
+                        "read", "why": "an nsys reads the reports of its own and older versions only",
+                "fix": f"install Nsight Systems {board_version} or newer here, or export on the board (--export-on)"}
+    return None
+
+
+def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
+                host_nsys: HostNsys | None = None) -> BoardCheck:
     try:
         host = inventory.host(target)
         transport = open_transport(host, connect)
@@ -50,10 +71,13 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions) -> B
     finally:
         transport.close()
     findings = [f for f in checked["findings"] if f["level"] in ("error", "warning")]
+    readable = host_reads(checked["facts"]["nsys"].get("version"), host_nsys)
+    findings += [readable] if readable else []
     status = "problems" if any(f["level"] == "error" for f in findings) else "ok"
     return BoardCheck(target, status, transport.description, board_summary(checked["facts"]), findings)
 
 
 def doctor(inventory: Inventory, targets: list[str], connect: ConnectOptions, forks: int = 5) -> list[BoardCheck]:
+    host_nsys = find_host_nsys()
     with ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="doctor") as pool:
-        return list(pool.map(lambda target: check_board(inventory, target, connect), targets))
+        return list(pool.map(lambda target: check_board(inventory, target, connect, host_nsys), targets))
