@@ -166,7 +166,7 @@ EXIT_CODES: dict[int, str] = {
     2: "bad command-line usage",
     3: "invalid inventory, app spec or study file",
     4: "host unreachable (refused, timed out, unknown name)",
-    5: "SSH authentication refused",
+    5: "SSH authentication refused, or sudo (ansible_become) cannot be used as asked",
     6: "host key unknown or changed",
     7: "preflight found a blocking problem on the target",
     8: "nsys not found or too old on the target",

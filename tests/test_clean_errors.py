@@ -78,6 +78,8 @@ def families(place: Path) -> dict[str, tuple[list[str], list[str]]]:
         "fetch": (["fetch", str(place / "no-run"), *inv], ["--ssh-config", "--known-hosts"]),
         "parse": (["parse", "glmark2", str(place / "no-output.log")], []),
         "targets": (["targets", "--inventory", str(place / "no-inventory.yaml")], ["--limit"]),
+        "nsys deploy": (["nsys", "deploy", "--target", "board", "--from", str(place), *inv],
+                        ["--from", "--target", "--ssh-config", "--known-hosts"]),
     }
 
 
@@ -166,7 +168,7 @@ def test_any_words_after_any_command_are_a_clean_line(place, capsys, monkeypatch
     (["ci", "--app", "es2gears", "--target", "local", "--gate", "nosuchmetric:5%"], 2,
      "--gate nosuchmetric: no such metric"),
     (["parse", "nosuch", "f"], 2, "no parser named 'nosuch' (known: trtexec, tftrt-bench, glmark2, jetson-inference, "
-                                  "tegrastats, nvpmodel"),
+                                  "benchmark_model, tegrastats, nvpmodel"),
     (["analyze", "x" * 300 + ".sqlite"], 2, "File name too long"),
     (["results", "list", "--db", "postgresql+asyncpg://u@localhost/db"], 24, "the driver 'asyncpg' is not one"),
     (["results", "list", "--db", "results.db", "--since", "99999999d"], 2, "longer ago than dates go"),

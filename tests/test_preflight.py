@@ -12,7 +12,7 @@ from orchestrator.errors import (
 )
 from orchestrator.inventory.catalog import AppSpec
 from orchestrator.runs.outcome import classify_capture, nudged_warning, raise_for_findings
-from remote_agent import preflight
+from remote_agent import nsys_locate, preflight
 
 NSYS_OK = {"path": "/usr/bin/nsys", "version": "2022.4.2.1", "tried": ["/usr/bin/nsys"],
            "importer": "/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter", "imports_itself": True}
@@ -42,7 +42,9 @@ def test_nsys_missing_too_old_and_no_importer():
     missing = {"path": None, "version": None, "tried": ["/usr/bin/nsys"], "importer": None, "imports_itself": False}
     found = preflight.evaluate({}, facts(nsys=missing), {})
     assert codes(found) == [("error", "nsys_missing")]
-    assert found[0]["what"] == "nsys not found (looked at: /usr/bin/nsys)"
+    assert found[0]["what"] == "nsys not found (looked on PATH and in {})".format(", ".join(nsys_locate.NSYS_GLOBS))
+    assert "/opt/nvidia/nsight_systems/nsys" in found[0]["what"]
+    assert "orchestrate nsys deploy --target <this board> --from" in found[0]["fix"]
     old = dict(NSYS_OK, version="2019.3.7.9", imports_itself=False, importer=None)
     found = preflight.evaluate({}, facts(nsys=old), {})
     assert codes(found) == [("error", "nsys_too_old"), ("info", "importer_missing")]

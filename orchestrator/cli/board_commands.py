@@ -10,7 +10,8 @@ from .options import add_ssh_options, connect_options, existing_folder, stderr
 def add_parsers(sub: Any) -> None:
     nsys = sub.add_parser("nsys", help="put nsys on a board that has none (as the Nsight Systems GUI does)",
                           description="Board-side Nsight Systems.")
-    verbs = nsys.add_subparsers(dest="nsys_command", required=True, metavar="deploy")
+    verbs = nsys.add_subparsers(dest="nsys_command", required=True, metavar="deploy",
+                                help="deploy: upload a host install's target folder to the board")
     deploy = verbs.add_parser(
         "deploy", help="upload a host Nsight Systems install's target folder to the board",
         description="Upload the target-linux-tegra-armv8 folder of a host Nsight Systems install to the board's "
