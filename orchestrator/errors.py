@@ -50,6 +50,11 @@ class AuthError(OrchestratorError):
     exit_code = 5
 
 
+class BecomeError(OrchestratorError):
+    """The board answered, but sudo (ansible_become) cannot be used there as the inventory asks."""
+    exit_code = 5
+
+
 class HostKeyError(OrchestratorError):
     """The host's key is unknown or differs from known_hosts."""
 

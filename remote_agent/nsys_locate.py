@@ -61,15 +61,25 @@ def parse_profile_help(text):
     return options
 
 
+def _output(argv, timeout_s=60):
+    """What a command prints (stdout and stderr), or None when it cannot run or does not end in time (then
+    it is killed)."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True)
+    except OSError:
+        return None
+    try:
+        return proc.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+
+
 def read_profile_options(path):
     """The values this nsys takes for the options that differ between versions; {} when its help says none."""
-    try:
-        proc = subprocess.Popen([path, "profile", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                universal_newlines=True)
-        out, _ = proc.communicate(timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    found = parse_profile_help(out)
+    found = parse_profile_help(_output([path, "profile", "--help"]) or "")
     return {name: found[name] for name in VERSIONED_OPTIONS if name in found}
 
 
@@ -115,13 +125,8 @@ def find_nsys(hint=None):
 
 
 def read_nsys_version(path):
-    try:
-        proc = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                universal_newlines=True)
-        out, _ = proc.communicate(timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return parse_nsys_version(out)
+    out = _output([path, "--version"])
+    return parse_nsys_version(out) if out is not None else None
 
 
 def symlink_chain(path, limit=16):

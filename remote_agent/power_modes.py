@@ -56,16 +56,22 @@ def _named(mode_id, mode):
     return "{} ({})".format(mode_id, mode["name"]) if mode and mode.get("name") else str(mode_id)
 
 
+def unknown_mode(conf, target_id):
+    """Why there is no mode target_id to switch to, else None."""
+    if target_id in conf["modes"]:
+        return None
+    return "there is no power mode {} in {} (its modes: {})".format(
+        target_id, CONF, ", ".join(_named(i, m) for i, m in sorted(conf["modes"].items())) or "none")
+
+
 def switch_problem(conf, current_id, target_id):
-    """Why 'nvpmodel -m target_id' cannot be done without a reboot (or at all), else None."""
+    """Why 'nvpmodel -m target_id' cannot be done without a reboot, else None (also when either mode is
+    unknown). Only what the target mode sets is written: a mask it does not name stays as it is."""
     modes = conf["modes"]
-    if target_id not in modes:
-        return "there is no power mode {} in {} (its modes: {})".format(
-            target_id, CONF, ", ".join(_named(i, m) for i, m in sorted(modes.items())) or "none")
-    if current_id is None or current_id not in modes or current_id == target_id:
+    if target_id not in modes or current_id not in modes or current_id == target_id:
         return None
     before, after = gating(modes[current_id]), gating(modes[target_id])
-    changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+    changed = sorted(key for key in after if before.get(key) != after[key])
     if not changed:
         return None
     return ("mode {} sets {} where the current mode {} has {}: the GPU's power gating changes only at boot, so "

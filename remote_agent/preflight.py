@@ -102,8 +102,13 @@ def evaluate(request, facts, probes):
     conf = probes.get("power_modes")
     if request.get("nvpmodel_mode") is not None and probes.get("nvpmodel") and conf:
         current = (facts["board"].get("power_mode") or {}).get("id")
+        unknown = power_modes.unknown_mode(conf, request["nvpmodel_mode"])
         problem = power_modes.switch_problem(conf, current, request["nvpmodel_mode"])
-        if problem:
+        if unknown:
+            found.append(finding("error", "power_mode_unknown", "--nvpmodel {}: {}".format(
+                request["nvpmodel_mode"], unknown), "nvpmodel sets only the modes its configuration defines",
+                "pick one of those modes"))
+        elif problem:
             reachable = power_modes.switchable_modes(conf, current)
             found.append(finding(
                 "error", "power_mode_needs_reboot", "--nvpmodel {}: {}".format(request["nvpmodel_mode"], problem),

@@ -4,15 +4,19 @@ client without it ("No protocol specified"), root included, so the app needs ``X
 
 Python 3.6+, stdlib only: the X11 connection set-up is a few bytes on the server's Unix socket.
 """
+import errno
 import os
 import re
 import socket
+import stat
 import struct
 
 X_SERVERS = ("Xorg", "X", "Xvfb", "Xwayland", "Xephyr", "Xvnc", "Xtigervnc", "Xorg.bin")
 DESKTOP_SERVERS = ("Xorg", "X", "Xorg.bin")
 COOKIE = "MIT-MAGIC-COOKIE-1"
+FAMILY_LOCAL = 256
 FAMILY_WILD = 65535
+RUN_MARK = b"ORCHESTRATE_RUN"  # in the environment of the private Xvfb a capture starts (capture.RUN_MARK)
 SOCKETS = "/tmp/.X11-unix/X{}"
 _DISPLAY = re.compile(r"^(?:unix)?:(\d+)(?:\.\d+)?$")
 
@@ -70,6 +74,14 @@ def listening_display(pid, unix_table=None):
     return None
 
 
+def _environment(pid):
+    try:
+        with open("/proc/{}/environ".format(pid), "rb") as handle:
+            return dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+    except (OSError, IOError):
+        return {}
+
+
 def x_servers():
     """The X servers running here: [{pid, program, display, auth}] (display None when unknown)."""
     found = []
@@ -78,6 +90,8 @@ def x_servers():
             continue
         argv = _proc_argv(name)
         if not argv or os.path.basename(argv[0]) not in X_SERVERS:
+            continue
+        if _environment(name).get(RUN_MARK):  # a capture's own private Xvfb, not a desktop
             continue
         number, auth = parse_server_argv(argv)
         if number is None:
@@ -113,20 +127,34 @@ def parse_xauthority(data):
     return entries
 
 
-def cookie_for(entries, number):
-    """The MIT-MAGIC-COOKIE-1 of display number in parsed entries (an entry with no number fits any)."""
-    for _, _, entry_number, name, cookie in entries:
-        if name == COOKIE and entry_number in (str(number), ""):
-            return cookie
+def cookie_for(entries, number, hostname=None):
+    """The MIT-MAGIC-COOKIE-1 of display number in parsed entries (an entry with no number fits any), as a
+    client picks it: this host's own entry first, then a wildcard one, then any."""
+    host = (hostname or socket.gethostname()).encode()
+    fitting = [(family, address, cookie) for family, address, entry_number, name, cookie in entries
+               if name == COOKIE and entry_number in (str(number), "")]
+    for rank in (lambda f, a: f == FAMILY_LOCAL and a == host, lambda f, a: f == FAMILY_WILD, lambda f, a: True):
+        for family, address, cookie in fitting:
+            if rank(family, address):
+                return cookie
     return None
 
 
 def read_cookie(path, number):
+    """The cookie for display number in the file at path, or None. Only a regular file is read (opened without
+    waiting: a path from another user's environment could name a FIFO)."""
     try:
-        with open(path, "rb") as handle:
-            return cookie_for(parse_xauthority(handle.read(1 << 20)), number)
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, IOError):
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return None
+        return cookie_for(parse_xauthority(os.read(handle, 1 << 20)), number)
+    except (OSError, IOError):
+        return None
+    finally:
+        os.close(handle)
 
 
 def _session_authorities(number):
@@ -136,11 +164,7 @@ def _session_authorities(number):
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open("/proc/{}/environ".format(name), "rb") as handle:
-                env = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
-        except (OSError, IOError):
-            continue
+        env = _environment(name)
         if display_number(env.get(b"DISPLAY", b"").decode("utf-8", "replace")) == number and b"XAUTHORITY" in env:
             path = env[b"XAUTHORITY"].decode("utf-8", "replace")
             if path not in found:
@@ -154,16 +178,14 @@ def _session_authorities(number):
     return found
 
 
-def find_cookie_file(number, servers=None):
-    """The file holding display number's cookie, as the server was started: its -auth file, else a desktop
-    session's XAUTHORITY, else a login user's ~/.Xauthority. None when none holds one."""
+def cookie_files(number, servers=None):
+    """The files holding a cookie for display number, in the order to try them: the server's -auth file (as
+    it was started), a desktop session's XAUTHORITY, a login user's ~/.Xauthority."""
     servers = x_servers() if servers is None else servers
     candidates = [s["auth"] for s in servers if s["display"] == number and s["auth"]]
     candidates += _session_authorities(number)
-    for path in candidates:
-        if read_cookie(path, number) is not None:
-            return path
-    return None
+    return [path for i, path in enumerate(candidates)
+            if path not in candidates[:i] and read_cookie(path, number) is not None]
 
 
 def setup_request(cookie):
@@ -187,22 +209,32 @@ def parse_setup_reply(head, rest):
     return False, reason or "refused"
 
 
+NO_SERVER = (errno.ENOENT, errno.ECONNREFUSED)
+
+
 def try_connect(number, cookie, timeout=5.0):
-    """(accepted, reason) of a set-up on display number's socket with this cookie (None: no cookie)."""
+    """(accepted, reason) of a set-up on display number's socket with this cookie (None: no cookie); accepted is
+    None when no server listens there (no socket, or a refused connection, on both the file and the abstract
+    socket), False when one refused us or did not answer."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         try:
             sock.connect(SOCKETS.format(number))
-        except (OSError, IOError):
-            sock.connect("\0" + SOCKETS.format(number))  # the abstract socket Xorg also listens on
+        except (OSError, IOError) as first:
+            try:
+                sock.connect("\0" + SOCKETS.format(number))  # the abstract socket Xorg also listens on
+            except (OSError, IOError) as second:
+                if first.errno in NO_SERVER and second.errno in NO_SERVER:
+                    return None, "nothing listens on {}".format(SOCKETS.format(number))
+                raise
         sock.sendall(setup_request(cookie))
         head = _receive(sock, 8)
         length = struct.unpack("<H", head[6:8])[0] * 4
         rest = _receive(sock, min(length, 1 << 16)) if head[0] != 1 else b""
         return parse_setup_reply(head, rest)
     except (OSError, IOError, socket.timeout) as exc:
-        return False, "cannot connect to its socket: {}".format(getattr(exc, "strerror", None) or exc)
+        return False, "it did not answer: {}".format(getattr(exc, "strerror", None) or exc)
     finally:
         sock.close()
 
@@ -245,19 +277,20 @@ def check_display(display):
     accepted, reason = try_connect(number, None)
     if accepted:
         return {"mode": "use", "display": display, "xauthority": None}
-    if reason.startswith("cannot connect"):
+    if accepted is None:
         return {"mode": "missing", "no_server": True,
                 "detail": "DISPLAY {} has no X server ({})".format(display, reason),
                 "fix": "start the desktop (or X) on the board, or set orchestrate_display to one that runs"}
-    cookie_file = find_cookie_file(number, servers)
-    if cookie_file is None:
+    files = cookie_files(number, servers)
+    if not files:
         return {"mode": "missing", "detail": "the X server of {} refused us ({}) and no cookie for it was found "
                 "(no -auth file, no session XAUTHORITY, no ~/.Xauthority holding one)".format(display, reason),
                 "fix": "log in on the board's desktop (its session holds the cookie), or allow local clients "
                        "there: xhost +local:"}
-    accepted, with_cookie = try_connect(number, read_cookie(cookie_file, number))
-    if accepted:
-        return {"mode": "use", "display": display, "xauthority": cookie_file}
-    return {"mode": "missing", "detail": "the X server of {} refused the cookie in {} ({})".format(
-        display, cookie_file, with_cookie),
+    for path in files:
+        accepted, reason = try_connect(number, read_cookie(path, number))
+        if accepted:
+            return {"mode": "use", "display": display, "xauthority": path}
+    return {"mode": "missing", "detail": "the X server of {} refused the cookies in {} ({})".format(
+        display, ", ".join(files), reason),
         "fix": "the desktop was restarted since: log in again, or allow local clients there: xhost +local:"}

@@ -41,8 +41,10 @@ def test_the_reason_names_both_modes_and_the_masks():
         "mode 0 (MAXN) sets TPC_POWER_GATING TPC_PG_MASK 240 where the current mode 2 (15W) has "
         "TPC_POWER_GATING TPC_PG_MASK 252: the GPU's power gating changes only at boot, so nvpmodel would ask to "
         "reboot the board")
-    assert power_modes.switch_problem(conf("nvpmodel_p3767_0000.conf"), 2, 9) == (
+    assert power_modes.unknown_mode(conf("nvpmodel_p3767_0000.conf"), 9) == (
         "there is no power mode 9 in /etc/nvpmodel.conf (its modes: 0 (MAXN), 1 (10W), 2 (15W), 3 (25W))")
+    assert power_modes.unknown_mode(conf("nvpmodel_p3767_0000.conf"), 3) is None
+    assert power_modes.switch_problem(conf("nvpmodel_p3767_0000.conf"), 2, 9) is None
     assert power_modes.switch_problem(conf("nvpmodel_p3767_0000.conf"), None, 0) is None  # current mode unknown
 
 
@@ -56,6 +58,16 @@ BAD_INPUT = ("NVPM WARN: Reboot required for changing to this power mode: 2\nNVP
 EBUSY = ("NVPM ERROR: Error writing 128 to /sys/devices/platform/gpu.0/tpc_pg_mask: 16\nNVPM ERROR: failed to write "
          "PARAM TPC_POWER_GATING: ARG TPC_PG_MASK: PATH: /sys/devices/platform/gpu.0/tpc_pg_mask VAL: 128\n"
          "NVPM ERROR: failed to set power mode!\nNVPM ERROR: optMask is 2, no request for power mode\n")
+
+
+def test_a_mask_the_target_mode_does_not_name_stays_as_it_is():
+    """nvpmodel writes what a mode sets: a mode without FBP_PG_MASK leaves it, so only TPC can differ."""
+    orin_nx = conf("nvpmodel_p3767_0000.conf")
+    del orin_nx["modes"][3]["settings"]["FBP_POWER_GATING FBP_PG_MASK"]
+    assert power_modes.switch_problem(orin_nx, 0, 3) is None  # both TPC 240
+    orin_nx["modes"][3]["settings"]["FBP_POWER_GATING FBP_PG_MASK"] = "0"
+    assert "FBP_POWER_GATING FBP_PG_MASK 0 where the current mode 0 (MAXN) has FBP_POWER_GATING FBP_PG_MASK 2" in \
+        power_modes.switch_problem(orin_nx, 0, 3)
 
 
 @pytest.mark.parametrize("output, said", [

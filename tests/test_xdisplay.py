@@ -65,6 +65,29 @@ def test_xauthority_as_xauth_writes_it(tmp_path):
     assert xdisplay.parse_xauthority(path.read_bytes()[:-5]) == entries[:1]  # a cut entry ends the reading
 
 
+def test_a_client_picks_this_hosts_entry_then_a_wildcard_then_any():
+    other = (xdisplay.FAMILY_LOCAL, b"another-board", "0", xdisplay.COOKIE, b"A")
+    wild = (xdisplay.FAMILY_WILD, b"", "", xdisplay.COOKIE, b"B")
+    own = (xdisplay.FAMILY_LOCAL, b"nano01", "0", xdisplay.COOKIE, b"C")
+    elsewhere = (xdisplay.FAMILY_LOCAL, b"nano01", "1", xdisplay.COOKIE, b"D")
+    assert xdisplay.cookie_for([other, wild, own, elsewhere], 0, "nano01") == b"C"
+    assert xdisplay.cookie_for([other, wild, elsewhere], 0, "nano01") == b"B"
+    assert xdisplay.cookie_for([other, elsewhere], 0, "nano01") == b"A"
+    assert xdisplay.cookie_for([elsewhere], 0, "nano01") is None
+
+
+def test_a_fifo_where_a_cookie_file_should_be_is_not_waited_for(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "Xauthority")
+    assert xdisplay.read_cookie(str(tmp_path / "Xauthority"), 0) is None
+    assert xdisplay.read_cookie(str(tmp_path / "missing"), 0) is None
+
+
+def test_nothing_listening_is_no_server_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(xdisplay, "SOCKETS", str(tmp_path / "X{}"))
+    assert xdisplay.try_connect(4242, None) == (None, f"nothing listens on {tmp_path / 'X4242'}")
+
+
 def test_the_connection_set_up_is_the_protocols_layout():
     request = xdisplay.setup_request(bytes(range(16)))
     assert request[:12] == struct.pack("<BxHHHHxx", 0x6C, 11, 0, 18, 16)

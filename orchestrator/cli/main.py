@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from .. import __version__
+from ..environment import take_become_password
 from ..errors import (
     EXIT_CODES,
     DiskFullError,
@@ -457,7 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else argv
         _check_text(argv)
+        become_password = take_become_password()  # before anything this process starts could inherit it
         args = build_parser().parse_args(argv)
+        args.become_password = become_password
         debug_log = args.debug_log
         return COMMANDS[args.command](args)
     except OrchestratorError as exc:

@@ -145,18 +145,20 @@ def add_ssh_options(parser: argparse.ArgumentParser) -> None:
 
 
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
-    """What this machine adds to the inventory's hosts: the ssh options above and sudo's password. The password
-    variable is taken out of the environment, so that nothing this process starts inherits it."""
-    from ..targets.become import take_password_variable
+    """What this machine adds to the inventory's hosts: the ssh options above and sudo's password (the one
+    main() took from the environment, or typed at --ask-become-pass's prompt)."""
     from ..targets.transport import ConnectOptions
-    password = take_password_variable()
+    password = getattr(args, "become_password", None)
     if args.ask_become_pass:
         import getpass
         try:
-            password = getpass.getpass("BECOME password: ")
+            password = getpass.getpass("BECOME password: ") or None
         except EOFError:
             raise UsageError("--ask-become-pass found no terminal to ask on",
                              "set ORCHESTRATE_BECOME_PASSWORD instead (for CI)") from None
+    if password is not None and any(c in password for c in "\n\r\0"):
+        raise UsageError("the become password holds a line break or a NUL, which sudo cannot take",
+                         "give the password without them")
     return ConnectOptions(args.ssh_config, args.known_hosts, args.accept_new_host_key, become_password=password)
 
 

@@ -13,7 +13,6 @@ from ..errors import OrchestratorError
 from ..inventory.hosts import Inventory
 from ..nsys.host import HostNsys, find_host_nsys
 from ..targets.agent import deploy_agent
-from ..targets.become import BecomeError
 from ..targets.facts import board_summary
 from ..targets.transport import ConnectOptions, open_transport
 from .runner import UNREACHABLE_ERRORS
@@ -59,8 +58,8 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
         host = inventory.host(target)
         transport = open_transport(host, connect)
     except OrchestratorError as exc:
-        reached = isinstance(exc, BecomeError) or not isinstance(exc, UNREACHABLE_ERRORS)  # sudo answered
-        return BoardCheck(target, "problems" if reached else "unreachable", error=exc.one_line())
+        return BoardCheck(target, "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "problems",
+                          error=exc.one_line())
     try:
         agent = deploy_agent(transport, host)
         checked = agent.call("preflight", {

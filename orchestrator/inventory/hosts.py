@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..environment import BECOME_PASSWORD_VARIABLE
 from ..errors import InventoryError
 from ..yaml_files import parse_yaml
 
@@ -202,7 +203,7 @@ def _check_vars(values: dict, owner: str, source: str) -> dict[str, Any]:
                                  "and never stores a password", f"remove '{key}' and set up an SSH key (ssh-copy-id)")
         if key in BECOME_PASSWORD_KEYS:
             raise InventoryError(f"{source}: {owner}: '{key}' is refused: a password is never kept in a file",
-                                 f"remove '{key}'; give it with --ask-become-pass or ORCHESTRATE_BECOME_PASSWORD")
+                                 f"remove '{key}'; give it with --ask-become-pass or {BECOME_PASSWORD_VARIABLE}")
         if key not in HOST_KEYS:
             raise InventoryError(f"{source}: {owner}: unknown key '{_short(key)}'",
                                  "known keys: " + ", ".join(sorted(HOST_KEYS)))

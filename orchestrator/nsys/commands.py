@@ -58,8 +58,8 @@ Accepted = Mapping[str, Sequence[str]]
 def spelled_for(option: str, value: str, accepted: Accepted | None, version: str) -> str:
     """value as this nsys takes it for --option (its help's list), or an AppSpecError naming what it takes."""
     allowed = (accepted or {}).get(option)
-    if not allowed or value in allowed:
-        return value
+    if not allowed or "none" not in allowed or value in allowed:  # every version lists 'none' last: a list
+        return value                                               # without it was read cut short, so not trusted
     if SAME_MEANING.get(value) in allowed:
         return SAME_MEANING[value]
     raise AppSpecError(f"nsys {version} on the board takes --{option} {', '.join(allowed)}, not '{value}'",

@@ -34,9 +34,10 @@ def parse_tftrt_bench(text: str) -> Parsed:
             steps.append(number(step.group(1)))
             continue
         head, _, rest = line.strip().partition(": ")
-        if head in SUMMARY and rest:
+        value = re.match(r"[\d.]+(?:e[-+]?\d+)?$", rest.strip(), re.I)
+        if head in SUMMARY and value:
             name, unit = SUMMARY[head]
-            figures[name] = Figure(number(rest), unit)
+            figures[name] = Figure(number(value.group(0)), unit)
             continue
         throughput = THROUGHPUT.match(line)
         if throughput:

@@ -81,7 +81,7 @@ def board_hashes(transport: Transport, folder: str) -> dict[str, str]:
 def tar_of(folder: Path, names: list[str]) -> bytes:
     """The named files of folder as one tar (links followed, modes kept)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
+    with tarfile.open(fileobj=buffer, mode="w", dereference=True) as archive:
         for name in names:
             archive.add(folder / name, arcname=name, recursive=False)
     return buffer.getvalue()

@@ -139,8 +139,14 @@ def _probe(transport: Transport, host: Host) -> tuple[str, str]:
     """Make the work dir root-only and find it and the python: NUL-separated, so any path works."""
     work = shell_path(host.work_dir)
     probe = transport.run(f"umask 077 && mkdir -p {work}/agent && chmod 700 {work} {work}/agent && cd {work} "
-                          f"&& printf '%s\\0' \"$(pwd)\" && command -v {ShellCommand((host.python,)).render()}")
-    fields = probe.stdout.split("\0")
+                          f"&& printf '%s\\0' \"$(stat -c %u .)\" \"$(id -u)\" \"$(pwd)\" "
+                          f"&& command -v {ShellCommand((host.python,)).render()}")
+    owner, user, *fields = probe.stdout.split("\0") if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
+    if owner != user and probe.exit_status == 0:  # the bootstrap would refuse every archive in it
+        raise AgentError(f"the work dir {fields[0]} on {transport.description} belongs to uid {owner}, not to the "
+                         f"user the agent works as (uid {user})",
+                         "set orchestrate_work_dir to a folder of its own (the default ~/.cache/orchestrate is made "
+                         "for it), or remove that one")
     if probe.exit_status != 0 or len(fields) < 2:
         if len(fields) == 2 and not fields[1].strip():
             raise AgentError(f"'{host.python}' not found on {transport.description}",

@@ -9,51 +9,17 @@ instead of sudo taking the next lines of input as further tries; from then on ev
 """
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import AuthError, TransferError
+from ..environment import BECOME_PASSWORD_VARIABLE
+from ..errors import BecomeError, TransferError
 from .download import CommandResult, Part, ProgressHandler
 from .shell import ShellCommand
 from .transport import LineHandler, Stream, Transport
 
-PASSWORD_VARIABLE = "ORCHESTRATE_BECOME_PASSWORD"
-ASK_FIX = f"give it with --ask-become-pass or {PASSWORD_VARIABLE}"
-
-
-def take_password_variable() -> str | None:
-    """ORCHESTRATE_BECOME_PASSWORD's value, taken out of this process's environment: out of os.environ, so that
-    nothing it starts inherits it, and out of the block the kernel shows as /proc/<pid>/environ (overwritten in
-    place), where a profiler running beside a local run would otherwise read it and keep it in its report."""
-    value = os.environ.pop(PASSWORD_VARIABLE, None)
-    if value:
-        _blank_initial_variable(PASSWORD_VARIABLE)
-    return value or None
-
-
-def _blank_initial_variable(name: str) -> None:
-    key = name.encode() + b"="
-    try:
-        with open("/proc/self/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        env_start = int(fields[47])  # field 50 of proc(5); the list starts at field 3
-        with open("/proc/self/environ", "rb") as environ:
-            block = environ.read()
-        offset = 0
-        with open("/proc/self/mem", "r+b", buffering=0) as memory:
-            for entry in block.split(b"\0"):
-                if entry.startswith(key):
-                    memory.seek(env_start + offset + len(key))
-                    memory.write(b"*" * (len(entry) - len(key)))
-                offset += len(entry) + 1
-    except (OSError, ValueError, IndexError):
-        pass  # not Linux, or a kernel without these files: os.environ no longer has it either way
-
-
-class BecomeError(AuthError):
-    """sudo cannot be used on the target as the inventory asks."""
+ASK_FIX = f"give it with --ask-become-pass or {BECOME_PASSWORD_VARIABLE}"
 
 
 def sudo_prefix(user: str, asks_password: bool) -> str:
@@ -125,7 +91,7 @@ def _first_line(result: CommandResult) -> str:
 def _check(inner: Transport, user: str, password: str | None) -> bool:
     """Whether sudo asks the login user for a password (True) or not; a BecomeError when it cannot be used."""
     where = inner.description
-    probe = inner.run(f"id -un && {sudo_prefix(user, False)} true")
+    probe = inner.run(f"id -un && LC_ALL=C {sudo_prefix(user, False)} true")  # sudo's words in English
     login = probe.stdout.strip() or "the login user"
     sudoers_line = f"{login} ALL=(ALL) NOPASSWD: ALL"
     if probe.exit_status == 0:
@@ -133,6 +99,9 @@ def _check(inner: Transport, user: str, password: str | None) -> bool:
     if probe.exit_status == 127 or "not found" in probe.stderr:
         raise BecomeError(f"ansible_become is set but {where} has no sudo",
                           "install sudo there (apt install sudo), or log in as root and drop ansible_become")
+    if "tty" in probe.stderr:
+        raise BecomeError(f"sudo on {where} needs a terminal: {_first_line(probe)}",
+                          f"add 'Defaults:{login} !requiretty' to /etc/sudoers.d/orchestrate (visudo -f)")
     if "password is required" not in probe.stderr:
         raise BecomeError(f"sudo -u {user} refused {login} on {where}: {_first_line(probe)}",
                           f"let {login} use sudo: 'usermod -aG sudo {login}' on the board, or the line "
@@ -141,7 +110,7 @@ def _check(inner: Transport, user: str, password: str | None) -> bool:
         raise BecomeError(f"sudo on {where} asks {login} for a password and none was given",
                           f"{ASK_FIX}; or, once on the board, allow it without one: the line '{sudoers_line}' "
                           "in /etc/sudoers.d/orchestrate (visudo -f)")
-    tried = inner.run(f"{sudo_prefix(user, True)} true", stdin=password.encode() + b"\n")
+    tried = inner.run(f"LC_ALL=C {sudo_prefix(user, True)} true", stdin=password.encode() + b"\n")
     if tried.exit_status == 0:
         return True
     said = _first_line(tried)
