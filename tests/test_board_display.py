@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_inventory
+from conftest import nsys_stall_only, profiled_run, run_cli, write_inventory
 from scenarios import ssh_args
 from sshd_server import Sshd
 
@@ -76,7 +76,7 @@ def profile_es2gears(tmp_path: Path, sshd: Sshd, host: dict) -> tuple[subprocess
     tmp_path.mkdir(exist_ok=True)
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": host})
     done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "2",
-                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+                   "--retries", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     runs = list((tmp_path / "runs").glob("*/run.json")) if (tmp_path / "runs").exists() else []
     return done, (runs[0].parent if runs else None)
 
@@ -100,10 +100,10 @@ def test_the_app_draws_on_the_boards_own_display_with_the_cookie_it_was_started_
     for display in (board_x.display, "auto"):
         host = user.inventory_host(sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / "work"),
                                    orchestrate_display=display, orchestrate_xvfb="never")
-        done, run_dir = profile_es2gears(tmp_path / display.strip(":"), sshd, host)
-        assert done.returncode == 0, done.stderr
-        assert run_dir is not None
+        done, _ = profile_es2gears(tmp_path / display.strip(":"), sshd, host)
+        run_dir = profiled_run(done, tmp_path / display.strip(":") / "runs")
         record = json.loads((run_dir / "run.json").read_text())
+        assert record["status"] == "ok" or nsys_stall_only(record)
         assert record["capture"]["display"] == board_x.display
         assert f"XAUTHORITY={board_x.auth}" in record["remote_command"]
         assert swaps(run_dir) > 20  # 2 s of gears on the board's own server

