@@ -13,7 +13,7 @@ from orchestrator.ci.job import CiRequest, gate_checks, job_outcome
 from orchestrator.inventory.hosts import Host
 from orchestrator.results.database import open_database
 from orchestrator.results.records import Provenance
-from orchestrator.results.store import add_run, start_job
+from orchestrator.results.store import Series, add_run, baseline, start_job
 from orchestrator.study.runner import StudyRequest
 from orchestrator.study.spec import StudySpec
 
@@ -37,10 +37,19 @@ def ci_request(tmp_path: Path, *rules: GateRule) -> CiRequest:
                      provenance=BRANCH, base="main", rules=rules)
 
 
-def stored_baseline(database, values=(10.0, 10.1, 9.9, 10.05)) -> None:
-    for index, value in enumerate(values):
-        add_run(database, record(index, value), MAIN)
-    add_run(database, record(50, 99.0, valid=False), MAIN)  # a throttled run on main: never part of a baseline
+JOBS = ((10.0, 10.02), (10.1, 10.08), (9.9, 9.93), (10.05, 10.03), (9.97, 10.0))
+
+
+def stored_baseline(database, jobs=JOBS) -> None:
+    """Five jobs of two runs on main, and a sixth whose one run was throttled."""
+    index = 0
+    for number, values in enumerate(jobs):
+        job = start_job(database, f"main-{number}", MAIN, "main", "nano-01", "posebench")
+        for value in values:
+            add_run(database, record(index, value), MAIN, job)
+            index += 1
+    job = start_job(database, "main-throttled", MAIN, "main", "nano-01", "posebench")
+    add_run(database, record(50, 99.0, valid=False), MAIN, job)  # never part of a baseline
 
 
 def test_flagged_runs_are_left_out_and_never_a_baseline(database, tmp_path):
@@ -52,7 +61,8 @@ def test_flagged_runs_are_left_out_and_never_a_baseline(database, tmp_path):
     checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, runs, {}, job)
     [check] = checks
     assert (check.status, check.verdict, check.reason) == ("decided", NO_CHANGE, "1 flagged run left out")
-    assert check.decision.values == (10.02, 9.98) and check.decision.baseline == (10.0, 10.1, 9.9, 10.05)
+    assert check.decision.values == (10.02, 9.98) and check.decision.baseline == (10.01, 10.09, 9.915, 10.04, 9.985)
+    assert check.decision.baseline_runs == 10
     assert job_outcome(checks, None) == "pass"
 
 
@@ -88,7 +98,27 @@ def test_the_baseline_is_the_same_board_kind_and_cell(database, tmp_path):
     [check, _] = gate_checks(ci_request(tmp_path), database, other_cell, document, None)
     assert check.verdict == "no baseline"
     [check, _] = gate_checks(ci_request(tmp_path), database, [record(100, 11.0), record(101, 11.1)], {}, None)
-    assert check.verdict == REGRESSION and len(check.decision.baseline) == 4  # the same kind and cell: judged
+    assert check.verdict == REGRESSION and len(check.decision.baseline) == 5  # the same kind and cell: judged
+
+
+def test_a_baseline_is_the_newest_jobs_each_with_its_valid_runs(database):
+    for number in range(12):
+        job = start_job(database, f"job-{number}", MAIN, "main", "nano-01", "posebench")
+        add_run(database, record(2 * number, 10.0 + number), MAIN, job)
+        add_run(database, record(2 * number + 1, 10.5 + number), MAIN, job)
+    found = baseline(database, Series("posebench"), "steady_mean_ms", "main", 10)
+    assert [job.values for job in found] == [(10.0 + n, 10.5 + n) for n in range(2, 12)]  # oldest first
+    assert [job.key for job in found] == [f"job {n}" for n in range(3, 13)]
+    newest = found[-1].points[0].job_id
+    assert [j.values for j in baseline(database, Series("posebench"), "steady_mean_ms", "main", 3,
+                                       exclude_job=newest)] == [(18.0, 18.5), (19.0, 19.5), (20.0, 20.5)]
+    # runs stored outside a CI job: a study folder's runs are one job, a lone run its own
+    for index, folder in ((40, "/runs/study-a/r1"), (41, "/runs/study-a/r2"), (42, None)):
+        run = replace(record(index, 30.0 + index), study="posebench" if folder else None, folder=folder or "/lone")
+        add_run(database, run, MAIN)
+    latest = baseline(database, Series("posebench"), "steady_mean_ms", "main", 2)
+    assert [(job.key, job.values) for job in latest] == [("folder /runs/study-a", (70.0, 71.0)),
+                                                         ("run run-42", (72.0,))]
 
 
 def test_a_cell_that_measured_nothing_fails_the_job(database, tmp_path):

@@ -281,7 +281,8 @@ def test_compare_of_repeats_compares_distributions(export, browser, tmp_path):
     assert all(m["values"][0] == m["values"][1] == m["median"] and m["ci95"] == [m["median"]] * 2 for m in steady)
     [verdict] = [v for v in document["repeats"]["verdicts"] if v["metric"] == "steady_mean_ns"]
     assert verdict["verdict"] == ("slower" if steady[1]["median"] > steady[0]["median"] else "faster")
-    assert verdict["intervals_apart"] and verdict["base"] == "pose" and verdict["other"] == "gears"
+    assert verdict["rounds"] == 2 and verdict["base"] == "pose" and verdict["other"] == "gears"
+    assert verdict["p_value"] == 0.0  # the same two reports a side: every round's ratio the same
     assert compare_runs([pose, gears], page_dir=tmp_path)["repeats"] is None  # no repeats: one delta each
     page_path, _ = write_comparison(document, tmp_path / "compare.html")
     opened = open_page(browser, page_path)

@@ -89,31 +89,32 @@ def test_runs_go_in_once_and_come_out_with_their_figures(db_url):
         database.close()
 
 
-def test_a_baseline_is_the_newest_valid_runs_of_the_base_of_the_same_board_kind(db_url):
+def test_a_baseline_is_the_newest_valid_jobs_of_the_base_of_the_same_board_kind(db_url):
     database = open_database(db_url)
     try:
         job = start_job(database, "job-1", MAIN, "main", "nano-01", "posebench")
-        for index, value in enumerate([10.0, 10.2, 9.8, 10.1, 9.9, 10.0]):
+        for index, value in enumerate([10.0, 10.2, 9.8, 10.1, 9.9, 10.0]):  # four lone runs, then a job of two
             add_run(database, record(index, value), MAIN, job if index >= 4 else None)
         add_run(database, record(10, 30.0, valid=False), MAIN)                        # flagged: never a baseline
         add_run(database, record(11, 20.0, kind="f" * 16), MAIN)                      # another board kind
         add_run(database, record(12, 15.0), Provenance("abcdef0123456789", "feature"))  # another branch
         add_run(database, record(13, 7.0, cell="threads=2"), MAIN)                    # another cell
         series = Series("posebench", cell="", board_kind=NANO_KIND)
-        values = [p.value for p in baseline(database, series, "steady_mean_ms", "main", 10)]
-        assert values == [10.0, 10.2, 9.8, 10.1, 9.9, 10.0]
-        assert [p.value for p in baseline(database, series, "steady_mean_ms", "main", 3)] == [10.1, 9.9, 10.0]
+
+        def values(base: str, jobs: int, exclude_job: int | None = None) -> list[tuple[float, ...]]:
+            return [j.values for j in baseline(database, series, "steady_mean_ms", base, jobs, exclude_job)]
+        assert values("main", 10) == [(10.0,), (10.2,), (9.8,), (10.1,), (9.9, 10.0)]
+        assert values("main", 2) == [(10.1,), (9.9, 10.0)]
         # this job's own runs are left out of its baseline
-        assert [p.value for p in baseline(database, series, "steady_mean_ms", "main", 10, exclude_job=job)] == \
-            [10.0, 10.2, 9.8, 10.1]
+        assert values("main", 10, exclude_job=job) == [(10.0,), (10.2,), (9.8,), (10.1,)]
         # a commit (7+ hex digits) or a run id; "last-good" once the job passed
-        assert [p.value for p in baseline(database, series, "steady_mean_ms", "abcdef0", 10)] == [15.0]
-        assert [p.value for p in baseline(database, series, "steady_mean_ms", "run-2", 10)] == [9.8]
-        assert baseline(database, series, "steady_mean_ms", "last-good", 10) == []
+        assert values("abcdef0", 10) == [(15.0,)]
+        assert values("run-2", 10) == [(9.8,)]
+        assert values("last-good", 10) == []
         finish_job(database, job, "pass")
-        assert [p.value for p in baseline(database, series, "steady_mean_ms", "last-good", 10)] == [9.9, 10.0]
+        assert values("last-good", 10) == [(9.9, 10.0)]
         by_name = Series("posebench", cell="", board_kind="NVIDIA Jetson Nano Developer Kit")
-        assert len(baseline(database, by_name, "steady_mean_ms", "main", 10)) == 6 + 1  # the other kind shares a name
+        assert len(baseline(database, by_name, "steady_mean_ms", "main", 10)) == 5 + 1  # the other kind shares a name
     finally:
         database.close()
 

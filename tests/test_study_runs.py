@@ -63,9 +63,14 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
         assert cell["metrics"]["app.inference_mean_ms"]["values"] == [5.0, 5.0]
         assert len(cell["runs"]) == 2 and cell["reused"] == []
     [slower] = [c for c in document["comparisons"] if c["metric"] == "app.first_inference_ms"]
-    assert (slower["base"], slower["other"], slower["verdict"], slower["relative"]) == (0, 2, "slower", 1.0)
+    assert (slower["base"], slower["other"], slower["verdict"], slower["rounds"]) == (0, 2, "slower", 2)
+    assert slower["relative"] == pytest.approx(1.0)
     [same] = [c for c in document["comparisons"] if c["metric"] == "app.inference_mean_ms"]
     assert same["verdict"] == "no clear difference"
+    # the cells took turns (A B C A C: the failed cell's second repeat was not tried), as the order says
+    assert [(o["round"], o["cell"]) for o in document["order"]] == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 2)]
+    assert [o["run"] for o in document["order"]] == [ran["runs"][0], failed["runs"][0], other["runs"][0],
+                                                     ran["runs"][1], other["runs"][1]]
     records = [json.loads((folder / name / "run.json").read_text()) for c in document["cells"] for name in c["runs"]]
     assert len(records) == 5
     for record in records:
@@ -76,6 +81,9 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
         state = record["board_state"]["before"]
         assert len(state["load_average"]) == 3 and state["power_mode"] is None
     assert [r["study"]["repeat"] for r in records] == [1, 2, 1, 1, 2]
+    started = {name: json.loads((folder / name / "run.json").read_text())["started_at"] for name in
+               [o["run"] for o in document["order"]]}
+    assert list(started.values()) == sorted(started.values())  # run in that order
     assert [r["study"]["variables"]["first"] for r in records] == [100, 100, 100, 200, 200]
     assert all("after" in r["board_state"] for r in records if r["status"] == "ok")
     assert_board_clean(tmp_path / "work")
@@ -116,20 +124,23 @@ def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     [first_folder] = list((tmp_path / "runs").iterdir())
     stopped = json.loads((first_folder / "study.json").read_text())
     assert stopped["status"] == "interrupted" and stopped["cells"][0]["status"] == "ok"
-    assert len(stopped["cells"][0]["runs"]) == 2
+    assert len(stopped["cells"][0]["runs"]) == 1  # the cells take turns: the first cell's first round only
     [interrupted_run] = stopped["cells"][1]["runs"]  # no run after the interrupted one
     assert stopped["cells"][1]["status"] == "interrupted"
     assert stopped["stopped_in"] == {"cell": 1, "label": "first=200, mode=run", "repeat": 1, "run": interrupted_run}
-    assert len(list(first_folder.glob("*/run.json"))) == 3
+    assert len(list(first_folder.glob("*/run.json"))) == 2
     again = run_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), *RETRIES,
                     *ssh_args(sshd), timeout=600)
     assert again.returncode == 0, again.stderr
     folder = Path(again.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "study.json").read_text())
     first, second = document["cells"]
-    assert first["reused"] == stopped["cells"][0]["runs"] == first["runs"]
-    assert all((folder / name).is_symlink() and (folder / name / "summary.json").is_file() for name in first["runs"])
+    assert first["reused"] == stopped["cells"][0]["runs"] == first["runs"][:1] and len(first["runs"]) == 2
+    assert all((folder / name).is_symlink() and (folder / name / "summary.json").is_file() for name in first["reused"])
+    assert not (folder / first["runs"][1]).is_symlink()
     assert second["reused"] == [] and len(second["runs"]) == 2 and second["status"] == "ok"
+    # round 1 of the first cell was reused: its second round waits for the round-2 turn
+    assert [(o["round"], o["cell"]) for o in document["order"]] == [(1, 1), (2, 0), (2, 1)]
     assert first["metrics"]["app.first_inference_ms"]["median"] == 100.0
     fresh = run_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), "--fresh",
                     "--repeat", "1", "--set", "first=100", *RETRIES, *ssh_args(sshd), timeout=600)

@@ -1,55 +1,80 @@
-"""The regression gate: is a CI job's value of a metric clearly worse than its baseline? Pure functions on
-numbers.
+"""The regression gate: is a CI job's figure of a metric clearly worse than the jobs before it? Pure
+functions on numbers.
 
-A change is called a regression (or an improvement) only when it is both
-- statistically clear against the baseline's own spread: Student's t-test of the job's runs against the
-  baseline's runs with their variances pooled (scipy's t distribution) -- the job runs the same app on the
-  same kind of board, so the baseline's many runs say how noisy a run is, where a CI job's two or three
-  runs alone cannot (Welch's test on two runs has one degree of freedom and misses a 50 % slowdown);
-  with a single new run this is the t prediction test (is the value outside where one more run of the
-  baseline would fall 95 % of the time); p < 0.05, two-sided; and
-- larger than a practical threshold: 5 % of the baseline's mean unless the gate says otherwise.
-Fewer than three baseline runs say nothing about the spread: the metric passes, and the decision says so.
-The band is where the job's mean could lie without a clear change: the baseline's mean +- t(0.975) x its
-standard deviation x sqrt(1/n + 1/m) -- a noisy history widens it.
+Jobs are the unit of noise. The runs of one job share the machine's state of the moment (caches, clocks,
+other load) and differ far less than jobs do, so a job is summarised by the median of its runs, and the
+baseline is the last jobs' medians. Their spread says how far an unchanged job's median falls from the
+others': the between-job part (the weather of the day, which no repeat inside one job removes) plus the
+within-job part (the runs' own scatter, pooled over the jobs, which more repeats shrink):
+
+    var(this job's median) = between + c(n) within / n,   between = max(0, var(job medians) - mean c(n_j) within / n_j)
+
+(c(n) = 1 for the mean of one or two runs, pi/2 for a median of more: its variance against a mean's under
+normal noise, taken at its largest). The job's median is judged by where the next unchanged job's would
+fall: the t prediction interval on k - 1 degrees of freedom around the baseline jobs' mean, its
+variance that of the job's median plus the baseline mean's own (var(job medians) / k).
+
+Three verdicts (and the direction of a clear one):
+- a regression (or an improvement): beyond the noise (p < 0.01, two-sided) and larger than the metric's
+  practical threshold (a first frame is far noisier than a steady mean: per-metric defaults below);
+- no clear change: well within the noise (p >= 0.2), or under the threshold even at the far end of the
+  job's own 95 % interval;
+- not sure yet: anything between; the job runs more repeats (each narrows its own interval) and decides again.
+(``study.noise.classify``: the same three verdicts studies and `compare` give.)
+Fewer than ``MIN_JOBS`` baseline jobs cannot tell the noise between jobs: the metric passes, and says so.
 """
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from scipy import special  # the t distribution without loading scipy.stats: `results history` starts faster
+from statistics import fmean, median, variance
 
 from ..errors import UsageError
+from ..study.noise import ALPHA, CLEAR, SAME, SAME_P, classify
 
-DEFAULT_THRESHOLD = 0.05
-ALPHA = 0.05
-MIN_BASELINE = 3
+MIN_JOBS = 5              # baseline jobs before the noise between jobs is known
+BASELINE_JOBS = 10        # the newest valid jobs a baseline holds
+DEFAULT_THRESHOLD = 0.05  # a metric without a default of its own
+# per metric: what this machine's unchanged jobs spread (bench/gate_false_alarms.py), with room
+DEFAULT_THRESHOLDS = {"first_frame_ms": 0.25, "steady_mean_ms": 0.05, "steady_p50_ms": 0.05, "steady_p90_ms": 0.10,
+                      "frames_per_s": 0.05, "energy_per_frame_mj": 0.10}
+APP_FIRST_THRESHOLD = 0.25  # an app parser's first_* figures (first inference: model loading included)
+MEDIAN_FACTOR = math.pi / 2
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 NO_CHANGE = "no clear change"
+NOT_SURE = "not sure yet"
 NO_BASELINE = "no baseline"
 
 _METRIC = re.compile(r"^[A-Za-z0-9_.-]+$")
 _THRESHOLD = re.compile(r"^(?P<number>[0-9]*\.?[0-9]+)(?P<pct>%?)$")
 
 
+def default_threshold(metric: str) -> float:
+    if metric in DEFAULT_THRESHOLDS:
+        return DEFAULT_THRESHOLDS[metric]
+    return APP_FIRST_THRESHOLD if metric.startswith("app.first") else DEFAULT_THRESHOLD
+
+
 @dataclass(frozen=True)
 class GateRule:
     metric: str
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float | None = None    # None: the metric's default
+
+    @property
+    def limit(self) -> float:
+        return default_threshold(self.metric) if self.threshold is None else self.threshold
 
 
 def parse_rule(text: str) -> GateRule:
-    """'steady_mean_ms:5%', 'steady_mean_ms:0.05' or 'steady_mean_ms' (the default 5 %)."""
+    """'steady_mean_ms:5%', 'steady_mean_ms:0.05' or 'steady_mean_ms' (the metric's default threshold)."""
     metric, given, threshold = text.strip().partition(":")
     if not _METRIC.match(metric):
         raise UsageError(f"--gate {text!r} is not METRIC[:THRESHOLD]", "e.g. --gate steady_mean_ms:5%")
-    return GateRule(metric, parse_threshold(threshold, f"--gate {metric}:") if given else DEFAULT_THRESHOLD)
+    return GateRule(metric, parse_threshold(threshold, f"--gate {metric}:") if given else None)
 
 
 def parse_threshold(text: str, option: str = "--threshold") -> float:
@@ -65,69 +90,120 @@ def parse_threshold(text: str, option: str = "--threshold") -> float:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """What the baseline jobs say about the noise, as standard deviations in the metric's unit."""
+
+    between: float       # job to job, beyond what the runs' own scatter explains
+    within: float        # run to run inside a job (pooled)
+    within_freedom: int  # the within estimate's degrees of freedom
+
+    def of_median(self, runs: int) -> float:
+        """The standard deviation of an unchanged job's median of ``runs`` runs."""
+        return math.sqrt(self.between ** 2 + median_factor(runs) * self.within ** 2 / runs)
+
+
+@dataclass(frozen=True)
 class Decision:
     metric: str
     unit: str
     better: str                       # "lower" or "higher"
-    verdict: str                      # REGRESSION, IMPROVEMENT, NO_CHANGE or NO_BASELINE
-    values: tuple[float, ...]
-    baseline: tuple[float, ...]
+    verdict: str                      # REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_SURE or NO_BASELINE
+    values: tuple[float, ...]         # this job's runs
+    baseline: tuple[float, ...]       # the baseline jobs' medians, oldest first
+    baseline_runs: int                # the runs those jobs hold
     threshold: float
-    mean: float
-    baseline_mean: float | None
-    change: float | None              # relative change of the means
+    figure: float                     # this job's median
+    baseline_figure: float | None     # the mean of the baseline jobs' medians
+    change: float | None              # relative change
     p_value: float | None
-    band: tuple[float, float] | None
+    band: tuple[float, float] | None  # where this job's median falls without a clear change (p >= ALPHA)
+    noise: Noise | None
     note: str
 
     @property
     def failed(self) -> bool:
         return self.verdict == REGRESSION
 
+    @property
+    def unsure(self) -> bool:
+        return self.verdict == NOT_SURE
 
 
-def decide(metric: str, values: Sequence[float], baseline: Sequence[float], better: str = "lower", unit: str = "",
-           threshold: float = DEFAULT_THRESHOLD, alpha: float = ALPHA, min_baseline: int = MIN_BASELINE) -> Decision:
+def median_factor(runs: int) -> float:
+    return 1.0 if runs <= 2 else MEDIAN_FACTOR
+
+
+def noise_of(jobs: Sequence[Sequence[float]], own: Sequence[float] = ()) -> Noise:
+    """Between- and within-job noise of the baseline jobs (the job's own runs join the within estimate)."""
+    medians = [median(job) for job in jobs]
+    squares, freedom = 0.0, 0
+    for runs in [*jobs, own]:
+        if len(runs) > 1:
+            middle = fmean(runs)
+            squares += sum((v - middle) ** 2 for v in runs)
+            freedom += len(runs) - 1
+    within = math.sqrt(squares / freedom) if freedom else 0.0
+    spread = variance(medians) if len(medians) > 1 else 0.0
+    explained = fmean(median_factor(len(job)) * within ** 2 / len(job) for job in jobs) if jobs else 0.0
+    return Noise(math.sqrt(max(0.0, spread - explained)), within, freedom)
+
+
+def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequence[float]], better: str = "lower",
+           unit: str = "", threshold: float | None = None, min_jobs: int = MIN_JOBS) -> Decision:
+    """This job's runs of the metric against the baseline jobs' runs (each job's valid runs, oldest job first)."""
+    limit = default_threshold(metric) if threshold is None else threshold
     new = tuple(float(v) for v in values if math.isfinite(v))
-    base = tuple(float(v) for v in baseline if math.isfinite(v))
+    jobs = [tuple(float(v) for v in job if math.isfinite(v)) for job in baseline_jobs]
+    jobs = [job for job in jobs if job]
     if not new:
         raise ValueError(f"no value of {metric} to decide on")
-    mean = float(np.mean(new))
-    if len(base) < min_baseline:
-        return Decision(metric, unit, better, NO_BASELINE, new, base, threshold, mean, None, None, None, None,
-                        f"{len(base)} baseline run{'s' if len(base) != 1 else ''}, {min_baseline} needed: "
-                        "passes, and this job's runs start the baseline")
-    base_mean = float(np.mean(base))
-    change = (mean - base_mean) / base_mean if base_mean else (math.inf if mean != base_mean else 0.0)
-    p_value = _p_value(new, base)
-    spread = float(np.std(base, ddof=1))
-    half = float(special.stdtrit(len(base) - 1, 1 - alpha / 2)) * spread * math.sqrt(1 / len(base) + 1 / len(new))
-    band = (base_mean - half, base_mean + half)
-    clear = p_value < alpha
-    large = abs(change) > threshold
-    worse = change > 0 if better == "lower" else change < 0
-    figures = f"{_fmt(mean)} against {_fmt(base_mean)} {unit}".rstrip() + f" ({change:+.1%})"
-    if clear and large:
-        verdict = REGRESSION if worse else IMPROVEMENT
-        note = f"{figures}: beyond the noise (p = {p_value:.2g}) and the {threshold:.0%} threshold"
+    figure = float(median(new))
+    medians = tuple(float(median(job)) for job in jobs)
+    runs = sum(len(job) for job in jobs)
+    if len(jobs) < min_jobs:
+        return Decision(metric, unit, better, NO_BASELINE, new, medians, runs, limit, figure, None, None, None, None,
+                        None, f"{len(jobs)} baseline job{'s' if len(jobs) != 1 else ''}, {min_jobs} needed to know the "
+                        "noise between jobs: passes, and this job starts the baseline")
+    from scipy import special  # the t distribution without scipy.stats; loaded only to decide: commands start fast
+    center = fmean(medians)
+    noise = noise_of(jobs, new)
+    error = math.sqrt(noise.of_median(len(new)) ** 2 + variance(medians) / len(jobs))
+    freedom = len(jobs) - 1
+    difference = figure - center
+    if error == 0:  # no noise at all: any difference is clear
+        p_value = 0.0 if difference != 0 else 1.0
     else:
-        verdict = NO_CHANGE
-        why = f"within the noise (p = {p_value:.2g})" if not clear else f"under the {threshold:.0%} threshold"
-        note = f"{figures}: {why}"
-    return Decision(metric, unit, better, verdict, new, base, threshold, mean, base_mean, change, p_value, band, note)
+        p_value = float(2 * special.stdtr(freedom, -abs(difference) / error))
+    half = float(special.stdtrit(freedom, 1 - ALPHA / 2)) * error
+    band = (center - half, center + half)
+    change = difference / center if center else (math.inf if difference else 0.0)
+    # the top of this job's own 95 % interval: how far its median could still move with more runs
+    own = _own_margin(noise, len(new), special.stdtrit)
+    reach = (abs(difference) + own) / abs(center) if center else math.inf
+    worse = change > 0 if better == "lower" else change < 0
+    figures = f"{_fmt(figure)} against {_fmt(center)} {unit}".rstrip() + f" ({change:+.1%})"
+    kind = classify(p_value, change, reach, limit)
+    if kind == CLEAR:
+        verdict = REGRESSION if worse else IMPROVEMENT
+        note = f"{figures}: beyond the noise between jobs (p = {p_value:.2g}) and the {limit:.0%} threshold"
+    elif kind == SAME and p_value >= SAME_P:
+        verdict, note = NO_CHANGE, f"{figures}: within the noise between jobs (p = {p_value:.2g})"
+    elif kind == SAME:
+        verdict, note = NO_CHANGE, f"{figures}: under the {limit:.0%} threshold"
+    else:
+        verdict = NOT_SURE
+        why = f"p = {p_value:.2g}" + ("" if abs(change) > limit else f", and {reach:.1%} within reach of the "
+                                     f"{limit:.0%} threshold")
+        note = f"{figures}: between the noise and a clear change ({why})"
+    return Decision(metric, unit, better, verdict, new, medians, runs, limit, figure, center, change, p_value, band,
+                    noise, note)
 
 
-def _p_value(new: tuple[float, ...], base: tuple[float, ...]) -> float:
-    """Two-sided, Student's t with the variances pooled: n + m - 2 degrees of freedom (n - 1 with one new
-    value, whose own spread is unknown: the prediction test)."""
-    squares = float(np.sum((np.asarray(base) - np.mean(base)) ** 2))
-    squares += float(np.sum((np.asarray(new) - np.mean(new)) ** 2)) if len(new) > 1 else 0.0
-    freedom = len(base) - 1 + max(len(new) - 1, 0)
-    difference = float(np.mean(new)) - float(np.mean(base))
-    if squares == 0:  # no noise at all: any difference is clear
-        return 0.0 if difference != 0 else 1.0
-    error = math.sqrt(squares / freedom * (1 / len(base) + 1 / len(new)))
-    return float(2 * special.stdtr(freedom, -abs(difference) / error))
+def _own_margin(noise: Noise, runs: int, quantiles: Callable[[float, float], float]) -> float:
+    if not noise.within_freedom:
+        return 0.0
+    quantile = float(quantiles(noise.within_freedom, 0.975))
+    return quantile * math.sqrt(median_factor(runs) * noise.within ** 2 / runs)
 
 
 def _fmt(value: float) -> str:

@@ -5,9 +5,11 @@ The job's runs are a study (an app is a study of one cell), run fresh. Each run 
 moment it ends, so a job killed half way keeps what it measured. Per cell and gated metric:
 - runs flagged invalid (throttled, clocks dropped, power mode changed) are stored as such, never serve as
   a baseline, and never fail the gate: when a cell has no valid run, its checks say "invalid";
-- the baseline is the newest ``baseline_runs`` valid runs of the same app, cell and board kind on the base
-  (a branch, "last-good", or a run or commit), this job's own runs excluded;
-- ``gate.decide`` calls it a regression, an improvement, no clear change, or no baseline yet (which passes).
+- the baseline is the newest ``baseline_jobs`` jobs with valid runs of the same app, cell and board kind on
+  the base (a branch, "last-good", or a run or commit), this job excluded;
+- ``gate.decide`` calls it a regression, an improvement, no clear change, not sure yet, or no baseline yet
+  (which passes). A cell the gate is not sure about runs once more, and again, up to ``max_repeat`` runs
+  (the study alternates the cells that need them); still unsure then, it passes and says so.
 """
 from __future__ import annotations
 
@@ -25,11 +27,10 @@ from ..results.store import Series, add_run, baseline, finish_job, start_job
 from ..study.metrics import REPORT_METRICS
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
 from ..study.spec import Cell, StudySpec, cell_app, cells, load_study, with_values
-from .gate import DEFAULT_THRESHOLD, MIN_BASELINE, NO_BASELINE, REGRESSION, Decision, GateRule, decide
+from .gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
 
-BASELINE_RUNS = 10
 APP_REPEAT = 3
-PASS, FAILED, NO_BASELINE_OUTCOME = "pass", "failed", "no-baseline"
+PASS, FAILED, NO_BASELINE_OUTCOME, UNSURE = "pass", "failed", "no-baseline", "unsure"
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,10 @@ class CiRequest:
     study: StudyRequest                     # what to run where (run fresh, in a folder of the job's own)
     provenance: Provenance
     base: str                               # a branch, "last-good", or a run id or commit
-    rules: tuple[GateRule, ...] = ()        # none: every metric with a direction, at the default threshold
-    baseline_runs: int = BASELINE_RUNS
-    min_baseline: int = MIN_BASELINE
+    rules: tuple[GateRule, ...] = ()        # none: every metric with a direction, at its default threshold
+    baseline_jobs: int = BASELINE_JOBS
+    min_jobs: int = MIN_JOBS
+    max_repeat: int | None = None           # runs per cell at most when the gate is not sure (None: the repeat)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class Check:
 @dataclass
 class CiOutcome:
     job_id: int
-    outcome: str                      # pass, regression, failed, no-baseline
+    outcome: str                      # pass, unsure, regression, failed, no-baseline
     checks: list[Check]
     records: list[RunRecord]
     folder: Path | None
@@ -78,6 +80,10 @@ class CiOutcome:
     @property
     def regressions(self) -> list[Check]:
         return [c for c in self.checks if c.verdict == REGRESSION]
+
+    @property
+    def unsure(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == NOT_SURE]
 
 
 class _StoringProgress:
@@ -147,7 +153,19 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
             if str(run_json.parent.resolve()) not in stored:
                 store(folder_records(run_json.parent))
 
-    study_request = replace(request.study, out_dir=job_dir, fresh=True)
+    def more_runs(folder: Path, document: dict[str, Any]) -> list[int]:
+        """The cells to run once more: those with a metric the gate is not sure about yet (none once a metric
+        regressed: the job fails whatever more runs say of the others)."""
+        store_new()
+        checks = gate_checks(request, database, folder_records(folder), document, job_id)
+        if any(c.verdict == REGRESSION for c in checks):
+            return []
+        unsure = {c.cell for c in checks if c.verdict == NOT_SURE}
+        return [cell["index"] for cell in document["cells"] if cell.get("label") in unsure]
+
+    extra = max(0, (request.max_repeat or request.study.repeat) - request.study.repeat)
+    study_request = replace(request.study, out_dir=job_dir, fresh=True, more_runs=more_runs if extra else None,
+                            max_repeat=request.study.repeat + extra)
     outcome: StudyOutcome | None = None
     error: OrchestratorError | None = None
     try:
@@ -196,9 +214,9 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
                 continue
             unit, better = valid[0].metrics[metric].unit, valid[0].metrics[metric].better or "lower"
             series = Series(app, cell=label, board_kind=valid[0].kind_fingerprint, variables=valid[0].variables_key)
-            base = baseline(database, series, metric, request.base, request.baseline_runs, exclude_job=job_id)
-            decision = decide(metric, values, [p.value for p in base], better, unit, threshold,
-                              min_baseline=request.min_baseline)
+            base = baseline(database, series, metric, request.base, request.baseline_jobs, exclude_job=job_id)
+            decision = decide(metric, values, [job.values for job in base], better, unit, threshold,
+                              min_jobs=request.min_jobs)
             skipped = len(mine) - len(valid)
             reason = f"{skipped} flagged run{'s' if skipped != 1 else ''} left out" if skipped else None
             checks.append(Check(target, kind, app, label, metric, "decided", decision, reason))
@@ -209,19 +227,23 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
 
 
 def _gated(rules: tuple[GateRule, ...], records: list[RunRecord]) -> list[tuple[str, float]]:
-    """(metric, threshold): the rules' metrics, else every metric the runs have with a better direction."""
+    """(metric, threshold): the rules' metrics, else every metric the runs have with a better direction, each
+    at its default threshold."""
     if rules:
-        return [(rule.metric, rule.threshold) for rule in rules]
+        return [(rule.metric, rule.limit) for rule in rules]
     names = dict.fromkeys(n for r in records for n, m in r.metrics.items() if m.better in ("lower", "higher"))
-    return [(name, DEFAULT_THRESHOLD) for name in names]
+    return [(name, GateRule(name).limit) for name in names]
 
 
 def job_outcome(checks: list[Check], error: OrchestratorError | None) -> str:
-    """failed (a run failed, or the job stopped) before regression, before no-baseline, before pass."""
+    """failed (a run failed, or the job stopped) before regression, before unsure (passes, and says which
+    metrics the gate could not decide), before no-baseline, before pass."""
     if error is not None or any(c.status == "failed" for c in checks):
         return FAILED
     if any(c.verdict == REGRESSION for c in checks):
         return REGRESSION
+    if any(c.verdict == NOT_SURE for c in checks):
+        return UNSURE
     decided = [c for c in checks if c.status == "decided"]
     if decided and all(c.verdict == NO_BASELINE for c in decided):
         return NO_BASELINE_OUTCOME

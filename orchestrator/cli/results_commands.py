@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..ci.gate import BASELINE_JOBS, MIN_JOBS
 from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
 from .options import (
     add_clock_options,
@@ -25,7 +26,6 @@ from .options import (
     write_output,
 )
 
-THRESHOLD_DEFAULT = "5%"
 DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
           "results.db in ~/.local/share/orchestrate)"
 
@@ -61,10 +61,11 @@ def add_parsers(sub: Any) -> None:
     hist.add_argument("--branch", help="only runs of this branch")
     hist.add_argument("--last", type=whole(1, 1_000_000), default=500, help="the newest N runs (default 500)")
     hist.add_argument("--judge", action="store_true",
-                      help="judge each run as the gate would, against the valid runs before it: its band, and the "
+                      help="judge each job as the gate would, against the valid jobs before it: its band, and the "
                            "change points (the trend page always does)")
-    hist.add_argument("--threshold", default=THRESHOLD_DEFAULT,
-                      help="with --judge or --html: the practical threshold of a change (default 5%%)")
+    hist.add_argument("--threshold",
+                      help="with --judge or --html: the practical threshold of a change (default: the metric's, "
+                           "as the gate's)")
     hist.add_argument("--base", metavar="BRANCH",
                       help="with --judge or --html: only this branch's valid runs make the baseline, as the gate's "
                            "do; other branches' runs are judged against it (default: every valid run before)")
@@ -74,9 +75,9 @@ def add_parsers(sub: Any) -> None:
 
     ci = sub.add_parser("ci", help="measure a commit on a board, store it, and fail only on a clear regression",
                         description="Run the app (or study) on the target, store every run, compare each gated "
-                                    "metric with the baseline of the same board kind and decide: regression, "
-                                    "improvement or no clear change. Exit 0 passes, 22 is a regression, 23 a run "
-                                    "that failed.")
+                                    "metric with the jobs before it on the same board kind and decide: regression, "
+                                    "improvement, no clear change, or not sure yet (then the cell runs again, up to "
+                                    "--max-repeat). Exit 0 passes, 22 is a regression, 23 a run that failed.")
     which = ci.add_mutually_exclusive_group(required=True)
     which.add_argument("--app", help="app name from the catalog")
     which.add_argument("--study", type=Path, help="a study file: every cell is gated")
@@ -88,11 +89,16 @@ def add_parsers(sub: Any) -> None:
     ci.add_argument("--repeat", type=whole(1, 1000), help="runs per cell (default: the study's repeat; 3 for --app)")
     ci.add_argument("--baseline", help="compare with: a branch (default: the CI system's default or target branch, "
                                        "else main), 'last-good' (runs of jobs that passed), or a run id or commit")
-    ci.add_argument("--baseline-runs", type=whole(2, 1000), default=10,
-                    help="newest valid runs a baseline holds (default 10)")
-    ci.add_argument("--gate", action="append", default=[], metavar="METRIC:THRESHOLD",
+    ci.add_argument("--max-repeat", type=whole(1, 1000),
+                    help="runs per cell at most: a cell the gate is not sure about yet runs once more, and again, up "
+                         "to this (default: twice --repeat)")
+    ci.add_argument("--baseline-jobs", type=whole(2, 1000), default=BASELINE_JOBS,
+                    help=f"newest valid jobs a baseline holds (default {BASELINE_JOBS})")
+    ci.add_argument("--min-jobs", type=whole(2, 1000), default=MIN_JOBS,
+                    help=f"baseline jobs needed to judge; fewer pass with 'no baseline' (default {MIN_JOBS})")
+    ci.add_argument("--gate", action="append", default=[], metavar="METRIC[:THRESHOLD]",
                     help="gate this metric at this threshold, e.g. steady_mean_ms:5%% (repeatable; default: every "
-                         "metric where lower or higher is better, at 5%%)")
+                         "metric where lower or higher is better, each at its own default threshold)")
     ci.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML: a test case per board x app x metric")
     ci.add_argument("--json", type=Path, metavar="FILE", help="write github-action-benchmark JSON "
                                                               "(customSmallerIsBetter)")
@@ -190,17 +196,17 @@ def _list(args: argparse.Namespace, database: Any) -> int:
 
 def _history(args: argparse.Namespace, database: Any) -> int:
     from ..results.store import Series, history, metric_unit
-    if not (args.judge or args.html) and args.threshold != THRESHOLD_DEFAULT:
+    if not (args.judge or args.html) and args.threshold is not None:
         raise UsageError("--threshold goes with --judge or --html", "add --judge, or leave --threshold out")
     points = history(database, Series(args.app, cell=args.cell, board_kind=args.board_kind), args.metric,
                      args.last, args.branch)
     judged = None
     if args.judge or args.html:  # the gate's statistics load scipy: only when asked for
-        from ..ci.gate import parse_threshold
+        from ..ci.gate import default_threshold, parse_threshold
         from ..results.trend import replay
-        threshold = parse_threshold(args.threshold)
+        threshold = parse_threshold(args.threshold) if args.threshold is not None else default_threshold(args.metric)
         unit, better = metric_unit(database, args.metric)
-        judged = replay(points, better, threshold, base_branch=args.base)
+        judged = replay(points, better, threshold, base_branch=args.base, metric=args.metric)
         if args.html:
             from ..results.trend_page import trend_page, write_trend_page
             page = trend_page(judged, args.app, args.metric, unit, args.board_kind, threshold, args.base)
@@ -258,7 +264,11 @@ def cmd_ci(args: argparse.Namespace) -> int:
                        connect=connect_options(args),
                        inventory=args.inventory, grace_s=args.grace, retries=args.retries,
                        wait_lock_s=args.wait_lock, **clock)
-    request = CiRequest(run, provenance, base, rules, args.baseline_runs)
+    max_repeat = args.max_repeat if args.max_repeat is not None else 2 * repeat
+    if max_repeat < repeat:
+        raise UsageError(f"--max-repeat {max_repeat} is below the {repeat} runs a cell has anyway",
+                         f"give --max-repeat {repeat} or more")
+    request = CiRequest(run, provenance, base, rules, args.baseline_jobs, args.min_jobs, max_repeat)
     database = open_database(args.db)
     view = StudyView(stderr(), len(cells(study)) * repeat)
     try:
@@ -281,6 +291,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
         first = next((c for c in outcome.checks if c.status == "failed"), None)
         why = outcome.error.one_line() if outcome.error else (first.reason if first else "a run failed")
         raise CiRunFailedError(f"the job did not measure everything: {why}", "see the summary and the run folders")
+    if outcome.unsure and not outcome.regressions:
+        names = ", ".join(f"{c.name} {c.metric}" for c in outcome.unsure)
+        stderr().print(f"not sure yet after the most runs ({names}): passes; the next jobs will tell",
+                       markup=False, highlight=False)
     if outcome.regressions:
         first_regression = outcome.regressions[0]
         raise GateRegressionError(f"{len(outcome.regressions)} metric{'s' if len(outcome.regressions) != 1 else ''} "

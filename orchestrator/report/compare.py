@@ -117,14 +117,16 @@ def repeat_key(run: RunData, given: str | None) -> str:
 
 def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) -> dict | None:
     """When some variant was run more than once: each variant's distribution (median and 95 % interval per
-    metric) and, against the first variant, the verdict of the study's statistics instead of one delta."""
-    from ..study.stats import Estimate, compare, estimate
+    metric) and, against the first variant, the verdict of the study's statistics instead of one delta: the
+    k-th run of each variant (by start time) is one round, as in a study whose cells take turns."""
+    from ..study.stats import compare_rounds, estimate
     groups: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(repeat_key(run, given[i] if given else None), []).append(i)
     if all(len(members) == 1 for members in groups.values()):
         return None
-    members = list(groups.values())
+    members = [sorted(found, key=lambda i: str((runs[i].record or {}).get("started_at") or "")) for found in
+               groups.values()]
     labels = variant_labels([runs[m[0]] for m in members], [given[m[0]] for m in members] if given else None)
     found: list[dict[str, Any]] = []
     for label, indices in zip(labels, members):
@@ -132,14 +134,16 @@ def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) 
         for key, _, unit, better in METRICS:
             values = [variants[i]["values"][key] for i in indices if variants[i]["values"][key] is not None]
             if values:
-                metrics[key] = {**estimate(values).as_json(), "unit": unit, "faster_when": better}
+                metrics[key] = {**estimate(values).as_json(), "rounds": [variants[i]["values"][key] for i in indices],
+                                "unit": unit, "faster_when": better}
         found.append({"label": label, "runs": [variants[i]["label"] for i in indices], "metrics": metrics})
     verdicts = []
     for other in found[1:]:
         for key, title, _, better in METRICS:
             a, b = found[0]["metrics"].get(key), other["metrics"].get(key)
             if a and b and key != "frames":
-                diff = compare(Estimate.from_json(a), Estimate.from_json(b), better)
+                pairs = [(x, y) for x, y in zip(a["rounds"], b["rounds"]) if x is not None and y is not None]
+                diff = compare_rounds([x for x, _ in pairs], [y for _, y in pairs], better)
                 verdicts.append({"metric": key, "title": title, "base": found[0]["label"], "other": other["label"],
                                  **diff.as_json()})
     return {"groups": found, "verdicts": verdicts}

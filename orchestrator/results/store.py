@@ -16,9 +16,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from ..errors import ResultsDatabaseError
 from .database import Database, _first_line
 from .records import Provenance, RunRecord
-from .schema import jobs, metrics, runs
+from .schema import jobs as jobs_table
+from .schema import metrics, runs
 
-PASSING_OUTCOMES = ("pass", "no-baseline")
+PASSING_OUTCOMES = ("pass", "no-baseline", "unsure")
+RUNS_PER_JOB_READ = 100  # a baseline reads at most this many runs per job it wants
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,40 @@ class Point:
     commit: str | None
     branch: str | None
     job_id: int | None
+    job: str = ""       # the job this run belongs to (job_key): the unit of noise
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "started_at": self.started_at.isoformat(), "value": self.value,
                 "valid": self.valid, "status": self.status, "target": self.target, "board_kind": self.board_kind,
-                "cell": self.cell, "commit": self.commit, "branch": self.branch, "job_id": self.job_id}
+                "cell": self.cell, "commit": self.commit, "branch": self.branch, "job_id": self.job_id,
+                "job": self.job}
+
+
+@dataclass(frozen=True)
+class Job:
+    """A baseline job: the valid values of one job's runs, oldest first."""
+
+    key: str
+    values: tuple[float, ...]
+    points: tuple[Point, ...]
+
+
+def job_key(job_id: int | None, study: str | None, folder: str | None, run_id: str) -> str:
+    """Which runs share one job's weather: a CI job's runs; outside one, the runs of one study folder
+    (imported together); else each run alone."""
+    if job_id is not None:
+        return f"job {job_id}"
+    if study and folder:
+        return f"folder {folder.rstrip('/').rsplit('/', 1)[0]}"
+    return f"run {run_id}"
+
+
+def jobs_of(points: Iterable[Point]) -> list[Job]:
+    """Points grouped by job, in the order each job first appears."""
+    groups: dict[str, list[Point]] = {}
+    for point in points:
+        groups.setdefault(point.job, []).append(point)
+    return [Job(key, tuple(p.value for p in found), tuple(found)) for key, found in groups.items()]
 
 
 def _guard(what: str, database: Database) -> ResultsDatabaseError:
@@ -96,10 +127,10 @@ def add_runs(database: Database, records: Iterable[RunRecord], provenance: Prove
 def start_job(database: Database, uid: str, provenance: Provenance, base: str, target: str, subject: str) -> int:
     try:
         with database.engine.begin() as connection:
-            return int(connection.execute(insert(jobs).values(
+            return int(connection.execute(insert(jobs_table).values(
                 uid=uid, started_at=datetime.now(timezone.utc), git_commit=provenance.commit,
                 git_branch=provenance.branch, base=base, target=target, subject=subject,
-                url=provenance.url).returning(jobs.c.id)).scalar_one())
+                url=provenance.url).returning(jobs_table.c.id)).scalar_one())
     except SQLAlchemyError:
         raise _guard("write to", database) from None
 
@@ -107,7 +138,7 @@ def start_job(database: Database, uid: str, provenance: Provenance, base: str, t
 def finish_job(database: Database, job_id: int, outcome: str) -> None:
     try:
         with database.engine.begin() as connection:
-            connection.execute(update(jobs).where(jobs.c.id == job_id).values(
+            connection.execute(update(jobs_table).where(jobs_table.c.id == job_id).values(
                 outcome=outcome, finished_at=datetime.now(timezone.utc)))
     except SQLAlchemyError:
         raise _guard("write to", database) from None
@@ -127,7 +158,8 @@ def _series_filter(series: Series) -> ColumnElement[bool]:
 def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
     """The series' newest values of the metric, newest first, with what a Point carries."""
     return (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
-                   runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id)
+                   runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id,
+                   runs.c.study, runs.c.folder)
             .join(metrics, metrics.c.run_id == runs.c.id)
             .where(_series_filter(series), metrics.c.name == metric)
             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(newest))
@@ -135,7 +167,8 @@ def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
 
 def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
     return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
-                  r.git_commit, r.git_branch, r.job_id) for r in reversed(_read(database, query))]
+                  r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id))
+            for r in reversed(_read(database, query))]
 
 
 def history(database: Database, series: Series, metric: str, last: int = 500,
@@ -147,21 +180,33 @@ def history(database: Database, series: Series, metric: str, last: int = 500,
     return _oldest_first(database, query)
 
 
-def baseline(database: Database, series: Series, metric: str, base: str, count: int,
-             exclude_job: int | None = None) -> list[Point]:
-    """The valid runs a new value is compared with, newest ``count`` of them, oldest first. ``base`` is a
+def baseline(database: Database, series: Series, metric: str, base: str, jobs: int,
+             exclude_job: int | None = None) -> list[Job]:
+    """The valid jobs a new job is compared with, the newest ``jobs`` of them, oldest first. ``base`` is a
     branch name (its runs), "last-good" (runs of jobs whose gate passed, any branch), or a run id or commit
     (that run, or the commit's runs: a prefix of 7 or more hex digits)."""
-    query = _series_points(series, metric, count).where(runs.c.valid.is_(True))
+    query = _series_points(series, metric, 0).where(runs.c.valid.is_(True))
     if exclude_job is not None:
         query = query.where(or_(runs.c.job_id.is_(None), runs.c.job_id != exclude_job))
     if base == "last-good":
-        query = query.join(jobs, jobs.c.id == runs.c.job_id).where(jobs.c.outcome.in_(PASSING_OUTCOMES))
+        query = query.join(jobs_table, jobs_table.c.id == runs.c.job_id).where(
+            jobs_table.c.outcome.in_(PASSING_OUTCOMES))
     else:
         by_name = or_(runs.c.run_id == base, runs.c.git_commit.startswith(base, autoescape=True)) \
             if len(base) >= 7 else runs.c.run_id == base
         query = query.where(or_(runs.c.git_branch == base, by_name))
-    return _oldest_first(database, query)
+    per_job = 4  # runs read per job wanted: more when the jobs hold more runs
+    while True:
+        points = _oldest_first(database, query.limit(jobs * per_job))
+        newest = [job.key for job in jobs_of(reversed(points))]
+        cut = len(points) == jobs * per_job  # the oldest job read may be cut short
+        if not cut or len(newest) > jobs or per_job >= RUNS_PER_JOB_READ:
+            break
+        per_job = min(per_job * 4, RUNS_PER_JOB_READ)
+    if cut and len(newest) > 1:
+        newest = newest[:-1]
+    chosen = set(newest[:jobs])
+    return jobs_of(p for p in points if p.job in chosen)
 
 
 def list_runs(database: Database, app: str | None = None, target: str | None = None, since: datetime | None = None,
@@ -199,7 +244,7 @@ def count_runs(database: Database) -> int:
 
 
 def job_outcomes(database: Database) -> list[dict[str, Any]]:
-    return [dict(row._mapping) for row in _read(database, select(jobs).order_by(jobs.c.id))]
+    return [dict(row._mapping) for row in _read(database, select(jobs_table).order_by(jobs_table.c.id))]
 
 
 def _read(database: Database, query: Any) -> list[Any]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ci.gate import MIN_BASELINE
+from ..ci.gate import BASELINE_JOBS, MIN_JOBS
 from ..report.charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
 from ..report.render import Fact, render, write_page
-from .trend import BASELINE_RUNS, TrendPoint
+from .trend import TrendPoint
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,12 @@ def trend_page(judged: list[TrendPoint], app: str, metric: str, unit: str, board
              Fact("board kind", board_kind or "every kind"), Fact("runs", str(len(judged))),
              Fact("threshold", f"{threshold:.0%}"),
              Fact("baseline", f"branch {base_branch}" if base_branch else "every branch")]
-    before = f"valid runs of {base_branch} before it" if base_branch else "valid runs before it"
-    note = (f"Each run is judged as the CI gate would judge it alone: against the {BASELINE_RUNS} {before} "
-            f"(at least {MIN_BASELINE}); the shaded band is where its value could fall without a clear change, "
-            "and a filled square marks a change point (beyond the band and the threshold). Flagged runs (throttled, "
-            "clocks dropped) are hollow and never part of a baseline.")
+    before = f"valid jobs of {base_branch} before it" if base_branch else "valid jobs before it"
+    note = (f"Each job (a CI job's runs; a study folder's; else a run alone) is judged as the CI gate would judge "
+            f"it: its median against the {BASELINE_JOBS} {before} (at least {MIN_JOBS}); the shaded band is where "
+            "its median could fall without a clear change, and a filled square marks a change point (beyond the "
+            "band and the threshold). Flagged runs (throttled, clocks dropped) are hollow and never part of a "
+            "baseline.")
     return TrendPage(f"{app}: {metric}", facts, trend_chart(judged, unit) if judged else None, rows,
                      sum(1 for t in judged if t.change_point), note)
 

@@ -1,6 +1,11 @@
 """Run a study: every cell ``repeat`` times over one connection and one agent deployment, each run a
 normal run folder (``runs.profile``), then the statistics into study.json.
 
+The cells take turns: round 1 runs each cell once, round 2 again, ... (A B A B, not A A B B), so that the
+machine's drift during a study (heat, clocks, other load) touches every cell alike and does not read as a
+difference between them; each round's order is recorded (``order`` in study.json). A caller may ask for
+more rounds of some cells (``more_runs``: a CI job the gate is not sure about), up to ``max_repeat``.
+
 A run that already exists for the same target fingerprint, app and variables (in an earlier folder of
 the same study) is reused unless ``fresh``: an interrupted study goes on where it stopped. A failed cell
 does not stop the study; an interrupt or a lost link does, after study.json says how far it got.
@@ -11,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +35,7 @@ from ..targets.agent import deploy_agent
 from ..targets.transport import ConnectOptions, open_transport
 from .metrics import REPORT_METRICS, run_metrics
 from .spec import Cell, StudySpec, cell_app, cells
-from .stats import INTERVAL_METHOD, Estimate, compare, estimate
+from .stats import INTERVAL_METHOD, compare_rounds, estimate
 
 STUDY_VERSION = 1
 STABLE_FACTS = {"system": ("hostname", "kernel", "arch", "os", "cpu_count"),
@@ -59,6 +65,10 @@ class StudyRequest:
     nvpmodel: int | None = None
     wait_lock_s: float = 0.0
     heartbeat_timeout_s: float = 30.0
+    # after the planned rounds: which cells (their indices) to run once more, from the study folder and the
+    # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
+    more_runs: Callable[[Path, dict[str, Any]], list[int]] | None = None
+    max_repeat: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,7 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         "study_version": STUDY_VERSION, "orchestrate_version": __version__, "study": spec.name,
         "file": spec.source, "description": spec.description, "target": host.name, "repeat": request.repeat,
         "variables": list(spec.variables), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
-        "interval": INTERVAL_METHOD, "cells": [], "comparisons": [],
+        "interval": INTERVAL_METHOD, "cells": [], "order": [], "comparisons": [],
     }
     progress.start("connect")
     transport = open_transport(host, request.connect)  # a target out of reach leaves no empty study folder
@@ -178,11 +188,7 @@ def _write_page(document: dict[str, Any], folder: Path, progress: StudyProgress)
 def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],
                folder: Path, progress: StudyProgress) -> None:
     spec = request.spec
-    durations: list[float] = []
-    total_runs = len(study_cells) * request.repeat
-    # one stop for every run: an interrupt during one run's capture ends the study, whatever that run's nsys
-    # did afterwards, instead of being forgotten when the run returns
-    stop = request.stop or HostStop()
+    entries: list[dict[str, Any]] = []
     for cell in study_cells:
         app = cell_app(spec, cell, request.catalog)
         tag = {"name": spec.name, "fingerprint": document["target_fingerprint"], "app_key": app_key(app),
@@ -190,52 +196,97 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
         entry: dict[str, Any] = {"index": cell.index, "variables": cell.variables, "label": cell.label,
                                  "status": "ok", "reason": None, "runs": [], "reused": [], "parser": app.parser}
         document["cells"].append(entry)
+        entries.append(entry)
         previous = [] if request.fresh else reusable_runs(request.out_dir, spec.name, tag)[:request.repeat]
         for old in previous:
             link = folder / old.name
             link.symlink_to(os.path.relpath(old, folder))
             entry["runs"].append(old.name)
             entry["reused"].append(old.name)
-        for run in range(len(previous), request.repeat):
-            left = total_runs - sum(len(c["runs"]) for c in document["cells"])
-            eta = (sum(durations) / len(durations)) * left if durations else None
-            progress.begin_run(cell, len(study_cells), run + 1, request.repeat, eta)
-            started = time.monotonic()
-            profile_request = ProfileRequest(
-                host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
-                retries=request.retries, inventory=request.inventory, study={**tag, "repeat": run + 1},
-                stop=stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
-                wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
+    turns = _Turns(request, board, study_cells, document, folder, progress)
+    for round_ in range(request.repeat):
+        turns.play(round_, [i for i, entry in enumerate(entries) if len(entry["runs"]) <= round_])
+    ceiling = max(request.max_repeat or request.repeat, request.repeat)
+    round_ = request.repeat
+    while request.more_runs is not None and round_ < ceiling:
+        wanted = set(request.more_runs(folder, document))
+        chosen = [i for i, entry in enumerate(entries) if entry["index"] in wanted and len(entry["runs"]) <= round_]
+        if not chosen:
+            break
+        turns.extra += len(chosen)
+        turns.play(round_, chosen)
+        round_ += 1
+
+
+class _Turns:
+    """The study's runs, one round at a time: each chosen cell once, in the cells' order."""
+
+    def __init__(self, request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],
+                 folder: Path, progress: StudyProgress) -> None:
+        self.request, self.board, self.cells = request, board, study_cells
+        self.document, self.folder, self.progress = document, folder, progress
+        self.durations: list[float] = []
+        self.extra = 0
+        # one stop for every run: an interrupt during one run's capture ends the study, whatever that run's nsys
+        # did afterwards, instead of being forgotten when the run returns
+        self.stop = request.stop or HostStop()
+
+    def play(self, round_: int, chosen: list[int]) -> None:
+        for position in chosen:
+            entry = self.document["cells"][position]
+            if entry["status"] != "ok":
+                continue  # a failed cell's other repeats would fail the same way
+            before = len(entry["runs"])
             try:
-                outcome = profile(profile_request, progress, board)
-                entry["runs"].append(outcome.run_dir.name)
-                progress.end_run("ok")
-            except (InterruptedRunError, ConnectionLostError) as stopped:
-                _stopped_in(document, entry, run + 1, stopped)
-                progress.end_run("interrupted")
-                raise
-            except OrchestratorError as failed:
-                if stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
-                    _stopped_in(document, entry, run + 1, failed)
-                    progress.end_run("interrupted")
-                    why = "interrupted" if stop.reason == INTERRUPT_REASON else f"stopped ({stop.reason})"
-                    ended = InterruptedRunError(f"{why} in run {run + 1} of {entry['label'] or 'the study'}; then "
-                                                f"{failed.message}", f"see {folder / 'study.json'}")
-                    ended.run_dir = failed.run_dir
-                    raise ended from None
-                run_dir = failed.run_dir
-                if run_dir is not None:
-                    entry["runs"].append(run_dir.name)
-                if run_dir is not None and measured_despite_nsys(read_run_json(run_dir)):
-                    entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
-                    progress.end_run("ok")
-                    continue
-                entry["status"], entry["reason"] = "failed", failed.one_line()
-                progress.end_run("failed")
-                break  # the cell's other repeats would fail the same way
+                self._run(self.cells[position], entry, round_ + 1)
             finally:
-                durations.append(time.monotonic() - started)
-        _write_json(folder / "study.json", document)
+                self.document["order"].append({"round": round_ + 1, "cell": entry["index"],
+                                               "run": entry["runs"][-1] if len(entry["runs"]) > before else None})
+            _write_json(self.folder / "study.json", self.document)
+
+    def _run(self, cell: Cell, entry: dict[str, Any], repeat: int) -> None:
+        request, folder, progress = self.request, self.folder, self.progress
+        app = cell_app(request.spec, cell, request.catalog)
+        tag = {"name": request.spec.name, "fingerprint": self.document["target_fingerprint"],
+               "app_key": app_key(app), "variables": cell.variables}
+        planned = len(self.cells) * request.repeat + self.extra
+        left = planned - sum(len(c["runs"]) for c in self.document["cells"])
+        eta = (sum(self.durations) / len(self.durations)) * left if self.durations else None
+        progress.begin_run(cell, len(self.cells), repeat, max(request.repeat, repeat), eta)
+        started = time.monotonic()
+        profile_request = ProfileRequest(
+            host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
+            retries=request.retries, inventory=request.inventory, study={**tag, "repeat": repeat},
+            stop=self.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
+            wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
+        try:
+            outcome = profile(profile_request, progress, self.board)
+            entry["runs"].append(outcome.run_dir.name)
+            progress.end_run("ok")
+        except (InterruptedRunError, ConnectionLostError) as stopped:
+            _stopped_in(self.document, entry, repeat, stopped)
+            progress.end_run("interrupted")
+            raise
+        except OrchestratorError as failed:
+            if self.stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
+                _stopped_in(self.document, entry, repeat, failed)
+                progress.end_run("interrupted")
+                why = "interrupted" if self.stop.reason == INTERRUPT_REASON else f"stopped ({self.stop.reason})"
+                ended = InterruptedRunError(f"{why} in run {repeat} of {entry['label'] or 'the study'}; then "
+                                            f"{failed.message}", f"see {folder / 'study.json'}")
+                ended.run_dir = failed.run_dir
+                raise ended from None
+            run_dir = failed.run_dir
+            if run_dir is not None:
+                entry["runs"].append(run_dir.name)
+            if run_dir is not None and measured_despite_nsys(read_run_json(run_dir)):
+                entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
+                progress.end_run("ok")
+                return
+            entry["status"], entry["reason"] = "failed", failed.one_line()
+            progress.end_run("failed")
+        finally:
+            self.durations.append(time.monotonic() - started)
 
 
 def _stopped_in(document: dict[str, Any], entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
@@ -253,16 +304,19 @@ def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
     said: list[str] = []
     for entry in document["cells"]:
         values: dict[str, list[float]] = {}
+        rounds: dict[str, list[float | None]] = {}  # per metric, each run's value in the runs' (the rounds') order
         units: dict[str, tuple[str, str | None]] = {}
         tops: list[str | None] = []
         verdicts: list[str | None] = []
         failures: list[str] = []
-        for run_dir in (folder / name for name in entry["runs"]):
+        for position, run_dir in enumerate(folder / name for name in entry["runs"]):
             measured = run_metrics(run_dir, entry.get("parser"))
             if measured.app_failure:
                 failures.append(measured.app_failure)
             if not measured_run(run_dir):
                 continue
+            for metric, value in measured.values.items():
+                rounds.setdefault(metric, [None] * len(entry["runs"]))[position] = value
             for note in measured.notes:
                 entry.setdefault("notes", []).append(f"{run_dir.name}: {note}")
                 said.append(f"{entry['label'] or 'the study'}, {run_dir.name}: {note}")
@@ -281,7 +335,8 @@ def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
                 est = estimate(found)
             except ValueError:
                 continue
-            entry["metrics"][metric] = {**est.as_json(), "unit": units[metric][0], "faster_when": units[metric][1]}
+            entry["metrics"][metric] = {**est.as_json(), "rounds": rounds[metric], "unit": units[metric][0],
+                                        "faster_when": units[metric][1]}
         entry["top_function"] = _most_common(tops)
         entry["verdict"] = _most_common(verdicts)
     document["comparisons"] = comparisons(document["cells"])
@@ -308,9 +363,16 @@ def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             a, b = base["metrics"].get(metric), other["metrics"].get(metric)
             if not (a and b):
                 continue
-            diff = compare(Estimate.from_json(a), Estimate.from_json(b), a["faster_when"])
+            diff = compare_rounds(*_paired(a, b), a["faster_when"])
             found.append({"metric": metric, "base": base["index"], "other": other["index"], **diff.as_json()})
     return sorted(found, key=lambda d: (d["other"], d["metric"]))
+
+
+def _paired(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """Two cells' values of a metric, round by round (a study.json without rounds: the values in order)."""
+    pairs = [(x, y) for x, y in zip(a.get("rounds") or a["values"], b.get("rounds") or b["values"])
+             if x is not None and y is not None]
+    return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def _most_common(items: list[str | None]) -> str | None:

@@ -1,11 +1,16 @@
-"""Statistics that hold on noisy boards: a median with its 95 % interval, and a verdict on two samples.
+"""Statistics that hold on noisy boards: a median with its 95 % interval, and a verdict on two variants.
 
 The interval is a percentile bootstrap of the median (scipy.stats.bootstrap, 4000 resamples, a fixed
 seed so the same values always give the same interval). With fewer than three values a bootstrap says
-nothing useful, so the interval is then the values' own range. A difference is called "faster" or
-"slower" only when it is more than 1 % of the baseline's median and larger than the noise: the two
-intervals do not overlap, or a two-sided Mann-Whitney U test rejects equal distributions at 5 %.
-Anything else is "no clear difference". Pure functions on numbers.
+nothing useful, so the interval is then the values' own range.
+
+Two variants are compared round by round (``compare_rounds``): a study runs its cells in turns (A B A B),
+so the k-th run of each shared the machine's weather, and the noise is how much their ratio moves from
+round to round (a paired t-test on the ratios' logarithms, k - 1 degrees of freedom: A against B
+is B against A turned round), not how much runs differ across
+a drifting study. The verdict is ``noise.classify``'s, as the CI gate's: "faster"/"slower" (beyond the
+noise, p < 0.01, and more than 1 %), "no clear difference", or "not sure yet" (more rounds would tell; one
+round alone always is). Pure functions on numbers.
 """
 from __future__ import annotations
 
@@ -18,11 +23,13 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
+from .noise import SAME, SAME_P, UNSURE, classify
+
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 20240
 MIN_RELATIVE = 0.01
-ALPHA = 0.05
+NO_DIFFERENCE, NOT_SURE = "no clear difference", "not sure yet"
 INTERVAL_METHOD = "percentile bootstrap of the median (4000 resamples); the range of the values below 3 of them"
 
 
@@ -44,15 +51,15 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Difference:
-    verdict: str               # "faster", "slower", "no clear difference" ("higher"/"lower" when not a time)
-    relative: float            # (other - base) / base, from the medians
-    p_value: float | None      # Mann-Whitney U, two-sided (None below two values a side)
-    intervals_apart: bool
+    verdict: str               # "faster", "slower", NO_DIFFERENCE, NOT_SURE ("higher"/"lower" when not a time)
+    relative: float            # other / base - 1, the rounds' geometric mean
+    p_value: float | None      # the paired t-test's, two-sided (None below two rounds)
+    rounds: int                # the pairs compared
     reason: str
 
     def as_json(self) -> dict[str, object]:
         return {"verdict": self.verdict, "relative": self.relative, "p_value": self.p_value,
-                "intervals_apart": self.intervals_apart, "reason": self.reason}
+                "rounds": self.rounds, "reason": self.reason}
 
 
 def estimate(values: Sequence[float]) -> Estimate:
@@ -71,25 +78,41 @@ def estimate(values: Sequence[float]) -> Estimate:
     return Estimate(clean, middle, (min(low, middle), max(high, middle)))
 
 
-def compare(base: Estimate, other: Estimate, faster_when: str | None = "lower") -> Difference:
-    """Is ``other`` different from ``base`` beyond the noise? 'faster'/'slower' for a time
-    (faster_when='lower') or a rate ('higher'); 'higher'/'lower' for anything else (None)."""
-    relative = (other.median - base.median) / base.median if base.median else math.inf
-    apart = other.ci95[0] > base.ci95[1] or other.ci95[1] < base.ci95[0]
-    p_value = None
-    if len(base.values) >= 2 and len(other.values) >= 2:
-        p_value = float(scipy_stats.mannwhitneyu(base.values, other.values, alternative="two-sided").pvalue)
-    rank_says = p_value is not None and p_value < ALPHA
-    if abs(relative) <= MIN_RELATIVE:
-        return Difference("no clear difference", relative, p_value, apart,
-                          f"the medians differ by {abs(relative):.1%}, within 1 %")
-    if not (apart or rank_says):
-        why = "the 95 % intervals overlap" + (f" and the rank test gives p = {p_value:.2f}" if p_value is not None
-                                               else "")
-        return Difference("no clear difference", relative, p_value, apart, why)
-    if faster_when is None:
-        verdict = "higher" if relative > 0 else "lower"
+def compare_rounds(base: Sequence[float], other: Sequence[float], faster_when: str | None = "lower",
+                   threshold: float = MIN_RELATIVE) -> Difference:
+    """Is ``other`` different from ``base`` beyond the noise? Their k-th values are one round (run back to
+    back); 'faster'/'slower' for a time (faster_when='lower') or a rate ('higher'); 'higher'/'lower' for
+    anything else (None)."""
+    logs = [math.log(b / a) for a, b in zip(base, other)
+            if a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]  # ratios, symmetric: log(b/a) = -log(a/b)
+    if not logs:
+        return Difference(NOT_SURE, math.nan, None, 0, "no round has both values above 0")
+    middle = float(np.mean(logs))
+    change = math.expm1(middle)
+    if len(logs) < 2:
+        return Difference(NOT_SURE, change, None, 1, f"one round ({change:+.1%}): no noise to judge it by; "
+                                                     "run more repeats")
+    error = float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
+    freedom = len(logs) - 1
+    if error == 0:
+        p_value = 0.0 if middle else 1.0
     else:
-        verdict = "faster" if (relative < 0) == (faster_when == "lower") else "slower"
-    why = "the 95 % intervals do not overlap" if apart else f"the rank test gives p = {p_value:.3f}"
-    return Difference(verdict, relative, p_value, apart, why)
+        p_value = float(2 * scipy_stats.t.sf(abs(middle) / error, freedom))
+    reach = math.expm1(abs(middle) + float(scipy_stats.t.ppf(0.975, freedom)) * error)
+    kind = classify(p_value, change, reach, threshold)
+    ratios = len(logs)
+    rounds = f"{ratios} rounds"
+    if kind == SAME:
+        why = f"within the noise of {rounds} (p = {p_value:.2g})" if p_value >= SAME_P else \
+            f"under {threshold:.0%} even at the far end of its interval ({reach:.1%})"
+        return Difference(NO_DIFFERENCE, change, p_value, ratios, f"{change:+.1%}: {why}")
+    if kind == UNSURE:
+        return Difference(NOT_SURE, change, p_value, ratios,
+                          f"{change:+.1%}: between the noise of {rounds} and a clear change (p = {p_value:.2g}); "
+                          "more repeats would tell")
+    if faster_when is None:
+        verdict = "higher" if change > 0 else "lower"
+    else:
+        verdict = "faster" if (change < 0) == (faster_when == "lower") else "slower"
+    return Difference(verdict, change, p_value, ratios,
+                      f"{change:+.1%} (the rounds' mean ratio): beyond the noise of {rounds} (p = {p_value:.2g})")
