@@ -55,15 +55,16 @@ def load(path: Path) -> list[list[dict[str, float]]]:
 
 
 def judge(job: list[dict[str, float]], baseline: list[list[dict[str, float]]], repeat: int, max_repeat: int,
-          change: dict[str, float]) -> tuple[set[str], int]:
-    """The verdicts of a job (with ``change`` applied to its figures) as `orchestrate ci` reaches them."""
+          change: dict[str, float], threshold: float | None = None) -> tuple[set[str], int]:
+    """The verdicts of a job (with ``change`` applied to its figures) as `orchestrate ci` reaches them (every
+    metric at ``threshold`` when given, else at its default)."""
     runs = repeat
     while True:
         verdicts = set()
         for metric, better in GATED.items():
             values = [run[metric] * change.get(metric, 1.0) for run in job[:runs] if metric in run]
             history = [[run[metric] for run in other[:repeat] if metric in run] for other in baseline]
-            verdicts.add(decide(metric, values, history, better).verdict)
+            verdicts.add(decide(metric, values, history, better, threshold=threshold).verdict)
         if NOT_SURE not in verdicts or REGRESSION in verdicts or runs >= min(max_repeat, len(job)):
             return verdicts, runs
         runs += 1
@@ -86,24 +87,44 @@ def judge_before(job: list[dict[str, float]], baseline: list[list[dict[str, floa
 
 
 def replay(jobs: list[list[dict[str, float]]], replays: int, baseline_jobs: int, repeat: int, max_repeat: int,
-           change: dict[str, float], seed: int) -> dict[str, float]:
+           change: dict[str, float], seed: int, threshold: float | None = None) -> dict[str, float]:
+    """Random replays: a job as the new one, ``baseline_jobs`` others (any, in their recorded order) as its
+    baseline. The rates are per replay; ``jobs called`` counts the distinct jobs ever called a regression."""
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
+    called: set[int] = set()
     runs_used = 0
     for _ in range(replays):
         new = rng.randrange(len(jobs))
         others = rng.sample([j for j in range(len(jobs)) if j != new], baseline_jobs)
         baseline = [jobs[j] for j in sorted(others)]
-        verdicts, runs = judge(jobs[new], baseline, repeat, max_repeat, change)
+        verdicts, runs = judge(jobs[new], baseline, repeat, max_repeat, change, threshold)
         runs_used += runs
         counts["regression"] += REGRESSION in verdicts
         counts["improvement"] += IMPROVEMENT in verdicts and REGRESSION not in verdicts
         counts["unsure"] += NOT_SURE in verdicts and REGRESSION not in verdicts
+        if REGRESSION in verdicts:
+            called.add(new)
         before = judge_before(jobs[new], baseline, repeat, change)
         counts["before regression"] += REGRESSION in before
         counts["before improvement"] += IMPROVEMENT in before and REGRESSION not in before
     return {key: counts[key] / replays for key in ("regression", "improvement", "unsure", "before regression",
-                                                   "before improvement")} | {"runs": runs_used / replays}
+                                                   "before improvement")} | {"runs": runs_used / replays,
+                                                                              "jobs called": len(called)}
+
+
+def in_turn(jobs: list[list[dict[str, float]]], baseline_jobs: int, repeat: int, max_repeat: int,
+            change: dict[str, float]) -> Counter[str]:
+    """As a CI history meets them: each job after the first ``baseline_jobs``, against the jobs just before it."""
+    found: Counter[str] = Counter()
+    for index in range(baseline_jobs, len(jobs)):
+        verdicts, _ = judge(jobs[index], jobs[index - baseline_jobs:index], repeat, max_repeat, change)
+        found["jobs"] += 1
+        found["regression"] += REGRESSION in verdicts
+        found["improvement"] += IMPROVEMENT in verdicts and REGRESSION not in verdicts
+        found["before regression"] += REGRESSION in judge_before(jobs[index], jobs[index - baseline_jobs:index],
+                                                                repeat, change)
+    return found
 
 
 def main() -> int:
@@ -141,8 +162,19 @@ def report(path: Path, args: argparse.Namespace) -> bool:
     ratio = _ratio(same["before regression"], same["regression"])
     print(f"    the gate of before (runs as the unit): false regressions {same['before regression']:.2%}, false "
           f"improvements {same['before improvement']:.2%}: {ratio}")
+    print(f"    distinct jobs ever called a regression: {same['jobs called']:.0f} of {len(jobs)} (with none of "
+          f"{len(jobs)}, the rate per job is below {3 / len(jobs):.1%} at 95 %: the rule of three)")
+    turn = in_turn(jobs, args.baseline_jobs, args.repeat, args.max_repeat, {})
+    print(f"    in turn, each job against the {args.baseline_jobs} before it: {turn['regression']} of {turn['jobs']} "
+          f"called a regression, {turn['improvement']} an improvement; the gate of before: "
+          f"{turn['before regression']} of {turn['jobs']}")
+    bare = replay(jobs, args.replays, args.baseline_jobs, args.repeat, args.max_repeat, {}, args.seed, 0.01)
+    print(f"    every threshold at 1 % (the noise model nearly alone): false regressions {bare['regression']:.2%}, "
+          f"false improvements {bare['improvement']:.2%}, not sure at the end {bare['unsure']:.1%}")
     print(f"  +10 % steady frames: caught {slower['regression']:.1%}; not sure at the end {slower['unsure']:.1%}; "
           f"{slower['runs']:.2f} runs a job; the gate of before caught {slower['before regression']:.1%}")
+    turn = in_turn(jobs, args.baseline_jobs, args.repeat, args.max_repeat, SLOWER)
+    print(f"    in turn: {turn['regression']} of {turn['jobs']} caught")
     return same["regression"] <= 1 / 200 and same["improvement"] <= 1 / 200 and slower["regression"] >= 0.9
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -129,6 +130,15 @@ def test_the_noise_splits_into_between_and_within_jobs():
     assert noise.within == pytest.approx(within) and noise.within_freedom == 16
     assert noise.between ** 2 == pytest.approx(np.var(medians, ddof=1) - np.pi / 2 * within ** 2 / 3)
     assert noise_of(SCATTER).between == 0  # the medians agree better than the runs' scatter predicts
+
+
+def test_the_direction_comes_from_the_difference_whatever_the_sign_of_the_baseline():
+    negative = [[-v for v in job] for job in STEADY]
+    better = decide("m", [-12.0, -12.1, -11.9], negative)  # lower is better: -12 beats -10
+    assert better.verdict == IMPROVEMENT and better.change == pytest.approx(-0.2, abs=0.001)
+    worse = decide("m", [1.0, 1.1, 0.9], [[0.0, 0.01, -0.01]] * 5)  # around 0: an infinite change, and worse
+    assert worse.verdict == REGRESSION and worse.change == math.inf
+    assert decide("m", [50.0], STEADY[:1], min_jobs=1).verdict == NO_BASELINE  # one job tells no noise
 
 
 def test_higher_is_better_metrics_regress_when_they_drop():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.study.runner import finish_document
+import pytest
+
+from orchestrator.study.runner import extra_round, finish_document
 
 SUMMARY = {"frames": {"first_ns": 160e6, "steady": {"mean_ns": 25e6, "p90_ns": 27e6}}}
 
@@ -46,3 +48,43 @@ def test_runs_with_every_figure_add_no_notes(tmp_path):
     assert finish_document(document, tmp_path) == []
     assert "notes" not in document["cells"][0]
     assert document["cells"][0]["metrics"]["app.first_inference_ms"]["values"] == [100.0, 100.0]
+
+
+def summary_of(steady_ms: float) -> dict:
+    return {"frames": {"first_ns": 160e6, "steady": {"mean_ns": steady_ms * 1e6, "p90_ns": steady_ms * 1.1e6}}}
+
+
+def test_cells_are_compared_round_by_round_and_reused_runs_pair_with_none(tmp_path):
+    """Two cells that took turns: the k-th runs are one round. The machine slowed by a third during the study,
+    both cells alike: round by round B stays 4 % faster, which the runs' spread alone would hide."""
+    names = {}
+    for cell, times in (("a", [25.0, 30.0, 33.0, 25.3]), ("b", [24.0, 28.8, 31.7, 24.3])):
+        for k, ms in enumerate(times):
+            name = f"{cell}{k}"
+            run = tmp_path / name
+            run.mkdir()
+            (run / "run.json").write_text(json.dumps({"status": "ok"}))
+            (run / "summary.json").write_text(json.dumps(summary_of(ms)))
+            names.setdefault(cell, []).append(name)
+    document = {"cells": [{"index": 0, "label": "a", "status": "ok", "reason": None, "runs": names["a"],
+                           "reused": [], "parser": None},
+                          {"index": 1, "label": "b", "status": "ok", "reason": None, "runs": names["b"],
+                           "reused": ["b0"], "parser": None}]}
+    finish_document(document, tmp_path)
+    a, b = document["cells"]
+    assert a["metrics"]["steady_mean_ms"]["rounds"] == [25.0, 30.0, 33.0, 25.3]
+    assert b["metrics"]["steady_mean_ms"]["rounds"] == [None, 28.8, 31.7, 24.3]  # b0 came from an earlier folder
+    assert b["metrics"]["steady_mean_ms"]["values"] == [24.0, 28.8, 31.7, 24.3]  # its figures still count
+    [steady] = [c for c in document["comparisons"] if c["metric"] == "steady_mean_ms"]
+    assert (steady["verdict"], steady["rounds"]) == ("faster", 3)
+    assert steady["relative"] == pytest.approx(-0.0397, abs=1e-3)
+
+
+def test_an_extra_round_runs_the_cells_asked_for_that_are_ok_and_behind():
+    entries = [{"index": 0, "status": "ok", "runs": ["r1", "r2", "r3"]},
+               {"index": 1, "status": "failed", "runs": ["r1"]},
+               {"index": 2, "status": "ok", "runs": ["r1", "r2", "r3", "r4"]},
+               {"index": 3, "status": "ok", "runs": ["r1", "r2", "r3"]}]
+    assert extra_round(entries, [0, 1, 2], 3) == [0]  # 1 failed; 2 has its fourth run already; 3 not asked for
+    assert extra_round(entries, [1], 3) == [] and extra_round(entries, [], 3) == []
+    assert extra_round(entries, [0, 2, 3], 4) == [0, 2, 3]

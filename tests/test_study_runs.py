@@ -141,6 +141,10 @@ def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     assert second["reused"] == [] and len(second["runs"]) == 2 and second["status"] == "ok"
     # round 1 of the first cell was reused: its second round waits for the round-2 turn
     assert [(o["round"], o["cell"]) for o in document["order"]] == [(1, 1), (2, 0), (2, 1)]
+    # the reused run shared no round with this folder's: only round 2 pairs the cells, and one round never decides
+    assert first["metrics"]["app.first_inference_ms"]["rounds"] == [None, 100.0]
+    [slower] = [c for c in document["comparisons"] if c["metric"] == "app.first_inference_ms"]
+    assert (slower["rounds"], slower["verdict"]) == (1, "not sure yet")
     assert first["metrics"]["app.first_inference_ms"]["median"] == 100.0
     fresh = run_cli("study", str(path), "--inventory", str(inv), "--out", str(tmp_path / "runs"), "--fresh",
                     "--repeat", "1", "--set", "first=100", *RETRIES, *ssh_args(sshd), timeout=600)

@@ -160,6 +160,7 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
     figure = float(median(new))
     medians = tuple(float(median(job)) for job in jobs)
     runs = sum(len(job) for job in jobs)
+    min_jobs = max(min_jobs, 2)  # one job says nothing of the noise between jobs
     if len(jobs) < min_jobs:
         return Decision(metric, unit, better, NO_BASELINE, new, medians, runs, limit, figure, None, None, None, None,
                         None, f"{len(jobs)} baseline job{'s' if len(jobs) != 1 else ''}, {min_jobs} needed to know the "
@@ -176,11 +177,11 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
         p_value = float(2 * special.stdtr(freedom, -abs(difference) / error))
     half = float(special.stdtrit(freedom, 1 - ALPHA / 2)) * error
     band = (center - half, center + half)
-    change = difference / center if center else (math.inf if difference else 0.0)
+    change = difference / abs(center) if center else (math.copysign(math.inf, difference) if difference else 0.0)
     # the top of this job's own 95 % interval: how far its median could still move with more runs
     own = _own_margin(noise, len(new), special.stdtrit)
     reach = (abs(difference) + own) / abs(center) if center else math.inf
-    worse = change > 0 if better == "lower" else change < 0
+    worse = difference > 0 if better == "lower" else difference < 0
     figures = f"{_fmt(figure)} against {_fmt(center)} {unit}".rstrip() + f" ({change:+.1%})"
     kind = classify(p_value, change, reach, limit)
     if kind == CLEAR:

@@ -11,7 +11,7 @@ from .job import FAILED, UNSURE, Check, CiOutcome
 
 HEADLINES = {
     "pass": "passed: no metric is clearly worse than its baseline",
-    UNSURE: "passed: no metric is clearly worse, but the gate is not sure about some even after more runs",
+    UNSURE: "passed: no metric is clearly worse, but the gate is not sure about some yet (below)",
     "no-baseline": "passed: no baseline yet for this board kind; these runs start it",
     REGRESSION: "failed: a metric regressed",
     FAILED: "failed: a run did not measure",

@@ -93,6 +93,7 @@ class StudyView(RichProgress):
         eta = f", about {eta_s / 60:.0f} min left" if eta_s is not None and eta_s >= 90 else (
             f", about {eta_s:.0f} s left" if eta_s is not None else "")
         detail = f"cell {cell.index + 1} of {cells} ({cell.label or 'one cell'}), run {run} of {repeat}{eta}"
+        self.total_runs = max(self.total_runs, self.ended + 1)  # a CI job's extra runs, when the gate is unsure
         if not self.redraw:
             self.console.print(f"study: {detail}", markup=False, highlight=False, soft_wrap=True)
             return
@@ -100,7 +101,7 @@ class StudyView(RichProgress):
             self.view.start()
         if self.study_task is None:
             self.study_task = self.view.add_task("study", total=self.total_runs, phase="study", detail="")
-        self.view.update(self.study_task, completed=self.ended, detail=detail)
+        self.view.update(self.study_task, total=self.total_runs, completed=self.ended, detail=detail)
 
     def end_run(self, outcome: str) -> None:
         self.ended += 1

@@ -264,6 +264,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
                        connect=connect_options(args),
                        inventory=args.inventory, grace_s=args.grace, retries=args.retries,
                        wait_lock_s=args.wait_lock, **clock)
+    if args.min_jobs > args.baseline_jobs:
+        raise UsageError(f"--min-jobs {args.min_jobs} is more than the {args.baseline_jobs} jobs a baseline holds: "
+                         "no job would ever be judged", f"give --baseline-jobs {args.min_jobs} or more")
     max_repeat = args.max_repeat if args.max_repeat is not None else 2 * repeat
     if max_repeat < repeat:
         raise UsageError(f"--max-repeat {max_repeat} is below the {repeat} runs a cell has anyway",

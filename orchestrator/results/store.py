@@ -20,7 +20,7 @@ from .schema import jobs as jobs_table
 from .schema import metrics, runs
 
 PASSING_OUTCOMES = ("pass", "no-baseline", "unsure")
-RUNS_PER_JOB_READ = 100  # a baseline reads at most this many runs per job it wants
+RUNS_PER_JOB_READ = 1000  # a baseline reads at most this many runs per job it wants (--repeat's bound)
 
 
 @dataclass(frozen=True)

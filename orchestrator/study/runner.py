@@ -209,13 +209,19 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
     ceiling = max(request.max_repeat or request.repeat, request.repeat)
     round_ = request.repeat
     while request.more_runs is not None and round_ < ceiling:
-        wanted = set(request.more_runs(folder, document))
-        chosen = [i for i, entry in enumerate(entries) if entry["index"] in wanted and len(entry["runs"]) <= round_]
+        chosen = extra_round(entries, request.more_runs(folder, document), round_)
         if not chosen:
             break
         turns.extra += len(chosen)
         turns.play(round_, chosen)
         round_ += 1
+
+
+def extra_round(entries: list[dict[str, Any]], wanted: list[int], round_: int) -> list[int]:
+    """The positions of the cells an extra round runs: those asked for (by index) that are still ok and have
+    no run of that round yet."""
+    return [i for i, entry in enumerate(entries)
+            if entry["index"] in wanted and entry["status"] == "ok" and len(entry["runs"]) <= round_]
 
 
 class _Turns:
@@ -316,7 +322,9 @@ def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
             if not measured_run(run_dir):
                 continue
             for metric, value in measured.values.items():
-                rounds.setdefault(metric, [None] * len(entry["runs"]))[position] = value
+                rounds.setdefault(metric, [None] * len(entry["runs"]))
+                if run_dir.name not in entry.get("reused", []):  # a reused run shared no round with this folder's
+                    rounds[metric][position] = value
             for note in measured.notes:
                 entry.setdefault("notes", []).append(f"{run_dir.name}: {note}")
                 said.append(f"{entry['label'] or 'the study'}, {run_dir.name}: {note}")
@@ -335,7 +343,7 @@ def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
                 est = estimate(found)
             except ValueError:
                 continue
-            entry["metrics"][metric] = {**est.as_json(), "rounds": rounds[metric], "unit": units[metric][0],
+            entry["metrics"][metric] = {**est.as_json(), "rounds": rounds.get(metric, []), "unit": units[metric][0],
                                         "faster_when": units[metric][1]}
         entry["top_function"] = _most_common(tops)
         entry["verdict"] = _most_common(verdicts)
@@ -369,9 +377,8 @@ def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _paired(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[float], list[float]]:
-    """Two cells' values of a metric, round by round (a study.json without rounds: the values in order)."""
-    pairs = [(x, y) for x, y in zip(a.get("rounds") or a["values"], b.get("rounds") or b["values"])
-             if x is not None and y is not None]
+    """Two cells' values of a metric in the rounds both ran in this folder."""
+    pairs = [(x, y) for x, y in zip(a["rounds"], b["rounds"]) if x is not None and y is not None]
     return [x for x, _ in pairs], [y for _, y in pairs]
 
 

@@ -83,28 +83,32 @@ def compare_rounds(base: Sequence[float], other: Sequence[float], faster_when: s
     """Is ``other`` different from ``base`` beyond the noise? Their k-th values are one round (run back to
     back); 'faster'/'slower' for a time (faster_when='lower') or a rate ('higher'); 'higher'/'lower' for
     anything else (None)."""
-    logs = [math.log(b / a) for a, b in zip(base, other)
-            if a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]  # ratios, symmetric: log(b/a) = -log(a/b)
-    if not logs:
-        return Difference(NOT_SURE, math.nan, None, 0, "no round has both values above 0")
-    middle = float(np.mean(logs))
-    change = math.expm1(middle)
-    if len(logs) < 2:
+    pairs = [(a, b) for a, b in zip(base, other) if math.isfinite(a) and math.isfinite(b)]
+    if not pairs:
+        return Difference(NOT_SURE, math.nan, None, 0, "no round has both values")
+    if all(a > 0 and b > 0 for a, b in pairs):  # ratios, as logarithms: log b - log a = -(log a - log b)
+        steps, limit, to_change = [math.log(b) - math.log(a) for a, b in pairs], math.log1p(threshold), math.expm1
+    else:  # a figure that can be 0 (cores busy): differences, in units of the base's mean size
+        scale = float(np.mean([abs(a) for a, _ in pairs])) or 1.0
+        steps, limit, to_change = [(b - a) / scale for a, b in pairs], threshold, float
+    middle = float(np.mean(steps))
+    change = to_change(middle)
+    if len(steps) < 2:
         return Difference(NOT_SURE, change, None, 1, f"one round ({change:+.1%}): no noise to judge it by; "
                                                      "run more repeats")
-    error = float(np.std(logs, ddof=1)) / math.sqrt(len(logs))
-    freedom = len(logs) - 1
+    error = float(np.std(steps, ddof=1)) / math.sqrt(len(steps))
+    freedom = len(steps) - 1
     if error == 0:
         p_value = 0.0 if middle else 1.0
     else:
         p_value = float(2 * scipy_stats.t.sf(abs(middle) / error, freedom))
-    reach = math.expm1(abs(middle) + float(scipy_stats.t.ppf(0.975, freedom)) * error)
-    kind = classify(p_value, change, reach, threshold)
-    ratios = len(logs)
+    far = abs(middle) + float(scipy_stats.t.ppf(0.975, freedom)) * error
+    kind = classify(p_value, middle, far, limit)
+    ratios = len(steps)
     rounds = f"{ratios} rounds"
     if kind == SAME:
         why = f"within the noise of {rounds} (p = {p_value:.2g})" if p_value >= SAME_P else \
-            f"under {threshold:.0%} even at the far end of its interval ({reach:.1%})"
+            f"under {threshold:.0%} even at the far end of its interval ({to_change(far):.1%})"
         return Difference(NO_DIFFERENCE, change, p_value, ratios, f"{change:+.1%}: {why}")
     if kind == UNSURE:
         return Difference(NOT_SURE, change, p_value, ratios,
