@@ -167,6 +167,10 @@ def test_any_words_after_any_command_are_a_clean_line(place, capsys, monkeypatch
      "--threshold 'abc': the threshold must be"),
     (["ci", "--app", "es2gears", "--target", "local", "--gate", "nosuchmetric:5%"], 2,
      "--gate nosuchmetric: no such metric"),
+    (["ci", "--app", "es2gears", "--target", "local", "--min-jobs", "8", "--baseline-jobs", "6"], 2,
+     "--min-jobs 8 is more than the 6 jobs a baseline holds: no job would ever be judged"),
+    (["ci", "--app", "es2gears", "--target", "local", "--repeat", "3", "--max-repeat", "2"], 2,
+     "--max-repeat 2 is below the 3 runs a cell has anyway"),
     (["parse", "nosuch", "f"], 2, "no parser named 'nosuch' (known: trtexec, tftrt-bench, glmark2, jetson-inference, "
                                   "benchmark_model, tegrastats, nvpmodel"),
     (["analyze", "x" * 300 + ".sqlite"], 2, "File name too long"),
