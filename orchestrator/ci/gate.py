@@ -10,8 +10,12 @@ within-job part (the runs' own scatter, pooled over the jobs, which more repeats
     var(this job's median) = between + c(n) within / n,   between = max(0, var(job medians) - mean c(n_j) within / n_j)
 
 (c(n) = 1 for the mean of one or two runs, pi/2 for a median of more: its variance against a mean's under
-normal noise, taken at its largest). The job's median is judged by where the next unchanged job's would
-fall: the t prediction interval on k - 1 degrees of freedom around the baseline jobs' mean, its
+normal noise, taken at its largest). A job whose own runs scatter wider than the baseline jobs' did,
+relative to their level (its runs met other weather: a busy neighbour, a slow minute), takes its own scatter
+instead, on its own n - 1 degrees of freedom (Welch-Satterthwaite), so one
+disturbed job is not called on the strength of a calm baseline. The job's median is
+judged by where the next unchanged job's would fall: the t prediction interval on k - 1 degrees of freedom
+(fewer, as Welch-Satterthwaite says, when the job's own scatter weighs) around the baseline jobs' mean, its
 variance that of the job's median plus the baseline mean's own (var(job medians) / k).
 
 Three verdicts (and the direction of a clear one):
@@ -27,9 +31,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import fmean, median, variance
+from statistics import fmean, median, stdev, variance
 
 from ..errors import UsageError
 from ..study.noise import ALPHA, CLEAR, SAME, SAME_P, classify
@@ -167,9 +171,16 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
                         "noise between jobs: passes, and this job starts the baseline")
     from scipy import special  # the t distribution without scipy.stats; loaded only to decide: commands start fast
     center = fmean(medians)
-    noise = noise_of(jobs, new)
-    error = math.sqrt(noise.of_median(len(new)) ** 2 + variance(medians) / len(jobs))
-    freedom = len(jobs) - 1
+    noise = noise_of(jobs)
+    # this job's own scatter, when clearly wider than the baseline jobs' (its runs met other weather), is its own
+    spread = stdev(new) if len(new) > 1 else 0.0
+    disturbed = _wider(spread / abs(figure) if figure else 0.0, len(new) - 1,
+                       noise.within / abs(center) if center else 0.0)
+    within, within_freedom = (spread, len(new) - 1) if disturbed else (noise.within, noise.within_freedom)
+    shared = noise.between ** 2 + variance(medians) / len(jobs)  # known from the k baseline jobs
+    own = median_factor(len(new)) * within ** 2 / len(new)
+    error = math.sqrt(shared + own)
+    freedom = _freedom(shared, len(jobs) - 1, own, within_freedom)
     difference = figure - center
     if error == 0:  # no noise at all: any difference is clear
         p_value = 0.0 if difference != 0 else 1.0
@@ -179,8 +190,8 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
     band = (center - half, center + half)
     change = difference / abs(center) if center else (math.copysign(math.inf, difference) if difference else 0.0)
     # the top of this job's own 95 % interval: how far its median could still move with more runs
-    own = _own_margin(noise, len(new), special.stdtrit)
-    reach = (abs(difference) + own) / abs(center) if center else math.inf
+    margin = float(special.stdtrit(within_freedom, 0.975)) * math.sqrt(own) if within_freedom else 0.0
+    reach = (abs(difference) + margin) / abs(center) if center else math.inf
     worse = difference > 0 if better == "lower" else difference < 0
     figures = f"{_fmt(figure)} against {_fmt(center)} {unit}".rstrip() + f" ({change:+.1%})"
     kind = classify(p_value, change, reach, limit)
@@ -200,11 +211,19 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
                     noise, note)
 
 
-def _own_margin(noise: Noise, runs: int, quantiles: Callable[[float, float], float]) -> float:
-    if not noise.within_freedom:
-        return 0.0
-    quantile = float(quantiles(noise.within_freedom, 0.975))
-    return quantile * math.sqrt(median_factor(runs) * noise.within ** 2 / runs)
+def _wider(own: float, own_freedom: int, pooled: float) -> bool:
+    """Do the job's runs scatter wider than the baseline jobs' runs, relative to their level (timings scale
+    with it)? Then its own scatter, on its own few degrees of freedom, says how sure its median is: a job that
+    met other weather is not sure, and runs again."""
+    return own_freedom >= 1 and own > pooled
+
+
+def _freedom(shared: float, shared_freedom: int, own: float, own_freedom: int) -> float:
+    """Welch-Satterthwaite's degrees of freedom of the two variances' sum, at most the baseline jobs' k - 1."""
+    if not own_freedom or own == 0 or shared + own == 0:
+        return float(shared_freedom)
+    welch = (shared + own) ** 2 / (shared ** 2 / shared_freedom + own ** 2 / own_freedom)
+    return min(float(shared_freedom), welch)
 
 
 def _fmt(value: float) -> str:
