@@ -101,10 +101,6 @@ class Noise:
     within: float        # run to run inside a job (pooled)
     within_freedom: int  # the within estimate's degrees of freedom
 
-    def of_median(self, runs: int) -> float:
-        """The standard deviation of an unchanged job's median of ``runs`` runs."""
-        return math.sqrt(self.between ** 2 + median_factor(runs) * self.within ** 2 / runs)
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -137,11 +133,11 @@ def median_factor(runs: int) -> float:
     return 1.0 if runs <= 2 else MEDIAN_FACTOR
 
 
-def noise_of(jobs: Sequence[Sequence[float]], own: Sequence[float] = ()) -> Noise:
-    """Between- and within-job noise of the baseline jobs (the job's own runs join the within estimate)."""
+def noise_of(jobs: Sequence[Sequence[float]]) -> Noise:
+    """Between- and within-job noise of the baseline jobs."""
     medians = [median(job) for job in jobs]
     squares, freedom = 0.0, 0
-    for runs in [*jobs, own]:
+    for runs in jobs:
         if len(runs) > 1:
             middle = fmean(runs)
             squares += sum((v - middle) ** 2 for v in runs)
@@ -214,7 +210,7 @@ def decide(metric: str, values: Sequence[float], baseline_jobs: Sequence[Sequenc
 def _wider(own: float, own_freedom: int, pooled: float) -> bool:
     """Do the job's runs scatter wider than the baseline jobs' runs, relative to their level (timings scale
     with it)? Then its own scatter, on its own few degrees of freedom, says how sure its median is: a job that
-    met other weather is not sure, and runs again."""
+    met other weather is not called on the strength of a calm baseline."""
     return own_freedom >= 1 and own > pooled
 
 
