@@ -167,7 +167,10 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert third.returncode == 22, third.stdout + third.stderr
     assert "error: " in third.stderr and "regressed; the first, perf steady_" in third.stderr
     slower = steady_means(repo)
-    assert len(slower) == 2  # a job that already fails runs no more
+    # two runs, unless both gated metrics' runs scattered wider than main's (then not sure: a run more, at most
+    # twice the repeat); a job that already fails runs no more
+    n = len(slower)
+    assert 2 <= n <= 4
     base_figure, new_figure = statistics.mean(main_medians), statistics.median(slower)
     assert new_figure > 1.2 * base_figure
     suite = ET.parse(repo / "orchestrate-junit.xml").getroot()
@@ -180,13 +183,13 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
         failure = failures[f"perf {metric}"]
         runs = run_figures(repo, key)
         if failure is None:
-            assert "not sure after 2 runs" in third.stdout.split(f"| {metric} |")[1].splitlines()[0]
+            assert f"not sure after {n} runs" in third.stdout.split(f"| {metric} |")[1].splitlines()[0]
             continue
         assert failure.get("message").startswith(f"{metric} regressed: {statistics.median(runs):.4g} against "
                                                   f"{statistics.mean(medians):.4g} ms")
         assert f"baseline (5 jobs, 10 runs), each job's median: {', '.join(f'{v:.4g}' for v in medians)}" \
             in failure.text
-        assert f"this job (2 runs, median {statistics.median(runs):.4g}): {', '.join(f'{v:.4g}' for v in runs)}" \
+        assert f"this job ({n} runs, median {statistics.median(runs):.4g}): {', '.join(f'{v:.4g}' for v in runs)}" \
             in failure.text
     listed = json.loads(run_cli("results", "list", "--app", "frames", "--json", "--limit", "100", "--db",
                                 str(database)).stdout)
@@ -198,12 +201,12 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert mean_entry["extra"].startswith(("regression;", "not sure yet;"))
     summary = summary_file.read_text()
     assert summary.startswith("### orchestrate ci failed: a metric regressed")
-    assert f"| steady_mean_ms | {base_figure:.4g} (n=5) | {new_figure:.4g} ms (n=2) |" in summary
+    assert f"| steady_mean_ms | {base_figure:.4g} (n=5) | {new_figure:.4g} ms (n={n}) |" in summary
     assert "**regression**" in summary
 
     # every run is in the database with its commit and branch; the board is left clean
     branches = [r["git_branch"] for r in reversed(listed)]
-    assert branches[:10] == ["main"] * 10 and branches[-2:] == ["slower"] * 2 and all(r["valid"] for r in listed)
+    assert branches[:10] == ["main"] * 10 and branches[-n:] == ["slower"] * n and all(r["valid"] for r in listed)
     assert_board_clean(tmp_path / "work")
 
     # the trend on main's baseline, job by job, of a metric the job failed on: main's first five make it, the
@@ -216,8 +219,8 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     judged = json.loads(history.stdout)
     assert [p["value"] for p in judged] == [r["metrics"][metric] for r in reversed(listed)]
     assert [p["verdict"] for p in judged[:10]] == ["no baseline"] * 10
-    assert all(p["verdict"] not in CALLED for p in judged[10:-2])
-    assert [(p["verdict"], p["branch"]) for p in judged[-2:]] == [("regression", "slower")] * 2
+    assert all(p["verdict"] not in CALLED for p in judged[10:-n])
+    assert [(p["verdict"], p["branch"]) for p in judged[-n:]] == [("regression", "slower")] * n
     # the branches never moved main's baseline: every band is centred on main's five jobs
     assert len({round(sum(p["band"]), 9) for p in judged[10:]}) == 1
     opened = open_page(browser, page)
@@ -225,7 +228,7 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     drawn = opened.charts()["trend"]
     assert drawn["drawn"] == len(judged)  # one point per run on the line
     marked = opened.page.locator("svg[data-chart=trend] rect.change-point").count()
-    assert marked == sum(p["verdict"] in CALLED for p in judged) == 2
+    assert marked == sum(p["verdict"] in CALLED for p in judged) == n
     assert "branch main" in opened.page.locator("[data-section=header] dl.facts").inner_text()
     assert opened.page.locator("table[data-table=trend] tr[data-verdict=regression]").count() == marked
     opened.screenshot("trend")
