@@ -4,7 +4,7 @@ The history: real `orchestrate ci` jobs of one unchanged app recorded on one mac
 (every file in tests/data/gate-history/, made by scripts/record_gate_history.py; each job holds more runs than the
 default repeat, so a job the gate is not sure about can run more, as `orchestrate ci` does). Each replay
 picks one job as the new one and ``--baseline-jobs`` other jobs as its baseline, and judges every metric
-`orchestrate ci` gates by default with the gate's own code (orchestrator/ci/gate.py): the job's first
+`orchestrate ci` gates by default with the gate's own code (orchestrator/stats/gate.py): the job's first
 ``--repeat`` runs, then one run more while any metric is "not sure yet" and none regressed, up to
 ``--max-repeat``.
 
@@ -30,7 +30,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator.ci.gate import (  # noqa: E402
+from orchestrator.stats.gate import (  # noqa: E402
     BASELINE_JOBS,
     IMPROVEMENT,
     NOT_SURE,

@@ -10,12 +10,18 @@ import numpy as np
 import pytest
 
 from orchestrator.analysis.energy import energy_per_frame_mj
-from orchestrator.runs.board_figures import board_section, energy_section
-from orchestrator.runs.board_samples import parse_board_samples, series, total_power_mw
-from orchestrator.runs.validity import validity_flags
+from orchestrator.figures.board import board_section, energy_section
+from orchestrator.figures.board_samples import parse_board_samples, series, total_power_mw
+from orchestrator.documents.run import RunDocument
+from orchestrator.figures.validity import validity_flags
 
 SAMPLES = {s["id"]: s for s in json.loads((Path(__file__).parent / "data" / "jetson_samples.json").read_text())}
 NANO, XAVIER_NX, AGX_ORIN = SAMPLES["s022"]["text"], SAMPLES["s024"]["text"], SAMPLES["s027"]["text"]
+
+
+def run_document(**sections: object) -> RunDocument:
+    """A run.json with these sections, as a run folder's reader gives it."""
+    return RunDocument.from_json({"run_id": "r", "started_at": "2026-12-01T00:00:00+00:00", **sections})
 
 
 def stream(lines: list[str], start: float = 1_800_000_000.0, every: float = 0.2) -> str:
@@ -48,12 +54,12 @@ def test_the_module_power_is_its_input_rail_else_every_rail(line, rail, mw):
 
 def test_a_steady_stream_raises_no_flag():
     samples = parse_board_samples(stream([XAVIER_NX] * 10))
-    assert validity_flags({}, samples) == []
+    assert validity_flags(run_document(), samples) == []
 
 
 def test_a_throttle_drops_the_clocks_and_reaches_the_thermal_limit():
     lines = [XAVIER_NX] * 4 + [throttled(XAVIER_NX, mhz, c) for mhz, c in ((1190, 80.5), (1036, 93.0), (806, 96.5))]
-    flags = validity_flags({}, parse_board_samples(stream(lines)))
+    flags = validity_flags(run_document(), parse_board_samples(stream(lines)))
     assert flags == [
         {"code": "clocks_dropped", "what": "the CPU clock dropped from 1267 to 806 MHz, 1.2 s into the capture"},
         {"code": "thermal_limit", "what": "CPU reached 93 C (its limit: 95 C), 1.0 s into the capture"}]
@@ -62,17 +68,17 @@ def test_a_throttle_drops_the_clocks_and_reaches_the_thermal_limit():
 def test_the_zones_own_trip_point_wins_and_the_pmic_never_counts():
     line = XAVIER_NX.replace("CPU@43.5C", "CPU@88C")   # PMIC@100C stays, as on every Nano and Xavier
     samples = parse_board_samples(stream([line]))
-    assert validity_flags({}, samples) == []
+    assert validity_flags(run_document(), samples) == []
     record = {"facts": {"board": {"thermal_trips_c": {"CPU-therm": 89.5, "GPU-therm": 89.5}}}}
-    assert [f["code"] for f in validity_flags(record, samples)] == ["thermal_limit"]
+    assert [f["code"] for f in validity_flags(run_document(**record), samples)] == ["thermal_limit"]
 
 
 def test_an_idle_gpu_lowering_its_clock_is_no_drop_but_a_busy_one_is():
     busy = SAMPLES["s024"]["text"]                                  # GR3D_FREQ 62%@306
     idle = busy.replace("GR3D_FREQ 62%@306", "GR3D_FREQ 0%@114")
-    assert validity_flags({}, parse_board_samples(stream([busy, idle, busy]))) == []
+    assert validity_flags(run_document(), parse_board_samples(stream([busy, idle, busy]))) == []
     slowed = busy.replace("GR3D_FREQ 62%@306", "GR3D_FREQ 99%@204")
-    assert validity_flags({}, parse_board_samples(stream([busy, slowed]))) == [
+    assert validity_flags(run_document(), parse_board_samples(stream([busy, slowed]))) == [
         {"code": "clocks_dropped",
          "what": "the GPU clock dropped from 306 to 204 MHz while busy, 0.2 s into the capture"}]
 
@@ -80,7 +86,7 @@ def test_an_idle_gpu_lowering_its_clock_is_no_drop_but_a_busy_one_is():
 def test_a_power_mode_change_between_before_and_after():
     record = {"board_state": {"before": {"power_mode": {"name": "MAXN", "id": 0}},
                               "after": {"power_mode": {"name": "5W", "id": 1}}}}
-    assert validity_flags(record) == [{"code": "power_mode_changed",
+    assert validity_flags(run_document(**record)) == [{"code": "power_mode_changed",
                                        "what": "the power mode changed during the run: MAXN (0) -> 5W (1)"}]
 
 

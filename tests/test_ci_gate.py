@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from orchestrator.ci.gate import (
+from orchestrator.ci.job import Check, CiOutcome, job_outcome
+from orchestrator.ci.outputs import benchmark_json, junit_xml, markdown_summary
+from orchestrator.errors import OrchestratorError, UsageError
+from orchestrator.results.records import Provenance
+from orchestrator.results.store import Point
+from orchestrator.results.trend import replay
+from orchestrator.results.trend_page import trend_page
+from orchestrator.stats.gate import (
     IMPROVEMENT,
     NO_BASELINE,
     NO_CHANGE,
@@ -27,13 +34,6 @@ from orchestrator.ci.gate import (
     noise_of,
     parse_rule,
 )
-from orchestrator.ci.job import Check, CiOutcome, job_outcome
-from orchestrator.ci.outputs import benchmark_json, junit_xml, markdown_summary
-from orchestrator.errors import OrchestratorError, UsageError
-from orchestrator.results.records import Provenance
-from orchestrator.results.store import Point
-from orchestrator.results.trend import replay
-from orchestrator.results.trend_page import trend_page
 
 # fixed histories: eight jobs of three runs each
 STEADY = [[10.0, 10.02, 9.98], [10.03, 10.01, 10.05], [9.97, 9.99, 9.96], [10.01, 10.0, 10.03],

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from test_results_db import MAIN, record
 
-from orchestrator.ci.gate import NO_CHANGE, REGRESSION, GateRule
 from orchestrator.ci.job import CiRequest, gate_checks, job_outcome
 from orchestrator.inventory.hosts import Host
 from orchestrator.results.database import open_database
 from orchestrator.results.records import Provenance
 from orchestrator.results.store import Series, add_run, baseline, start_job
+from orchestrator.stats.gate import NO_CHANGE, REGRESSION, GateRule
 from orchestrator.study.runner import StudyRequest
 from orchestrator.study.spec import StudySpec
 

@@ -12,6 +12,8 @@ import pytest
 from jinja2 import UndefinedError
 
 from orchestrator.analysis.timeline import Event, representative_frame, stack_levels
+from orchestrator.documents.run import RunDocument
+from orchestrator.documents.summary import Summary
 from orchestrator.errors import UsageError
 from orchestrator.report import charts
 from orchestrator.report.compare import comparison, delta, variant_labels
@@ -163,10 +165,15 @@ def test_deltas_say_which_way_things_went():
 def _run(name: str, command: list[str], mean: float | None) -> RunData:
     frames = None if mean is None else {"count": 100, "first_ns": 2 * mean, "source": "frame",
                                         "steady": {"mean_ns": mean, "p50_ns": mean, "p90_ns": mean, "p99_ns": mean}}
-    summary = {"frames": frames, "cores": [{"cpu": 0, "busy_pct": 100.0}, {"cpu": 1, "busy_pct": 50.0}],
-               "threads": None, "hotspots": None, "verdict": {"kind": "cpu_bound", "summary": "busy"}}
-    return RunData(Path(f"runs/{name}"), summary, {"app": {"name": "pose", "command": command}}, None, None, None,
-                   None, None)
+    summary = Summary({"frames": frames, "cores": [{"cpu": 0, "busy_pct": 100.0}, {"cpu": 1, "busy_pct": 50.0}],
+                       "threads": None, "hotspots": None, "verdict": {"kind": "cpu_bound", "summary": "busy"}})
+    return RunData(Path(f"runs/{name}"), summary, as_run({"app": {"name": "pose", "command": command}}), None, None,
+                   None, None, None)
+
+
+def as_run(sections: dict) -> RunDocument:
+    """run.json's sections as a run folder's reader gives them."""
+    return RunDocument.from_json(sections)
 
 
 def test_labels_come_from_what_differs_between_the_commands():
@@ -203,7 +210,7 @@ JETSON_RECORD = {
 
 
 def test_header_has_the_board_facts_and_the_command_that_opens_the_report():
-    run = RunData(Path("runs/x"), None, JETSON_RECORD, None, None, None, "report.nsys-rep", "report.nsys-rep")
+    run = RunData(Path("runs/x"), None, as_run(JETSON_RECORD), None, None, None, "report.nsys-rep", "report.nsys-rep")
     header = header_section(run)
     facts = {f.label: f.value for f in header.facts}
     assert facts["target"] == "nano01 (root@nano01:22)"
@@ -217,7 +224,7 @@ def test_header_has_the_board_facts_and_the_command_that_opens_the_report():
 
 
 def test_a_page_without_summary_says_why_in_every_section():
-    run = RunData(Path("runs/x"), None, JETSON_RECORD, None, None, "the export is truncated", None, None)
+    run = RunData(Path("runs/x"), None, as_run(JETSON_RECORD), None, None, "the export is truncated", None, None)
     page = report_page(run)
     assert page.verdict is None and page.frames is None and page.api_tables == []
     assert set(page.missing) == {"verdict", "frames", "hotspots", "cpu", "timeline", "api"}
@@ -226,7 +233,7 @@ def test_a_page_without_summary_says_why_in_every_section():
 
 
 def test_templates_escape_names_and_refuse_undefined_names():
-    run = RunData(Path("runs/x"), None, {**JETSON_RECORD, "app": {"name": "<b>\"x\"</b>", "command": []}},
+    run = RunData(Path("runs/x"), None, as_run({**JETSON_RECORD, "app": {"name": "<b>\"x\"</b>", "command": []}}),
                   None, None, None, None, None)
     page = report_page(run)
     html = render("report.html", page.title, page=page)
@@ -236,7 +243,7 @@ def test_templates_escape_names_and_refuse_undefined_names():
 
 
 def test_the_only_script_allowed_is_the_pages_own():
-    run = RunData(Path("runs/x"), None, JETSON_RECORD, None, None, None, None, None)
+    run = RunData(Path("runs/x"), None, as_run(JETSON_RECORD), None, None, None, None, None)
     html = render("report.html", "t", page=report_page(run))
     scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
     assert len(scripts) == 1

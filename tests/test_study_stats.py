@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from orchestrator.study.stats import Estimate, compare_rounds, estimate
+from orchestrator.stats.estimates import Estimate, compare_rounds, estimate
 
 # the seed's GPU-delegate figures, as five runs each of a noisy board (ms per frame)
 DELEGATE_ON = [81.2, 80.4, 82.9, 81.0, 83.5]

@@ -1,32 +1,31 @@
 """From an nsys report to the answers users dig for by hand in the GUI.
 
-``analyze_report(path)`` opens a .sqlite/.nsys-rep/.qdrep and returns the summary document; the modules
-below it each answer one question (schema, frames, sampling, scheduling, API summaries, verdict).
+``analyze_report(path)`` opens a .sqlite/.nsys-rep/.qdrep and returns its ``Summary`` (summary.json's
+document); the modules below it each answer one question (schema, frames, sampling, scheduling, API summaries, verdict).
 """
 from __future__ import annotations
 
 import gc
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..documents.summary import Summary
 from ..errors import ReportError
-from ..files import write_text
 from .memory import keep_freed_memory
 from .report_input import open_report
 from .selection import AnalysisOptions
 from .trace import Trace
 
-__all__ = ["AnalysisOptions", "analyze_report", "write_summary"]
+__all__ = ["AnalysisOptions", "analyze_report"]
 
 
 # What malformed table contents make SQLite, numpy and pandas raise.
 UNREADABLE = (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, OverflowError, ZeroDivisionError)
 
 
-def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> dict:
+def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint: str | None = None) -> Summary:
     keep_freed_memory()
     conn, schema, export = open_report(path, nsys_hint)
     trace = Trace(conn, schema, export)
@@ -44,7 +43,7 @@ def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint
     finally:
         conn.close()
     summary["capture"]["export"] = str(export)
-    return summary
+    return Summary(summary)
 
 
 @contextmanager
@@ -64,6 +63,3 @@ def _bounded(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
-
-def write_summary(summary: dict, path: Path) -> Path:
-    return write_text(path, json.dumps(summary, indent=1) + "\n")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
 from . import api_summaries, sampling, scheduling
 from .calls import WAIT_TABLES
@@ -31,7 +32,6 @@ from .verdict import decide
 if TYPE_CHECKING:
     from ..symbols import Resolver
 
-SUMMARY_VERSION = 1
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
                 "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
                 "cuda_kernels": api_summaries.cuda_kernels, "memcpy": api_summaries.memcpy}

@@ -19,15 +19,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..documents.run import run_folders_in
+from ..documents.study import StudyDocument, study_folders
 from ..errors import OrchestratorError, UsageError
+from ..figures.run_metrics import REPORT_METRICS
 from ..inventory.catalog import AppSpec, find_app
 from ..results.database import Database
 from ..results.records import EXTRA_METRICS, Provenance, RunRecord, folder_records
 from ..results.store import Series, add_run, baseline, finish_job, start_job
-from ..study.metrics import REPORT_METRICS
+from ..stats.gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
 from ..study.spec import Cell, StudySpec, cell_app, cells, load_study, with_values
-from .gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
 
 APP_REPEAT = 3
 PASS, FAILED, NO_BASELINE_OUTCOME, UNSURE = "pass", "failed", "no-baseline", "unsure"
@@ -149,11 +151,11 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
                 stored.add(record.folder)
 
     def store_new() -> None:
-        for run_json in sorted(job_dir.glob("*/*/run.json")):
-            if str(run_json.parent.resolve()) not in stored:
-                store(folder_records(run_json.parent))
+        for run_dir in run_folders_in(job_dir):
+            if str(run_dir.resolve()) not in stored:
+                store(folder_records(run_dir))
 
-    def more_runs(folder: Path, document: dict[str, Any]) -> list[int]:
+    def more_runs(folder: Path, document: StudyDocument) -> list[int]:
         """The cells to run once more: those with a metric the gate is not sure about yet (none once a metric
         regressed: the job fails whatever more runs say of the others)."""
         store_new()
@@ -175,16 +177,16 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
     except BaseException:
         finish_job(database, job_id, FAILED)
         raise
-    folder = outcome.folder if outcome else next((p.parent for p in job_dir.glob("*/study.json")), None)
+    folder = outcome.folder if outcome else next(iter(study_folders(job_dir)), None)
     records = folder_records(folder) if folder else []
     store(records)  # any run the study ended without reporting
-    checks = gate_checks(request, database, records, outcome.document if outcome else {}, job_id)
+    checks = gate_checks(request, database, records, outcome.document if outcome else StudyDocument(), job_id)
     result = job_outcome(checks, error)
     finish_job(database, job_id, result)
     return CiOutcome(job_id, result, checks, records, folder, request.provenance, request.base, error)
 
 
-def gate_checks(request: CiRequest, database: Database, records: list[RunRecord], document: dict[str, Any],
+def gate_checks(request: CiRequest, database: Database, records: list[RunRecord], document: StudyDocument,
                 job_id: int) -> list[Check]:
     checks: list[Check] = []
     target = request.study.host.name

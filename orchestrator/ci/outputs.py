@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from .gate import IMPROVEMENT, NO_BASELINE, NOT_SURE, REGRESSION
+from ..stats.gate import IMPROVEMENT, NO_BASELINE, NOT_SURE, REGRESSION
 from .job import FAILED, UNSURE, Check, CiOutcome
 
 HEADLINES = {

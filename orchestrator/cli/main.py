@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from .. import __version__
+from ..documents.study import study_file
 from ..environment import take_become_password
 from ..errors import (
     EXIT_CODES,
@@ -240,26 +241,16 @@ def cmd_study(args: argparse.Namespace) -> int:
         first = failed[0]
         raise StudyCellsFailedError(f"{len(failed)} of {len(outcome.document['cells'])} cells failed; the first, "
                                     f"{first['label'] or 'the only cell'}: {first['reason']}",
-                                    f"see {outcome.folder / 'study.json'}")
+                                    f"see {study_file(outcome.folder)}")
     return 0
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from ..inventory.hosts import load_inventory
     from ..runs.fetch import fetch
-    from ..runs.folder import read_run_json
     from .console import RichProgress
-    inventory_path = args.inventory
-    if inventory_path is None:
-        try:
-            used = read_run_json(args.run_dir).get("inventory")
-        except (OSError, ValueError):
-            used = None
-        inventory_path = used if used and Path(used).is_file() else None
     progress = RichProgress(stderr())
     try:
-        outcome = fetch(args.run_dir, load_inventory(inventory_path),
-                        connect_options(args), progress)
+        outcome = fetch(args.run_dir, args.inventory, connect_options(args), progress)
     finally:
         progress.close()
     print(outcome.run_dir)

@@ -122,12 +122,11 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
     from ..analysis.report_input import report_of
-    from ..runs.folder import read_json_object
+    from ..documents.run import frame_delimiter
     _export_first(args, args.report)
-    frame_range = args.frame_range  # a run folder's: the app spec's frame delimiter, as its summary used
-    if frame_range is None and args.report.is_dir():
-        app = read_json_object(args.report / "run.json").get("app")
-        frame_range = app.get("frame_delimiter") if isinstance(app, dict) else None
+    # a run folder's: the app spec's frame delimiter, as its summary used
+    frame_range = args.frame_range if args.frame_range is not None or not args.report.is_dir() \
+        else frame_delimiter(args.report)
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
                               frame_range=frame_range, symbols=tuple(args.symbols))
     summary = analyze_report(report_of(args.report), options, args.nsys)

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..ci.gate import BASELINE_JOBS, MIN_JOBS
 from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
+from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .options import (
     add_clock_options,
     add_ssh_options,
@@ -150,13 +150,12 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def _import_records(folders: list[Path]) -> list[tuple[Path, list[Any]]]:
-    from ..results.records import folder_records
+    from ..results.records import records_in
     found = []
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder", "give run, study or ci folders")
-        records = folder_records(folder) or [r for study in sorted(folder.glob("*/study.json"))
-                                             for r in folder_records(study.parent)]
+        records = records_in(folder)
         if not records:
             raise UsageError(f"{folder} holds no run that reached its board (no run.json with the board's facts)",
                              "give a run folder, a study folder or a folder of them")
@@ -202,8 +201,8 @@ def _history(args: argparse.Namespace, database: Any) -> int:
                      args.last, args.branch)
     judged = None
     if args.judge or args.html:  # the gate's statistics load scipy: only when asked for
-        from ..ci.gate import default_threshold, parse_threshold
         from ..results.trend import replay
+        from ..stats.gate import default_threshold, parse_threshold
         threshold = parse_threshold(args.threshold) if args.threshold is not None else default_threshold(args.metric)
         unit, better = metric_unit(database, args.metric)
         judged = replay(points, better, threshold, base_branch=args.base, metric=args.metric)
@@ -239,12 +238,12 @@ def _history(args: argparse.Namespace, database: Any) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    from ..ci.gate import parse_rule
     from ..ci.job import FAILED, CiRequest, gated_names, job_study, run_ci
     from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
     from ..inventory.catalog import load_catalog
     from ..inventory.hosts import load_inventory
     from ..results.database import open_database
+    from ..stats.gate import parse_rule
     from ..study.runner import StudyRequest
     from ..study.spec import cells
     from .console import StudyView

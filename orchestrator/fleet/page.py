@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..documents.fleet import FleetDocument
 from ..report import charts
 from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
@@ -76,7 +77,7 @@ def _cell(found: dict[str, Any] | None) -> GridCell:
                     found.get("reason") or found.get("verdict") or "", flags, found.get("report"))
 
 
-def fleet_page(document: dict[str, Any]) -> FleetPage:
+def fleet_page(document: FleetDocument) -> FleetPage:
     boards = document.get("boards") or []
     recap = [RecapRow(b["target"], b["status"], b.get("reason") or "", (b.get("board") or {}).get("kind") or "–",
                       _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"),
@@ -117,6 +118,6 @@ def fleet_page(document: dict[str, Any]) -> FleetPage:
         counts={k: int(v) for k, v in counts.items()}, recap=recap, groups=groups, interval=interval)
 
 
-def write_fleet_page(document: dict[str, Any], folder: Path) -> Path:
+def write_fleet_page(document: FleetDocument, folder: Path) -> Path:
     page = fleet_page(document)
     return write_page(render("fleet.html", page.title, page=page), folder / "fleet.html")

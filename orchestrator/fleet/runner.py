@@ -18,14 +18,17 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from .. import __version__
+from ..documents.fleet import FLEET_VERSION, FleetDocument, write_fleet
+from ..documents.run import is_run_folder, read_run_or_none
+from ..documents.study import study_folders
 from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError
+from ..figures.measured import measured_despite_nsys
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
-from ..runs.folder import read_run_json, safe_name_part, write_run_json
-from ..runs.outcome import measured_despite_nsys
+from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
 from ..runs.session import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
@@ -33,7 +36,6 @@ from ..study.spec import StudySpec
 from ..targets.transport import ConnectOptions
 from .results import BoardResult, board_result_from_run, board_result_from_study
 
-FLEET_VERSION = 1
 # Ansible's word for a host it could not reach or log in to; such a board ran nothing
 UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
 
@@ -98,13 +100,13 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
         raise ValueError("a fleet runs an app or a study")
     what = request.app.name if request.app else request.study.name  # type: ignore[union-attr]
     folder = fleet_folder(request.out_dir, what)
-    document: dict[str, Any] = {
+    document = FleetDocument({
         "fleet_version": FLEET_VERSION, "orchestrate_version": __version__, "folder": folder.name,
         "kind": "app" if request.app else "study", "what": what, "limit": request.limit or "all",
         "inventory": request.inventory_path or request.inventory.source, "forks": request.forks,
         "targets": list(request.targets), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
         "boards": [],
-    }
+    })
     results: dict[str, BoardResult] = {}
     lock = threading.Lock()
     stop = HostStop()
@@ -115,10 +117,10 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
             with open(folder / "boards.jsonl", "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result.as_json(), default=str) + "\n")
             document["boards"] = [results[t].as_json() for t in request.targets if t in results]
-            write_run_json(folder, document, name="fleet.json")
+            write_fleet(folder, document)
         view.ended(result)
 
-    write_run_json(folder, document, name="fleet.json")
+    write_fleet(folder, document)
     with ThreadPoolExecutor(max_workers=max(1, request.forks), thread_name_prefix="board") as pool:
         futures: dict[Future[BoardResult], str] = {
             pool.submit(_one_board, request, target, folder, view, stop): target for target in request.targets}
@@ -128,7 +130,7 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
     ordered = [results[t] for t in request.targets if t in results]
     document["boards"] = [r.as_json() for r in ordered]
     document["recap"] = recap_counts(ordered)
-    write_run_json(folder, document, name="fleet.json")
+    write_fleet(folder, document)
     from .page import write_fleet_page
     write_fleet_page(document, folder)
     return FleetOutcome(folder, ordered, stop.interrupt.is_set())
@@ -211,15 +213,16 @@ def _failure(target: str, exc: OrchestratorError, folder: Path) -> BoardResult:
     """A board whose run or study raised: its figures as far as they came back, and the error's one line."""
     status = "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed"
     measured = None
-    if exc.run_dir is not None and (exc.run_dir / "run.json").is_file():
+    if exc.run_dir is not None and is_run_folder(exc.run_dir):
         measured = board_result_from_run(target, exc.run_dir, folder)
     else:
-        studies = sorted((folder / safe_name_part(target)).glob("*/study.json"))
+        studies = study_folders(folder / safe_name_part(target))
         if studies:
-            measured = board_result_from_study(target, studies[-1].parent, folder)
+            measured = board_result_from_study(target, studies[-1], folder)
     if measured is None:
         return BoardResult(target, status, exc.one_line(), exc.exit_code)
-    if exc.run_dir is not None and measured_despite_nsys(read_run_json(exc.run_dir)):
+    run = read_run_or_none(exc.run_dir) if exc.run_dir is not None else None
+    if run is not None and measured_despite_nsys(run):
         # nsys alone stalled after a complete capture and its report came back: measured, as a study counts it
         return replace(measured, status="ok", reason=f"measured; {exc.one_line()}", exit_code=0)
     return replace(measured, status=status, reason=exc.one_line(), exit_code=exc.exit_code)

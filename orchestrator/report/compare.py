@@ -10,10 +10,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from ..documents.summary import Summary
 from ..errors import UsageError
 from . import charts
 from .charts import Chart
-from .page import cores_busy
 from .run_data import RunData
 from .units import format_ms
 
@@ -39,10 +39,10 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
         if len(given) != len(runs):
             raise UsageError(f"{len(given)} labels for {len(runs)} runs", "give one --label per run, in the same order")
         return list(given)
-    apps = [((run.record or {}).get("app") or {}).get("name") or run.source.stem for run in runs]
+    apps = [run.document.app_name if run.document else run.source.stem for run in runs]
     if len(set(apps)) == len(apps):
         return apps
-    commands = [((run.record or {}).get("app") or {}).get("command") or [] for run in runs]
+    commands = [(run.document.app.get("command") if run.document else None) or [] for run in runs]
     common = set.intersection(*(set(c) for c in commands)) if commands else set()
     differing = [" ".join(shlex.quote(w) for w in c if w not in common) for c in commands]
     if all(differing) and len(set(differing)) == len(differing):
@@ -51,15 +51,15 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
 
 
 def variant(label: str, run: RunData) -> dict:
-    summary, record = run.summary or {}, run.record or {}
+    summary, document = run.summary or Summary(), run.document
     frames = summary.get("frames")
-    steady = frames["steady"] if frames else {}
+    steady = summary.steady
     hot = (summary.get("hotspots") or {}).get("self") or []
     verdict = summary.get("verdict")
     return {
         "label": label, "source": str(run.source),
-        "app": (record.get("app") or {}).get("name"), "target": (record.get("target") or {}).get("name"),
-        "status": record.get("status"), "analysis_error": run.analysis_error,
+        "app": document.app_name if document else None, "target": document.target.name if document else None,
+        "status": document.status if document else None, "analysis_error": run.analysis_error,
         "frames_source": frames["source"] if frames else None,
         "values": {
             "first_frame_ns": frames["first_ns"] if frames else None,
@@ -67,7 +67,7 @@ def variant(label: str, run: RunData) -> dict:
             "p90_ns": steady.get("p90_ns"), "p99_ns": steady.get("p99_ns"),
             "frames_per_s": 1e9 / steady["mean_ns"] if steady.get("mean_ns") else None,
             "frames": frames["count"] if frames else None,
-            "cores_busy": cores_busy(summary),
+            "cores_busy": summary.cores_busy,
         },
         "top_functions": [{"symbol": h["symbol"], "pct": h["pct"]} for h in hot[:TOP_FUNCTIONS]],
         "verdict": {"kind": verdict["kind"], "summary": verdict["summary"]} if verdict else None,
@@ -108,25 +108,27 @@ def repeat_key(run: RunData, given: str | None) -> str:
     app (command and environment) on the same target."""
     if given is not None:
         return "label:" + given
-    record = run.record or {}
-    app = record.get("app") or {}
-    if not app.get("command"):
+    document = run.document
+    if document is None or not document.app.get("command"):
         return "source:" + str(run.source)
-    return "app:" + json.dumps([app.get("command"), app.get("env"), (record.get("target") or {}).get("name")])
+    return "app:" + json.dumps([document.app.get("command"), document.app.get("env"), document.target.name])
+
+
+def _started(run: RunData) -> str:
+    return run.document.started_at if run.document else ""
 
 
 def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) -> dict | None:
     """When some variant was run more than once: each variant's distribution (median and 95 % interval per
     metric) and, against the first variant, the verdict of the study's statistics instead of one delta: the
     k-th run of each variant (by start time) is one round, as in a study whose cells take turns."""
-    from ..study.stats import compare_rounds, estimate
+    from ..stats.estimates import compare_rounds, estimate
     groups: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(repeat_key(run, given[i] if given else None), []).append(i)
     if all(len(members) == 1 for members in groups.values()):
         return None
-    members = [sorted(found, key=lambda i: str((runs[i].record or {}).get("started_at") or "")) for found in
-               groups.values()]
+    members = [sorted(found, key=lambda i: _started(runs[i])) for found in groups.values()]
     labels = variant_labels([runs[m[0]] for m in members], [given[m[0]] for m in members] if given else None)
     found: list[dict[str, Any]] = []
     for label, indices in zip(labels, members):

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..analysis.frames import first_steady_index
+from ..documents.summary import Summary
 from . import charts
 from .charts import Chart
 from .render import Fact
@@ -179,14 +180,14 @@ def board_section(summary: dict) -> BoardSection | None:
 
 
 def _title(run: RunData) -> str:
-    app = (run.record or {}).get("app", {}).get("name") or run.source.stem
-    target = (run.record or {}).get("target", {}).get("name")
-    return f"{app} on {target}" if target else app
+    if run.document is None:
+        return run.source.stem
+    return f"{run.document.app_name} on {run.document.target.name}"
 
 
 def header_section(run: RunData) -> Header:
-    record, summary = run.record or {}, run.summary or {}
-    facts_in = record.get("facts", {})
+    document, summary = run.document, run.summary or Summary()
+    facts_in = (document.facts if document else None) or {}
     board, system, nsys = facts_in.get("board", {}), facts_in.get("system", {}), facts_in.get("nsys", {})
     capture = summary.get("capture", {})
     facts: list[Fact] = []
@@ -194,9 +195,9 @@ def header_section(run: RunData) -> Header:
     def add(label: str, value) -> None:
         if value not in (None, "", []):
             facts.append(Fact(label, str(value)))
-    target = record.get("target", {})
-    address = f"({target['address']})" if target.get("address") else ""
-    add("target", " ".join(filter(None, [target.get("name"), address])))
+    if document is not None:
+        address = f"({document.target.address})" if document.target.address else ""
+        add("target", " ".join(filter(None, [document.target.name, address])))
     cpu = capture.get("platform", {}).get("CpuDescription")
     add("board", board.get("model") or (f"not a Jetson ({cpu})" if cpu else None))
     if board.get("l4t"):
@@ -205,26 +206,26 @@ def header_section(run: RunData) -> Header:
     add("clocks", clock_words(board.get("clocks")))
     add("system", " · ".join(filter(None, [system.get("os") or capture.get("platform", {}).get("OsDescription"),
                                           system.get("kernel"), system.get("arch")])))
-    app = record.get("app", {})
+    app = document.app if document else {}
     add("app", app.get("name"))
     add("command", " ".join(shlex.quote(a) for a in app.get("command", [])))
     add("nsys", nsys.get("version") or capture.get("nsys_version"))
-    add("date", _when(record.get("started_at")))
+    add("date", _when(document.started_at if document else None))
     if capture.get("duration_ns"):
         add("capture", format_ns(capture["duration_ns"]))
-    phases = record.get("phases") or {}
+    phases = document.phases if document else {}
     if phases:
         add("run took", f"{sum(phases.values()):.1f} s, capture {phases.get('capture', 0):.1f} s")
     add("report", run.report_name)
     problems = []
-    if record.get("error"):
-        problems.append(record["error"]["message"])
-    if record.get("app_exit") and record["app_exit"].get("ended") not in (None, "") and record.get("status") != "ok":
-        problems.append(f"the app {record['app_exit']['ended']} (exit status {record['app_exit'].get('status')})")
+    if document and document.error_message:
+        problems.append(document.error_message)
+    if document and document.app_ending and document.status != "ok":
+        problems.append(f"the app {document.app_ending} (exit status {(document.app_exit or {}).get('status')})")
     if run.analysis_error:
         problems.append(f"the report could not be analysed: {run.analysis_error}")
     command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None
-    doubts = [flag["what"] for flag in (record.get("validity") or {}).get("flags") or []]
+    doubts = [flag["what"] for flag in (document.stored_flags if document else None) or []]
     return Header(_title(run), facts, run.report_href, command, problems, doubts)
 
 
@@ -369,21 +370,11 @@ def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:
     return items
 
 
-def cores_busy(summary: dict) -> float | None:
-    """Cores kept busy on average over the window: per-core use when known, else the threads' CPU added up."""
-    cores, threads = summary.get("cores"), summary.get("threads")
-    if cores:
-        return sum(c["busy_pct"] for c in cores) / 100.0
-    if threads:
-        return sum(t["cpu_pct"] for t in threads) / 100.0
-    return None
-
-
-def cpu_section(summary: dict, window: str) -> CpuSection | None:
+def cpu_section(summary: Summary, window: str) -> CpuSection | None:
     threads, cores = summary.get("threads"), summary.get("cores")
     if threads is None:
         return None
-    busy = cores_busy(summary) or 0.0
+    busy = summary.cores_busy or 0.0
     core_chart = None
     if cores:
         rows = [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy") for c in cores]

@@ -2,7 +2,6 @@
 report file alone, plus the timeline of one representative frame read from the export."""
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ from ..analysis import AnalysisOptions, analyze_report
 from ..analysis.frames import first_steady_index
 from ..analysis.schema import open_export, probe
 from ..analysis.timeline import busy_span, frame_timeline, representative_frame
+from ..documents.run import RunDocument, is_run_folder, read_run
+from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
 from .units import format_ms, format_ns
 
@@ -22,8 +23,8 @@ NO_FRAME_SLICE_NS = 50_000_000
 @dataclass(frozen=True)
 class RunData:
     source: Path                  # the run folder or report file it came from
-    summary: dict | None          # summary.json's document
-    record: dict | None           # run.json's, for a run folder
+    summary: Summary | None       # summary.json's document
+    document: RunDocument | None  # run.json's, for a run folder
     timeline: dict | None         # analysis.timeline's lanes plus a caption
     timeline_missing: str | None  # why there is no timeline
     analysis_error: str | None
@@ -48,15 +49,14 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: 
 
 
 def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols: tuple[Path, ...] = ()) -> RunData:
-    record = _read_json(run_dir / "run.json")
-    summary = _read_json(run_dir / "summary.json")
+    document, summary = _read_documents(run_dir)
     reports = [run_dir / name for name in REPORT_NAMES if (run_dir / name).is_file()]
-    if record is None and summary is None and not reports:
+    if document is None and summary is None and not reports:
         raise UsageError(f"{run_dir} is not a run folder (no run.json, summary.json or report in it)",
                          "give a folder that 'orchestrate profile' made, or a .nsys-rep/.sqlite report")
-    analysis_error = ((record or {}).get("analysis") or {}).get("error")
+    analysis_error = ((document.analysis if document else None) or {}).get("error")
     if (summary is None or symbols) and reports and analysis_error is None:
-        delimiter = ((record or {}).get("app") or {}).get("frame_delimiter")
+        delimiter = document.app.get("frame_delimiter") if document else None
         try:
             summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter, symbols=symbols), nsys_hint)
         except OrchestratorError as exc:
@@ -69,7 +69,7 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
         timeline, why = timeline_of(export, summary)
     else:
         timeline, why = None, "the run folder has no report.sqlite to read the frame's events from"
-    return RunData(run_dir, summary, record, timeline, why, analysis_error, report.name if report else None,
+    return RunData(run_dir, summary, document, timeline, why, analysis_error, report.name if report else None,
                    _href(report, page_dir) if report else None)
 
 
@@ -123,17 +123,12 @@ def slowest_frame(per_frame_ns: list[int], first_steady: int) -> int:
     return first_steady + max(range(len(steady)), key=lambda i: (steady[i], -i)) if steady else 0
 
 
-def _read_json(path: Path) -> dict | None:
-    if not path.is_file():
-        return None
+def _read_documents(run_dir: Path) -> tuple[RunDocument | None, Summary | None]:
+    """run.json and summary.json, each None when missing; a damaged one is a ReportError saying which."""
     try:
-        value = json.loads(path.read_text())
-        if not isinstance(value, dict):
-            raise ValueError(f"it holds {type(value).__name__}, not an object")
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path} could not be read ({exc})",
-                          "run 'orchestrate analyze' on the report again") from None
-    return value
+        return (read_run(run_dir) if is_run_folder(run_dir) else None), read_summary(run_dir)
+    except UsageError as exc:
+        raise ReportError(exc.message, "run 'orchestrate analyze' on the report again") from None
 
 
 def _beside(export: Path) -> Path | None:

@@ -2,7 +2,7 @@
 folder's files and the environment handed in.
 
 A run inside a study folder carries its study's name and its cell (label and variables); the figures are
-the study's own (``study.metrics.run_metrics``, the app parser's included) plus the steady median and the
+the study's own (``figures.run_metrics``, the app parser's included) plus the steady median and the
 energy per frame when the board measured it.
 """
 from __future__ import annotations
@@ -16,7 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..runs.folder import read_json_object
+from ..documents.run import is_run_folder, read_run_or_none
+from ..documents.study import StudyCell, StudyDocument, read_study_or_none, study_folders
+from ..documents.summary import Summary, read_summary
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -64,62 +67,62 @@ def variables_key(variables: Mapping[str, Any]) -> str:
     return json.dumps(dict(variables), sort_keys=True, separators=(",", ":"))
 
 
-def run_record(run_dir: Path, study: dict[str, Any] | None = None) -> RunRecord | None:
+def run_record(run_dir: Path, study: StudyDocument | None = None) -> RunRecord | None:
     """The record of one run folder, or None when it holds no run.json with a start time, or its run never
     reached its board (unreachable: no board, no figures, nothing to keep of it). ``study`` is the study.json
     of the folder it sits in, for the cell's label and the app's output parser."""
-    from ..fleet.results import run_flags  # imported here: `results list|history` never reads a folder
-    from ..runs.outcome import measured_despite_nsys
-    from ..study.metrics import run_metrics
+    from ..figures.measured import measured_run, run_flags  # imported here: `results list|history` reads no folder
+    from ..figures.run_metrics import run_metrics
     from ..targets.facts import board_fingerprint, board_kind
-    record = read_json_object(run_dir / "run.json")
-    facts = record.get("facts")
-    if not record.get("run_id") or not record.get("started_at") or not facts:
+    run = read_run_or_none(run_dir)
+    if run is None or not run.run_id or not run.started_at or not run.facts:
         return None
-    fingerprint = record.get("board_fingerprint") or board_fingerprint(facts)
-    mine = record.get("study") or {}
-    cell = _cell_of(study, run_dir.name, mine.get("variables"))
-    parser = (cell or {}).get("parser") or (record.get("app") or {}).get("parser")
-    measured = run_metrics(run_dir, parser)
+    fingerprint = run.board_fingerprint or board_fingerprint(run.facts)
+    variables = run.study_variables
+    cell = _cell_of(study, run_dir.name, variables)
+    measured = run_metrics(run_dir, (cell.parser if cell else None) or run.parser)
     figures = {name: Metric(float(value), *measured.units[name]) for name, value in measured.values.items()}
-    figures.update(_extra_metrics(read_json_object(run_dir / "summary.json")))
-    flags = run_flags(record)
-    measured_well = (run_dir / "summary.json").is_file() and (record.get("status") == "ok"
-                                                               or measured_despite_nsys(record))
-    target = (record.get("target") or {}).get("name") or "unknown"
-    started = _utc(record["started_at"])
+    figures.update(_extra_metrics(_summary_of(run_dir)))
+    flags = run_flags(run)
+    measured_well = measured_run(run_dir, run)
+    target = run.target.name
     return RunRecord(
-        uid=_uid(record["run_id"], record["started_at"], target), run_id=record["run_id"], started_at=started,
-        target=target, board_kind=board_kind(facts), kind_fingerprint=fingerprint["kind"],
-        software_fingerprint=fingerprint["software"], app=(record.get("app") or {}).get("name") or "app",
-        status="ok" if measured_well else str(record.get("status") or "unknown"), valid=measured_well and not flags,
-        flags=flags, folder=str(run_dir.resolve()), study=mine.get("name"),
-        cell=(cell or {}).get("label") or "", variables=dict(mine.get("variables") or {}), metrics=figures)
+        uid=_uid(run.run_id, run.started_at, target), run_id=run.run_id, started_at=_utc(run.started_at),
+        target=target, board_kind=board_kind(run.facts), kind_fingerprint=fingerprint["kind"],
+        software_fingerprint=fingerprint["software"], app=run.app_name,
+        status="ok" if measured_well else run.status, valid=measured_well and not flags,
+        flags=flags, folder=str(run_dir.resolve()), study=run.study_name,
+        cell=cell.label if cell else "", variables=variables or {}, metrics=figures)
 
 
-def _cell_of(study: dict[str, Any] | None, run_name: str, variables: Any) -> dict[str, Any] | None:
+def _cell_of(study: StudyDocument | None, run_name: str, variables: dict[str, Any] | None) -> StudyCell | None:
     """The study cell the run belongs to; before study.json lists it, its label from the run's variables."""
-    for cell in (study or {}).get("cells") or []:
-        if run_name in (cell.get("runs") or []) or (variables is not None and cell.get("variables") == variables):
-            return cell
-    if isinstance(variables, dict):
+    cell = study.cell_of(run_name, variables) if study is not None else None
+    if cell is None and variables is not None:
         from ..study.spec import Cell
-        return {"label": Cell(0, variables).label}
-    return None
+        return StudyCell(label=Cell(0, variables).label)
+    return cell
+
+
+def _summary_of(run_dir: Path) -> Summary:
+    try:
+        return read_summary(run_dir) or Summary()
+    except UsageError:  # a damaged summary.json: the run keeps no figures of it (run_metrics says the same)
+        return Summary()
 
 
 # what the database keeps of a run beyond a study's metrics (name: unit, which way is better)
 EXTRA_METRICS: dict[str, tuple[str, str]] = {"steady_p50_ms": ("ms", "lower"), "energy_per_frame_mj": ("mJ", "lower")}
 
 
-def _extra_metrics(summary: dict[str, Any]) -> dict[str, Metric]:
+def _extra_metrics(summary: Summary) -> dict[str, Metric]:
     extra: dict[str, Metric] = {}
-    steady = (summary.get("frames") or {}).get("steady") or {}
-    if steady.get("p50_ns") is not None:
-        extra["steady_p50_ms"] = Metric(steady["p50_ns"] / 1e6, *EXTRA_METRICS["steady_p50_ms"])
-    energy = (summary.get("energy") or {}).get("median_mj")
+    p50 = summary.steady.get("p50_ns")
+    if p50 is not None:
+        extra["steady_p50_ms"] = Metric(p50 / 1e6, *EXTRA_METRICS["steady_p50_ms"])
+    energy = summary.energy_median_mj
     if energy is not None:
-        extra["energy_per_frame_mj"] = Metric(float(energy), *EXTRA_METRICS["energy_per_frame_mj"])
+        extra["energy_per_frame_mj"] = Metric(energy, *EXTRA_METRICS["energy_per_frame_mj"])
     return extra
 
 
@@ -135,15 +138,20 @@ def _utc(stamp: str) -> datetime:
 
 def folder_records(folder: Path) -> list[RunRecord]:
     """A run folder's record, or every run of a study folder (study.json beside them), oldest first."""
-    if (folder / "run.json").is_file():
+    if is_run_folder(folder):
         found = run_record(folder)
         return [found] if found else []
-    study = read_json_object(folder / "study.json")
-    names = [name for cell in study.get("cells") or [] for name in cell.get("runs") or []]
+    study = read_study_or_none(folder)
+    names = study.run_names if study is not None else []
     if not names:  # a folder of run folders: every one that holds a run.json
-        names = sorted(p.parent.name for p in folder.glob("*/run.json"))
-    records = [run_record(folder / name, study or None) for name in names]
+        names = sorted(p.name for p in folder.iterdir() if is_run_folder(p)) if folder.is_dir() else []
+    records = [run_record(folder / name, study) for name in names]
     return sorted((r for r in records if r is not None), key=lambda r: r.started_at)
+
+
+def records_in(folder: Path) -> list[RunRecord]:
+    """A run folder's record, a study folder's, or those of the study folders inside ``folder`` (a CI job's)."""
+    return folder_records(folder) or [r for study in study_folders(folder) for r in folder_records(study)]
 
 
 # CI systems' variables, first match wins: (commit, branch, default branch, job page)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ci.gate import BASELINE_JOBS, IMPROVEMENT, REGRESSION, decide
+from ..stats.gate import BASELINE_JOBS, IMPROVEMENT, REGRESSION, decide
 from .store import Point, jobs_of
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ci.gate import BASELINE_JOBS, MIN_JOBS
 from ..report.charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
 from ..report.render import Fact, render, write_page
+from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .trend import TrendPoint
 
 

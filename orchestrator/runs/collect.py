@@ -5,33 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..analysis import AnalysisOptions, analyze_report, write_summary
+from ..analysis import AnalysisOptions, analyze_report
+from ..documents.run import RunDocument
+from ..documents.summary import write_summary
 from ..errors import OrchestratorError, ReportError
+from ..figures.board import board_section, energy_section
+from ..figures.board_samples import read_board_samples
+from ..figures.validity import validity_flags
 from ..inventory.catalog import AppSpec
 from ..nsys.commands import RemoteRunPaths
 from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
-from .board_figures import board_section, energy_section
-from .board_samples import read_board_samples
 from .outcome import app_ending, capture_summary, classify_capture, nudged_warning
 from .phases import RunLog
 from .pull import pull_verified, sha256_file
 from .remote_export import export_on_board
-from .validity import validity_flags
 
 
 def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
             keep_remote: bool, symbols: tuple[str, ...] = ()) -> OrchestratorError | None:
     """Returns the error the run ends with (None for success); raises when the report cannot be had."""
-    record, progress, run_dir = log.record, log.progress, log.run_dir
+    run, progress, run_dir = log.run, log.progress, log.run_dir
     status, failure = classify_capture(capture, app)
-    record["app_exit"] = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
-    record["capture"] = capture
-    record["status"] = status
+    run.app_exit = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
+    run.capture = capture
+    run.status = status
     if status == "ok" and capture["watchdog"]:
         progress.note("warning", nudged_warning(capture))
     if capture.get("import"):
-        record["import"] = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
+        run.import_ = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
     progress.finish("capture", capture_summary(capture, status))
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
@@ -39,33 +41,32 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
         logs[f"{paths.run_dir}/{capture['board_samples']['file']}"] = run_dir / "board.jsonl"
     if not capture["reports"]:
         pulled = pull_verified(agent, logs)
-        record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+        run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
         _tidy_board(agent, paths, log, keep_remote)
         log.stage("failed")
         return failure
 
-    remote_report = _finished_report(capture["reports"], record)
+    remote_report = _finished_report(capture["reports"], run)
     local_report = run_dir / ("report" + Path(remote_report).suffix)
     wanted = {remote_report: local_report, **logs}
     log.stage("on_board")
     with log.phase("pull"):
         pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total))
-    record["files"] = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+    files = run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
     seconds = log.seconds["pull"] or 1e-9
-    size = sum(p.size - p.resumed_from for p in pulled)
-    record["pull"] = {"bytes": size, "seconds": seconds, "mb_per_s": round(size / 2**20 / seconds, 1),
-                      "resumed_bytes": sum(p.resumed_from for p in pulled)}
-    resumed = f", resumed after {record['pull']['resumed_bytes'] / 2**20:.1f} MB" if record["pull"]["resumed_bytes"] \
-        else ""
+    size, resumed_bytes = sum(p.size - p.resumed_from for p in pulled), sum(p.resumed_from for p in pulled)
+    run.pull = {"bytes": size, "seconds": seconds, "mb_per_s": round(size / 2**20 / seconds, 1),
+                "resumed_bytes": resumed_bytes}
+    resumed = f", resumed after {resumed_bytes / 2**20:.1f} MB" if resumed_bytes else ""
     progress.finish("pull", f"{size / 2**20:.1f} MB verified (sha256 on both sides){resumed}")
     host_nsys = find_host_nsys()
     if local_report.suffix == ".qdstrm":
         local_report = _import_here(host_nsys, local_report, log)
     with log.phase("export"):
-        sqlite = _export(agent, host_nsys, local_report, remote_report, record)
-    record["files"][sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
-    progress.finish("export", f"{sqlite.name} ({record['export']['where']})")
-    _note_importer(run_dir / "nsys.log", record)
+        sqlite, where = _export(agent, host_nsys, local_report, remote_report, run)
+    files[sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
+    progress.finish("export", f"{sqlite.name} ({where})")
+    _note_importer(run_dir / "nsys.log", run)
     _tidy_board(agent, paths, log, keep_remote)
     log.stage("pulled")
     with log.phase("analyze"):  # on this machine only, once the board is tidy
@@ -76,93 +77,96 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
 NSYS_IMPORTER_MISSING = "Importer error status"
 
 
-def _note_importer(nsys_log: Path, record: dict[str, Any]) -> None:
+def _note_importer(nsys_log: Path, run: RunDocument) -> None:
     """nsys.log's "Importer error status: The importer binary and its dependencies were not found" is nsys
-    saying it left the raw .qdstrm, which this run then imported (record["import"] says where, with what):
+    saying it left the raw .qdstrm, which this run then imported (run.json's "import" says where, with what):
     handled, so said in run.json, not as a warning."""
     try:
         lines = nsys_log.read_text(errors="replace").splitlines()
     except OSError:
         return
     said = next((line.strip() for line in lines if line.startswith(NSYS_IMPORTER_MISSING)), None)
-    if said and "import" in record:
-        record["import"]["nsys_said"] = said
-        where = "on the board" if record["import"]["where"] == "target" else "here"
-        record["import"]["handled"] = f"nsys could not import its raw capture itself (no QdstrmImporter beside it); " \
+    if said and run.import_ is not None:
+        run.import_["nsys_said"] = said
+        where = "on the board" if run.import_["where"] == "target" else "here"
+        run.import_["handled"] = f"nsys could not import its raw capture itself (no QdstrmImporter beside it); " \
                                       f"it was imported {where}"
 
 
 def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_remote: bool) -> None:
     if not keep_remote:
         agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
-    log.record["remote_removed"] = not keep_remote
+    log.run.remote_removed = not keep_remote
 
 
-def _finished_report(reports: dict[str, str], record: dict[str, Any]) -> str:
+def _finished_report(reports: dict[str, str], run: RunDocument) -> str:
     """The imported report when there is one (nsys's own, or the board's importer's), else the raw capture
     for this machine to import."""
     for suffix in (".nsys-rep", ".qdrep"):
         if suffix in reports:
-            record.setdefault("import", {"where": "nsys"})
+            if run.import_ is None:
+                run.import_ = {"where": "nsys"}
             return reports[suffix]
     return reports[".qdstrm"]
 
 
 def _import_here(host_nsys: HostNsys | None, raw: Path, log: RunLog) -> Path:
-    record = log.record
+    files = log.run.files or {}
     with log.phase("import"):
         if host_nsys is None:
             raise ReportError("the target left a raw .qdstrm and this machine has no nsys to import it",
                               f"install Nsight Systems here, then run QdstrmImporter -i {raw}")
         report = import_on_host(host_nsys, raw)
     # QdstrmImporter appends to the raw file it reads: keep the pulled checksum, record the new one
-    pulled_raw = record["files"][raw.name]
-    record["files"][raw.name] = {"sha256": sha256_file(raw), "size": raw.stat().st_size,
-                                 "pulled_sha256": pulled_raw["sha256"], "pulled_size": pulled_raw["size"]}
-    record["files"][report.name] = {"sha256": sha256_file(report), "size": report.stat().st_size}
-    record["import"] = {"where": "host", "importer": host_nsys.importer}
+    pulled_raw = files[raw.name]
+    files[raw.name] = {"sha256": sha256_file(raw), "size": raw.stat().st_size,
+                       "pulled_sha256": pulled_raw["sha256"], "pulled_size": pulled_raw["size"]}
+    files[report.name] = {"sha256": sha256_file(report), "size": report.stat().st_size}
+    log.run.import_ = {"where": "host", "importer": host_nsys.importer}
     log.progress.finish("import", f"imported on this machine to {report.name}")
     return report
 
 
 def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...] = ()) -> None:
     """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
-    record, progress = log.record, log.progress
+    run, progress = log.run, log.progress
     try:
         options = AnalysisOptions(frame_range=app.frame_delimiter, symbols=tuple(Path(s) for s in symbols))
         summary = analyze_report(sqlite, options)
     except OrchestratorError as exc:
-        record["analysis"] = {"error": exc.one_line()}
+        run.analysis = {"error": exc.one_line()}
         progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
         return
     samples = read_board_samples(log.run_dir)
     epoch = summary["capture"].get("utc_epoch_ns")
-    summary["board"] = board_section(samples, (record["capture"].get("board_samples") or {}).get("source"), epoch)
+    summary["board"] = board_section(samples, run.board_samples_source, epoch)
     summary["energy"] = energy_section(samples, summary["frames"], epoch)
-    record["validity"] = {"flags": validity_flags(record, samples), "samples": len(samples)}
-    for flag in record["validity"]["flags"]:
+    flags = validity_flags(run, samples)
+    run.validity = {"flags": flags, "samples": len(samples)}
+    for flag in flags:
         progress.note("warning", f"doubtful figures: {flag['what']}")
-    path = write_summary(summary, log.run_dir / "summary.json")
-    record["files"][path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+    path = write_summary(log.run_dir, summary)
+    if run.files is not None:
+        run.files[path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     verdict, frames = summary["verdict"], summary["frames"]
-    record["analysis"] = {"verdict": verdict["kind"], "frames": frames["count"] if frames else None}
+    run.analysis = {"verdict": verdict["kind"], "frames": frames["count"] if frames else None}
     timing = f"{frames['steady']['mean_ns'] / 1e6:.2f} ms per frame, " if frames else ""
     progress.finish("analyze", f"{timing}{verdict['kind']}: {verdict['summary']}")
 
 
 def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, remote_report: str,
-            record: dict[str, Any]) -> Path:
-    """Prefer this machine (boards are slow); fall back to the target's nsys."""
+            run: RunDocument) -> tuple[Path, str]:
+    """Prefer this machine (boards are slow); fall back to the target's nsys. The export and where it was made."""
     sqlite = local_report.with_suffix(".sqlite")
     host_error = None
     if host_nsys is not None:
         try:
             export_on_host(host_nsys, local_report, sqlite)
-            record["export"] = {"where": "host", "nsys": host_nsys.path, "nsys_version": host_nsys.version}
-            return sqlite
+            run.export = {"where": "host", "nsys": host_nsys.path, "nsys_version": host_nsys.version}
+            return sqlite, "host"
         except ReportError as exc:
             host_error = exc.one_line()
-    nsys = record["facts"]["nsys"]
+    nsys = (run.facts or {})["nsys"]
     if not remote_report.endswith((".nsys-rep", ".qdrep")):
         raise ReportError(host_error or "cannot export a raw capture on the target", "install Nsight Systems here")
     remote_sqlite = remote_report.rsplit(".", 1)[0] + ".sqlite"
@@ -170,6 +174,5 @@ def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, 
     if failed is not None:
         raise ReportError(f"exporting to SQLite failed here ({host_error or 'no nsys here'}) and on the target",
                           failed[1] or "see nsys.log")
-    record["export"] = {"where": "target", "nsys": nsys["path"], "nsys_version": nsys["version"],
-                        "host_error": host_error}
-    return sqlite
+    run.export = {"where": "target", "nsys": nsys["path"], "nsys_version": nsys["version"], "host_error": host_error}
+    return sqlite, "target"

@@ -9,21 +9,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..documents.run import read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
-from ..inventory.hosts import Inventory
+from ..inventory.hosts import load_inventory
 from ..nsys.commands import RemoteRunPaths
 from ..targets.transport import ConnectOptions, open_transport
 from .collect import collect
-from .folder import read_run_json
 from .phases import RunLog
-from .profile import ProfileOutcome, deploy_agent_logged, error_record, finish, follow_capture, note_clocks
+from .profile import ProfileOutcome, deploy_agent_logged, error_section, finish, follow_capture, note_clocks
 from .progress import Progress
 
 LIST_FIELDS = ("command", "env", "trace", "nsys_args")
 
 
-def app_from_record(spec: dict[str, Any]) -> AppSpec:
+def app_from_section(spec: dict[str, Any]) -> AppSpec:
     """The app spec back from run.json (lists become tuples again; masked values stay masked: only the
     analysis options and the capture's timing are needed after the capture)."""
     values: dict[str, Any] = {
@@ -32,25 +32,26 @@ def app_from_record(spec: dict[str, Any]) -> AppSpec:
     return AppSpec(**values)
 
 
-def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress: Progress) -> ProfileOutcome:
-    try:
-        record = read_run_json(run_dir)
-    except (OSError, ValueError):
+def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress) -> ProfileOutcome:
+    """``inventory_path`` None: the inventory the run came from when its file is still there, else the default."""
+    run = read_run_or_none(run_dir)
+    if run is None:
         raise UsageError(f"{run_dir} is not a run folder (no readable run.json)",
-                         "pass a folder that 'orchestrate profile' made, e.g. runs/<run>") from None
-    if record.get("stage") == "pulled":
+                         "pass a folder that 'orchestrate profile' made, e.g. runs/<run>")
+    if run.stage == "pulled":
         progress.note("info", f"the report is already here, verified: {run_dir}")
-        return ProfileOutcome(run_dir, record.get("status", "ok"), record)
-    if not record.get("remote"):
+        return ProfileOutcome(run_dir, run.status, run)
+    remote_run_dir = run.remote_run_dir
+    if remote_run_dir is None:
         raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
                          "profile again")
-    host = inventory.host(record["target"]["name"])
-    app = app_from_record(record["app"])
-    keep_remote = bool(record.get("request", {}).get("keep_remote"))
-    heartbeat_timeout_s = float(record.get("request", {}).get("heartbeat_timeout_s") or 30)
-    log = RunLog(run_dir, record, progress)
-    record.pop("error", None)
-    record.pop("lost_contact", None)
+    if inventory_path is None and run.inventory and Path(run.inventory).is_file():
+        inventory_path = run.inventory
+    host = load_inventory(inventory_path).host(run.target.name)
+    app = app_from_section(run.app)
+    keep_remote, heartbeat_timeout_s = run.keep_remote, run.heartbeat_timeout_s
+    log = RunLog(run_dir, run, progress)
+    run.error = run.lost_contact = None
     failure: OrchestratorError | None = None
     try:
         with log.phase("connect"):
@@ -58,7 +59,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
         progress.finish("connect", transport.description)
         try:
             agent = deploy_agent_logged(transport, host, log)
-            paths = RemoteRunPaths(record["remote"]["run_dir"])
+            paths = RemoteRunPaths(remote_run_dir)
             board = agent.call("status", {"run_dir": paths.run_dir})
             state = board["state"]
             if not board["present"] or state is None:
@@ -75,7 +76,7 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
                 raise AgentError(f"the capture on {transport.description} ended without a result "
                                  f"({state.get('error') or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
-            record["capture_attempts"] = capture.pop("previous_attempts", [])
+            run.capture_attempts = capture.pop("previous_attempts", [])
             note_clocks(capture.get("clocks"), log)
             early = capture.get("ended_early")
             if early:
@@ -88,16 +89,16 @@ def fetch(run_dir: Path, inventory: Inventory, connect: ConnectOptions, progress
         stopped = InterruptedRunError("interrupted during fetch; what the board kept stays there (a partial "
                                       "download resumes)", f"run 'orchestrate fetch {run_dir}' again")
         stopped.run_dir = run_dir
-        record["error"] = error_record(stopped)
+        run.error = error_section(stopped)
         finish(log)
         raise stopped from None
     except OrchestratorError as exc:
-        record["error"] = error_record(exc)
+        run.error = error_section(exc)
         finish(log)
         raise
     if failure is not None:
-        record["error"] = error_record(failure)
+        run.error = error_section(failure)
     finish(log)
     if failure is not None:
         raise failure
-    return ProfileOutcome(run_dir, record["status"], record)
+    return ProfileOutcome(run_dir, run.status, run)

@@ -1,14 +1,11 @@
-"""The local run folder: its id, its layout and its run.json."""
+"""The local run folder: its id and its making (its run.json is ``documents.run``'s)."""
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
-from ..files import write_text
 
 
 def run_id(target: str, app: str, now: datetime | None = None) -> str:
@@ -39,25 +36,3 @@ def create_run_dir(out_dir: Path, identifier: str) -> Path:
     except OSError as exc:
         raise UsageError(f"cannot make a run folder in {out_dir}: {exc.strerror or exc}",
                          "give --out a folder you can write") from None
-
-
-def write_run_json(run_dir: Path, record: dict[str, Any], name: str = "run.json") -> Path:
-    """Written whole or not at all (a crash leaves the previous version)."""
-    return write_text(run_dir / name, json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
-
-
-def read_run_json(run_dir: Path) -> dict[str, Any]:
-    """run.json's document; OSError when it cannot be read, ValueError when it is not a JSON object."""
-    value = json.loads((run_dir / "run.json").read_text())
-    if not isinstance(value, dict):
-        raise ValueError(f"{run_dir / 'run.json'} holds {type(value).__name__}, not an object")
-    return value
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object, or {} when it is missing, unreadable or something else."""
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}

@@ -13,6 +13,7 @@ from ..errors import (
     ReportError,
     WatchdogError,
 )
+from ..figures.measured import NSYS_TARGETS
 from ..inventory.catalog import AppSpec
 
 # Exit statuses of an app stopped at the end of the capture (SIGTERM, SIGINT, SIGKILL), as nsys reports them.
@@ -135,27 +136,3 @@ def nudged_warning(capture: dict[str, Any]) -> str:
 
 def _nsys_nudges(capture: dict[str, Any]) -> list[tuple[str, str]]:
     return [(a["target"], a["signal"]) for a in capture["watchdog"] if a["target"] == "nsys"]
-
-
-
-NSYS_TARGETS = ("nsys", "nsys daemon", "nsys helpers")
-NSYS_STALLS = ("nsys stalled while generating the report", "nsys hung after writing the report",
-               "nsys did not finish after the app was gone")
-
-
-def nsys_alone_stalled(record: dict[str, Any]) -> bool:
-    """The run's watchdog stopped nsys alone, for one of nsys 2022.4's stalls around its report, after the
-    app had been stopped as planned (whether nsys had written a report or not)."""
-    capture = record.get("capture") or {}
-    actions = capture.get("watchdog") or []
-    return (record.get("status") == "watchdog" and bool(actions)
-            and all(a.get("target") in NSYS_TARGETS for a in actions)
-            and any(a.get("reason") in NSYS_STALLS for a in actions)
-            and capture.get("app_stopped_after_s") is not None)
-
-
-def measured_despite_nsys(record: dict[str, Any]) -> bool:
-    """nsys alone stalled, and the report came back: the capture measured what it was meant to (the run
-    still ends with exit 11, saying so)."""
-    return (nsys_alone_stalled(record) and record.get("stage") == "pulled"
-            and any(name.startswith("report.") for name in record.get("files", {})))

@@ -1,42 +1,31 @@
-"""Timing of a run's phases, and the run record's stage, written to run.json at every change."""
+"""Timing of a run's phases, and its run.json, saved at every change of stage."""
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from .folder import write_run_json
+from ..documents.run import STAGES, RunDocument, write_run
 from .progress import Progress
-
-# Where a run stands, as run.json says at every moment:
-STAGES = {
-    "preparing": "connecting, deploying the agent, preflight",
-    "capturing": "the board is capturing (the host follows it, or lost it: see 'lost_contact')",
-    "on_board": "the capture ended; the report waits on the board for the pull ('orchestrate fetch')",
-    "pulled": "the report is here, verified (the board's copy removed unless --keep-remote)",
-    "failed": "the run ended without a report: see 'error'",
-}
 
 
 class RunLog:
-    """The run's record and its phases; ``stage()`` saves run.json so a crash never hides where it was."""
+    """The run's document and its phases; ``stage()`` saves run.json so a crash never hides where it was."""
 
-    def __init__(self, run_dir: Path, record: dict[str, Any], progress: Progress) -> None:
+    def __init__(self, run_dir: Path, run: RunDocument, progress: Progress) -> None:
         self.run_dir = run_dir
-        self.record = record
+        self.run = run
         self.progress = progress
-        self.seconds: dict[str, float] = record.setdefault("phases", {})
+        self.seconds: dict[str, float] = run.phases
 
-    def stage(self, name: str, **fields: Any) -> None:
+    def stage(self, name: str) -> None:
         assert name in STAGES, name
-        self.record["stage"] = name
-        self.record.update(fields)
+        self.run.stage = name
         self.save()
 
     def save(self) -> None:
-        write_run_json(self.run_dir, self.record)
+        write_run(self.run_dir, self.run)
 
     @contextmanager
     def phase(self, name: str, total: float | None = None, unit: str = "") -> Iterator[None]:

@@ -2,7 +2,7 @@
 collect (pull, import, export, analyze).
 
 Everything here is domain logic over a ``Transport`` and the agent; nothing prints. run.json says at
-every moment where the run stands (``phases.STAGES``). An interrupt or a lost link never costs the
+every moment where the run stands (``documents.run.STAGES``). An interrupt or a lost link never costs the
 capture: the board finishes it on its own and keeps the report for ``orchestrate fetch``.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..documents.run import RunDocument, RunTarget
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
@@ -63,7 +64,7 @@ class Board:
 class ProfileOutcome:
     run_dir: Path
     status: str
-    record: dict[str, Any]
+    run: RunDocument
 
 
 def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> dict[str, Any]:
@@ -82,7 +83,7 @@ def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> d
     }
 
 
-def app_record(app: AppSpec) -> dict[str, Any]:
+def app_section(app: AppSpec) -> dict[str, Any]:
     """The app spec as run.json keeps it: environment values that look like secrets masked."""
     spec = asdict(app)
     spec["env"] = [list(pair) for pair in masked_env(app.env)]
@@ -93,36 +94,28 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
     """One run. It connects and deploys the agent itself, or runs over ``board`` (a study's)."""
     app, host = request.app, request.host
     run_dir = create_run_dir(request.out_dir, run_id(host.name, app.name))
-    record: dict[str, Any] = {
-        "run_id": run_dir.name,
-        "orchestrate_version": __version__,
-        "started_at": datetime.now(timezone.utc).isoformat(),
-        "target": {"name": host.name, "connection": host.connection, "groups": list(host.groups)},
-        "inventory": request.inventory,
-        "app": app_record(app),
-        "request": {"grace_s": request.grace_s, "keep_remote": request.keep_remote, "retries": request.retries,
-                    "heartbeat_timeout_s": request.heartbeat_timeout_s, "lock_clocks": request.lock_clocks,
-                    "nvpmodel": request.nvpmodel},
-        "status": "started",
-    }
-    if request.study is not None:
-        record["study"] = request.study
-    if request.fleet is not None:
-        record["fleet"] = request.fleet
-    log = RunLog(run_dir, record, progress)
+    run = RunDocument(
+        run_id=run_dir.name, orchestrate_version=__version__, started_at=datetime.now(timezone.utc).isoformat(),
+        target=RunTarget(host.name, host.connection, list(host.groups)), inventory=request.inventory,
+        app=app_section(app),
+        request={"grace_s": request.grace_s, "keep_remote": request.keep_remote, "retries": request.retries,
+                 "heartbeat_timeout_s": request.heartbeat_timeout_s, "lock_clocks": request.lock_clocks,
+                 "nvpmodel": request.nvpmodel},
+        study=request.study, fleet=request.fleet)
+    log = RunLog(run_dir, run, progress)
     log.stage("preparing")
     failure: OrchestratorError | None = None
     try:
         try:
             if board is not None:
-                record["target"]["address"] = board.transport.description
-                record["agent"] = {**agent_record(board.agent), "shared": True}
+                run.target.address = board.transport.description
+                run.agent = {**agent_section(board.agent), "shared": True}
                 failure = _run_on_target(request, board.agent, log)
             else:
                 with log.phase("connect"):
                     transport = open_transport(host, request.connect)
                 progress.finish("connect", transport.description)
-                record["target"]["address"] = transport.description
+                run.target.address = transport.description
                 try:
                     failure = _run_on_target(request, deploy_agent_logged(transport, host, log), log)
                 finally:
@@ -131,30 +124,30 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
             raise interrupted(log) from None
     except OrchestratorError as exc:
         exc.run_dir = run_dir
-        if record["status"] in ("started", "ok"):
-            record["status"] = "interrupted" if isinstance(exc, InterruptedRunError) else "failed"
-        record["error"] = error_record(exc)
-        if record["stage"] == "preparing" and not (isinstance(exc, InterruptedRunError) and record.get("remote")):
-            record["stage"] = "failed"
-        elif record["stage"] == "preparing":  # the capture may have started: fetch finds out
-            record["stage"] = "capturing"
+        if run.status in ("started", "ok"):
+            run.status = "interrupted" if isinstance(exc, InterruptedRunError) else "failed"
+        run.error = error_section(exc)
+        if run.stage == "preparing" and not (isinstance(exc, InterruptedRunError) and run.remote):
+            run.stage = "failed"
+        elif run.stage == "preparing":  # the capture may have started: fetch finds out
+            run.stage = "capturing"
         raise
     finally:
         if failure is not None:
-            record["error"] = error_record(failure)
+            run.error = error_section(failure)
         finish(log)
     if failure is not None:
         failure.run_dir = run_dir
         raise failure
-    return ProfileOutcome(run_dir=run_dir, status=record["status"], record=record)
+    return ProfileOutcome(run_dir=run_dir, status=run.status, run=run)
 
 
-def error_record(exc: OrchestratorError) -> dict[str, Any]:
+def error_section(exc: OrchestratorError) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": exc.one_line(), "exit_code": exc.exit_code}
 
 
 def finish(log: RunLog) -> None:
-    log.record["finished_at"] = datetime.now(timezone.utc).isoformat()
+    log.run.finished_at = datetime.now(timezone.utc).isoformat()
     log.save()
     with log.phase("report"):  # also for a failed run: the page says what is missing and why
         _write_report_page(log.run_dir, log.progress)
@@ -163,14 +156,14 @@ def finish(log: RunLog) -> None:
 
 def interrupted(log: RunLog) -> InterruptedRunError:
     """A second interrupt, or one outside the capture: say what is kept where."""
-    stage, run_dir = log.record.get("stage"), log.run_dir
+    stage, run_dir = log.run.stage, log.run_dir
     if stage in ("capturing", "on_board"):
         log.stage("on_board" if stage == "on_board" else "capturing")
         return InterruptedRunError(f"interrupted; the board {'ends the capture and ' if stage == 'capturing' else ''}"
                                    f"keeps the report", f"get it with 'orchestrate fetch {run_dir}'")
-    if stage == "preparing" and log.record.get("remote"):  # between asking for the capture and hearing back
+    if stage == "preparing" and log.run.remote:  # between asking for the capture and hearing back
         return InterruptedRunError("interrupted as the capture started; the board ends it on its own after "
-                                   f"{log.record['request']['heartbeat_timeout_s']:g} s without a heartbeat and keeps "
+                                   f"{log.run.heartbeat_timeout_s:g} s without a heartbeat and keeps "
                                    "the report", f"get it with 'orchestrate fetch {run_dir}'")
     if stage == "pulled":
         return InterruptedRunError(f"interrupted after the pull; the report is here: {run_dir}",
@@ -178,7 +171,7 @@ def interrupted(log: RunLog) -> InterruptedRunError:
     return InterruptedRunError("interrupted before the capture; nothing to keep", "")
 
 
-def agent_record(agent: RemoteAgent) -> dict[str, Any]:
+def agent_section(agent: RemoteAgent) -> dict[str, Any]:
     return {"version": agent.version, "sha256": agent.sha256, "reused": agent.reused, "python": agent.python,
             "path": agent.archive}
 
@@ -186,7 +179,7 @@ def agent_record(agent: RemoteAgent) -> dict[str, Any]:
 def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> RemoteAgent:
     with log.phase("deploy"):
         agent = deploy_agent(transport, host)
-    log.record["agent"] = agent_record(agent)
+    log.run.agent = agent_section(agent)
     log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
     return agent
 
@@ -203,34 +196,34 @@ def _write_report_page(run_dir: Path, progress: Progress) -> None:
 
 
 def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> OrchestratorError | None:
-    app, record, progress = with_python(request.app, agent.python), log.record, log.progress
+    app, run, progress = with_python(request.app, agent.python), log.run, log.progress
     with log.phase("preflight"):
         checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
-    record["facts"], record["preflight"] = checked["facts"], checked["findings"]
-    record["board_fingerprint"] = board_fingerprint(checked["facts"])  # the board's kind, and its software
+    run.facts, run.preflight = checked["facts"], checked["findings"]
+    run.board_fingerprint = board_fingerprint(checked["facts"])  # the board's kind, and its software
     for found in checked["findings"]:  # what the run handles itself (level info) stays in run.json and doctor
         if found["level"] != "info":
             progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
     raise_for_findings(checked["findings"])
     nsys = checked["facts"]["nsys"]
     progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}")
-    record["board_state"] = {"before": board_state(agent)}
+    run.board_state = {"before": board_state(agent)}
 
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
     if app.files:
-        record["app_files"] = stage_app_files(agent, app.files, paths.run_dir)
+        run.app_files = stage_app_files(agent, app.files, paths.run_dir)
         if app.workdir is None:
             app = replace(app, workdir=paths.run_dir)
     argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"])
-    record["remote"] = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
-    record["remote_command"] = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
+    run.remote = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
+    run.remote_command = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
     launch = {
         "argv": argv, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir, "work_dir": agent.work_dir,
         "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": app.duration_s,
         "delay_s": app.delay_s, "grace_s": request.grace_s, "display": checked["display"],
         "importer": None if nsys.get("imports_itself") else nsys.get("importer"),
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
-        "requested_by": record["target"].get("address"),
+        "requested_by": run.target.address,
         "lock_clocks": {"nvpmodel": request.nvpmodel} if request.lock_clocks else None,
     }
     if request.stop is not None and request.stop.interrupt.is_set():
@@ -238,17 +231,17 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
         launched = session.launch(agent, {**launch, "retries": request.retries})
         if launched.get("recovered_clocks"):  # an earlier capture's supervisor died with the clocks locked
-            record["recovered_clocks"] = launched["recovered_clocks"]
+            run.recovered_clocks = launched["recovered_clocks"]
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
                                      "died; they were restored before this one")
         log.stage("capturing")
         capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop)
-    record["board_state"]["after"] = board_state(agent)
+    run.board_state = {**(run.board_state or {}), "after": board_state(agent)}
     note_clocks(capture.get("clocks"), log)
-    record["capture_attempts"] = capture.pop("previous_attempts", [])
+    run.capture_attempts = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
-    record["remote_command"] = ShellCommand(tuple(argv), run_env, app.workdir).render()
+    run.remote_command = ShellCommand(tuple(argv), run_env, app.workdir).render()
     failure = collect(agent, capture, app, paths, log, request.keep_remote, request.host.symbols)
     return interruption_outcome(capture, log, failure) or failure
 
@@ -257,7 +250,7 @@ def note_clocks(clocks: dict[str, Any] | None, log: RunLog) -> None:
     """What --lock-clocks did on the board, in run.json; a restore that failed is said loudly."""
     if clocks is None:
         return
-    log.record["clocks"] = clocks
+    log.run.clocks = clocks
     restore = clocks.get("restore") or {}
     if restore.get("restored"):
         log.progress.note("info", "the board's clocks were locked for the capture and are restored")
@@ -277,7 +270,7 @@ def with_python(app: AppSpec, python: str) -> AppSpec:
 
 def board_state(agent: RemoteAgent) -> dict[str, Any]:
     """Clocks, power mode, temperatures and load now: what explains a fast run that could not be
-    reproduced. A board that cannot say does not fail the run: the record says why instead."""
+    reproduced. A board that cannot say does not fail the run: run.json says why instead."""
     now = datetime.now(timezone.utc).isoformat()
     try:
         return {"at": now, **agent.call("board_state", {})}
@@ -292,7 +285,7 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
     early = capture.get("ended_early") or {}
     if early.get("reason") != session.INTERRUPT_REASON:
         return None
-    log.record["status"] = "interrupted"
+    log.run.status = "interrupted"
     kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
     after = f" ({then.message})" if then is not None and then.message not in kept else ""
     return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}{after}", "")
@@ -321,7 +314,8 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",
                                   f"get it with 'orchestrate fetch {log.run_dir}'") from None
     except session.LostContact as lost:
-        log.stage("capturing", lost_contact=lost.detail)
+        log.run.lost_contact = lost.detail
+        log.stage("capturing")
         raise ConnectionLostError(
             f"lost contact with {agent.transport.description} during the capture ({lost.detail})",
             f"the board ends the capture on its own after {heartbeat_timeout_s:g} s without a heartbeat and "

@@ -1,2 +1,2 @@
 """Studies: a matrix of app variants run with repeats on one target, and statistics that hold on noisy
-boards (``spec`` loads and expands study files, ``stats`` estimates and compares)."""
+boards (``spec`` loads and expands study files, ``runner`` runs them; the statistics are ``orchestrator.stats``)."""

@@ -3,11 +3,11 @@ cell = median with its interval), a chart per metric, every variant side by side
 link to every run's report. Pure: study.json in, the page's typed context out."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..documents.study import StudyDocument
 from ..report import charts
 from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
@@ -74,7 +74,7 @@ def metric_keys(cells: list[dict[str, Any]]) -> list[str]:
     return [k for k in FIRST_METRICS if k in present] + sorted(k for k in present if k not in FIRST_METRICS)
 
 
-def layout(document: dict[str, Any]) -> tuple[str, list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
+def layout(document: StudyDocument) -> tuple[str, list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
     """(row variable, row values, column labels, (row, column) -> cell): the first variable down the side,
     the combinations of the others across."""
     variables = document.get("variables") or []
@@ -94,7 +94,7 @@ def layout(document: dict[str, Any]) -> tuple[str, list[str], list[str], dict[tu
     return (variables[0] if variables else "cell"), rows, columns, by_place
 
 
-def study_page(document: dict[str, Any]) -> StudyPage:
+def study_page(document: StudyDocument) -> StudyPage:
     row_variable, rows, columns, by_place = layout(document)
     tables, drawn = [], []
     for key in metric_keys(document["cells"]):
@@ -130,7 +130,7 @@ def study_page(document: dict[str, Any]) -> StudyPage:
         interval=document.get("interval", ""))
 
 
-def _status(document: dict[str, Any]) -> str:
+def _status(document: StudyDocument) -> str:
     failed = sum(1 for c in document["cells"] if c["status"] == "failed")
     text = {"complete": "complete", "interrupted": "interrupted (run it again to go on)"}.get(
         document.get("status", ""), str(document.get("status")))
@@ -159,10 +159,6 @@ def _variant(cell: dict[str, Any]) -> Variant:
                    [(name, f"{name}/report.html") for name in cell["runs"]], cell.get("notes", []))
 
 
-def write_study_page(document: dict[str, Any], folder: Path) -> Path:
+def write_study_page(document: StudyDocument, folder: Path) -> Path:
     page = study_page(document)
     return write_page(render("study.html", page.title, page=page), folder / "study.html")
-
-
-def read_study(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / "study.json").read_text())

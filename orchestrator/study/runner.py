@@ -23,21 +23,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import __version__
+from ..documents.run import read_run_or_none
+from ..documents.study import STUDY_VERSION, StudyDocument, study_file, write_study
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
+from ..figures.measured import measured_despite_nsys, measured_run
+from ..figures.run_metrics import REPORT_METRICS, run_metrics
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
-from ..runs.folder import read_run_json, write_run_json
-from ..runs.outcome import measured_despite_nsys
-from ..runs.profile import Board, ProfileRequest, agent_record, profile
+from ..runs.profile import Board, ProfileRequest, agent_section, profile
 from ..runs.progress import Progress
 from ..runs.session import INTERRUPT_REASON, HostStop
+from ..stats.estimates import INTERVAL_METHOD, compare_rounds, estimate
 from ..targets.agent import deploy_agent
 from ..targets.transport import ConnectOptions, open_transport
-from .metrics import REPORT_METRICS, run_metrics
 from .spec import Cell, StudySpec, cell_app, cells
-from .stats import INTERVAL_METHOD, compare_rounds, estimate
 
-STUDY_VERSION = 1
 STABLE_FACTS = {"system": ("hostname", "kernel", "arch", "os", "cpu_count"),
                 "board": ("model", "chip", "l4t", "jetpack"), "nsys": ("version", "path")}
 
@@ -67,14 +67,14 @@ class StudyRequest:
     heartbeat_timeout_s: float = 30.0
     # after the planned rounds: which cells (their indices) to run once more, from the study folder and the
     # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
-    more_runs: Callable[[Path, dict[str, Any]], list[int]] | None = None
+    more_runs: Callable[[Path, StudyDocument], list[int]] | None = None
     max_repeat: int | None = None
 
 
 @dataclass(frozen=True)
 class StudyOutcome:
     folder: Path
-    document: dict[str, Any]
+    document: StudyDocument
 
     @property
     def failed_cells(self) -> list[dict[str, Any]]:
@@ -112,29 +112,26 @@ def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
     """Runs of earlier folders of this study with the same fingerprint, app and variables that came back
     with their analysis, oldest first."""
     found = []
-    for record_path in sorted(out_dir.glob(f"*-{name}*/*/run.json")):
-        if record_path.parent.is_symlink():
+    for run_dir in sorted(out_dir.glob(f"*-{name}*/*/")):
+        run = None if run_dir.is_symlink() else read_run_or_none(run_dir)
+        if run is None:
             continue
-        try:
-            record = json.loads(record_path.read_text())
-        except (OSError, ValueError):
-            continue
-        mine = record.get("study") or {}
+        mine = run.study or {}
         if all(mine.get(k) == tag[k] for k in ("name", "fingerprint", "app_key", "variables")) and \
-                measured_run(record_path.parent, record):
-            found.append(record_path.parent)
+                measured_run(run_dir, run):
+            found.append(run_dir)
     return found
 
 
 def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
     spec, host = request.spec, request.host
     study_cells = cells(spec)
-    document: dict[str, Any] = {
+    document = StudyDocument({
         "study_version": STUDY_VERSION, "orchestrate_version": __version__, "study": spec.name,
         "file": spec.source, "description": spec.description, "target": host.name, "repeat": request.repeat,
         "variables": list(spec.variables), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
         "interval": INTERVAL_METHOD, "cells": [], "order": [], "comparisons": [],
-    }
+    })
     progress.start("connect")
     transport = open_transport(host, request.connect)  # a target out of reach leaves no empty study folder
     progress.finish("connect", transport.description)
@@ -149,7 +146,7 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
         facts = agent.call("facts", {"nsys": host.nsys})
         document["target_fingerprint"] = fingerprint(host, transport.description, facts)
-        document["agent"] = agent_record(agent)
+        document["agent"] = agent_section(agent)
         board = Board(transport, agent)
         _run_cells(request, board, study_cells, document, folder, progress)
         document["status"] = "complete"
@@ -157,7 +154,7 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         document["status"] = "interrupted"
         document["stopped"] = "interrupted outside a run's capture"
         raise InterruptedRunError(f"interrupted; the study's finished runs are in {folder}",
-                                  f"see {folder / 'study.json'}") from None
+                                  f"see {study_file(folder)}") from None
     except (InterruptedRunError, ConnectionLostError) as stopped:
         document["status"] = "interrupted"
         document["stopped"] = stopped.one_line()
@@ -171,12 +168,12 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         document["finished"] = datetime.now(timezone.utc).isoformat()
         for lacking in finish_document(document, folder):
             progress.note("warning", lacking)
-        _write_json(folder / "study.json", document)
+        write_study(folder, document)
         _write_page(document, folder, progress)
     return StudyOutcome(folder, document)
 
 
-def _write_page(document: dict[str, Any], folder: Path, progress: StudyProgress) -> None:
+def _write_page(document: StudyDocument, folder: Path, progress: StudyProgress) -> None:
     from .page import write_study_page
     try:
         write_study_page(document, folder)
@@ -185,7 +182,7 @@ def _write_page(document: dict[str, Any], folder: Path, progress: StudyProgress)
         progress.note("warning", f"study.html could not be written ({message}); study.json holds every figure")
 
 
-def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],
+def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: StudyDocument,
                folder: Path, progress: StudyProgress) -> None:
     spec = request.spec
     entries: list[dict[str, Any]] = []
@@ -227,7 +224,7 @@ def extra_round(entries: list[dict[str, Any]], wanted: list[int], round_: int) -
 class _Turns:
     """The study's runs, one round at a time: each chosen cell once, in the cells' order."""
 
-    def __init__(self, request: StudyRequest, board: Board, study_cells: list[Cell], document: dict[str, Any],
+    def __init__(self, request: StudyRequest, board: Board, study_cells: list[Cell], document: StudyDocument,
                  folder: Path, progress: StudyProgress) -> None:
         self.request, self.board, self.cells = request, board, study_cells
         self.document, self.folder, self.progress = document, folder, progress
@@ -248,7 +245,7 @@ class _Turns:
             finally:
                 self.document["order"].append({"round": round_ + 1, "cell": entry["index"],
                                                "run": entry["runs"][-1] if len(entry["runs"]) > before else None})
-            _write_json(self.folder / "study.json", self.document)
+            write_study(self.folder, self.document)
 
     def _run(self, cell: Cell, entry: dict[str, Any], repeat: int) -> None:
         request, folder, progress = self.request, self.folder, self.progress
@@ -279,13 +276,13 @@ class _Turns:
                 progress.end_run("interrupted")
                 why = "interrupted" if self.stop.reason == INTERRUPT_REASON else f"stopped ({self.stop.reason})"
                 ended = InterruptedRunError(f"{why} in run {repeat} of {entry['label'] or 'the study'}; then "
-                                            f"{failed.message}", f"see {folder / 'study.json'}")
+                                            f"{failed.message}", f"see {study_file(folder)}")
                 ended.run_dir = failed.run_dir
                 raise ended from None
             run_dir = failed.run_dir
             if run_dir is not None:
                 entry["runs"].append(run_dir.name)
-            if run_dir is not None and measured_despite_nsys(read_run_json(run_dir)):
+            if run_dir is not None and _measured_despite_nsys(run_dir):
                 entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
                 progress.end_run("ok")
                 return
@@ -295,7 +292,7 @@ class _Turns:
             self.durations.append(time.monotonic() - started)
 
 
-def _stopped_in(document: dict[str, Any], entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
+def _stopped_in(document: StudyDocument, entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
     """study.json says where the study stopped: the cell, the repeat, the run folder (if the run had one)."""
     run = stopped.run_dir.name if stopped.run_dir is not None else None
     if run is not None:
@@ -304,7 +301,7 @@ def _stopped_in(document: dict[str, Any], entry: dict[str, Any], repeat: int, st
     document["stopped_in"] = {"cell": entry["index"], "label": entry["label"], "repeat": repeat, "run": run}
 
 
-def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
+def finish_document(document: StudyDocument, folder: Path) -> list[str]:
     """Each cell's metrics (values, median, interval) and the comparisons against the first cell. Returns what
     a measured run lacks (its app's figures, and why), each also in its cell's notes."""
     said: list[str] = []
@@ -351,14 +348,9 @@ def finish_document(document: dict[str, Any], folder: Path) -> list[str]:
     return said
 
 
-def measured_run(run_dir: Path, record: dict[str, Any] | None = None) -> bool:
-    """A run whose figures count: it ended well, or nsys alone stalled after a complete capture."""
-    if record is None:
-        try:
-            record = read_run_json(run_dir)
-        except (OSError, ValueError):
-            return False
-    return (run_dir / "summary.json").is_file() and (record.get("status") == "ok" or measured_despite_nsys(record))
+def _measured_despite_nsys(run_dir: Path) -> bool:
+    run = read_run_or_none(run_dir)
+    return run is not None and measured_despite_nsys(run)
 
 
 def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -385,7 +377,3 @@ def _paired(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[float], list[flo
 def _most_common(items: list[str | None]) -> str | None:
     present = [i for i in items if i]
     return max(set(present), key=present.count) if present else None
-
-
-def _write_json(path: Path, document: dict[str, Any]) -> None:
-    write_run_json(path.parent, document, name=path.name)

@@ -8,7 +8,7 @@ Two variants are compared round by round (``compare_rounds``): a study runs its 
 so the k-th run of each shared the machine's weather, and the noise is how much their ratio moves from
 round to round (a paired t-test on the ratios' logarithms, k - 1 degrees of freedom: A against B
 is B against A turned round), not how much runs differ across
-a drifting study. The verdict is ``noise.classify``'s, as the CI gate's: "faster"/"slower" (beyond the
+a drifting study. The verdict is ``verdicts.classify``'s, as the CI gate's: "faster"/"slower" (beyond the
 noise, p < 0.01, and more than 1 %), "no clear difference", or "not sure yet" (more rounds would tell; one
 round alone always is). Pure functions on numbers.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from .noise import SAME, SAME_P, UNSURE, classify
+from .verdicts import SAME, SAME_P, UNSURE, classify
 
 CONFIDENCE = 0.95
 RESAMPLES = 4000

@@ -1,14 +1,15 @@
-"""The figures a study keeps of each run: from its analysis (summary.json) and from what the app's
-output parser found in app.stdout.log. Pure over the run folder's files."""
+"""The figures a study, a fleet, the results database and the gate keep of each run: from its analysis
+(summary.json) and from what the app's output parser found in app.stdout.log. Pure over the run folder's
+files."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ParseError
+from ..documents.run import read_run_or_none
+from ..documents.summary import Summary, read_summary
+from ..errors import ParseError, UsageError
 from ..parsers import parse
-from ..report.page import cores_busy
-from ..runs.folder import read_json_object
 
 # name: (unit, which way is faster: "lower", "higher" or None when neither)
 REPORT_METRICS: dict[str, tuple[str, str | None]] = {
@@ -32,22 +33,19 @@ class RunMetrics:
 
 
 def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
-    summary = read_json_object(run_dir / "summary.json")
+    summary = _summary_of(run_dir)
     values: dict[str, float] = {}
-    frames = summary.get("frames") or {}
-    steady = frames.get("steady") or {}
-    for name, raw in (("first_frame_ms", frames.get("first_ns")), ("steady_mean_ms", steady.get("mean_ns")),
+    steady = summary.steady
+    for name, raw in (("first_frame_ms", summary.first_frame_ns), ("steady_mean_ms", steady.get("mean_ns")),
                       ("steady_p90_ms", steady.get("p90_ns"))):
         if raw is not None:
             values[name] = raw / 1e6
     if steady.get("mean_ns"):
         values["frames_per_s"] = 1e9 / steady["mean_ns"]
-    busy = cores_busy(summary)
+    busy = summary.cores_busy
     if busy is not None:
         values["cores_busy"] = busy
     units = {name: REPORT_METRICS[name] for name in values}
-    hot = (summary.get("hotspots") or {}).get("self") or []
-    verdict = summary.get("verdict") or {}
     notes: list[str] = []
     failure = None
     if parser:
@@ -62,12 +60,22 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
             for name, figure in parsed.figures.items():
                 values[f"app.{name}"] = figure.value
                 units[f"app.{name}"] = (figure.unit, FASTER_WHEN_UNIT.get(figure.unit))
-    return RunMetrics(values, units, hot[0]["symbol"] if hot else None, verdict.get("kind"), failure, notes)
+    return RunMetrics(values, units, summary.top_function, summary.verdict_kind, failure, notes)
+
+
+def _summary_of(run_dir: Path) -> Summary:
+    """The run's summary; an empty one when it has none or it cannot be read (no figures, no error: the
+    run's own status says why)."""
+    try:
+        return read_summary(run_dir) or Summary()
+    except UsageError:
+        return Summary()
 
 
 def _missing_figures(exc: ParseError, run_dir: Path) -> str:
     """Why a run has none of its app's figures; an app stopped at its duration_s never printed them."""
-    ended = (read_json_object(run_dir / "run.json").get("app_exit") or {}).get("ended") or ""
+    run = read_run_or_none(run_dir)
+    ended = run.app_ending if run else ""
     if ended.startswith("stopped by the agent"):
         return (f"{exc.message}: the app was {ended}, before it printed its figures; give it less work or a longer "
                 f"duration_s")

@@ -24,7 +24,7 @@ Three verdicts (and the direction of a clear one):
 - no clear change: well within the noise (p >= 0.2), or under the threshold even at the far end of the
   job's own 95 % interval;
 - not sure yet: anything between; the job runs more repeats (each narrows its own interval) and decides again.
-(``study.noise.classify``: the same three verdicts studies and `compare` give.)
+(``verdicts.classify``: the same three verdicts studies and `compare` give.)
 Fewer than ``MIN_JOBS`` baseline jobs cannot tell the noise between jobs: the metric passes, and says so.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from statistics import fmean, median, stdev, variance
 
 from ..errors import UsageError
-from ..study.noise import ALPHA, CLEAR, SAME, SAME_P, classify
+from .verdicts import ALPHA, CLEAR, SAME, SAME_P, classify
 
 MIN_JOBS = 5              # baseline jobs before the noise between jobs is known
 BASELINE_JOBS = 10        # the newest valid jobs a baseline holds

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..documents.run import RunDocument
 from .board_samples import cpu_top_mhz
 
 # a clock this far under the run's own highest one has dropped (throttling, a governor, a power cap)
@@ -15,10 +16,10 @@ DEFAULT_THERMAL_LIMIT_C = 95.0
 THERMAL_MARGIN_C = 2.0
 
 
-def validity_flags(record: dict[str, Any], samples: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
     flags = []
-    state = record.get("board_state") or {}
+    state = run.board_state or {}
     before, after = state.get("before") or {}, state.get("after") or {}
     mode_before, mode_after = before.get("power_mode"), after.get("power_mode")
     if mode_before and mode_after and mode_before != mode_after:
@@ -26,7 +27,7 @@ def validity_flags(record: dict[str, Any], samples: list[dict[str, Any]] | None 
                       "what": f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"})
     if samples:
         flags += clock_drops(samples)
-        trips = ((record.get("facts") or {}).get("board") or {}).get("thermal_trips_c") or {}
+        trips = ((run.facts or {}).get("board") or {}).get("thermal_trips_c") or {}
         flags += thermal_limits(samples, trips)
     return flags
 

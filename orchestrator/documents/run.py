@@ -1,0 +1,219 @@
+"""run.json: what one run did and where it stands, the contract between the layers above the transport.
+
+``RunDocument`` is its only reader and writer. Its fields are run.json's top-level keys; the sections the board
+agent or nsys fill (``capture``, ``facts``, ``board_state``, ...) stay the JSON the agent sent, and what the
+layers above read of them is a property here, so a renamed key is one edit that mypy follows.
+
+Versions: 1 says its version (``run_version``); 0 is every run.json written before that, with the same keys
+(a key a release did not yet write reads as missing). A key this release does not know is kept as it was and
+written back. A newer version than this release knows is refused with what to do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ._json import read_object, write_object
+
+RUN_FILE = "run.json"
+RUN_VERSION = 1
+
+# Where a run stands, as run.json says at every moment:
+STAGES = {
+    "preparing": "connecting, deploying the agent, preflight",
+    "capturing": "the board is capturing (the host follows it, or lost it: see 'lost_contact')",
+    "on_board": "the capture ended; the report waits on the board for the pull ('orchestrate fetch')",
+    "pulled": "the report is here, verified (the board's copy removed unless --keep-remote)",
+    "failed": "the run ended without a report: see 'error'",
+}
+
+# JSON keys that are not Python names
+_KEYS = {"import_": "import"}
+
+
+@dataclass
+class RunTarget:
+    name: str
+    connection: str = ""
+    groups: list[str] = field(default_factory=list)
+    address: str | None = None   # where the run reached it (user@host:port, or this machine)
+
+
+@dataclass
+class RunDocument:
+    """One run folder's run.json. Sections are plain JSON (dicts and lists) as the agent and nsys gave them."""
+
+    run_id: str = ""                        # "" only in a run.json this release did not write
+    started_at: str = ""
+    target: RunTarget = field(default_factory=lambda: RunTarget("unknown"))
+    orchestrate_version: str = ""
+    inventory: str | None = None           # the inventory file the run's target came from
+    app: dict[str, Any] = field(default_factory=dict)       # the app spec as it ran (secrets masked)
+    request: dict[str, Any] = field(default_factory=dict)   # grace_s, keep_remote, retries, heartbeat_timeout_s, ...
+    status: str = "started"                 # started, ok, failed, interrupted, partial
+    stage: str | None = None                # one of STAGES
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    finished_at: str | None = None
+    study: dict[str, Any] | None = None     # the study and cell the run belongs to
+    fleet: dict[str, Any] | None = None     # the fleet run it belongs to
+    agent: dict[str, Any] | None = None
+    facts: dict[str, Any] | None = None     # the board's facts from preflight
+    preflight: list[dict[str, Any]] | None = None
+    board_fingerprint: dict[str, str] | None = None
+    board_state: dict[str, Any] | None = None   # before and after the capture
+    app_files: list[dict[str, Any]] | None = None
+    remote: dict[str, Any] | None = None    # run_dir and work_dir on the board
+    remote_command: str | None = None
+    recovered_clocks: dict[str, Any] | None = None
+    clocks: dict[str, Any] | None = None
+    lost_contact: str | None = None
+    capture: dict[str, Any] | None = None   # the agent's capture result
+    capture_attempts: list[dict[str, Any]] | None = None
+    app_exit: dict[str, Any] | None = None
+    import_: dict[str, Any] | None = None   # where the raw capture was imported, with what
+    files: dict[str, dict[str, Any]] | None = None   # name -> sha256, size
+    pull: dict[str, Any] | None = None
+    export: dict[str, Any] | None = None
+    remote_removed: bool | None = None
+    analysis: dict[str, Any] | None = None
+    validity: dict[str, Any] | None = None  # flags, samples
+    error: dict[str, Any] | None = None     # type, message, exit_code
+    version: int = RUN_VERSION
+    unknown: dict[str, Any] = field(default_factory=dict)   # keys of a newer minor layout, written back as they were
+
+    # what the layers above read of the sections
+    @property
+    def app_name(self) -> str:
+        return str(self.app.get("name") or "app")
+
+    @property
+    def parser(self) -> str | None:
+        return self.app.get("parser")
+
+    @property
+    def error_message(self) -> str | None:
+        return (self.error or {}).get("message")
+
+    @property
+    def exit_code(self) -> int:
+        return int((self.error or {}).get("exit_code") or 0)
+
+    @property
+    def study_name(self) -> str | None:
+        return (self.study or {}).get("name")
+
+    @property
+    def study_variables(self) -> dict[str, Any] | None:
+        variables = (self.study or {}).get("variables")
+        return dict(variables) if isinstance(variables, dict) else None
+
+    @property
+    def stored_flags(self) -> list[dict[str, str]] | None:
+        """The validity flags the run recorded when it came back, or None before it did."""
+        flags = (self.validity or {}).get("flags")
+        return flags if isinstance(flags, list) else None
+
+    @property
+    def keep_remote(self) -> bool:
+        return bool(self.request.get("keep_remote"))
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return float(self.request.get("heartbeat_timeout_s") or 30)
+
+    @property
+    def remote_run_dir(self) -> str | None:
+        return (self.remote or {}).get("run_dir")
+
+    @property
+    def board_samples_source(self) -> str | None:
+        return ((self.capture or {}).get("board_samples") or {}).get("source")
+
+    @property
+    def app_ending(self) -> str:
+        return str((self.app_exit or {}).get("ended") or "")
+
+    def as_json(self) -> dict[str, Any]:
+        """run.json's object: the fields that are set, then the unknown keys as they were read."""
+        document: dict[str, Any] = {"run_version": self.version}
+        for item in fields(self):
+            if item.name in ("version", "unknown"):
+                continue
+            value = getattr(self, item.name)
+            if isinstance(value, RunTarget):
+                value = {k: v for k, v in vars(value).items() if v is not None}
+            if value is not None or item.name == "inventory":
+                document[_KEYS.get(item.name, item.name)] = value
+        return {**self.unknown, **document}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RunDocument:
+        """A run.json object of any version this release reads; ValueError when it is not one."""
+        known = {_KEYS.get(item.name, item.name): item.name for item in fields(cls) if item.name not in
+                 ("version", "unknown")}
+        args: dict[str, Any] = {}
+        unknown: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "run_version":
+                continue
+            if key in known:
+                args[known[key]] = item
+            else:
+                unknown[key] = item
+        for name in ("run_id", "started_at", "status"):
+            if name in args and not isinstance(args[name], str):
+                raise ValueError(f"its {name} is not text")
+        raw = args.get("target")
+        target: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        args["target"] = RunTarget(str(target.get("name") or "unknown"), str(target.get("connection") or ""),
+                                   list(target.get("groups") or []), target.get("address"))
+        for name in ("app", "request", "phases"):
+            if not isinstance(args.get(name), dict):
+                args.pop(name, None)
+        return cls(**args, version=RUN_VERSION, unknown=unknown)
+
+
+def run_file(run_dir: Path) -> Path:
+    return run_dir / RUN_FILE
+
+
+def is_run_folder(folder: Path) -> bool:
+    return run_file(folder).is_file()
+
+
+def read_run(run_dir: Path) -> RunDocument:
+    """The folder's run.json; UsageError (one line, with what to do) when it is missing or not one."""
+    fix = "give a run folder that orchestrate wrote"
+    value = read_object(run_file(run_dir), "run_version", RUN_VERSION, "a run document", fix)
+    try:
+        return RunDocument.from_json(value)
+    except ValueError as exc:
+        raise UsageError(f"{run_file(run_dir)} is not a run document ({exc})", fix) from None
+
+
+def run_folders_in(folder: Path) -> list[Path]:
+    """The run folders two levels down (a job's or a fleet's study folders' runs), by path."""
+    return sorted(path.parent for path in folder.glob(f"*/*/{RUN_FILE}"))
+
+
+def frame_delimiter(run_dir: Path) -> str | None:
+    """The frame delimiter a run folder's app spec names (its summary used it), or None."""
+    run = read_run_or_none(run_dir)
+    return run.app.get("frame_delimiter") if run else None
+
+
+def read_run_or_none(run_dir: Path) -> RunDocument | None:
+    """The folder's run.json, or None when it is missing or not one (a folder that is not a run's)."""
+    if not is_run_folder(run_dir):
+        return None
+    try:
+        return read_run(run_dir)
+    except UsageError:
+        return None
+
+
+def write_run(run_dir: Path, document: RunDocument) -> Path:
+    """Written whole or not at all (a crash leaves the previous version)."""
+    return write_object(run_file(run_dir), document.as_json())

@@ -1,0 +1,59 @@
+"""Whether a run's figures count, and how one run's frame time reads: pure over its documents."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..documents.run import RunDocument, read_run_or_none
+from ..documents.summary import Summary, summary_file
+from .validity import validity_flags
+
+NSYS_TARGETS = ("nsys", "nsys daemon", "nsys helpers")
+NSYS_STALLS = ("nsys stalled while generating the report", "nsys hung after writing the report",
+               "nsys did not finish after the app was gone")
+
+
+def nsys_alone_stalled(run: RunDocument) -> bool:
+    """The run's watchdog stopped nsys alone, for one of nsys 2022.4's stalls around its report, after the
+    app had been stopped as planned (whether nsys had written a report or not)."""
+    capture = run.capture or {}
+    actions = capture.get("watchdog") or []
+    return (run.status == "watchdog" and bool(actions)
+            and all(a.get("target") in NSYS_TARGETS for a in actions)
+            and any(a.get("reason") in NSYS_STALLS for a in actions)
+            and capture.get("app_stopped_after_s") is not None)
+
+
+def measured_despite_nsys(run: RunDocument) -> bool:
+    """nsys alone stalled, and the report came back: the capture measured what it was meant to (the run
+    still ends with exit 11, saying so)."""
+    return (nsys_alone_stalled(run) and run.stage == "pulled"
+            and any(name.startswith("report.") for name in run.files or {}))
+
+
+def measured_run(run_dir: Path, run: RunDocument | None = None) -> bool:
+    """A run whose figures count: it ended well, or nsys alone stalled after a complete capture."""
+    run = run or read_run_or_none(run_dir)
+    if run is None:
+        return False
+    return summary_file(run_dir).is_file() and (run.status == "ok" or measured_despite_nsys(run))
+
+
+def run_flags(run: RunDocument) -> list[dict[str, str]]:
+    """The flags the run recorded when it came back (its board's samples included), else what run.json says."""
+    stored = run.stored_flags
+    return stored if stored is not None else validity_flags(run)
+
+
+def frame_spread_ms(summary: Summary) -> dict[str, float] | None:
+    """The steady frames' median with their 10th and 90th percentiles (ms): one run's frame time and how
+    much it varies from frame to frame."""
+    import numpy as np
+
+    from ..analysis.frames import first_steady_index
+    per_frame = summary.per_frame_ns
+    steady = per_frame[first_steady_index(len(per_frame), summary.warmup_frames):]
+    if not steady:
+        return None
+    low, median, high = np.percentile(np.asarray(steady, dtype=float) / 1e6, [10, 50, 90])
+    return {"median": round(float(median), 4), "low": round(float(low), 4), "high": round(float(high), 4),
+            "frames": len(steady)}
