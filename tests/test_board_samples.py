@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from orchestrator.analysis.energy import energy_per_frame_mj
+from orchestrator.documents.run import RunDocument
 from orchestrator.figures.board import board_section, energy_section
 from orchestrator.figures.board_samples import parse_board_samples, series, total_power_mw
-from orchestrator.documents.run import RunDocument
 from orchestrator.figures.validity import validity_flags
 
 SAMPLES = {s["id"]: s for s in json.loads((Path(__file__).parent / "data" / "jetson_samples.json").read_text())}

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, run_cli
+
 from orchestrator.documents.run import RUN_VERSION, read_run, write_run
 from orchestrator.documents.summary import read_summary
 from orchestrator.figures.measured import measured_run, run_flags

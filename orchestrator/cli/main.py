@@ -31,12 +31,17 @@ from .board_commands import add_parsers as add_board_parsers
 from .board_commands import cmd_nsys
 from .options import (
     DAY_S,
+    add_app_choice,
+    add_capture_options,
     add_clock_options,
+    add_run_options,
     add_ssh_options,
     add_study_run_options,
+    capture_overrides,
     clock_request,
     connect_options,
     existing_folder,
+    given_capture_options,
     output_folder,
     seconds,
     show,
@@ -71,32 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Connect, deploy the agent, preflight, capture under nsys, pull the "
                                       "verified report and export it to SQLite. Prints the run folder.")
     prof.add_argument("--target", required=True, help="host name from the inventory ('local' needs no board)")
-    which = prof.add_mutually_exclusive_group(required=True)
-    which.add_argument("--app", help="app name from the catalog (see 'orchestrate apps')")
-    which.add_argument("--app-cmd", help="profile this command line instead of a catalog app")
-    prof.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
+    add_app_choice(prof)
     prof.add_argument("--inventory", help="inventory YAML (default $ORCHESTRATE_INVENTORY, ./inventory.yaml, "
                                           "else a built-in one with just 'local')")
     prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
-    prof.add_argument("--duration", type=seconds(0.1), help="seconds to capture (default: the app spec's)")
-    prof.add_argument("--delay", type=seconds(0), help="seconds to wait before capturing (default: the app spec's)")
-    prof.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
-    prof.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
-    prof.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none (default: the "
-                                         "app spec's, else nsys's; cores busy needs it)")
+    add_capture_options(prof)
     prof.add_argument("--grace", type=seconds(0), default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
     prof.add_argument("--retries", type=whole(0, 10), default=1,
                       help="captures to try again when nsys stalls while writing its report (default 1)")
-    prof.add_argument("--apps-dir", type=existing_folder,
-                      help="extra folder of app specs (default ~/.config/orchestrate/apps)")
     add_ssh_options(prof)
-    prof.add_argument("--keep-remote", action="store_true", help="leave the run's files on the target")
+    add_run_options(prof)
     prof.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
                       help="wait up to S seconds for another run on the board to end (default: fail at once)")
-    prof.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
-                      help="the board ends the capture on its own after S seconds without hearing from this "
-                           "machine, and keeps the report for 'orchestrate fetch' (default 30)")
     add_clock_options(prof)
 
     study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
@@ -134,25 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
                                        "time, each board in its own run folder inside the fleet folder; a live table "
                                        "shows each board, a recap says ok / failed / unreachable and why, fleet.html "
                                        "and fleet.json hold every board's figures. Prints the fleet folder.")
-    what = fleet.add_mutually_exclusive_group(required=True)
-    what.add_argument("--app", help="app name from the catalog")
-    what.add_argument("--app-cmd", help="profile this command line on every board")
-    what.add_argument("--study", type=Path, metavar="FILE", help="run this study file on every board")
+    add_app_choice(fleet, study=True)
     _add_fleet_options(fleet)
     fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
-    fleet.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
-    fleet.add_argument("--duration", type=seconds(0.1), help="seconds to capture (default: the app spec's)")
-    fleet.add_argument("--delay", type=seconds(0), help="seconds to wait before capturing (default: the app spec's)")
-    fleet.add_argument("--trace", help="nsys traces, comma-separated (default: the app spec's)")
-    fleet.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
-    fleet.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none")
+    add_capture_options(fleet)
     add_study_run_options(fleet, "before each run (default: that board fails)")
     fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
-    fleet.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
-    fleet.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the boards")
-    fleet.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S", help="as for profile")
+    add_run_options(fleet)
     fleet.add_argument("--board-timeout", type=seconds(0, 7 * DAY_S, above=True), metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
@@ -185,17 +167,14 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from ..inventory.catalog import adhoc_app, find_app, load_catalog, with_overrides
+    from ..inventory.catalog import chosen_app, load_catalog
     from ..inventory.hosts import load_inventory
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from .console import RichProgress
     clock = clock_request(args)  # a usage error before anything loads
     host = load_inventory(args.inventory).host(args.target)
-    if args.app:
-        spec = find_app(args.app, load_catalog(args.apps_dir))
-    else:
-        spec = adhoc_app(args.app_cmd, args.needs_display)
-    spec = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
+    spec = chosen_app(load_catalog(args.apps_dir), args.app, args.app_cmd, args.needs_display,
+                      **capture_overrides(args))
     output_folder(args.out)
     request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
                              retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
@@ -273,15 +252,14 @@ def cmd_apps(args: argparse.Namespace) -> int:
 def cmd_fleet(args: argparse.Namespace) -> int:
     from ..fleet.patterns import select_hosts
     from ..fleet.runner import FleetRequest, run_fleet
-    from ..inventory.catalog import adhoc_app, find_app, load_catalog, with_overrides
+    from ..inventory.catalog import chosen_app, load_catalog
     from ..inventory.hosts import load_inventory
     from .console import FleetTable
     clock = clock_request(args)  # a usage error before anything loads
     if not args.study and (args.repeat is not None or args.set):
         raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
                          "give --study FILE, or leave it out")
-    app_only = [f"--{name.replace('_', '-')}" for name in ("duration", "delay", "trace", "sample", "cpuctxsw")
-                if getattr(args, name) is not None] + (["--needs-display"] if args.needs_display else [])
+    app_only = given_capture_options(args) + (["--needs-display"] if args.needs_display else [])
     if args.study and app_only:  # a study sets these per cell, in its file
         raise UsageError(f"{app_only[0]} goes with --app or --app-cmd", "set it in the study file, or leave it out")
     inventory = load_inventory(args.inventory)
@@ -292,8 +270,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         from ..study.spec import load_study, with_values
         study = with_values(load_study(args.study), args.set)
     else:
-        spec = find_app(args.app, catalog) if args.app else adhoc_app(args.app_cmd, args.needs_display)
-        app = with_overrides(spec, args.duration, args.delay, args.trace, args.sample, args.cpuctxsw)
+        app = chosen_app(catalog, args.app, args.app_cmd, args.needs_display, **capture_overrides(args))
     output_folder(args.out)
     request = FleetRequest(
         inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,

@@ -111,6 +111,50 @@ def _unwritable(path: Path, folder: bool) -> str | None:
         return exc.strerror or str(exc)
 
 
+def add_capture_options(parser: argparse.ArgumentParser) -> None:
+    """What an app's capture records, over its spec's (profile, fleet): declared once."""
+    group = parser.add_argument_group("capture (each defaults to the app spec's)")
+    group.add_argument("--duration", type=seconds(0.1), help="seconds to capture")
+    group.add_argument("--delay", type=seconds(0), help="seconds to wait before capturing")
+    group.add_argument("--trace", help="nsys traces, comma-separated")
+    group.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
+    group.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none (else nsys's "
+                                          "default; cores busy needs it)")
+
+
+CAPTURE_OPTIONS = ("duration", "delay", "trace", "sample", "cpuctxsw")
+
+
+def capture_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The capture options given, as ``inventory.catalog.with_overrides`` takes them."""
+    return {"duration_s": args.duration, "delay_s": args.delay, "trace": args.trace, "sample": args.sample,
+            "cpuctxsw": args.cpuctxsw}
+
+
+def given_capture_options(args: argparse.Namespace) -> list[str]:
+    return [f"--{name}" for name in CAPTURE_OPTIONS if getattr(args, name) is not None]
+
+
+def add_app_choice(parser: argparse.ArgumentParser, *, study: bool = False) -> None:
+    """--app or --app-cmd (or, for a fleet, --study), and --needs-display for a command line's window."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app", help="app name from the catalog (see 'orchestrate apps')")
+    which.add_argument("--app-cmd", help="profile this command line instead of a catalog app")
+    if study:
+        which.add_argument("--study", type=Path, metavar="FILE", help="run this study file on every board")
+    parser.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
+    parser.add_argument("--apps-dir", type=existing_folder,
+                        help="extra folder of app specs (default ~/.config/orchestrate/apps)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """--keep-remote and --heartbeat-timeout of a command that runs captures on boards (profile, fleet)."""
+    parser.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")
+    parser.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
+                        help="the board ends the capture on its own after S seconds without hearing from this "
+                             "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+
+
 def add_clock_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-clocks", action="store_true",
                         help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "

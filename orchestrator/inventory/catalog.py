@@ -193,6 +193,13 @@ def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: floa
         raise UsageError(exc.message.removeprefix(f"{COMMAND_LINE}: "), exc.hint) from None
 
 
+def chosen_app(catalog: dict[str, AppSpec], name: str | None, command_line: str | None, needs_display: bool = False,
+               **overrides: Any) -> AppSpec:
+    """The catalog's app ``name``, else one made of ``command_line``, with the command line's capture values."""
+    spec = find_app(name, catalog) if name else adhoc_app(command_line or "", needs_display)
+    return with_overrides(spec, **overrides)
+
+
 def _overridden(spec: AppSpec, duration_s: float | None, delay_s: float | None, trace: str | None,
                 sample: str | None, cpuctxsw: str | None) -> AppSpec:
     changes: dict[str, Any] = {}
