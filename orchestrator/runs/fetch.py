@@ -13,7 +13,8 @@ from ..errors import AgentError, InterruptedRunError, OrchestratorError, Transfe
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
 from ..nsys.commands import RemoteRunPaths
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
 from .collect import collect
 from .folder import read_run_json
 from .phases import RunLog

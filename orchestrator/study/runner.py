@@ -32,7 +32,8 @@ from ..runs.profile import Board, ProfileRequest, agent_record, profile
 from ..runs.progress import Progress
 from ..runs.session import INTERRUPT_REASON, HostStop
 from ..targets.agent import deploy_agent
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
 from .metrics import REPORT_METRICS, run_metrics
 from .spec import Cell, StudySpec, cell_app, cells
 from .stats import INTERVAL_METHOD, compare_rounds, estimate
