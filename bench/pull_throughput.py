@@ -36,8 +36,9 @@ from sshd_server import make_sshd  # noqa: E402
 from orchestrator.inventory.hosts import Host  # noqa: E402
 from orchestrator.runs.pull import partial_path, pull_verified  # noqa: E402
 from orchestrator.targets.agent import RemoteAgent, deploy_agent  # noqa: E402
+from orchestrator.targets.connect import open_transport  # noqa: E402
 from orchestrator.targets.openssh import PREFERRED_CIPHERS  # noqa: E402
-from orchestrator.targets.transport import ConnectOptions, open_transport  # noqa: E402
+from orchestrator.targets.settings import ConnectOptions  # noqa: E402
 
 TARGET_RATIO = 0.90
 

@@ -24,7 +24,8 @@ from orchestrator.inventory.catalog import load_catalog
 from orchestrator.inventory.hosts import load_inventory
 from orchestrator.results.database import open_database
 from orchestrator.study.spec import load_study
-from orchestrator.targets.transport import ConnectOptions, open_transport
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.settings import ConnectOptions
 
 NUMBERS = ["nan", "NaN", "inf", "-inf", "1e309", "-1e309", "1e9", "-5", "-1", "0", "-0", "1e-400", "0x10", "1_0",
            "", " ", "abc", "5s", "3.", ".", "٣", "10**9", "1e", "2" * 400]

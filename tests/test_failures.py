@@ -22,7 +22,8 @@ from orchestrator.inventory.hosts import Host
 from orchestrator.nsys.commands import RemoteRunPaths, profile_argv
 from orchestrator.runs import session
 from orchestrator.targets.agent import deploy_agent
-from orchestrator.targets.transport import ConnectOptions, open_transport
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.settings import ConnectOptions
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,8 @@ from orchestrator.errors import TransferError
 from orchestrator.inventory.hosts import Host
 from orchestrator.runs.pull import partial_path, pull_verified
 from orchestrator.targets.agent import build_agent_archive, deploy_agent
-from orchestrator.targets.transport import ConnectOptions, open_transport
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.settings import ConnectOptions
 
 pytestmark = pytest.mark.integration
 # a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from orchestrator.inventory.catalog import parse_app_spec
 from orchestrator.nsys.commands import RemoteRunPaths, profile_argv
 from orchestrator.runs.folder import run_id
+from orchestrator.targets.local import LocalTransport
 from orchestrator.targets.shell import MASK, ShellCommand, masked_env, shell_path
-from orchestrator.targets.transport import LocalTransport
 
 CANARY = Path("/tmp/orchestrate-injection-canary")
 NASTY = ["; touch /tmp/orchestrate-injection-canary", "$(touch /tmp/orchestrate-injection-canary)",
@@ -131,7 +131,8 @@ def tried(*values: object) -> None:
                     max_size=60).filter(lambda n: n not in (".", "..")))
 def test_over_ssh_the_sftp_side_and_the_shell_side_agree_on_any_name(sshd, tmp_path_factory, name):
     from orchestrator.inventory.hosts import Host
-    from orchestrator.targets.transport import ConnectOptions, open_transport
+    from orchestrator.targets.connect import open_transport
+    from orchestrator.targets.settings import ConnectOptions
     CANARY.unlink(missing_ok=True)
     folder = tmp_path_factory.mktemp("ssh-files")
     local = folder / "source"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from orchestrator.errors import InventoryError, UsageError
 from orchestrator.inventory.hosts import DEFAULT_WORK_DIR, load_inventory, parse_inventory
-from orchestrator.targets.transport import ConnectOptions, resolve_ssh_params
+from orchestrator.targets.settings import ConnectOptions, resolve_ssh_params
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,8 @@ from scenarios import board, ssh_args
 from orchestrator.inventory.hosts import Host
 from orchestrator.runs.pull import sha256_file
 from orchestrator.targets.agent import deploy_agent
-from orchestrator.targets.transport import ConnectOptions, open_transport
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.settings import ConnectOptions
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),

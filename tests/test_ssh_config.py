@@ -6,8 +6,9 @@ from conftest import run_cli, write_inventory
 from sshd_server import make_sshd
 
 from orchestrator.inventory.hosts import Host
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.settings import ConnectOptions
 from orchestrator.targets.shell import ShellCommand
-from orchestrator.targets.transport import ConnectOptions, open_transport
 
 pytestmark = pytest.mark.integration
 

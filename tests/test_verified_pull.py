@@ -13,7 +13,9 @@ from orchestrator.errors import TransferError
 from orchestrator.inventory.hosts import Host
 from orchestrator.runs.pull import GrowingFileHash, partial_path, pull_verified
 from orchestrator.targets.agent import deploy_agent
-from orchestrator.targets.transport import ConnectOptions, LocalTransport, open_transport
+from orchestrator.targets.connect import open_transport
+from orchestrator.targets.local import LocalTransport
+from orchestrator.targets.settings import ConnectOptions
 
 
 def test_growing_file_hash_matches_a_whole_read(tmp_path):

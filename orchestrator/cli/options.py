@@ -13,7 +13,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..targets.transport import ConnectOptions
+    from ..targets.settings import ConnectOptions
 
 
 DAY_S = 86400.0
@@ -191,7 +191,7 @@ def add_ssh_options(parser: argparse.ArgumentParser) -> None:
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
     """What this machine adds to the inventory's hosts: the ssh options above and sudo's password (the one
     main() took from the environment, or typed at --ask-become-pass's prompt)."""
-    from ..targets.transport import ConnectOptions
+    from ..targets.settings import ConnectOptions
     password = getattr(args, "become_password", None)
     if args.ask_become_pass:
         import getpass

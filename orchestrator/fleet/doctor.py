@@ -13,8 +13,9 @@ from ..errors import OrchestratorError
 from ..inventory.hosts import Inventory
 from ..nsys.host import HostNsys, find_host_nsys
 from ..targets.agent import deploy_agent
+from ..targets.connect import open_transport
 from ..targets.facts import board_summary
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.settings import ConnectOptions
 from .runner import UNREACHABLE_ERRORS
 
 # what the preflight is asked to check when no app is named: a sampled capture of a typical length

@@ -33,7 +33,7 @@ from ..runs.profile import ProfileRequest, profile
 from ..runs.session import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
 from ..study.spec import StudySpec
-from ..targets.transport import ConnectOptions
+from ..targets.settings import ConnectOptions
 from .results import BoardResult, board_result_from_run, board_result_from_study
 
 # Ansible's word for a host it could not reach or log in to; such a board ran nothing

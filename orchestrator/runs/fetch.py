@@ -14,7 +14,8 @@ from ..errors import AgentError, InterruptedRunError, OrchestratorError, Transfe
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import load_inventory
 from ..nsys.commands import RemoteRunPaths
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
 from .collect import collect
 from .phases import RunLog
 from .profile import ProfileOutcome, deploy_agent_logged, error_section, finish, follow_capture, note_clocks

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from ..errors import TransferError, UsageError
 from ..inventory.hosts import Host
-from ..targets.transport import ConnectOptions, Transport, open_transport
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
+from ..targets.transport import Transport
 
 DEPLOY_FOLDER = "/opt/nvidia/nsight_systems"   # the host GUI's (the agent searches it: nsys_locate.GUI_FOLDER)
 TARGET_FOLDERS = ("target-linux-tegra-armv8", "target-linux-armv8")

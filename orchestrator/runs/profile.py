@@ -20,9 +20,11 @@ from ..inventory.hosts import Host
 from ..nsys.commands import RemoteRunPaths, profile_argv
 from ..report import write_report
 from ..targets.agent import RemoteAgent, deploy_agent
+from ..targets.connect import open_transport
 from ..targets.facts import board_fingerprint
+from ..targets.settings import ConnectOptions
 from ..targets.shell import ShellCommand, masked_env
-from ..targets.transport import ConnectOptions, Transport, open_transport
+from ..targets.transport import Transport
 from . import session
 from .app_files import stage_app_files
 from .collect import collect

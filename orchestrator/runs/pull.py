@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted
 from ..targets.shell import ShellCommand
-from ..targets.transport import CommandResult
+from ..targets.streams import CommandResult
 
 CHUNK = 1024 * 1024
 

@@ -15,8 +15,9 @@ from ..errors import OrchestratorError, ReportError, TransferError, UsageError
 from ..inventory.hosts import Host
 from ..nsys.commands import export_sqlite_argv
 from ..targets.agent import RemoteAgent, deploy_agent
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
 from ..targets.shell import ShellCommand
-from ..targets.transport import ConnectOptions, open_transport
 from .pull import pull_verified, sha256_file
 
 EXPORT_TIMEOUT_S = 1800.0

@@ -35,7 +35,8 @@ from ..runs.progress import Progress
 from ..runs.session import INTERRUPT_REASON, HostStop
 from ..stats.estimates import INTERVAL_METHOD, compare_rounds, estimate
 from ..targets.agent import deploy_agent
-from ..targets.transport import ConnectOptions, open_transport
+from ..targets.connect import open_transport
+from ..targets.settings import ConnectOptions
 from .spec import Cell, StudySpec, cell_app, cells
 
 STABLE_FACTS = {"system": ("hostname", "kernel", "arch", "os", "cpu_count"),

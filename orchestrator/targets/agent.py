@@ -23,7 +23,8 @@ import remote_agent
 from ..errors import AgentError
 from ..inventory.hosts import Host
 from .shell import ShellCommand, shell_path
-from .transport import CommandResult, Stream, Transport
+from .streams import CommandResult
+from .transport import Stream, Transport
 
 AGENT_SOURCE = Path(remote_agent.__file__).parent
 ZIP_ENTRY_TIME = (2020, 1, 1, 0, 0, 0)

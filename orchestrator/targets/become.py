@@ -15,9 +15,10 @@ from pathlib import Path
 
 from ..environment import BECOME_PASSWORD_VARIABLE
 from ..errors import BecomeError, TransferError
-from .download import CommandResult, Part, ProgressHandler
+from .download import Part, ProgressHandler
 from .shell import ShellCommand
-from .transport import LineHandler, Stream, Transport
+from .streams import CommandResult, LineHandler
+from .transport import Stream, Transport
 
 ASK_FIX = f"give it with --ask-become-pass or {BECOME_PASSWORD_VARIABLE}"
 

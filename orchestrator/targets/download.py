@@ -1,6 +1,7 @@
 """A download: a command's stdout written into files in turn, through OpenSSH's client (or a local shell) or
-through a paramiko channel. Each part names a file and how many of the stream's next bytes are its; the last
-may take the rest. The bytes are appended (a partial file resumes where it stopped).
+through a paramiko channel read by the one read loop (``streams``). Each part names a file and how many of the
+stream's next bytes are its; the last may take the rest. The bytes are appended (a partial file resumes where it
+stopped).
 
 OpenSSH's client writes the whole stream into the first part's file itself, as scp would (a pull puts its
 largest file first); what follows that part's bytes is moved to the other parts once the client is done.
@@ -10,27 +11,16 @@ rate on a 2-core machine where it had run at 0.99x.
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import paramiko
-
 from . import openssh
+from .streams import CHUNK, CommandResult, Process, Reader
 
 ProgressHandler = Callable[[int, int], None]
 Part = tuple[Path, "int | None"]  # a file, and how many of the stream's next bytes are its (None: the rest)
-CHUNK = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    exit_status: int
-    stdout: str
-    stderr: str
 
 
 class PartWriter:
@@ -106,7 +96,10 @@ def from_process(argv: list[str], parts: Sequence[Part], stdin: bytes,
 
 def _follow(proc: subprocess.Popen, received: Callable[[], int], stdin: bytes,
             on_progress: ProgressHandler | None) -> str:
-    """Feed the child its input and wait for it, reporting progress; its stderr."""
+    """Feed the child its input and wait for it, reporting progress; its stderr.
+
+    Not the read loop of ``streams``: the child writes stdout into the file itself (see above), so there is
+    no stdout to read here, only stderr to keep and the file's size to report while the child runs."""
     assert proc.stderr
     errors: list[bytes] = []
     reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
@@ -149,32 +142,24 @@ def _move_tail(first: Path, end: int, rest: Sequence[Part]) -> str:
     return writer.complaint()
 
 
-def from_channel(channel: paramiko.Channel, line: str, parts: Sequence[Part], stdin: bytes,
-                 on_progress: ProgressHandler | None) -> CommandResult:
-    """Run line on the channel with its stdout into the parts."""
-    errors = bytearray()
+def from_stdout(process: Process, parts: Sequence[Part], on_progress: ProgressHandler | None,
+                failures: tuple[type[BaseException], ...]) -> CommandResult:
+    """Start the process and write its stdout into the parts as the read loop takes it; one of failures (the
+    transport's errors) ends the download with exit status 255 and what stderr said until then."""
     writer = PartWriter(parts)
+
+    def on_stdout(data: bytes) -> None:
+        writer.write(data)
+        if on_progress:
+            on_progress(writer.written, 0)
+
+    reader = Reader(process, on_stdout)
     try:
-        channel.exec_command(line)
-        channel.sendall(stdin)
-        channel.shutdown_write()
-        while True:
-            select.select([channel], [], [], 0.2)
-            while channel.recv_stderr_ready():
-                errors += channel.recv_stderr(CHUNK)
-            data = channel.recv(CHUNK) if channel.recv_ready() or channel.eof_received else b""
-            if data:
-                writer.write(data)
-                if on_progress:
-                    on_progress(writer.written, 0)
-            elif channel.eof_received:
-                break
-        for chunk in iter(lambda: channel.recv_stderr(CHUNK), b""):  # to stderr's end: b"" once it closes
-            errors += chunk
-        status = channel.recv_exit_status() if not writer.overflow else 255
-        return CommandResult(status, "", errors.decode("utf-8", "replace") + writer.complaint())
-    except (OSError, paramiko.SSHException) as exc:
-        return CommandResult(255, "", f"{errors.decode('utf-8', 'replace')}{exc}")
+        process.start()
+        reader.read_to_end()
+        status = process.exit_status() if not writer.overflow else 255
+        return CommandResult(status, "", reader.errors() + writer.complaint())
+    except failures as exc:
+        return CommandResult(255, "", f"{reader.errors()}{exc}")
     finally:
         writer.close()
-        channel.close()

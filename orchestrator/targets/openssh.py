@@ -17,10 +17,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .transport import ConnectOptions, SSHParams
+from .settings import ConnectOptions, SSHParams
 
 PREFERRED_CIPHERS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 # a cut link ends a transfer after about this many seconds of silence (interval x count)

@@ -1,0 +1,154 @@
+"""How this machine reaches a target over SSH: the options the user gives, ~/.ssh/config resolved the way Fabric
+resolves it (HostName, Port, User, IdentityFile, ProxyJump, UserKnownHostsFile) and known_hosts as ssh reads
+it. Below both SSH clients: paramiko's (``ssh``) and OpenSSH's (``openssh``) take their settings from here.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+from fabric import Config as FabricConfig
+from fabric import Connection
+
+from ..errors import HostKeyError, UsageError
+from ..inventory.hosts import Host
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """What the user's machine adds to an inventory host: its ssh config and known_hosts."""
+
+    ssh_config: Path | None = None
+    known_hosts: Path | None = None
+    accept_new_host_key: bool = False
+    keepalive_s: int = 15
+    become_password: str | None = field(default=None, repr=False)  # sudo's, for hosts with ansible_become
+
+
+@dataclass(frozen=True)
+class SSHParams:
+    alias: str
+    hostname: str
+    port: int
+    user: str
+    key_files: tuple[str, ...] = field(default=())
+    known_hosts: Path = Path("~/.ssh/known_hosts")
+    proxy_jump: str | None = None
+    connect_timeout: float = 10.0
+
+    @property
+    def display(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
+    """The target as Fabric resolves it from ~/.ssh/config (HostName, Port, User, IdentityFile, ProxyJump and
+    ProxyCommand as gateways), with the inventory's values winning and root as the default user. Not opened."""
+    ssh_config = None  # Fabric's default: /etc/ssh/ssh_config and ~/.ssh/config
+    if options.ssh_config is not None:
+        path = options.ssh_config.expanduser()
+        try:
+            ssh_config = paramiko.SSHConfig.from_path(str(path))
+        except (OSError, UnicodeDecodeError, paramiko.ssh_exception.ConfigParseError) as exc:
+            raise UsageError(f"cannot read the ssh config {path}: {getattr(exc, 'strerror', None) or exc}",
+                             "give --ssh-config an ssh_config file") from None
+    config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
+    wait = max(1, math.ceil(host.connect_timeout))
+    connection = Connection(host.address or host.name, user=host.user, port=host.port, config=config,
+                            connect_timeout=wait,
+                            connect_kwargs={"key_filename": [host.key_file] if host.key_file else [],
+                                            "allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
+    if host.address:  # the inventory's address wins over a HostName in ssh_config
+        connection.host = host.address
+    keys = connection.connect_kwargs.get("key_filename") or []
+    connection.connect_kwargs["key_filename"] = [str(Path(k).expanduser()) for k in keys]
+    connection.connect_kwargs["look_for_keys"] = not keys
+    return connection
+
+
+def hops(connection: Connection) -> list[Connection]:
+    """The connection and each gateway it goes through (ProxyJump), nearest the target first."""
+    chain = [connection]
+    while isinstance(chain[-1].gateway, Connection):
+        chain.append(chain[-1].gateway)
+    return chain
+
+
+def known_hosts_path(connection: Connection, options: ConnectOptions) -> Path:
+    if options.known_hosts is not None:
+        return options.known_hosts.expanduser()
+    configured = connection.ssh_config.get("userknownhostsfile")
+    return Path(configured.split()[0] if configured else "~/.ssh/known_hosts").expanduser()
+
+
+def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> SSHParams:
+    """What OpenSSH's client needs to reach the same target (the downloads go through it)."""
+    return SSHParams(alias=host.name, hostname=connection.host, port=int(connection.port), user=connection.user,
+                     key_files=tuple(connection.connect_kwargs.get("key_filename") or ()),
+                     known_hosts=known_hosts_path(connection, options),
+                     proxy_jump=connection.ssh_config.get("proxyjump"), connect_timeout=host.connect_timeout)
+
+
+def resolve_ssh_params(host: Host, options: ConnectOptions) -> SSHParams:
+    """Inventory values win over ~/.ssh/config, which wins over defaults (user root, port 22)."""
+    return ssh_params(host, fabric_connection(host, options), options)
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def known_hosts_name(hostname: str, port: int) -> str:
+    return hostname if port == 22 else f"[{hostname}]:{port}"
+
+
+def _load_known_hosts(connection: Connection, known: Path) -> None:
+    """known_hosts read as ssh reads it; a line it cannot read is named, with its number, instead of a traceback."""
+    try:
+        connection.client.load_host_keys(str(known))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostKeyError(f"cannot read {known}: {getattr(exc, 'strerror', None) or exc}",
+                           "give --known-hosts a readable known_hosts file") from None
+    except paramiko.hostkeys.InvalidHostKey as exc:
+        lines = known.read_text(errors="replace").splitlines()
+        number = next((i for i, line in enumerate(lines, 1) if line.strip() == exc.line.strip()), None)
+        where = f"line {number}" if number else "a line"
+        raise HostKeyError(f"{known}: {where} holds no readable host key ({exc.line.strip()[:60]!r})",
+                           f"fix or delete {where} of {known}") from None
+
+
+class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client, hostname, key):  # noqa: ANN001 (paramiko's signature)
+        raise HostKeyError(
+            f"host key of {hostname} is not in {self.known_hosts} ({key.get_name()} {fingerprint(key)})",
+            "check the fingerprint on the board, then rerun with --accept-new-host-key to record it")
+
+
+class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client, hostname, key):  # noqa: ANN001
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.known_hosts, "a") as handle:
+            handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+
+
+def check_host_keys(connection: Connection, options: ConnectOptions) -> None:
+    """Before the connection opens: each hop checks host keys as ssh does, against its known_hosts (Fabric would
+    add unknown keys silently), and refuses an unknown one or records it when asked."""
+    for hop in hops(connection):
+        known = known_hosts_path(hop, options)
+        if known.is_file():
+            _load_known_hosts(hop, known)
+        policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey
+        hop.client.set_missing_host_key_policy(policy_type(known))
