@@ -15,18 +15,16 @@ import subprocess
 import time
 
 from . import boardfs
+from .capture_machine import CaptureMachine, Emit, NsysEnded, SignalApp, Tick
 from .watchdog import (
-    AFTER_REPORT_GRACE_S,
     Watchdog,
-    WriteProgress,
     folder_bytes,
+    nsys_daemons,
     process_started_at,
     session_members,
     signal_session,
 )
 
-# Seconds between SIGTERMs while the app has not ended after the planned stop.
-RESEND_TERM_S = 5.0
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 # Files a killed nsys 2022.4 leaves in /tmp whatever TMPDIR says (a normal exit removes them).
 NSYS_TMP_LEFTOVERS = "/tmp/injection_config_*"
@@ -142,7 +140,7 @@ def find_reports(report_base):
 def capture(request, emit, should_stop=None):
     """Run the capture; should_stop() may return a reason to end it early (the host asked, the host is
     gone, the disk is nearly full): the app is then stopped as at the planned end, and nsys writes the
-    report of what it has."""
+    report of what it has. What to do and when is capture_machine's to decide; this observes and acts."""
     run_dir = request["run_dir"]
     scratch = os.path.join(run_dir, "scratch")
     os.makedirs(scratch, mode=0o700, exist_ok=True)
@@ -160,10 +158,9 @@ def capture(request, emit, should_stop=None):
         env["DISPLAY"] = display["display"]
         if display.get("xauthority"):
             env["XAUTHORITY"] = display["xauthority"]
-    budget = float(request.get("delay_s") or 0) + float(request["duration_s"]) + float(request["grace_s"])
-    started = time.time()
-    deadline = started + budget
-    emit("capture_started", display=env.get("DISPLAY"), deadline_s=budget)
+    machine = CaptureMachine.from_request(request, time.time())
+    started = machine.started
+    emit("capture_started", display=env.get("DISPLAY"), deadline_s=machine.budget)
     cwd = boardfs.expand_login_home(request["cwd"]) if request.get("cwd") else None
     try:  # a retried capture reuses the run folder: the last try's pid file names an app long gone
         os.remove(request["pid_file"])
@@ -176,65 +173,24 @@ def capture(request, emit, should_stop=None):
                                 stderr=subprocess.STDOUT, start_new_session=True)
     output = NsysLog(log_path)
     watchdog = Watchdog(proc, request["pid_file"])
-    last_beat = 0.0
-    capture_s = float(request.get("delay_s") or 0) + float(request["duration_s"])
-    app_started = app_stopped = app_gone = nsys_deadline = None
-    last_term = 0.0
-    terms_sent = 0
-    ended_early = None
-    progress, stalled = None, False
     try:
         while proc.poll() is None:
-            output.poll()
-            now = time.time()
-            app = watchdog.app_session()
-            if app and app_started is None:
-                app_started = process_started_at(app, started, now)
-            if app and app_gone is None and not session_members(app):
-                app_gone = now
-            if ended_early is None and should_stop is not None:
-                reason = should_stop()
-                if reason:
-                    # seconds of capture: from the app's start, as the user counts them
-                    ended_early = {"reason": reason, "after_s": round(now - (app_started or started), 3)}
-            planned_stop = app_started is not None and app_stopped is None and (
-                now - app_started >= capture_s or ended_early is not None)
-            # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost: resend it
-            resend = app_stopped is not None and now - last_term >= RESEND_TERM_S
-            if app_gone is None and (planned_stop or resend):
-                signal_session(app, signal.SIGTERM)
-                app_stopped = app_stopped or now
-                last_term = now
-                terms_sent += 1
-            if now - last_beat >= float(request.get("heartbeat_s", 1.0)):
-                emit("heartbeat", elapsed_s=round(now - started, 2), budget_s=budget)
-                last_beat = now
-            if app_gone and not output.generated_at:
-                written = folder_bytes(scratch)
-                progress = progress or WriteProgress(now, written)
-                if progress.stalled(now, written):
-                    stalled = True
-                    watchdog.stop_nsys("nsys stalled while generating the report")
-            if output.generated_at and now - output.generated_at > AFTER_REPORT_GRACE_S:
-                watchdog.stop_nsys("nsys hung after writing the report", signal.SIGTERM)
-            elif now > deadline and nsys_deadline is None:
-                # nsys writes its report once the app is gone: stop the app first, nsys only if need be
-                if app:
-                    watchdog.stop_session("app", app, now)
-                nsys_deadline = time.time() + AFTER_REPORT_GRACE_S
-            elif nsys_deadline is not None and now > nsys_deadline:
-                watchdog.stop_nsys("nsys did not finish after the app was gone")
+            now, seen = observe(machine, watchdog, output, should_stop, scratch)
+            for action in machine.decide(now, seen):
+                perform(action, watchdog, emit)
+            machine.acted(time.time())
             time.sleep(0.1)
         nsys_exit = proc.wait()
         nsys_ended = time.time()
         app = watchdog.app_session()
-        app_ended = app_gone is not None or not app or not session_members(app)
-        # an app still running when nsys ended may finish by the planned end; once it is gone nothing is left
-        # to capture, and what nsys leaves (its daemon, orphaned by a stopped nsys, spinning a core) gets its
-        # grace from now, not from a planned end that a long duration_s puts minutes away (a short one when
-        # nsys had to be stopped and wrote no report)
-        leftovers = watchdog.stop_leftovers(nsys_ended if app_ended else max(deadline, nsys_ended),
-                                            report_written=bool(find_reports(request["report_base"])))
+        app_alive = bool(session_members(app)) if app and machine.app_gone is None else None
+        report_written = bool(find_reports(request["report_base"]))
+        now = time.time()
+        ended = NsysEnded(nsys_ended, app, app_alive, report_written, proc.pid, nsys_daemons(proc.pid),
+                          list(watchdog.actions))
+        leftovers = []
+        for action in machine.decide(now, ended):
+            leftovers += perform(action, watchdog, emit)
     finally:
         if proc.poll() is None:
             watchdog.stop_nsys("agent interrupted", signal.SIGKILL)
@@ -242,7 +198,7 @@ def capture(request, emit, should_stop=None):
             stop_process_group(xvfb)
     output.poll()
     removed = remove_nsys_leftovers(tmp_before, started, watchdog.actions)
-    return {
+    result = {
         "removed_leftovers": removed,
         "nsys_exit": nsys_exit,
         "nsys_elapsed_s": round(nsys_ended - started, 3),
@@ -255,15 +211,35 @@ def capture(request, emit, should_stop=None):
         "display": env.get("DISPLAY"),
         "env_added": dict({k: env[k] for k in ("DISPLAY", "XAUTHORITY") if env.get(k)}, TMPDIR=scratch),
         "app_pid": watchdog.app_session(),
-        "app_stopped_after_s": round(app_stopped - app_started, 3) if app_stopped and app_started else None,
-        "stalled": stalled,
         # nsys 2022.4 now and then fails at once ("End of file", exit 1) when a capture follows another
         # closely: it never started the app, so a capture again costs nothing
         "failed_to_start": nsys_exit not in (0, None) and watchdog.app_session() is None
         and not output.program_not_found and nsys_ended - started < 10,
-        "stop_signals": terms_sent,
-        "app_gone_after_s": round(app_gone - app_started, 3) if app_gone and app_started else None,
-        "ended_early": ended_early,
         "started_at": round(started, 3),
-        "ended_at": round(time.time(), 3),
     }
+    result.update(machine.summary())  # app_stopped_after_s, stalled, stop_signals, app_gone_after_s, ended_early
+    result["ended_at"] = round(time.time(), 3)
+    return result
+
+
+def observe(machine, watchdog, output, should_stop, scratch):
+    """What the machine sees at a tick while nsys runs, each costly look taken only while it needs it."""
+    output.poll()
+    now = time.time()
+    app = watchdog.app_session()
+    started_at = process_started_at(app, machine.started, now) if app and machine.app_started is None else None
+    app_alive = bool(session_members(app)) if app and machine.app_gone is None else None
+    reason = should_stop() if should_stop is not None and machine.ended_early is None else None
+    written = folder_bytes(scratch) if machine.watches_scratch(app_alive, output.generated_at) else None
+    return now, Tick(app, started_at, app_alive, reason, output.generated_at, written)
+
+
+def perform(action, watchdog, emit):
+    """Carries out one of the machine's actions; a Stop's (the watchdog's) returns the PIDs it left alive."""
+    if isinstance(action, Emit):
+        emit(action.event, **action.fields)
+    elif isinstance(action, SignalApp):
+        signal_session(action.sid, action.sig)
+    else:
+        return watchdog.stop(action)
+    return []

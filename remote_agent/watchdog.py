@@ -1,27 +1,17 @@
-"""What ends a capture's processes when they do not end by themselves, and tells that nsys stalled: sessions
-and nsys's daemons found in /proc, signals escalated and recorded, the growth of nsys's scratch folder.
+"""What ends a capture's processes when they do not end by themselves: sessions and nsys's daemons found in
+/proc, the escalations that capture_machine decides carried out and recorded, the size of nsys's scratch folder.
 """
 import os
 import signal
 import subprocess
 import time
 
-# Seconds nsys may linger after printing "Generated:" before it counts as hung; and that nsys's daemon and
-# helpers get after nsys ended, in case they are still finishing its report.
-AFTER_REPORT_GRACE_S = 20.0
-# Seconds they get when the watchdog had to stop nsys and no report was written: nothing is left for them to
-# finish (a stopped nsys's daemon spins for good), and a capture made again should not wait on them. (In the
-# suite, every stall that left no report waited 20 s for such a daemon before it was made again.)
-ORPHAN_GRACE_S = 2.0
-# Seconds between escalation steps (SIGINT -> SIGTERM -> SIGKILL).
-SIGNAL_STEP_S = 10.0
-# Seconds in which the scratch folder must grow by STALL_GROWTH_BYTES, once the app is gone and before
-# "Generated:", for nsys to count as still writing its report. (A stalled nsys 2022.4 sits in "Generating"
-# with a 114 kB raw file; a working one writes megabytes within a second, a 2 s capture of a sleep loop
-# 6 MB. One stuck on a disk that had filled up appended 4 kB every second or two for over a minute:
-# while any change counted as writing, it was waited for until the planned end and 20 s more.)
-STALL_S = 15.0
-STALL_GROWTH_BYTES = 1024 * 1024
+from .capture_machine import Escalation, Wait
+from .capture_machine import stop_nsys as nsys_stop
+from .capture_machine import stop_session as session_stop
+
+# Seconds between two looks at a session that is given time to end.
+SESSION_POLL_S = 0.2
 
 
 def session_members(sid):
@@ -105,29 +95,6 @@ def folder_bytes(path):
     return total
 
 
-class WriteProgress(object):
-    """Whether nsys still writes its report, from the size of its scratch folder over time: stalled once it
-    has not grown by STALL_GROWTH_BYTES in STALL_S seconds. Files removed lower the mark the growth counts
-    from, without counting as progress."""
-
-    def __init__(self, now, written):
-        self.since, self.mark = now, written
-
-    def stalled(self, now, written):
-        if written >= self.mark + STALL_GROWTH_BYTES:
-            self.since, self.mark = now, written
-        elif written < self.mark:
-            self.mark = written
-        return now - self.since > STALL_S
-
-
-def leftover_grace_s(actions, report_written):
-    """How long nsys's daemon and helpers may outlive nsys: they may still be finishing its report when the
-    CLI ends, unless the watchdog had to stop nsys and there is no report to finish."""
-    stopped_nsys = any(action["target"] == "nsys" for action in actions)
-    return ORPHAN_GRACE_S if stopped_nsys and not report_written else AFTER_REPORT_GRACE_S
-
-
 class Watchdog(object):
     """Escalates signals to nsys's process group and the app's session, recording every step."""
 
@@ -149,49 +116,49 @@ class Watchdog(object):
 
     def stop_nsys(self, reason, first_signal=signal.SIGINT):
         """SIGINT lets nsys stop collecting and write the report; TERM and KILL follow if it lingers."""
-        sequence = [first_signal, signal.SIGTERM, signal.SIGKILL]
-        for sig in sequence[sequence.index(first_signal):]:
-            if self.proc.poll() is not None:
-                return
-            self.record(reason, sig, "nsys")
-            try:
-                os.killpg(self.proc.pid, sig)
-            except OSError:
-                pass
-            if sig == signal.SIGKILL:
-                app = self.app_session()
-                if app:
-                    signal_session(app, signal.SIGKILL)
-            try:
-                self.proc.wait(timeout=SIGNAL_STEP_S)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-    def stop_leftovers(self, deadline, report_written):
-        """The app (or its children), nsys's own helpers and its daemon may outlive nsys; past the
-        deadline they are terminated, then killed. nsys's helpers and daemon get leftover_grace_s more.
-        Returns the PIDs still alive after that."""
-        nsys_deadline = max(deadline, time.time() + leftover_grace_s(self.actions, report_written))
-        sessions = [("app", self.app_session(), deadline), ("nsys helpers", self.proc.pid, nsys_deadline)]
-        sessions += [("nsys daemon", pid, nsys_deadline) for pid in nsys_daemons(self.proc.pid)]
-        left = []
-        for label, sid, until in sessions:
-            if sid:
-                left += self.stop_session(label, sid, until)
-        return left
+        return self.stop(nsys_stop(reason, first_signal))
 
     def stop_session(self, label, sid, deadline):
-        while session_members(sid) and time.time() < deadline:
-            time.sleep(0.2)
-        left = session_members(sid)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if not left:
-                break
-            self.record("{} outlived the capture".format(label), sig, label)
-            signal_session(sid, sig)
-            end = time.time() + (SIGNAL_STEP_S if sig == signal.SIGTERM else 5.0)
-            while session_members(sid) and time.time() < end:
-                time.sleep(0.2)
-            left = session_members(sid)
-        return left
+        """A session still there at the deadline is terminated, then killed; returns the PIDs left."""
+        return self.stop(session_stop(label, sid, deadline))
+
+    def stop(self, stop):
+        """Carries out a capture_machine.Stop: its waits, and its signals, each recorded. Returns the PIDs of
+        the target still alive at the end."""
+        steps = Escalation(stop)
+        while True:
+            step = steps.decide(time.time(), self._alive(stop))
+            if step is None:
+                return steps.left
+            if isinstance(step, Wait):
+                self._wait(stop, step.until)
+            else:
+                self.record(stop.reason, step.sig, stop.target)
+                self._send(stop, step.sig)
+
+    def _alive(self, stop):
+        if stop.sid is None:  # nsys itself
+            return [self.proc.pid] if self.proc.poll() is None else []
+        return session_members(stop.sid)
+
+    def _wait(self, stop, until):
+        if stop.sid is not None:
+            time.sleep(SESSION_POLL_S)
+            return
+        try:  # nsys is the agent's child: its end is seen at once
+            self.proc.wait(timeout=max(until - time.time(), 0.0))
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _send(self, stop, sig):
+        if stop.sid is not None:
+            signal_session(stop.sid, sig)
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            pass
+        if sig == signal.SIGKILL:
+            app = self.app_session()
+            if app:
+                signal_session(app, signal.SIGKILL)

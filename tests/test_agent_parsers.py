@@ -158,7 +158,7 @@ def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():
 
 
 def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
-    from remote_agent.watchdog import STALL_GROWTH_BYTES, STALL_S, WriteProgress
+    from remote_agent.capture_machine import STALL_GROWTH_BYTES, STALL_S, WriteProgress
     # a working nsys: megabytes a second until it is done
     working = WriteProgress(0.0, 180_000)
     assert not any(working.stalled(t / 10, 180_000 + t * 400_000) for t in range(1, 400))
@@ -178,7 +178,7 @@ def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
 
 
 def test_a_stopped_nsys_without_a_report_leaves_its_daemon_only_a_short_grace():
-    from remote_agent.watchdog import AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S, leftover_grace_s
+    from remote_agent.capture_machine import AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S, leftover_grace_s
     stalled = [{"reason": "nsys stalled while generating the report", "signal": "SIGINT", "target": "nsys"}]
     assert (AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S) == (20.0, 2.0)
     # as seen in the suite: stalled, one SIGINT, nsys exits 0 without a report; its daemon spins on
