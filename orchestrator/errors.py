@@ -21,7 +21,11 @@ class OrchestratorError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        """The message and its fix on one line: a line break or other control character a user's file put in
+        (a YAML key '\n') is shown as its escape."""
+        text = f"{self.message} ({self.hint})" if self.hint else self.message
+        return text if text.isprintable() else "".join(c if c.isprintable() else c.encode("unicode_escape").decode()
+                                                       for c in text)
 
 
 class UsageError(OrchestratorError):
