@@ -1,0 +1,201 @@
+"""The commands over many boards of an inventory (`fleet`, `doctor`, `targets`): parse, call the library, render."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..errors import FleetBoardsFailedError, InterruptedRunError, UsageError
+from .options import (
+    DAY_S,
+    add_app_choice,
+    add_capture_options,
+    add_clock_options,
+    add_run_options,
+    add_ssh_options,
+    add_study_run_options,
+    capture_overrides,
+    clock_request,
+    connect_options,
+    given_capture_options,
+    output_folder,
+    seconds,
+    show,
+    stderr,
+    whole,
+)
+
+
+def add_parsers(sub: Any) -> None:
+    fleet = sub.add_parser("fleet", help="run an app or a study on every matching board at once, with a recap",
+                           description="Profile an app (or run a study) on every target --limit matches, --forks at a "
+                                       "time, each board in its own run folder inside the fleet folder; a live table "
+                                       "shows each board, a recap says ok / failed / unreachable and why, fleet.html "
+                                       "and fleet.json hold every board's figures. Prints the fleet folder.")
+    add_app_choice(fleet, study=True)
+    _add_fleet_options(fleet)
+    fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
+    add_capture_options(fleet)
+    add_study_run_options(fleet, "before each run (default: that board fails)")
+    fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
+    fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                       help="with --study: other values for a matrix variable")
+    add_run_options(fleet)
+    fleet.add_argument("--board-timeout", type=seconds(0, 7 * DAY_S, above=True), metavar="S",
+                       help="end a board's capture early (its report kept) once it has taken S seconds, and count "
+                            "the board as failed (default: no limit beyond the watchdog's)")
+    add_clock_options(fleet)
+
+    doctor = sub.add_parser("doctor", help="check every matching board: reachable, what it is, what would fail",
+                            description="Connect to every target --limit matches, --forks at a time, deploy the agent "
+                                        "and run its preflight: one table of the boards' facts and of what would make "
+                                        "a capture fail on each, with the fix.")
+    _add_fleet_options(doctor)
+    doctor.add_argument("--json", action="store_true", help="print one JSON object per board instead of the table")
+
+    targets = sub.add_parser("targets", help="list the inventory's targets, groups and resolved variables",
+                             description="List the hosts of the inventory: their groups and every variable as it "
+                                         "resolves for each (group vars, then host vars).")
+    targets.add_argument("--inventory", help="inventory YAML")
+    targets.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches")
+
+
+def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inventory", help="inventory YAML (as for profile)")
+    parser.add_argument("--limit", metavar="PATTERN",
+                        help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
+                             "(default: all)")
+    parser.add_argument("--forks", type=whole(1, 256), default=5, help="boards at a time (default 5, as Ansible's)")
+    add_ssh_options(parser)
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from ..fleet.patterns import select_hosts
+    from ..fleet.runner import FleetRequest, run_fleet
+    from ..inventory.catalog import chosen_app, load_catalog
+    from ..inventory.hosts import load_inventory
+    from .console import FleetTable
+    clock = clock_request(args)  # a usage error before anything loads
+    if not args.study and (args.repeat is not None or args.set):
+        raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
+                         "give --study FILE, or leave it out")
+    app_only = given_capture_options(args) + (["--needs-display"] if args.needs_display else [])
+    if args.study and app_only:  # a study sets these per cell, in its file
+        raise UsageError(f"{app_only[0]} goes with --app or --app-cmd", "set it in the study file, or leave it out")
+    inventory = load_inventory(args.inventory)
+    targets = select_hosts(inventory, args.limit)
+    catalog = load_catalog(args.apps_dir)
+    app, study = None, None
+    if args.study:
+        from ..study.spec import load_study, with_values
+        study = with_values(load_study(args.study), args.set)
+    else:
+        app = chosen_app(catalog, args.app, args.app_cmd, args.needs_display, **capture_overrides(args))
+    output_folder(args.out)
+    request = FleetRequest(
+        inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,
+        repeat=args.repeat, forks=args.forks, limit=args.limit,
+        connect=connect_options(args), grace_s=args.grace,
+        retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
+        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
+        inventory_path=args.inventory, **clock)
+    view = FleetTable(stderr(), targets)
+    try:
+        outcome = run_fleet(request, view)
+    finally:
+        view.close()
+    _print_recap(outcome.results)
+    print(outcome.folder)
+    if outcome.interrupted:
+        started = sum(1 for r in outcome.results if r.folder)
+        raise InterruptedRunError(f"interrupted; {started} of {len(outcome.results)} boards had started, and "
+                                  "kept what they captured (here, or on the board for 'orchestrate fetch')",
+                                  f"see {outcome.folder / 'fleet.html'}")
+    if outcome.failed:
+        first = outcome.failed[0]
+        raise FleetBoardsFailedError(f"{len(outcome.failed)} of {len(outcome.results)} boards did not end well; "
+                                     f"the first, {first.target}: {first.reason}",
+                                     f"see {outcome.folder / 'fleet.html'}")
+    return 0
+
+
+def _print_recap(results: list) -> None:
+    """Ansible's PLAY RECAP, one line per board: status, why, where its run folder is."""
+    from rich.table import Table
+    from rich.text import Text
+    table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
+    for result in results:
+        style = "green" if result.status == "ok" else "red"
+        doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.get("flags") or []))
+        table.add_row(result.target, Text(result.status, style=style), result.reason or "",
+                      Text(doubts, style="yellow"), str(result.folder or ""))
+    show(table, err=True)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+
+    from ..fleet.doctor import doctor
+    from ..fleet.patterns import select_hosts
+    from ..inventory.hosts import load_inventory
+    inventory = load_inventory(args.inventory)
+    checks = doctor(inventory, select_hosts(inventory, args.limit),
+                    connect_options(args), args.forks)
+    if args.json:
+        for check in checks:
+            print(json.dumps(asdict(check)))
+    else:
+        _print_checks(checks)
+    blocked = [c for c in checks if c.blocking]
+    if blocked:
+        raise FleetBoardsFailedError(f"{len(blocked)} of {len(checks)} boards cannot capture as they are; the first, "
+                                     f"{blocked[0].target}: {blocked[0].error or blocked[0].findings[0]['what']}",
+                                     "fix what the table says, then run 'orchestrate doctor' again")
+    return 0
+
+
+def _print_checks(checks: list) -> None:
+    from rich.table import Table
+    from rich.text import Text
+    table = Table("board", "status", "kind", "L4T / JetPack", "power mode", "nsys", "what is wrong, and the fix",
+                  title="doctor", expand=True)
+    for check in checks:
+        board = check.board
+        problems = [Text.assemble((f["what"], "red" if f["level"] == "error" else "yellow"), f": {f['fix']}")
+                    for f in check.findings] + ([Text(check.error, style="red")] if check.error else [])
+        table.add_row(check.target, Text(check.status, style="green" if check.status == "ok" else "red"),
+                      board.get("kind") or "–", " / ".join(str(board.get(k) or "–") for k in ("l4t", "jetpack")),
+                      board.get("power_mode") or "–",
+                      f"{board['nsys']} ({board['nsys_path']})" if board.get("nsys") else "–",
+                      Text("\n").join(problems) if problems else "nothing")
+    show(table)
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..inventory.hosts import load_inventory, resolved_variables
+    inventory = load_inventory(args.inventory)
+    chosen = None
+    if args.limit:
+        from ..fleet.patterns import select_hosts
+        chosen = set(select_hosts(inventory, args.limit))
+    table = Table("target", "connection", "address", "groups", "variables (resolved)", title=inventory.source)
+    for host in inventory.hosts.values():
+        if chosen is not None and host.name not in chosen:
+            continue
+        variables = " ".join(f"{k}={v}" for k, v in resolved_variables(host).items())
+        table.add_row(host.name, host.connection, host.address or host.name, ",".join(host.groups), variables)
+    show(table)
+    groups = Table("group", "hosts (with its child groups')", "child groups", title="groups")
+    for group in sorted(set(inventory.groups) | set(inventory.children)):
+        groups.add_row(group, ",".join(inventory.group_hosts(group)), ",".join(inventory.children.get(group, ())))
+    show(groups)
+    for name, error in sorted(inventory.broken.items()):
+        show(f"unusable: {name}: {error.one_line()}")
+    for group, error in sorted(inventory.broken_groups.items()):
+        show(f"unreadable group: {group}: {error.one_line()}")
+    return 0
+
+
