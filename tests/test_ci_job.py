@@ -9,6 +9,7 @@ import pytest
 from test_results_db import MAIN, record
 
 from orchestrator.ci.job import CiRequest, gate_checks, job_outcome
+from orchestrator.documents.study import StudyDocument
 from orchestrator.inventory.hosts import Host
 from orchestrator.results.database import open_database
 from orchestrator.results.records import Provenance
@@ -58,7 +59,7 @@ def test_flagged_runs_are_left_out_and_never_a_baseline(database, tmp_path):
     runs = [record(100, 10.02), record(101, 9.98), record(102, 30.0, valid=False)]
     for run in runs:
         add_run(database, run, BRANCH, job)
-    checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, runs, {}, job)
+    checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, runs, StudyDocument(), job)
     [check] = checks
     assert (check.status, check.verdict, check.reason) == ("decided", NO_CHANGE, "1 flagged run left out")
     assert check.decision.values == (10.02, 9.98) and check.decision.baseline == (10.01, 10.09, 9.915, 10.04, 9.985)
@@ -69,7 +70,7 @@ def test_flagged_runs_are_left_out_and_never_a_baseline(database, tmp_path):
 def test_a_cell_whose_every_run_is_flagged_is_reported_not_judged(database, tmp_path):
     stored_baseline(database)
     runs = [record(100, 30.0, valid=False), record(101, 31.0, valid=False)]
-    checks = gate_checks(ci_request(tmp_path), database, runs, {}, None)
+    checks = gate_checks(ci_request(tmp_path), database, runs, StudyDocument(), None)
     assert {c.metric for c in checks} == {"steady_mean_ms", "frames_per_s"}  # every metric with a direction
     assert all(c.status == "invalid" and c.decision is None for c in checks)
     assert checks[0].reason == "every run was flagged (the CPU clock dropped): not judged, and not a baseline"
@@ -80,7 +81,7 @@ def test_every_gated_metric_is_judged_and_a_missing_one_says_so(database, tmp_pa
     stored_baseline(database)
     runs = [record(100, 11.0), record(101, 11.1)]
     checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms", 0.05), GateRule("frames_per_s", 0.2),
-                                    GateRule("energy_per_frame_mj")), database, runs, {}, None)
+                                    GateRule("energy_per_frame_mj")), database, runs, StudyDocument(), None)
     by_metric = {c.metric: c for c in checks}
     assert by_metric["steady_mean_ms"].verdict == REGRESSION
     assert by_metric["frames_per_s"].verdict == NO_CHANGE  # -9 %: clear, but under its 20 % threshold
@@ -91,13 +92,14 @@ def test_every_gated_metric_is_judged_and_a_missing_one_says_so(database, tmp_pa
 def test_the_baseline_is_the_same_board_kind_and_cell(database, tmp_path):
     stored_baseline(database)
     runs = [replace(record(i, v), kind_fingerprint="f" * 16) for i, v in ((100, 11.0), (101, 11.1))]
-    [check, _] = gate_checks(ci_request(tmp_path), database, runs, {}, None)
+    [check, _] = gate_checks(ci_request(tmp_path), database, runs, StudyDocument(), None)
     assert check.verdict == "no baseline" and check.decision.baseline == ()
     other_cell = [replace(record(100, 11.0), cell="threads=4"), replace(record(101, 11.1), cell="threads=4")]
-    document = {"cells": [{"label": "threads=4", "status": "ok"}]}
+    document = StudyDocument.from_json({"cells": [{"label": "threads=4", "status": "ok"}]})
     [check, _] = gate_checks(ci_request(tmp_path), database, other_cell, document, None)
     assert check.verdict == "no baseline"
-    [check, _] = gate_checks(ci_request(tmp_path), database, [record(100, 11.0), record(101, 11.1)], {}, None)
+    same_cell = [record(100, 11.0), record(101, 11.1)]
+    [check, _] = gate_checks(ci_request(tmp_path), database, same_cell, StudyDocument(), None)
     assert check.verdict == REGRESSION and len(check.decision.baseline) == 5  # the same kind and cell: judged
 
 
@@ -122,7 +124,8 @@ def test_a_baseline_is_the_newest_jobs_each_with_its_valid_runs(database):
 
 
 def test_a_cell_that_measured_nothing_fails_the_job(database, tmp_path):
-    document = {"cells": [{"label": "", "status": "failed", "reason": "the app exited with status 3"}]}
+    document = StudyDocument.from_json({"cells": [{"label": "", "status": "failed",
+                                                   "reason": "the app exited with status 3"}]})
     failed = replace(record(100, 10.0), status="failed", valid=False, metrics={})
     checks = gate_checks(ci_request(tmp_path, GateRule("steady_mean_ms")), database, [failed], document, None)
     assert [(c.metric, c.status, c.reason) for c in checks] == [

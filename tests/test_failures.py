@@ -20,7 +20,7 @@ from sshd_server import free_port, keygen, make_sshd
 from orchestrator.inventory.catalog import adhoc_app, with_overrides
 from orchestrator.inventory.hosts import Host
 from orchestrator.nsys.commands import RemoteRunPaths, profile_argv
-from orchestrator.runs import session
+from orchestrator.runs import remote_capture
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
@@ -291,8 +291,8 @@ def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
         "argv": profile_argv("/usr/bin/nsys", spec, paths), "cwd": None, "env": {}, "run_dir": paths.run_dir,
         "work_dir": agent.work_dir, "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2,
         "delay_s": 0, "grace_s": 30, "display": {"mode": "none"}}
-    session.launch(agent, request)
-    capture = session.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None)["result"]
+    remote_capture.launch(agent, request)
+    capture = remote_capture.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None)["result"]
     transport.close()
     assert capture["app_pid"] != 4194000
     assert capture["app_stopped_after_s"] == pytest.approx(2, abs=1.5)

@@ -12,6 +12,7 @@ import pytest
 from browser import ARTIFACTS, assert_clean, open_page
 
 from orchestrator.analysis import analyze_report
+from orchestrator.documents.run import RunDocument
 from orchestrator.report import compare_runs, load_run, write_comparison, write_report, write_run_report
 from orchestrator.report.charts import MAX_SERIES_POINTS
 from orchestrator.report.page import HOT_BARS, THREAD_BARS
@@ -179,8 +180,8 @@ def test_markup_and_quotes_in_names_are_shown_as_text(export, browser, tmp_path)
     timeline = copy.deepcopy(real.timeline)
     timeline["lanes"][0]["name"] = MARKUP
     timeline["lanes"][0]["events"][0]["name"] = MARKUP
-    record = {"app": {"name": MARKUP, "command": [MARKUP]}, "target": {"name": "local"}}
-    run = RunData(source, summary, record, timeline, None, None, "report.nsys-rep", f"{MARKUP}.nsys-rep")
+    document = RunDocument.from_json({"app": {"name": MARKUP, "command": [MARKUP]}, "target": {"name": "local"}})
+    run = RunData(source, summary, document, timeline, None, None, "report.nsys-rep", f"{MARKUP}.nsys-rep")
     page_path = write_run_report(run, tmp_path / "markup.html")
     opened = open_page(browser, page_path)
     assert opened.page.evaluate("window.pwned") is None

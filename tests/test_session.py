@@ -1,4 +1,4 @@
-"""How the host takes Ctrl-C and SIGTERM while it follows a capture (runs/session.py), with real signals."""
+"""How the host takes Ctrl-C and SIGTERM while it follows a capture (runs/remote_capture.py), with real signals."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from orchestrator.runs.session import INTERRUPT_REASON, HostStop, StoppedFollowing, interrupts_as_requests
+from orchestrator.runs.remote_capture import INTERRUPT_REASON, HostStop, StoppedFollowing, interrupts_as_requests
 
 
 def test_the_first_interrupt_is_a_request_and_the_second_stops_following():

@@ -2,6 +2,7 @@
 times the others, failed cells as failed with their reason."""
 from __future__ import annotations
 
+from orchestrator.documents.study import StudyDocument
 from orchestrator.report.charts import Interval, grouped_bars
 from orchestrator.study.page import layout, study_page
 
@@ -19,14 +20,15 @@ def cell(index, model, precision, values=None, status="ok", reason=None):
 
 
 # the seed's second-inference figures for two models (ms), three runs each, and a model "Killed"
-DOCUMENT = {"study": "seed", "target": "nano", "repeat": 3, "variables": ["model", "precision"], "status": "complete",
+DOCUMENT = StudyDocument.from_json({
+    "study": "seed", "target": "nano", "repeat": 3, "variables": ["model", "precision"], "status": "complete",
             "interval": "bootstrap", "cells": [
                 cell(0, "ssdlite_mobilenet_v2", "FP32", [16066, 15990, 16102]),
                 cell(1, "ssdlite_mobilenet_v2", "FP16", [72, 71, 74]),
                 cell(2, "ssd_mobilenet_v1", "FP32", [99, 97, 101]),
                 cell(3, "ssd_inception_v2", "FP32", status="failed", reason="Killed (out of memory)")],
             "comparisons": [{"metric": "app.inference_mean_ms", "base": 0, "other": 1, "verdict": "faster",
-                             "relative": -0.9956, "reason": "the 95 % intervals do not overlap"}]}
+                             "relative": -0.9956, "reason": "the 95 % intervals do not overlap"}]})
 
 
 def test_rows_are_the_first_variable_and_columns_the_others():
@@ -34,7 +36,7 @@ def test_rows_are_the_first_variable_and_columns_the_others():
     assert row_variable == "model"
     assert rows == ["model=ssdlite_mobilenet_v2", "model=ssd_mobilenet_v1", "model=ssd_inception_v2"]
     assert columns == ["precision=FP32", "precision=FP16"]
-    assert places[("model=ssd_mobilenet_v1", "precision=FP32")]["index"] == 2
+    assert places[("model=ssd_mobilenet_v1", "precision=FP32")].index == 2
 
 
 def test_table_cells_say_median_interval_failed_or_missing():

@@ -106,7 +106,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
                         for table, names in WAIT_TABLES.items()])
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
-        done = {name: pool.submit(_section_records, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
+        done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
     threads = _threads_section(use, samples, threads_by_tid)
     evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
@@ -116,7 +116,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "window": window.to_json(),
         "frames": _frames_section(frames, window),
         "hotspots": hotspots,
-        "cores": None if use is None else _records(use.cores),
+        "cores": None if use is None else _rows(use.cores),
         "cpu_source": None if use is None else use.source,
         "threads": threads,
         **apis,
@@ -158,9 +158,9 @@ def hotspots_section(samples: sampling.Samples | None, skip: list[int],
     if samples is None:
         return None
     return {"samples": int(len(samples.ids)), "excluded_threads": len(skip),
-            "modules": _records(sampling.module_hotspots(samples)),
-            "self": _records(sampling.self_hotspots(samples)),
-            "inclusive": _records(sampling.inclusive_hotspots(samples)),
+            "modules": _rows(sampling.module_hotspots(samples)),
+            "self": _rows(sampling.self_hotspots(samples)),
+            "inclusive": _rows(sampling.inclusive_hotspots(samples)),
             "tree": sampling.top_down_tree(samples), "grouped_addresses": samples.grouped_addresses,
             "symbols": None if resolver is None else resolver.report()}
 
@@ -196,11 +196,11 @@ def _threads_section(use: scheduling.CpuUse | None, samples: sampling.Samples | 
     return rows
 
 
-def _section_records(section: Callable[[Trace], pd.DataFrame | None], trace: Trace) -> list[dict] | None:
-    return _records(section(trace))
+def _section_rows(section: Callable[[Trace], pd.DataFrame | None], trace: Trace) -> list[dict] | None:
+    return _rows(section(trace))
 
 
-def _records(table: pd.DataFrame | None) -> list[dict] | None:
+def _rows(table: pd.DataFrame | None) -> list[dict] | None:
     """DataFrame -> JSON-ready rows: numpy scalars become int/float, NaN becomes None."""
     if table is None:
         return None

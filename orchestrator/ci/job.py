@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents.run import run_folders_in
-from ..documents.study import StudyDocument, study_folders
+from ..documents.study import StudyCell, StudyDocument, study_folders
 from ..errors import OrchestratorError, UsageError
 from ..figures.run_metrics import REPORT_METRICS
 from ..inventory.catalog import AppSpec, find_app
@@ -163,7 +163,7 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
         if any(c.verdict == REGRESSION for c in checks):
             return []
         unsure = {c.cell for c in checks if c.verdict == NOT_SURE}
-        return [cell["index"] for cell in document["cells"] if cell.get("label") in unsure]
+        return [cell.index for cell in document.cells if cell.label in unsure]
 
     extra = max(0, (request.max_repeat or request.study.repeat) - request.study.repeat)
     study_request = replace(request.study, out_dir=job_dir, fresh=True, more_runs=more_runs if extra else None,
@@ -190,9 +190,9 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
                 job_id: int) -> list[Check]:
     checks: list[Check] = []
     target = request.study.host.name
-    cells = document.get("cells") or [{"label": r.cell, "status": "ok"} for r in records[:1]]
+    cells = document.cells or [StudyCell(label=r.cell) for r in records[:1]]
     for cell in cells:
-        label = cell.get("label") or ""
+        label = cell.label
         mine = [r for r in records if r.cell == label]
         first = mine[0] if mine else None
         kind = first.board_kind if first else "unknown"
@@ -202,7 +202,7 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
         for metric, threshold in _gated(request.rules, valid or measured):
             if not measured:
                 checks.append(Check(target, kind, app, label, metric, "failed",
-                                    reason=cell.get("reason") or "no run of this cell measured anything"))
+                                    reason=cell.reason or "no run of this cell measured anything"))
                 continue
             if not valid:
                 flags = "; ".join(dict.fromkeys(f.get("what", "") for r in measured for f in r.flags))
@@ -224,7 +224,7 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
             checks.append(Check(target, kind, app, label, metric, "decided", decision, reason))
         if not mine or (not measured and not any(c.cell == label for c in checks)):
             checks.append(Check(target, kind, app, label, "run", "failed",
-                                reason=cell.get("reason") or "the cell did not run"))
+                                reason=cell.reason or "the cell did not run"))
     return checks
 
 

@@ -177,8 +177,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     failed = outcome.failed_cells
     if failed:
         first = failed[0]
-        raise StudyCellsFailedError(f"{len(failed)} of {len(outcome.document['cells'])} cells failed; the first, "
-                                    f"{first['label'] or 'the only cell'}: {first['reason']}",
+        raise StudyCellsFailedError(f"{len(failed)} of {len(outcome.document.cells)} cells failed; the first, "
+                                    f"{first.label or 'the only cell'}: {first.reason}",
                                     f"see {study_file(outcome.folder)}")
     return 0
 

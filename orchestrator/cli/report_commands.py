@@ -212,8 +212,8 @@ def _print_board_text(args: argparse.Namespace, text: str) -> int:
     found = parse_board_text(args.parser, text, str(args.file))
     if args.parser == "tegrastats":
         if args.json:
-            for record in found:
-                print(json.dumps(record))
+            for sample in found:
+                print(json.dumps(sample))
             return 0
         from rich.table import Table
         table = Table("time", "RAM MB", "CPU load % (per core)", "EMC %", "GPU %@MHz", "hottest", "power mW",

@@ -162,13 +162,16 @@ class RunDocument:
                 args[known[key]] = item
             else:
                 unknown[key] = item
-        for name in ("run_id", "started_at", "status"):
+        for name in ("run_id", "started_at", "status"):  # what a release never wrote reads as missing
             if name in args and not isinstance(args[name], str):
-                raise ValueError(f"its {name} is not text")
+                del args[name]
+        args.setdefault("status", "unknown")
         raw = args.get("target")
         target: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        groups = target.get("groups")
         args["target"] = RunTarget(str(target.get("name") or "unknown"), str(target.get("connection") or ""),
-                                   list(target.get("groups") or []), target.get("address"))
+                                   [str(g) for g in groups] if isinstance(groups, list) else [],
+                                   target.get("address") if isinstance(target.get("address"), str) else None)
         for name in ("app", "request", "phases"):
             if not isinstance(args.get(name), dict):
                 args.pop(name, None)
@@ -189,7 +192,7 @@ def read_run(run_dir: Path) -> RunDocument:
     value = read_object(run_file(run_dir), "run_version", RUN_VERSION, "a run document", fix)
     try:
         return RunDocument.from_json(value)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise UsageError(f"{run_file(run_dir)} is not a run document ({exc})", fix) from None
 
 

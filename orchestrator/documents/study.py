@@ -1,75 +1,115 @@
 """study.json: a study's plan, its cells with their runs and statistics, the order the runs took and the
-comparisons. ``StudyDocument`` is its only reader and writer; its cells are the JSON the study wrote, and
-what the layers above read of them is a property of ``StudyCell``.
+comparisons. ``StudyDocument`` is its only reader and writer; a cell is a ``StudyCell``.
 
 Version: ``study_version`` 1 (a document written before the study kept each round's ``order`` reads with an
-empty one). A newer one is refused with what to do.
+empty one). A key this release does not know is kept and written back; a newer version is refused with what
+to do.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._json import read_object, write_object
+from ..errors import UsageError
+from ._json import as_json_fields, from_json_fields, read_object, write_object
 
 STUDY_FILE = "study.json"
 STUDY_VERSION = 1
 
 
-class StudyCell(dict[str, Any]):
-    """One cell of a study: its label, variables, status, runs (folder names) and metrics."""
+@dataclass
+class StudyCell:
+    """One cell of the matrix: its variables, how it went, its runs (folder names, in the rounds' order) and
+    each metric's figures (``metrics``: name -> values, median, ci95, rounds, unit, faster_when)."""
 
-    @property
-    def label(self) -> str:
-        return str(self.get("label") or "")
-
-    @property
-    def runs(self) -> list[str]:
-        return list(self.get("runs") or [])
-
-    @property
-    def variables(self) -> dict[str, Any] | None:
-        value = self.get("variables")
-        return value if isinstance(value, dict) else None
-
-    @property
-    def status(self) -> str | None:
-        return self.get("status")
-
-    @property
-    def parser(self) -> str | None:
-        return self.get("parser")
+    index: int = 0
+    label: str = ""
+    variables: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"                  # ok, failed, interrupted
+    reason: str | None = None
+    runs: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)    # runs linked from an earlier folder of the study
+    parser: str | None = None           # the app's output parser
+    notes: list[str] = field(default_factory=list)     # what a measured run lacks, and why
+    metrics: dict[str, dict[str, Any]] | None = None   # None until the study is finished
+    top_function: str | None = None
+    verdict: str | None = None
+    unknown: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> dict[str, Any]:
-        return (self.get("metrics") or {}).get(name) or {}
+        return (self.metrics or {}).get(name) or {}
 
-
-class StudyDocument(dict[str, Any]):
-    """study.json's object, with what the layers above read of it."""
-
-    @property
-    def name(self) -> str:
-        return str(self.get("study") or "")
-
-    @property
-    def cells(self) -> list[StudyCell]:
-        """The cells, the same objects the document holds (a study adds runs and figures to them as it goes)."""
-        found = self.setdefault("cells", [])
-        for i, cell in enumerate(found):
-            if not isinstance(cell, StudyCell):
-                found[i] = StudyCell(cell)
+    def as_json(self) -> dict[str, Any]:
+        found = as_json_fields(self, {})
+        if not self.notes:
+            found.pop("notes")
+        if self.metrics is None:
+            for name in ("metrics", "top_function", "verdict"):
+                found.pop(name)
         return found
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> StudyCell:
+        return from_json_fields(cls, value, {})
+
+
+_DOCUMENT_KEYS = {"name": "study", "version": "study_version"}
+
+
+@dataclass
+class StudyDocument:
+    name: str = ""
+    version: int = STUDY_VERSION
+    orchestrate_version: str = ""
+    file: str = ""                       # the study file it ran
+    description: str = ""
+    target: str = ""
+    repeat: int = 0
+    variables: list[str] = field(default_factory=list)   # the matrix's variable names
+    started: str = ""
+    finished: str | None = None
+    status: str = "running"              # running, complete, interrupted, failed
+    stopped: str | None = None           # why it stopped early
+    stopped_in: dict[str, Any] | None = None  # the cell, repeat and run it stopped in
+    interval: str = ""                   # how the intervals were made
+    target_fingerprint: str | None = None  # the target as far as results depend on it
+    agent: dict[str, Any] | None = None
+    cells: list[StudyCell] = field(default_factory=list)
+    order: list[dict[str, Any]] = field(default_factory=list)         # each round's runs: round, cell, run
+    comparisons: list[dict[str, Any]] = field(default_factory=list)   # each cell against the first, per metric
+    unknown: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_names(self) -> list[str]:
         return [name for cell in self.cells for name in cell.runs]
 
-    def cell_of(self, run_name: str, variables: Any = None) -> StudyCell | None:
+    @property
+    def failed_cells(self) -> list[StudyCell]:
+        return [cell for cell in self.cells if cell.status == "failed"]
+
+    def cell_of(self, run_name: str, variables: dict[str, Any] | None = None) -> StudyCell | None:
         """The cell a run belongs to: by its folder name, or (before the study listed it) by its variables."""
         for cell in self.cells:
-            if run_name in cell.runs or (variables is not None and cell.get("variables") == variables):
+            if run_name in cell.runs or (variables is not None and cell.variables == variables):
                 return cell
         return None
+
+    def as_json(self) -> dict[str, Any]:
+        found = as_json_fields(self, _DOCUMENT_KEYS)
+        found["cells"] = [cell.as_json() for cell in self.cells]
+        for name in ("finished", "stopped", "stopped_in", "target_fingerprint", "agent"):
+            if found[name] is None:
+                found.pop(name)
+        return found
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> StudyDocument:
+        document = from_json_fields(cls, {k: v for k, v in value.items() if k != "cells"}, _DOCUMENT_KEYS)
+        cells = value.get("cells")
+        document.cells = [StudyCell.from_json(c) for c in cells if isinstance(c, dict)] if isinstance(cells, list) \
+            else []
+        return document
 
 
 def study_file(folder: Path) -> Path:
@@ -86,16 +126,17 @@ def study_folders(folder: Path) -> list[Path]:
 
 
 def read_study(folder: Path) -> StudyDocument:
-    document = StudyDocument(read_object(study_file(folder), "study_version", STUDY_VERSION, "a study",
-                                         "give the folder 'orchestrate study' printed"))
-    document.setdefault("order", [])
-    document.setdefault("comparisons", [])
-    return document
+    return StudyDocument.from_json(read_object(study_file(folder), "study_version", STUDY_VERSION, "a study",
+                                               "give the folder 'orchestrate study' printed"))
 
 
 def read_study_or_none(folder: Path) -> StudyDocument | None:
-    return read_study(folder) if is_study_folder(folder) else None
+    """The folder's study.json, or None when it has none or it cannot be read."""
+    try:
+        return read_study(folder) if is_study_folder(folder) else None
+    except UsageError:
+        return None
 
 
 def write_study(folder: Path, document: StudyDocument) -> Path:
-    return write_object(study_file(folder), document)
+    return write_object(study_file(folder), document.as_json())

@@ -1,5 +1,5 @@
 """The board's samples during a capture (board.jsonl, written by the agent's sampler): each line a time and
-either a tegrastats line or the same fields read from sysfs. Pure: text in, records out, and the few
+either a tegrastats line or the same fields read from sysfs. Pure: text in, samples out, and the few
 series the report draws and the validity checks read."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..parsers.tegrastats import empty_record, parse_line
+from ..parsers.tegrastats import empty_sample, parse_line
 
 # the rail that carries the whole module's power, by board generation; without one, every rail added up
 TOTAL_RAILS = ("VDD_IN", "POM_5V_IN")
@@ -25,13 +25,13 @@ def parse_board_samples(text: str) -> list[dict[str, Any]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("t"), (int, float)):
             continue
         if isinstance(entry.get("line"), str):
-            record = parse_line(entry["line"])
+            sample = parse_line(entry["line"])
         elif isinstance(entry.get("record"), dict):
-            record = {**empty_record(), **entry["record"]}
+            sample = {**empty_sample(), **entry["record"]}
         else:
-            record = None
-        if record is not None:
-            samples.append({**record, "t": float(entry["t"])})
+            sample = None
+        if sample is not None:
+            samples.append({**sample, "t": float(entry["t"])})
     return sorted(samples, key=lambda s: s["t"])
 
 

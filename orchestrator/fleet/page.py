@@ -78,7 +78,7 @@ def _cell(found: dict[str, Any] | None) -> GridCell:
 
 
 def fleet_page(document: FleetDocument) -> FleetPage:
-    boards = document.get("boards") or []
+    boards = document.boards
     recap = [RecapRow(b["target"], b["status"], b.get("reason") or "", (b.get("board") or {}).get("kind") or "–",
                       _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"),
                       list(dict.fromkeys(f["what"] for c in b.get("cells") or [] for f in c.get("flags") or [])))
@@ -108,14 +108,13 @@ def fleet_page(document: FleetDocument) -> FleetPage:
         drawn = charts.grouped_bars(f"fleet-{len(groups)}", [b["target"] for b in members], columns,
                                     values, "ms", interval or "interval") if measured else None
         groups.append(KindGroup(kind, columns, rows, drawn))
-    counts = document.get("recap") or {}
     return FleetPage(
-        title=f"fleet: {document.get('what')} on {len(boards)} board(s)",
-        facts=[Fact("ran", f"{document.get('kind')} {document.get('what')}"),
-               Fact("limit", str(document.get("limit"))), Fact("inventory", str(document.get("inventory"))),
-               Fact("forks", str(document.get("forks"))), Fact("status", str(document.get("status"))),
-               Fact("started", str(document.get("started", ""))), Fact("finished", str(document.get("finished", "")))],
-        counts={k: int(v) for k, v in counts.items()}, recap=recap, groups=groups, interval=interval)
+        title=f"fleet: {document.what} on {len(boards)} board(s)",
+        facts=[Fact("ran", f"{document.kind} {document.what}"),
+               Fact("limit", document.limit), Fact("inventory", document.inventory),
+               Fact("forks", str(document.forks)), Fact("status", document.status),
+               Fact("started", document.started), Fact("finished", document.finished or "")],
+        counts={k: int(v) for k, v in document.recap.items()}, recap=recap, groups=groups, interval=interval)
 
 
 def write_fleet_page(document: FleetDocument, folder: Path) -> Path:

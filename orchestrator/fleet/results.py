@@ -75,10 +75,10 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
         interval = metric.get("ci95") or [None, None]
         cells.append({
             "label": entry.label or study.name or "cell", "status": entry.status,
-            "reason": entry.get("reason"),
+            "reason": entry.reason,
             "frame_ms": {"median": metric["median"], "low": interval[0], "high": interval[1],
                          "runs": len(metric.get("values") or [])} if metric.get("median") is not None else None,
-            "interval": "95 % interval of the median over the runs", "verdict": entry.get("verdict"),
+            "interval": "95 % interval of the median over the runs", "verdict": entry.verdict,
             "flags": flags, "report": os.path.relpath(study_dir / "study.html", fleet_folder),
         })
     failed = [c for c in cells if c["status"] != "ok"]

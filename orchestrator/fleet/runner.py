@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import __version__
-from ..documents.fleet import FLEET_VERSION, FleetDocument, write_fleet
+from ..documents.fleet import FleetDocument, write_fleet
 from ..documents.run import is_run_folder, read_run_or_none
 from ..documents.study import study_folders
-from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError
+from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
 from ..figures.measured import measured_despite_nsys
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
-from ..runs.session import HostStop
+from ..runs.remote_capture import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
 from ..study.spec import StudySpec
 from ..targets.settings import ConnectOptions
@@ -100,13 +100,10 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
         raise ValueError("a fleet runs an app or a study")
     what = request.app.name if request.app else request.study.name  # type: ignore[union-attr]
     folder = fleet_folder(request.out_dir, what)
-    document = FleetDocument({
-        "fleet_version": FLEET_VERSION, "orchestrate_version": __version__, "folder": folder.name,
-        "kind": "app" if request.app else "study", "what": what, "limit": request.limit or "all",
-        "inventory": request.inventory_path or request.inventory.source, "forks": request.forks,
-        "targets": list(request.targets), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
-        "boards": [],
-    })
+    document = FleetDocument(
+        orchestrate_version=__version__, folder=folder.name, kind="app" if request.app else "study", what=what,
+        limit=request.limit or "all", inventory=request.inventory_path or request.inventory.source,
+        forks=request.forks, targets=list(request.targets), started=datetime.now(timezone.utc).isoformat())
     results: dict[str, BoardResult] = {}
     lock = threading.Lock()
     stop = HostStop()
@@ -116,7 +113,7 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
             results[result.target] = result
             with open(folder / "boards.jsonl", "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result.as_json(), default=str) + "\n")
-            document["boards"] = [results[t].as_json() for t in request.targets if t in results]
+            document.boards = [results[t].as_json() for t in request.targets if t in results]
             write_fleet(folder, document)
         view.ended(result)
 
@@ -125,11 +122,11 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
         futures: dict[Future[BoardResult], str] = {
             pool.submit(_one_board, request, target, folder, view, stop): target for target in request.targets}
         _wait_for_boards(futures, stop, ended)
-    document["status"] = "interrupted" if stop.interrupt.is_set() else "complete"
-    document["finished"] = datetime.now(timezone.utc).isoformat()
+    document.status = "interrupted" if stop.interrupt.is_set() else "complete"
+    document.finished = datetime.now(timezone.utc).isoformat()
     ordered = [results[t] for t in request.targets if t in results]
-    document["boards"] = [r.as_json() for r in ordered]
-    document["recap"] = recap_counts(ordered)
+    document.boards = [r.as_json() for r in ordered]
+    document.recap = recap_counts(ordered)
     write_fleet(folder, document)
     from .page import write_fleet_page
     write_fleet_page(document, folder)
@@ -213,12 +210,15 @@ def _failure(target: str, exc: OrchestratorError, folder: Path) -> BoardResult:
     """A board whose run or study raised: its figures as far as they came back, and the error's one line."""
     status = "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed"
     measured = None
-    if exc.run_dir is not None and is_run_folder(exc.run_dir):
-        measured = board_result_from_run(target, exc.run_dir, folder)
-    else:
-        studies = study_folders(folder / safe_name_part(target))
-        if studies:
-            measured = board_result_from_study(target, studies[-1], folder)
+    try:
+        if exc.run_dir is not None and is_run_folder(exc.run_dir):
+            measured = board_result_from_run(target, exc.run_dir, folder)
+        else:
+            studies = study_folders(folder / safe_name_part(target))
+            if studies:
+                measured = board_result_from_study(target, studies[-1], folder)
+    except UsageError:  # a study.json the failure left unreadable: the board's error says what happened
+        measured = None
     if measured is None:
         return BoardResult(target, status, exc.one_line(), exc.exit_code)
     run = read_run_or_none(exc.run_dir) if exc.run_dir is not None else None

@@ -1,4 +1,4 @@
-"""tegrastats lines, from every L4T release R28 to R39, into one record each. Pure.
+"""tegrastats lines, from every L4T release R28 to R39, into one sample each. Pure.
 
 The line changed with nearly every release: ``cpu [17%,13%]@408`` (R28) or ``CPU [2%@345,off]``,
 ``EMC 1%@408``/``EMC_FREQ 0%``, ``GR3D_FREQ`` as ``0%``, ``0%@76``, ``0%@[114]``, ``12%@[1300,1300]`` or
@@ -29,24 +29,24 @@ POWERED_OFF_C = -256.0
 _MB = {"kB": 1 / 1024, "KB": 1 / 1024, "MB": 1, "GB": 1024}
 
 
-def empty_record() -> dict[str, Any]:
+def empty_sample() -> dict[str, Any]:
     return {"time": None, "ram_used_mb": None, "ram_total_mb": None, "swap_used_mb": None, "swap_total_mb": None,
             "cpus": None, "emc_pct": None, "emc_freq_mhz": None, "gr3d_pct": None, "gr3d_freq_mhz": None,
             "temps_c": {}, "rails_mw": {}, "other": {}}
 
 
 def parse_line(line: str) -> dict[str, Any] | None:
-    """One tegrastats line -> its record; None for a line that is not tegrastats output (no RAM field)."""
+    """One tegrastats line -> its sample; None for a line that is not tegrastats output (no RAM field)."""
     tokens = _DETAIL_AFTER.sub(" (", line).split()  # 'IRAM 0/252kB(lfb 252kB)': the detail is a token apart
     if "RAM" not in tokens:
         return None
-    record = empty_record()
+    sample = empty_sample()
     i = 0
     if len(tokens) > 1 and _TIME.match(tokens[0]) and _CLOCK.match(tokens[1]):
         try:  # month-day-year, as tegrastats writes it
-            record["time"] = datetime.strptime(f"{tokens[0]} {tokens[1]}", "%m-%d-%Y %H:%M:%S").isoformat()
+            sample["time"] = datetime.strptime(f"{tokens[0]} {tokens[1]}", "%m-%d-%Y %H:%M:%S").isoformat()
         except ValueError:
-            record["other"]["time"] = f"{tokens[0]} {tokens[1]}"
+            sample["other"]["time"] = f"{tokens[0]} {tokens[1]}"
         i = 2
     while i < len(tokens):
         token = tokens[i]
@@ -59,50 +59,50 @@ def parse_line(line: str) -> dict[str, Any] | None:
         if token in ("RAM", "SWAP") and _USED_TOTAL.match(following):
             used, total, unit = _USED_TOTAL.match(following).groups()  # type: ignore[union-attr]
             key = token.lower()
-            record[f"{key}_used_mb"] = _mb(used, unit)
-            record[f"{key}_total_mb"] = _mb(total, unit)
+            sample[f"{key}_used_mb"] = _mb(used, unit)
+            sample[f"{key}_total_mb"] = _mb(total, unit)
             i += 2
             continue
         if token in ("CPU", "cpu") and following.startswith("["):
-            record["cpus"] = _cpus(following)
+            sample["cpus"] = _cpus(following)
             i += 2
             continue
         if token in EMC_NAMES + GR3D_NAMES and _LOAD_FREQ.match(following) and following:
             load, freq = _load_freq(following)
             prefix = "emc" if token in EMC_NAMES else "gr3d"
-            record[f"{prefix}_pct"], record[f"{prefix}_freq_mhz"] = load, freq
+            sample[f"{prefix}_pct"], sample[f"{prefix}_freq_mhz"] = load, freq
             i += 2
             continue
         temp = _TEMP.match(token)
         if temp:
             value = float(temp.group(2))
-            record["temps_c"][temp.group(1)] = None if value <= POWERED_OFF_C else value
+            sample["temps_c"][temp.group(1)] = None if value <= POWERED_OFF_C else value
             i += 1
             continue
         rail = _RAIL.match(following)
         if _NAME.match(token) and rail:
             name, n = token, 2
-            while name in record["rails_mw"]:  # AGX Orin names two rails 'NC'
+            while name in sample["rails_mw"]:  # AGX Orin names two rails 'NC'
                 name = f"{token}#{n}"
                 n += 1
-            record["rails_mw"][name] = {"current": int(rail.group(1)), "average": int(rail.group(2))}
+            sample["rails_mw"][name] = {"current": int(rail.group(1)), "average": int(rail.group(2))}
             i += 2
             continue
         if _NAME.match(token) and following and not _NAME.match(following) and not _TEMP.match(following):
-            record["other"][token] = following  # 'APE 150', 'NVENC 79%@166', 'VIC_FREQ 115', 'NVENC0_FREQ @0'
+            sample["other"][token] = following  # 'APE 150', 'NVENC 79%@166', 'VIC_FREQ 115', 'NVENC0_FREQ @0'
             i += 2
             continue
         if _NAME.match(token) and following == "off":
-            record["other"][token] = "off"
+            sample["other"][token] = "off"
             i += 2
             continue
         if token == "MTS" and i + 4 < len(tokens):  # 'MTS fg 0% bg 0%' (Denver's migration stats)
-            record["other"]["MTS"] = " ".join(tokens[i + 1:i + 5])
+            sample["other"]["MTS"] = " ".join(tokens[i + 1:i + 5])
             i += 5
             continue
-        record["other"].setdefault("unparsed", []).append(token)
+        sample["other"].setdefault("unparsed", []).append(token)
         i += 1
-    return record
+    return sample
 
 
 def _mb(value: str, unit: str) -> float:
@@ -143,4 +143,4 @@ def _load_freq(token: str) -> tuple[int | None, int | None]:
 
 def parse_tegrastats(text: str) -> list[dict[str, Any]]:
     """Every tegrastats line of a log, in order; other lines are skipped."""
-    return [record for record in map(parse_line, text.splitlines()) if record is not None]
+    return [sample for sample in map(parse_line, text.splitlines()) if sample is not None]

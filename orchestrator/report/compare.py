@@ -39,7 +39,7 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
         if len(given) != len(runs):
             raise UsageError(f"{len(given)} labels for {len(runs)} runs", "give one --label per run, in the same order")
         return list(given)
-    apps = [run.document.app_name if run.document else run.source.stem for run in runs]
+    apps = [(run.document.app.get("name") if run.document else None) or run.source.stem for run in runs]
     if len(set(apps)) == len(apps):
         return apps
     commands = [(run.document.app.get("command") if run.document else None) or [] for run in runs]
@@ -58,7 +58,8 @@ def variant(label: str, run: RunData) -> dict:
     verdict = summary.get("verdict")
     return {
         "label": label, "source": str(run.source),
-        "app": document.app_name if document else None, "target": document.target.name if document else None,
+        "app": document.app.get("name") if document else None,
+        "target": document.target.name if document and document.target.name != "unknown" else None,
         "status": document.status if document else None, "analysis_error": run.analysis_error,
         "frames_source": frames["source"] if frames else None,
         "values": {

@@ -180,9 +180,10 @@ def board_section(summary: dict) -> BoardSection | None:
 
 
 def _title(run: RunData) -> str:
-    if run.document is None:
-        return run.source.stem
-    return f"{run.document.app_name} on {run.document.target.name}"
+    document = run.document
+    app = (document.app.get("name") if document else None) or run.source.stem
+    target = document.target.name if document and document.target.name != "unknown" else None
+    return f"{app} on {target}" if target else app
 
 
 def header_section(run: RunData) -> Header:

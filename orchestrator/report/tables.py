@@ -78,24 +78,24 @@ def cell(kind: str, value) -> Cell:
     return Cell(str(value), str(value))
 
 
-def table(key: str, title: str, records: list[dict], order: tuple[str, ...], shown: int = SHOWN_ROWS) -> Table:
-    keys = [k for k in order if records and k in records[0]]
+def table(key: str, title: str, entries: list[dict], order: tuple[str, ...], shown: int = SHOWN_ROWS) -> Table:
+    keys = [k for k in order if entries and k in entries[0]]
     columns = [Column(k, COLUMNS[k][0], COLUMNS[k][1] not in ("text", "path")) for k in keys]
-    rows = [[cell(COLUMNS[k][1], record.get(k)) for k in keys] for record in records]
+    rows = [[cell(COLUMNS[k][1], entry.get(k)) for k in keys] for entry in entries]
     return Table(key, title, columns, rows, min(shown, len(rows)))
 
 
-def api_table(key: str, records: list[dict]) -> Table:
-    return table(key, API_TITLES[key], records, API_ORDER)
+def api_table(key: str, entries: list[dict]) -> Table:
+    return table(key, API_TITLES[key], entries, API_ORDER)
 
 
-def threads_table(records: list[dict]) -> Table:
-    return table("threads", "Threads", records, ("name", "tid", "cpu_pct", "cpu_ns", "top_symbol"))
+def threads_table(entries: list[dict]) -> Table:
+    return table("threads", "Threads", entries, ("name", "tid", "cpu_pct", "cpu_ns", "top_symbol"))
 
 
-def hotspot_table(key: str, title: str, records: list[dict]) -> Table:
-    return table(key, title, records, ("symbol", "samples", "pct", "module"))
+def hotspot_table(key: str, title: str, entries: list[dict]) -> Table:
+    return table(key, title, entries, ("symbol", "samples", "pct", "module"))
 
 
-def modules_table(records: list[dict]) -> Table:
-    return table("hotspots_modules", "Self time by module", records, ("module", "samples", "pct", "path"))
+def modules_table(entries: list[dict]) -> Table:
+    return table("hotspots_modules", "Self time by module", entries, ("module", "samples", "pct", "path"))

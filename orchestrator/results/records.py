@@ -141,7 +141,10 @@ def folder_records(folder: Path) -> list[RunRecord]:
     if is_run_folder(folder):
         found = run_record(folder)
         return [found] if found else []
-    study = read_study_or_none(folder)
+    try:
+        study = read_study_or_none(folder)
+    except UsageError:  # a damaged study.json: its run folders still count
+        study = None
     names = study.run_names if study is not None else []
     if not names:  # a folder of run folders: every one that holds a run.json
         names = sorted(p.name for p in folder.iterdir() if is_run_folder(p)) if folder.is_dir() else []

@@ -17,9 +17,9 @@ from ..nsys.commands import RemoteRunPaths
 from ..nsys.host import HostNsys, export_on_host, find_host_nsys, import_on_host
 from ..targets.agent import RemoteAgent
 from .outcome import app_ending, capture_summary, classify_capture, nudged_warning
-from .phases import RunLog
 from .pull import pull_verified, sha256_file
 from .remote_export import export_on_board
+from .run_log import RunLog
 
 
 def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,

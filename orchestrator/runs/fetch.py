@@ -17,9 +17,9 @@ from ..nsys.commands import RemoteRunPaths
 from ..targets.connect import open_transport
 from ..targets.settings import ConnectOptions
 from .collect import collect
-from .phases import RunLog
 from .profile import ProfileOutcome, deploy_agent_logged, error_section, finish, follow_capture, note_clocks
 from .progress import Progress
+from .run_log import RunLog
 
 LIST_FIELDS = ("command", "env", "trace", "nsys_args")
 

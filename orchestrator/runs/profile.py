@@ -25,13 +25,13 @@ from ..targets.facts import board_fingerprint
 from ..targets.settings import ConnectOptions
 from ..targets.shell import ShellCommand, masked_env
 from ..targets.transport import Transport
-from . import session
+from . import remote_capture
 from .app_files import stage_app_files
 from .collect import collect
 from .folder import create_run_dir, run_id
 from .outcome import raise_for_findings
-from .phases import RunLog
 from .progress import Progress
+from .run_log import RunLog
 
 PYTHON_PLACEHOLDER = "{python}"
 
@@ -52,7 +52,7 @@ class ProfileRequest:
     fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
     lock_clocks: bool = False  # jetson_clocks for the capture, the board's own clocks restored after it
     nvpmodel: int | None = None  # with lock_clocks: this power mode for the capture, the board's own after it
-    stop: session.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
+    stop: remote_capture.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     if request.stop is not None and request.stop.interrupt.is_set():
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
-        launched = session.launch(agent, {**launch, "retries": request.retries})
+        launched = remote_capture.launch(agent, {**launch, "retries": request.retries})
         if launched.get("recovered_clocks"):  # an earlier capture's supervisor died with the clocks locked
             run.recovered_clocks = launched["recovered_clocks"]
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
@@ -285,7 +285,7 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
     """The user asked the board to end the capture early: the run ends as interrupted, whatever nsys did
     after the request (a stall, a watchdog), and says where the report is."""
     early = capture.get("ended_early") or {}
-    if early.get("reason") != session.INTERRUPT_REASON:
+    if early.get("reason") != remote_capture.INTERRUPT_REASON:
         return None
     log.run.status = "interrupted"
     kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
@@ -294,7 +294,7 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
 
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
-                   log: RunLog, stop: session.HostStop | None = None) -> dict[str, Any]:
+                   log: RunLog, stop: remote_capture.HostStop | None = None) -> dict[str, Any]:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -310,12 +310,12 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
                                      "or failed before starting the app); capturing again")
         progress.update("capture", event.get("elapsed_s") or 0)
     try:
-        state = session.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop)
-    except session.StoppedFollowing:
+        state = remote_capture.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop)
+    except remote_capture.StoppedFollowing:
         log.stage("capturing")
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",
                                   f"get it with 'orchestrate fetch {log.run_dir}'") from None
-    except session.LostContact as lost:
+    except remote_capture.LostContact as lost:
         log.run.lost_contact = lost.detail
         log.stage("capturing")
         raise ConnectionLostError(

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..documents.study import StudyDocument
+from ..documents.study import StudyCell, StudyDocument
 from ..report import charts
 from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
@@ -69,20 +68,20 @@ class StudyPage:
     interval: str
 
 
-def metric_keys(cells: list[dict[str, Any]]) -> list[str]:
-    present = {key for cell in cells for key in cell.get("metrics", {})}
+def metric_keys(cells: list[StudyCell]) -> list[str]:
+    present = {key for cell in cells for key in cell.metrics or {}}
     return [k for k in FIRST_METRICS if k in present] + sorted(k for k in present if k not in FIRST_METRICS)
 
 
-def layout(document: StudyDocument) -> tuple[str, list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
+def layout(document: StudyDocument) -> tuple[str, list[str], list[str], dict[tuple[str, str], StudyCell]]:
     """(row variable, row values, column labels, (row, column) -> cell): the first variable down the side,
     the combinations of the others across."""
-    variables = document.get("variables") or []
-    by_place: dict[tuple[str, str], dict[str, Any]] = {}
+    variables = document.variables
+    by_place: dict[tuple[str, str], StudyCell] = {}
     rows: list[str] = []
     columns: list[str] = []
-    for cell in document["cells"]:
-        values = cell["variables"]
+    for cell in document.cells:
+        values = cell.variables
         row = f"{variables[0]}={values[variables[0]]}" if variables else "all"
         rest = ", ".join(f"{k}={values[k]}" for k in variables[1:])
         column = rest or ("value" if variables else "the cell")
@@ -97,8 +96,8 @@ def layout(document: StudyDocument) -> tuple[str, list[str], list[str], dict[tup
 def study_page(document: StudyDocument) -> StudyPage:
     row_variable, rows, columns, by_place = layout(document)
     tables, drawn = [], []
-    for key in metric_keys(document["cells"]):
-        unit = next(c["metrics"][key]["unit"] for c in document["cells"] if key in c.get("metrics", {}))
+    for key in metric_keys(document.cells):
+        unit = next(c.metric(key)["unit"] for c in document.cells if c.metric(key))
         table_rows = []
         values: dict[tuple[str, str], Interval | str] = {}
         for row in rows:
@@ -108,55 +107,54 @@ def study_page(document: StudyDocument) -> StudyPage:
                 found.append(_table_cell(cell, key))
                 if cell is None:
                     continue
-                metric = cell.get("metrics", {}).get(key)
+                metric = cell.metric(key)
                 if metric:
                     values[(row, column)] = Interval(metric["median"], metric["ci95"][0], metric["ci95"][1])
-                elif cell["status"] == "failed":
-                    values[(row, column)] = cell["reason"] or "failed"
+                elif cell.status == "failed":
+                    values[(row, column)] = cell.reason or "failed"
             table_rows.append((row, found))
         title = TITLES.get(key, key.replace("app.", "the app's own ").replace("_", " "))
         tables.append(MetricTable(key, title, unit, row_variable, columns, table_rows))
         drawn.append((f"{title} ({unit})", charts.grouped_bars(f"study-{key}", rows, columns, values, unit)))
-    labels = {c["index"]: c["label"] or "the cell" for c in document["cells"]}
+    labels = {c.index: c.label or "the cell" for c in document.cells}
     return StudyPage(
-        title=f"study {document['study']}", description=document.get("description") or "",
-        facts=[Fact("target", str(document.get("target"))),
-               Fact("repeat", f"{document.get('repeat')} runs per cell"), Fact("status", _status(document)),
-               Fact("cells", str(len(document["cells"]))), Fact("started", str(document.get("started", ""))),
-               Fact("study file", str(document.get("file", "")))],
-        tables=tables, charts=drawn, variants=[_variant(c) for c in document["cells"]],
+        title=f"study {document.name}", description=document.description,
+        facts=[Fact("target", document.target),
+               Fact("repeat", f"{document.repeat} runs per cell"), Fact("status", _status(document)),
+               Fact("cells", str(len(document.cells))), Fact("started", document.started),
+               Fact("study file", document.file)],
+        tables=tables, charts=drawn, variants=[_variant(c) for c in document.cells],
         verdicts=[Verdict(v["metric"], labels[v["base"]], labels[v["other"]], v["verdict"],
-                          f"{v['relative']:+.1%}", v["reason"]) for v in document.get("comparisons", [])],
-        interval=document.get("interval", ""))
+                          f"{v['relative']:+.1%}", v["reason"]) for v in document.comparisons],
+        interval=document.interval)
 
 
 def _status(document: StudyDocument) -> str:
-    failed = sum(1 for c in document["cells"] if c["status"] == "failed")
+    failed = len(document.failed_cells)
     text = {"complete": "complete", "interrupted": "interrupted (run it again to go on)"}.get(
-        document.get("status", ""), str(document.get("status")))
+        document.status, document.status)
     return text + (f", {failed} cell(s) failed" if failed else "")
 
 
-def _table_cell(cell: dict[str, Any] | None, key: str) -> TableCell:
+def _table_cell(cell: StudyCell | None, key: str) -> TableCell:
     if cell is None:
         return TableCell("–", "", "missing", "not in the study (excluded)")
-    metric = cell.get("metrics", {}).get(key)
+    metric = cell.metric(key)
     if metric:
         low, high = metric["ci95"]
         return TableCell(f"{metric['median']:.4g}", f"{low:.4g}–{high:.4g}", "ok",
                          f"{len(metric['values'])} runs: " + ", ".join(f"{v:.4g}" for v in metric["values"]))
-    if cell["status"] == "failed":
-        return TableCell("failed", "", "failed", cell["reason"] or "")
+    if cell.status == "failed":
+        return TableCell("failed", "", "failed", cell.reason or "")
     return TableCell("–", "", "missing", "no such figure in these runs")
 
 
-def _variant(cell: dict[str, Any]) -> Variant:
-    busy = cell.get("metrics", {}).get("cores_busy")
-    top = cell.get("top_function")
-    return Variant(cell["label"] or "the cell", cell["status"], cell.get("reason"),
+def _variant(cell: StudyCell) -> Variant:
+    busy = cell.metric("cores_busy")
+    top = cell.top_function
+    return Variant(cell.label or "the cell", cell.status, cell.reason,
                    f"{busy['median']:.2f}" if busy else "–", charts.shorten(top, 90) if top else None,
-                   cell.get("verdict"),
-                   [(name, f"{name}/report.html") for name in cell["runs"]], cell.get("notes", []))
+                   cell.verdict, [(name, f"{name}/report.html") for name in cell.runs], cell.notes)
 
 
 def write_study_page(document: StudyDocument, folder: Path) -> Path:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .. import __version__
 from ..documents.run import read_run_or_none
-from ..documents.study import STUDY_VERSION, StudyDocument, study_file, write_study
+from ..documents.study import StudyCell, StudyDocument, study_file, write_study
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
 from ..figures.run_metrics import REPORT_METRICS, run_metrics
@@ -32,7 +32,7 @@ from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
 from ..runs.profile import Board, ProfileRequest, agent_section, profile
 from ..runs.progress import Progress
-from ..runs.session import INTERRUPT_REASON, HostStop
+from ..runs.remote_capture import INTERRUPT_REASON, HostStop
 from ..stats.estimates import INTERVAL_METHOD, compare_rounds, estimate
 from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
@@ -78,8 +78,8 @@ class StudyOutcome:
     document: StudyDocument
 
     @property
-    def failed_cells(self) -> list[dict[str, Any]]:
-        return [c for c in self.document["cells"] if c["status"] == "failed"]
+    def failed_cells(self) -> list[StudyCell]:
+        return self.document.failed_cells
 
 
 def study_folder(out_dir: Path, name: str) -> Path:
@@ -127,12 +127,10 @@ def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
 def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
     spec, host = request.spec, request.host
     study_cells = cells(spec)
-    document = StudyDocument({
-        "study_version": STUDY_VERSION, "orchestrate_version": __version__, "study": spec.name,
-        "file": spec.source, "description": spec.description, "target": host.name, "repeat": request.repeat,
-        "variables": list(spec.variables), "started": datetime.now(timezone.utc).isoformat(), "status": "running",
-        "interval": INTERVAL_METHOD, "cells": [], "order": [], "comparisons": [],
-    })
+    document = StudyDocument(
+        name=spec.name, orchestrate_version=__version__, file=spec.source, description=spec.description,
+        target=host.name, repeat=request.repeat, variables=list(spec.variables),
+        started=datetime.now(timezone.utc).isoformat(), interval=INTERVAL_METHOD)
     progress.start("connect")
     transport = open_transport(host, request.connect)  # a target out of reach leaves no empty study folder
     progress.finish("connect", transport.description)
@@ -146,27 +144,24 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         agent = deploy_agent(transport, host)
         progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
         facts = agent.call("facts", {"nsys": host.nsys})
-        document["target_fingerprint"] = fingerprint(host, transport.description, facts)
-        document["agent"] = agent_section(agent)
+        document.target_fingerprint = fingerprint(host, transport.description, facts)
+        document.agent = agent_section(agent)
         board = Board(transport, agent)
         _run_cells(request, board, study_cells, document, folder, progress)
-        document["status"] = "complete"
+        document.status = "complete"
     except KeyboardInterrupt:  # outside a run's capture (deploy, between runs): no run of its own to keep
-        document["status"] = "interrupted"
-        document["stopped"] = "interrupted outside a run's capture"
+        document.status, document.stopped = "interrupted", "interrupted outside a run's capture"
         raise InterruptedRunError(f"interrupted; the study's finished runs are in {folder}",
                                   f"see {study_file(folder)}") from None
     except (InterruptedRunError, ConnectionLostError) as stopped:
-        document["status"] = "interrupted"
-        document["stopped"] = stopped.one_line()
+        document.status, document.stopped = "interrupted", stopped.one_line()
         raise
     except OrchestratorError as failed:  # the agent or the board failed the study as a whole
-        document["status"] = "failed"
-        document["stopped"] = failed.one_line()
+        document.status, document.stopped = "failed", failed.one_line()
         raise
     finally:
         transport.close()
-        document["finished"] = datetime.now(timezone.utc).isoformat()
+        document.finished = datetime.now(timezone.utc).isoformat()
         for lacking in finish_document(document, folder):
             progress.note("warning", lacking)
         write_study(folder, document)
@@ -186,24 +181,22 @@ def _write_page(document: StudyDocument, folder: Path, progress: StudyProgress) 
 def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], document: StudyDocument,
                folder: Path, progress: StudyProgress) -> None:
     spec = request.spec
-    entries: list[dict[str, Any]] = []
+    entries = document.cells
     for cell in study_cells:
         app = cell_app(spec, cell, request.catalog)
-        tag = {"name": spec.name, "fingerprint": document["target_fingerprint"], "app_key": app_key(app),
+        tag = {"name": spec.name, "fingerprint": document.target_fingerprint, "app_key": app_key(app),
                "variables": cell.variables}
-        entry: dict[str, Any] = {"index": cell.index, "variables": cell.variables, "label": cell.label,
-                                 "status": "ok", "reason": None, "runs": [], "reused": [], "parser": app.parser}
-        document["cells"].append(entry)
+        entry = StudyCell(index=cell.index, label=cell.label, variables=cell.variables, parser=app.parser)
         entries.append(entry)
         previous = [] if request.fresh else reusable_runs(request.out_dir, spec.name, tag)[:request.repeat]
         for old in previous:
             link = folder / old.name
             link.symlink_to(os.path.relpath(old, folder))
-            entry["runs"].append(old.name)
-            entry["reused"].append(old.name)
+            entry.runs.append(old.name)
+            entry.reused.append(old.name)
     turns = _Turns(request, board, study_cells, document, folder, progress)
     for round_ in range(request.repeat):
-        turns.play(round_, [i for i, entry in enumerate(entries) if len(entry["runs"]) <= round_])
+        turns.play(round_, [i for i, entry in enumerate(entries) if len(entry.runs) <= round_])
     ceiling = max(request.max_repeat or request.repeat, request.repeat)
     round_ = request.repeat
     while request.more_runs is not None and round_ < ceiling:
@@ -215,11 +208,11 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
         round_ += 1
 
 
-def extra_round(entries: list[dict[str, Any]], wanted: list[int], round_: int) -> list[int]:
+def extra_round(entries: list[StudyCell], wanted: list[int], round_: int) -> list[int]:
     """The positions of the cells an extra round runs: those asked for (by index) that are still ok and have
     no run of that round yet."""
     return [i for i, entry in enumerate(entries)
-            if entry["index"] in wanted and entry["status"] == "ok" and len(entry["runs"]) <= round_]
+            if entry.index in wanted and entry.status == "ok" and len(entry.runs) <= round_]
 
 
 class _Turns:
@@ -237,24 +230,24 @@ class _Turns:
 
     def play(self, round_: int, chosen: list[int]) -> None:
         for position in chosen:
-            entry = self.document["cells"][position]
-            if entry["status"] != "ok":
+            entry = self.document.cells[position]
+            if entry.status != "ok":
                 continue  # a failed cell's other repeats would fail the same way
-            before = len(entry["runs"])
+            before = len(entry.runs)
             try:
                 self._run(self.cells[position], entry, round_ + 1)
             finally:
-                self.document["order"].append({"round": round_ + 1, "cell": entry["index"],
-                                               "run": entry["runs"][-1] if len(entry["runs"]) > before else None})
+                self.document.order.append({"round": round_ + 1, "cell": entry.index,
+                                            "run": entry.runs[-1] if len(entry.runs) > before else None})
             write_study(self.folder, self.document)
 
-    def _run(self, cell: Cell, entry: dict[str, Any], repeat: int) -> None:
+    def _run(self, cell: Cell, entry: StudyCell, repeat: int) -> None:
         request, folder, progress = self.request, self.folder, self.progress
         app = cell_app(request.spec, cell, request.catalog)
-        tag = {"name": request.spec.name, "fingerprint": self.document["target_fingerprint"],
+        tag = {"name": request.spec.name, "fingerprint": self.document.target_fingerprint,
                "app_key": app_key(app), "variables": cell.variables}
         planned = len(self.cells) * request.repeat + self.extra
-        left = planned - sum(len(c["runs"]) for c in self.document["cells"])
+        left = planned - len(self.document.run_names)
         eta = (sum(self.durations) / len(self.durations)) * left if self.durations else None
         progress.begin_run(cell, len(self.cells), repeat, max(request.repeat, repeat), eta)
         started = time.monotonic()
@@ -265,7 +258,7 @@ class _Turns:
             wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
         try:
             outcome = profile(profile_request, progress, self.board)
-            entry["runs"].append(outcome.run_dir.name)
+            entry.runs.append(outcome.run_dir.name)
             progress.end_run("ok")
         except (InterruptedRunError, ConnectionLostError) as stopped:
             _stopped_in(self.document, entry, repeat, stopped)
@@ -276,76 +269,76 @@ class _Turns:
                 _stopped_in(self.document, entry, repeat, failed)
                 progress.end_run("interrupted")
                 why = "interrupted" if self.stop.reason == INTERRUPT_REASON else f"stopped ({self.stop.reason})"
-                ended = InterruptedRunError(f"{why} in run {repeat} of {entry['label'] or 'the study'}; then "
+                ended = InterruptedRunError(f"{why} in run {repeat} of {entry.label or 'the study'}; then "
                                             f"{failed.message}", f"see {study_file(folder)}")
                 ended.run_dir = failed.run_dir
                 raise ended from None
             run_dir = failed.run_dir
             if run_dir is not None:
-                entry["runs"].append(run_dir.name)
+                entry.runs.append(run_dir.name)
             if run_dir is not None and _measured_despite_nsys(run_dir):
-                entry.setdefault("notes", []).append(f"{run_dir.name}: {failed.one_line()}; its report came back")
+                entry.notes.append(f"{run_dir.name}: {failed.one_line()}; its report came back")
                 progress.end_run("ok")
                 return
-            entry["status"], entry["reason"] = "failed", failed.one_line()
+            entry.status, entry.reason = "failed", failed.one_line()
             progress.end_run("failed")
         finally:
             self.durations.append(time.monotonic() - started)
 
 
-def _stopped_in(document: StudyDocument, entry: dict[str, Any], repeat: int, stopped: OrchestratorError) -> None:
+def _stopped_in(document: StudyDocument, entry: StudyCell, repeat: int, stopped: OrchestratorError) -> None:
     """study.json says where the study stopped: the cell, the repeat, the run folder (if the run had one)."""
     run = stopped.run_dir.name if stopped.run_dir is not None else None
     if run is not None:
-        entry["runs"].append(run)
-    entry["status"] = "interrupted"
-    document["stopped_in"] = {"cell": entry["index"], "label": entry["label"], "repeat": repeat, "run": run}
+        entry.runs.append(run)
+    entry.status = "interrupted"
+    document.stopped_in = {"cell": entry.index, "label": entry.label, "repeat": repeat, "run": run}
 
 
 def finish_document(document: StudyDocument, folder: Path) -> list[str]:
     """Each cell's metrics (values, median, interval) and the comparisons against the first cell. Returns what
     a measured run lacks (its app's figures, and why), each also in its cell's notes."""
     said: list[str] = []
-    for entry in document["cells"]:
+    for entry in document.cells:
         values: dict[str, list[float]] = {}
         rounds: dict[str, list[float | None]] = {}  # per metric, each run's value in the runs' (the rounds') order
         units: dict[str, tuple[str, str | None]] = {}
         tops: list[str | None] = []
         verdicts: list[str | None] = []
         failures: list[str] = []
-        for position, run_dir in enumerate(folder / name for name in entry["runs"]):
-            measured = run_metrics(run_dir, entry.get("parser"))
+        for position, run_dir in enumerate(folder / name for name in entry.runs):
+            measured = run_metrics(run_dir, entry.parser)
             if measured.app_failure:
                 failures.append(measured.app_failure)
             if not measured_run(run_dir):
                 continue
             for metric, value in measured.values.items():
-                rounds.setdefault(metric, [None] * len(entry["runs"]))
-                if run_dir.name not in entry.get("reused", []):  # a reused run shared no round with this folder's
+                rounds.setdefault(metric, [None] * len(entry.runs))
+                if run_dir.name not in entry.reused:  # a reused run shared no round with this folder's
                     rounds[metric][position] = value
             for note in measured.notes:
-                entry.setdefault("notes", []).append(f"{run_dir.name}: {note}")
-                said.append(f"{entry['label'] or 'the study'}, {run_dir.name}: {note}")
+                entry.notes.append(f"{run_dir.name}: {note}")
+                said.append(f"{entry.label or 'the study'}, {run_dir.name}: {note}")
             for metric, value in measured.values.items():
                 values.setdefault(metric, []).append(value)
             units.update(measured.units)
             tops.append(measured.top_function)
             verdicts.append(measured.verdict)
-        if failures and entry["status"] == "ok":
-            entry["status"], entry["reason"] = "failed", failures[0]
-        elif failures and entry["reason"]:
-            entry["reason"] = f"{entry['reason']}; the app's output says: {failures[0]}"
-        entry["metrics"] = {}
+        if failures and entry.status == "ok":
+            entry.status, entry.reason = "failed", failures[0]
+        elif failures and entry.reason:
+            entry.reason = f"{entry.reason}; the app's output says: {failures[0]}"
+        entry.metrics = {}
         for metric, found in values.items():
             try:
                 est = estimate(found)
             except ValueError:
                 continue
-            entry["metrics"][metric] = {**est.as_json(), "rounds": rounds.get(metric, []), "unit": units[metric][0],
+            entry.metrics[metric] = {**est.as_json(), "rounds": rounds.get(metric, []), "unit": units[metric][0],
                                         "faster_when": units[metric][1]}
-        entry["top_function"] = _most_common(tops)
-        entry["verdict"] = _most_common(verdicts)
-    document["comparisons"] = comparisons(document["cells"])
+        entry.top_function = _most_common(tops)
+        entry.verdict = _most_common(verdicts)
+    document.comparisons = comparisons(document.cells)
     return said
 
 
@@ -354,18 +347,18 @@ def _measured_despite_nsys(run_dir: Path) -> bool:
     return run is not None and measured_despite_nsys(run)
 
 
-def comparisons(study_cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    ok = [c for c in study_cells if c["status"] == "ok" and c.get("metrics")]
+def comparisons(study_cells: list[StudyCell]) -> list[dict[str, Any]]:
+    ok = [c for c in study_cells if c.status == "ok" and c.metrics]
     if len(ok) < 2:
         return []
     base, found = ok[0], []
     for other in ok[1:]:
-        for metric in REPORT_METRICS.keys() | {m for m in base["metrics"] if m.startswith("app.")}:
-            a, b = base["metrics"].get(metric), other["metrics"].get(metric)
+        for metric in REPORT_METRICS.keys() | {m for m in base.metrics or {} if m.startswith("app.")}:
+            a, b = base.metric(metric), other.metric(metric)
             if not (a and b):
                 continue
             diff = compare_rounds(*_paired(a, b), a["faster_when"])
-            found.append({"metric": metric, "base": base["index"], "other": other["index"], **diff.as_json()})
+            found.append({"metric": metric, "base": base.index, "other": other.index, **diff.as_json()})
     return sorted(found, key=lambda d: (d["other"], d["metric"]))
 
 

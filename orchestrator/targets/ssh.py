@@ -202,13 +202,15 @@ class ChannelProcess:
         select.select([self.channel], [], [], timeout)  # the channel is ready when either output has bytes
 
     def read_stdout(self) -> bytes | None:
-        # after the channel's EOF, recv hands out what is left, then b"" (the output's end)
-        if not (self.channel.recv_ready() or self.channel.eof_received):
+        # after the channel's EOF, recv hands out what is left, then b"" (the output's end); a channel closed
+        # without one (the connection dropped) ends its outputs the same way, instead of select waking the loop
+        # at once, again and again, until the deadline
+        if not (self.channel.recv_ready() or self.channel.eof_received or self.channel.closed):
             return b""
         return self.channel.recv(CHUNK) or None
 
     def read_stderr(self) -> bytes | None:
-        if not (self.channel.recv_stderr_ready() or self.channel.eof_received):
+        if not (self.channel.recv_stderr_ready() or self.channel.eof_received or self.channel.closed):
             return b""
         return self.channel.recv_stderr(CHUNK) or None
 
