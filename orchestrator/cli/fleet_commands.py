@@ -72,10 +72,7 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from ..fleet.patterns import select_hosts
-    from ..fleet.runner import FleetRequest, run_fleet
-    from ..inventory.catalog import chosen_app, load_catalog
-    from ..inventory.hosts import load_inventory
+    from ..fleet.runner import FleetRequest, plan_fleet, run_fleet
     from .console import FleetTable
     clock = clock_request(args)  # a usage error before anything loads
     if not args.study and (args.repeat is not None or args.set):
@@ -84,24 +81,14 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     app_only = given_capture_options(args) + (["--needs-display"] if args.needs_display else [])
     if args.study and app_only:  # a study sets these per cell, in its file
         raise UsageError(f"{app_only[0]} goes with --app or --app-cmd", "set it in the study file, or leave it out")
-    inventory = load_inventory(args.inventory)
-    targets = select_hosts(inventory, args.limit)
-    catalog = load_catalog(args.apps_dir)
-    app, study = None, None
-    if args.study:
-        from ..study.spec import load_study, with_values
-        study = with_values(load_study(args.study), args.set)
-    else:
-        app = chosen_app(catalog, args.app, args.app_cmd, args.needs_display, **capture_overrides(args))
+    plan = plan_fleet(args.inventory, args.limit, args.apps_dir, study=args.study, study_values=args.set,
+                      app=args.app, app_cmd=args.app_cmd, needs_display=args.needs_display, **capture_overrides(args))
     output_folder(args.out)
     request = FleetRequest(
-        inventory=inventory, targets=tuple(targets), out_dir=args.out, app=app, study=study, catalog=catalog,
-        repeat=args.repeat, forks=args.forks, limit=args.limit,
-        connect=connect_options(args), grace_s=args.grace,
-        retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
-        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout,
-        inventory_path=args.inventory, **clock)
-    view = FleetTable(stderr(), targets)
+        plan=plan, out_dir=args.out, repeat=args.repeat, forks=args.forks, connect=connect_options(args),
+        grace_s=args.grace, retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
+        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout, **clock)
+    view = FleetTable(stderr(), list(plan.targets))
     try:
         outcome = run_fleet(request, view)
     finally:

@@ -13,12 +13,12 @@ import json
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import __version__
 from ..documents.fleet import FleetDocument, write_fleet
@@ -26,14 +26,15 @@ from ..documents.run import is_run_folder, read_run_or_none
 from ..documents.study import study_folders
 from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
 from ..figures.measured import measured_despite_nsys
-from ..inventory.catalog import AppSpec
-from ..inventory.hosts import Inventory
+from ..inventory.catalog import AppSpec, chosen_app, load_catalog
+from ..inventory.hosts import Inventory, load_inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
 from ..runs.remote_capture import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
-from ..study.spec import StudySpec
+from ..study.spec import StudySpec, load_study, with_values
 from ..targets.settings import ConnectOptions
+from .patterns import select_hosts
 from .results import BoardResult, board_result_from_run, board_result_from_study
 
 # Ansible's word for a host it could not reach or log in to; such a board ran nothing
@@ -49,13 +50,36 @@ class FleetView(Protocol):
 
 
 @dataclass(frozen=True)
-class FleetRequest:
+class FleetPlan:
+    """What a fleet runs, and where: the inventory's boards a pattern matched, and an app or a study."""
     inventory: Inventory
     targets: tuple[str, ...]
-    out_dir: Path
+    inventory_path: str | None = None
+    limit: str | None = None
     app: AppSpec | None = None
     study: StudySpec | None = None
     catalog: dict[str, AppSpec] = field(default_factory=dict)
+
+
+def plan_fleet(inventory_path: str | None, limit: str | None, apps_dir: Path | None, *, study: Path | None = None,
+               study_values: Sequence[str] = (), app: str | None = None, app_cmd: str | None = None,
+               needs_display: bool = False, **overrides: Any) -> FleetPlan:
+    """The inventory's boards ``limit`` matches (Ansible's patterns), and the study file (with --set's values) or
+    the app (from the catalog, or a command line) with the command line's capture values."""
+    inventory = load_inventory(inventory_path)
+    targets = tuple(select_hosts(inventory, limit))
+    catalog = load_catalog(apps_dir)
+    if study is not None:
+        spec = with_values(load_study(study), list(study_values))
+        return FleetPlan(inventory, targets, inventory_path, limit, None, spec, catalog)
+    return FleetPlan(inventory, targets, inventory_path, limit,
+                     chosen_app(catalog, app, app_cmd, needs_display, **overrides), None, catalog)
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    plan: FleetPlan
+    out_dir: Path
     repeat: int | None = None
     forks: int = 5
     limit: str | None = None
@@ -66,7 +90,6 @@ class FleetRequest:
     wait_lock_s: float = 0.0
     keep_remote: bool = False
     board_timeout_s: float | None = None
-    inventory_path: str | None = None
     lock_clocks: bool = False
     nvpmodel: int | None = None
 
@@ -96,14 +119,14 @@ def fleet_folder(out_dir: Path, what: str) -> Path:
 
 
 def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
-    if (request.app is None) == (request.study is None):
+    if (request.plan.app is None) == (request.plan.study is None):
         raise ValueError("a fleet runs an app or a study")
-    what = request.app.name if request.app else request.study.name  # type: ignore[union-attr]
+    what = request.plan.app.name if request.plan.app else request.plan.study.name  # type: ignore[union-attr]
     folder = fleet_folder(request.out_dir, what)
     document = FleetDocument(
-        orchestrate_version=__version__, folder=folder.name, kind="app" if request.app else "study", what=what,
-        limit=request.limit or "all", inventory=request.inventory_path or request.inventory.source,
-        forks=request.forks, targets=list(request.targets), started=datetime.now(timezone.utc).isoformat())
+        orchestrate_version=__version__, folder=folder.name, kind="app" if request.plan.app else "study", what=what,
+        limit=request.plan.limit or "all", inventory=request.plan.inventory_path or request.plan.inventory.source,
+        forks=request.forks, targets=list(request.plan.targets), started=datetime.now(timezone.utc).isoformat())
     results: dict[str, BoardResult] = {}
     lock = threading.Lock()
     stop = HostStop()
@@ -113,18 +136,18 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
             results[result.target] = result
             with open(folder / "boards.jsonl", "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result.as_json(), default=str) + "\n")
-            document.boards = [results[t].as_json() for t in request.targets if t in results]
+            document.boards = [results[t].as_json() for t in request.plan.targets if t in results]
             write_fleet(folder, document)
         view.ended(result)
 
     write_fleet(folder, document)
     with ThreadPoolExecutor(max_workers=max(1, request.forks), thread_name_prefix="board") as pool:
         futures: dict[Future[BoardResult], str] = {
-            pool.submit(_one_board, request, target, folder, view, stop): target for target in request.targets}
+            pool.submit(_one_board, request, target, folder, view, stop): target for target in request.plan.targets}
         _wait_for_boards(futures, stop, ended)
     document.status = "interrupted" if stop.interrupt.is_set() else "complete"
     document.finished = datetime.now(timezone.utc).isoformat()
-    ordered = [results[t] for t in request.targets if t in results]
+    ordered = [results[t] for t in request.plan.targets if t in results]
     document.boards = [r.as_json() for r in ordered]
     document.recap = recap_counts(ordered)
     write_fleet(folder, document)
@@ -170,22 +193,23 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
     stop = HostStop()
     watcher = _BoardWatch(fleet_stop, stop, request.board_timeout_s)
     try:
-        host = request.inventory.host(target)
-        if request.app is not None:
+        host = request.plan.inventory.host(target)
+        if request.plan.app is not None:
             profile_request = ProfileRequest(
-                host=host, app=request.app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
+                host=host, app=request.plan.app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
                 keep_remote=request.keep_remote, retries=request.retries,
                 heartbeat_timeout_s=request.heartbeat_timeout_s, wait_lock_s=request.wait_lock_s,
-                inventory=request.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop,
+                inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop,
                 lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
             outcome = profile(profile_request, progress)
             result = board_result_from_run(target, outcome.run_dir, folder)
         else:
-            assert request.study is not None
+            assert request.plan.study is not None
             study_request = StudyRequest(
-                spec=request.study, host=host, catalog=request.catalog, out_dir=folder / safe_name_part(target),
-                repeat=request.repeat or request.study.repeat, connect=request.connect,
-                inventory=request.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop,
+                spec=request.plan.study, host=host, catalog=request.plan.catalog,
+                out_dir=folder / safe_name_part(target),
+                repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
+                inventory=request.plan.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop,
                 lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel, wait_lock_s=request.wait_lock_s,
                 heartbeat_timeout_s=request.heartbeat_timeout_s)
             study = run_study(study_request, progress)
