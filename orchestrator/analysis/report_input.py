@@ -5,7 +5,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from ..errors import ReportError
+from ..errors import ReportError, UsageError
 from ..nsys.host import export_on_host, find_host_nsys
 from .schema import Schema, open_export, probe
 
@@ -34,14 +34,29 @@ def missing_report(path: Path) -> ReportError:
     return ReportError(f"{path}: no such file", "give the path of a .sqlite, .nsys-rep or .qdrep report")
 
 
+# what a run folder holds of its report: the export, then Nsight Systems' own report (2021.x+, then older)
+RUN_REPORT_NAMES = ("report.sqlite", "report.nsys-rep", "report.qdrep")
+
+
 def report_of(source: Path) -> Path:
     """The report a run folder holds (its SQLite export first: it is read without nsys), or the file given."""
     if source.is_dir():
-        for name in ("report.sqlite", "report.nsys-rep", "report.qdrep"):
+        for name in RUN_REPORT_NAMES:
             if (source / name).is_file():
                 return source / name
         raise ReportError(f"{source} is a folder that holds no report (no report.sqlite, .nsys-rep or .qdrep)",
                           "give a run folder whose capture came back, or a report file")
+    return source
+
+
+def nsys_report_of(source: Path) -> Path:
+    """The Nsight Systems report (not its export) a run folder holds, or the file given."""
+    if source.is_dir():
+        for name in RUN_REPORT_NAMES[1:]:
+            if (source / name).is_file():
+                return source / name
+        raise UsageError(f"{source} holds no report.nsys-rep or report.qdrep",
+                         "give a run folder whose report came back, or the report file")
     return source
 
 

@@ -104,15 +104,10 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
     """With --export-on, export the source's report with that target's nsys before anything reads it."""
     if not args.export_on:
         return
+    from ..analysis.report_input import nsys_report_of
     from ..inventory.hosts import load_inventory
     from ..runs.remote_export import export_on_target
-    report = source
-    if source.is_dir():
-        found = [source / n for n in ("report.nsys-rep", "report.qdrep") if (source / n).is_file()]
-        if not found:
-            raise UsageError(f"--export-on: {source} holds no report.nsys-rep or report.qdrep",
-                             "give a run folder whose report came back, or the report file")
-        report = found[0]
+    report = nsys_report_of(source)
     host = load_inventory(args.inventory).host(args.export_on)
     done = export_on_target(report, host, connect_options(args))
     stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
@@ -147,11 +142,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from ..analysis import AnalysisOptions
-    from ..report.chrome_trace import write_chrome_trace
+    from ..report.chrome_trace import default_trace_path, write_chrome_trace
     if args.max_events < 1:
         raise UsageError(f"--max-events {args.max_events}: needs at least one event", "e.g. --max-events 200000")
-    output = args.output or (args.source / "trace.json" if args.source.is_dir()
-                             else args.source.with_name(f"{args.source.stem}.trace.json"))
+    output = args.output or default_trace_path(args.source)
     options = AnalysisOptions(window=args.window, frame=args.frame, process=args.process,
                               frame_range=args.frame_range, symbols=tuple(args.symbols))
     _export_first(args, args.source)

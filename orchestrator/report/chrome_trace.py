@@ -43,6 +43,11 @@ class TraceFile:
     truncated_at_ns: int | None
 
 
+def default_trace_path(source: Path) -> Path:
+    """trace.json in a run folder, else <report>.trace.json beside the report."""
+    return source / "trace.json" if source.is_dir() else source.with_name(f"{source.stem}.trace.json")
+
+
 def write_chrome_trace(source: Path, output: Path, options: AnalysisOptions | None = None,
                        nsys_hint: str | None = None, max_events: int = MAX_EVENTS) -> TraceFile:
     report = report_of(source)

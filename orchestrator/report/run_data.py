@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
 from ..analysis.frames import first_steady_index
+from ..analysis.report_input import RUN_REPORT_NAMES
 from ..analysis.schema import open_export, probe
 from ..analysis.timeline import busy_span, frame_timeline, representative_frame
 from ..documents.run import RunDocument, is_run_folder, read_run
@@ -16,7 +17,7 @@ from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
 from .units import format_ms, format_ns
 
-REPORT_NAMES = ("report.nsys-rep", "report.qdrep", "report.sqlite")
+REPORT_NAMES = (*RUN_REPORT_NAMES[1:], RUN_REPORT_NAMES[0])  # Nsight Systems' report first: the page links to it
 NO_FRAME_SLICE_NS = 50_000_000
 
 
