@@ -20,6 +20,8 @@ from scenarios import start_cli
 from sshd_server import make_sshd
 from test_faults import error_lines
 
+from orchestrator.documents.fleet import read_fleet
+
 # the fleet's boards are ports of this machine: they capture with its nsys and hold its capture lock
 pytestmark = [pytest.mark.integration, pytest.mark.machine]
 
@@ -73,6 +75,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     assert error.startswith("error: 3 of 6 boards did not end well; the first, failing: the app exited")
 
     document = json.loads((folder / "fleet.json").read_text())
+    assert read_fleet(folder).as_json() == document  # its one reader reads it whole
     assert document["status"] == "complete" and document["limit"] == "lab" and document["forks"] == 5
     assert document["targets"] == ["good1", "good2", "nano", "failing", "dead", "stranger"]
     boards = {b["target"]: b for b in document["boards"]}
@@ -221,6 +224,7 @@ def test_ctrl_c_ends_every_capture_early_keeps_the_reports_and_starts_nothing_mo
     assert line.startswith("error: interrupted; 1 of 2 boards had started, and kept what they captured")
     folder = Path(out.strip().splitlines()[-1])
     document = json.loads((folder / "fleet.json").read_text())
+    assert read_fleet(folder).as_json() == document  # its one reader reads it whole
     assert document["status"] == "interrupted"
     first, second = document["boards"]
     assert (second["target"], second["status"], second["reason"]) == ("good2", "failed",
@@ -262,6 +266,7 @@ def test_a_study_on_every_board_gives_each_cell_per_board(fleet, tmp_path):
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "fleet.json").read_text())
+    assert read_fleet(folder).as_json() == document  # its one reader reads it whole
     assert document["kind"] == "study" and document["recap"] == {"ok": 2, "failed": 0, "unreachable": 0}
     for board in document["boards"]:
         study_json = json.loads((folder / board["folder"] / "study.json").read_text())

@@ -15,6 +15,8 @@ from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
 from scenarios import board, ssh_args, start_cli
 
+from orchestrator.documents.study import read_study
+
 pytestmark = pytest.mark.integration
 
 # prints the seed benchmark's lines with the cell's figure, then loops until the agent stops it;
@@ -50,6 +52,7 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
     [line] = [x for x in done.stderr.splitlines() if x.startswith("error:")]
     assert line.startswith("error: 1 of 3 cells failed; the first, first=100, mode=fail: the app exited with")
     document = json.loads((folder / "study.json").read_text())
+    assert read_study(folder).as_json() == document  # its one reader reads it whole
     assert document["status"] == "complete" and document["repeat"] == 2
     assert [(c["label"], c["status"]) for c in document["cells"]] == [
         ("first=100, mode=run", "ok"), ("first=100, mode=fail", "failed"), ("first=200, mode=run", "ok")]
@@ -134,6 +137,7 @@ def test_an_interrupted_study_resumes_and_reuses_what_it_had(sshd, tmp_path):
     assert again.returncode == 0, again.stderr
     folder = Path(again.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "study.json").read_text())
+    assert read_study(folder).as_json() == document  # its one reader reads it whole
     first, second = document["cells"]
     assert first["reused"] == stopped["cells"][0]["runs"] == first["runs"][:1] and len(first["runs"]) == 2
     assert all((folder / name).is_symlink() and (folder / name / "summary.json").is_file() for name in first["reused"])
@@ -190,6 +194,7 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
     assert done.returncode == 0, done.stderr
     folder = Path(done.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "study.json").read_text())
+    assert read_study(folder).as_json() == document  # its one reader reads it whole
     assert [c["label"] for c in document["cells"]] == labels
     for cell in document["cells"]:
         metrics = cell["metrics"]

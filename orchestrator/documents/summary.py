@@ -84,9 +84,4 @@ def read_summary(run_dir: Path) -> Summary | None:
 
 
 def write_summary(run_dir: Path, summary: Summary) -> Path:
-    return write_summary_file(summary, summary_file(run_dir))
-
-
-def write_summary_file(summary: Summary, path: Path) -> Path:
-    """Any path: 'orchestrate analyze --json-out' names its own."""
-    return write_object(path, summary, indent=1)
+    return write_object(summary_file(run_dir), summary, indent=1)

@@ -42,7 +42,7 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: 
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder", "give a run folder (runs/<run>) or a report file")
     summary = analyze_report(path, AnalysisOptions(symbols=symbols), nsys_hint)
-    export = Path(summary["capture"]["export"])
+    export = summary.export
     report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
     timeline, why = timeline_of(export, summary)
     return RunData(path, summary, None, timeline, why, None, report.name if report else None,
