@@ -242,14 +242,16 @@ def browser(chromium):
 def nsys_stall(record: dict) -> bool:
     """The run's watchdog touched nsys alone, for one of nsys's stalls, after the app had been stopped as
     planned: the branch 'nsys stalled and had to be stopped' (whether it had written a report or not)."""
-    from orchestrator.runs.outcome import nsys_alone_stalled
-    return nsys_alone_stalled(record)
+    from orchestrator.documents.run import RunDocument
+    from orchestrator.figures.measured import nsys_alone_stalled
+    return nsys_alone_stalled(RunDocument.from_json(record))
 
 
 def nsys_stall_only(record: dict) -> bool:
     """nsys stalled and had to be stopped, and its report still came back (what a study counts too)."""
-    from orchestrator.runs.outcome import measured_despite_nsys
-    return measured_despite_nsys(record)
+    from orchestrator.documents.run import RunDocument
+    from orchestrator.figures.measured import measured_despite_nsys
+    return measured_despite_nsys(RunDocument.from_json(record))
 
 
 def profiled_run(done: subprocess.CompletedProcess, out_dir: Path) -> Path:
