@@ -1,5 +1,6 @@
-"""A run folder written before run.json said its version (tests/data/run-folder-before-run-version, see its
-SOURCES.md) still opens: its documents read, and `report`, `compare`, `results import` and `fetch` work on it."""
+"""A run folder and a study folder written before the documents were typed (run.json before it said its version;
+tests/data/written-before-typed-documents, see its SOURCES.md) still open: their documents read, and `report`,
+`compare`, `results import` and `fetch` work on them."""
 from __future__ import annotations
 
 import json
@@ -10,11 +11,14 @@ import pytest
 from conftest import DATA, run_cli
 
 from orchestrator.documents.run import RUN_VERSION, read_run, write_run
+from orchestrator.documents.study import read_study, write_study
 from orchestrator.documents.summary import read_summary
 from orchestrator.figures.measured import measured_run, run_flags
 from orchestrator.figures.run_metrics import run_metrics
 
-OLD = DATA / "run-folder-before-run-version" / "20261203T170830Z-local-es2gears"
+WRITTEN_BEFORE = DATA / "written-before-typed-documents"
+OLD = WRITTEN_BEFORE / "20261203T170830Z-local-es2gears"
+OLD_STUDY = WRITTEN_BEFORE / "20261203T180308Z-posebench-delegate"
 # its summary.json's figures: 1802 frames, steady mean 1544048.52 ns, first frame 31810655 ns, two cores 37.4 % and
 # 53.2 % busy (0.906 cores), verdict gpu_wait
 STEADY_MEAN_MS = 1.5440485233333334
@@ -84,3 +88,47 @@ def test_fetch_finds_its_report_already_here(old_run):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(old_run)
     assert "the report is already here, verified" in done.stderr
+
+
+@pytest.fixture
+def old_study(tmp_path: Path) -> Path:
+    copy = tmp_path / OLD_STUDY.name
+    shutil.copytree(OLD_STUDY, copy)
+    return copy
+
+
+def test_a_study_folder_reads_its_cells_and_written_again_loses_nothing(old_study):
+    before = json.loads((old_study / "study.json").read_text())
+    study = read_study(old_study)
+    assert (study.name, study.status, study.repeat, study.variables) == (
+        "posebench-delegate", "complete", 1, ["delegate", "threads", "frames"])
+    assert [(c.index, c.label, c.status, len(c.runs)) for c in study.cells] == [
+        (0, "delegate=xnnpack, threads=1, frames=20", "ok", 1), (1, "delegate=none, threads=1, frames=20", "ok", 1)]
+    assert study.cells[0].metric("app.inference_mean_ms")["median"] == 16.65
+    assert study.cells[1].metric("app.inference_mean_ms")["median"] == 67.15
+    assert [o["cell"] for o in study.order] == [0, 1]
+    assert study.cell_of("20261203T180314Z-local-posebench") is study.cells[1]
+    write_study(old_study, study)
+    assert json.loads((old_study / "study.json").read_text()) == before
+
+
+def test_results_import_stores_a_study_folder_with_its_cells_and_app_figures(old_study, tmp_path):
+    db = str(tmp_path / "results.db")
+    done = run_cli("results", "import", str(old_study), "--db", db, "--commit", "abc", "--branch", "main")
+    assert done.returncode == 0, done.stderr
+    assert "2 runs stored" in done.stdout
+    stored = json.loads(run_cli("results", "list", "--db", db, "--json").stdout)
+    by_cell = {r["cell"]: r for r in stored}
+    assert set(by_cell) == {"delegate=xnnpack, threads=1, frames=20", "delegate=none, threads=1, frames=20"}
+    xnnpack, none = by_cell["delegate=xnnpack, threads=1, frames=20"], by_cell["delegate=none, threads=1, frames=20"]
+    assert (xnnpack["study"], xnnpack["app"], xnnpack["valid"]) == ("posebench-delegate", "posebench", True)
+    assert xnnpack["metrics"]["app.inference_mean_ms"] == 16.65 and none["metrics"]["app.inference_mean_ms"] == 67.15
+    assert json.loads(none["variables"]) == {"delegate": "none", "threads": 1, "frames": 20}
+
+
+def test_compare_opens_two_runs_of_the_study(old_study):
+    runs = [str(old_study / name) for name in ("20261203T180308Z-local-posebench", "20261203T180314Z-local-posebench")]
+    done = run_cli("compare", *runs, "--label", "xnnpack", "--label", "none", "--json")
+    assert done.returncode == 0, done.stderr
+    values = {m["key"]: m["values"] for m in json.loads(done.stdout)["metrics"]}
+    assert values["steady_mean_ns"] == [pytest.approx(16626745.315789474), pytest.approx(67115375.84210527)]
