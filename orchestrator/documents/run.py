@@ -10,12 +10,12 @@ written back. A newer version than this release knows is refused with what to do
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ._json import read_object, write_object
+from ._json import as_json_fields, from_json_fields, read_object, write_object
 
 RUN_FILE = "run.json"
 RUN_VERSION = 1
@@ -29,8 +29,8 @@ STAGES = {
     "failed": "the run ended without a report: see 'error'",
 }
 
-# JSON keys that are not Python names
-_KEYS = {"import_": "import"}
+# the JSON keys whose fields are named otherwise
+_KEYS = {"import_": "import", "version": "run_version"}
 
 
 @dataclass
@@ -81,7 +81,7 @@ class RunDocument:
     validity: dict[str, Any] | None = None  # flags, samples
     error: dict[str, Any] | None = None     # type, message, exit_code
     version: int = RUN_VERSION
-    unknown: dict[str, Any] = field(default_factory=dict)   # keys of a newer minor layout, written back as they were
+    unknown: dict[str, Any] = field(default_factory=dict)   # keys this release does not know, written back
 
     # what the layers above read of the sections
     @property
@@ -136,46 +136,26 @@ class RunDocument:
         return str((self.app_exit or {}).get("ended") or "")
 
     def as_json(self) -> dict[str, Any]:
-        """run.json's object: the fields that are set, then the unknown keys as they were read."""
-        document: dict[str, Any] = {"run_version": self.version}
-        for item in fields(self):
-            if item.name in ("version", "unknown"):
-                continue
-            value = getattr(self, item.name)
-            if isinstance(value, RunTarget):
-                value = {k: v for k, v in vars(value).items() if v is not None}
-            if value is not None or item.name == "inventory":
-                document[_KEYS.get(item.name, item.name)] = value
-        return {**self.unknown, **document}
+        """run.json's object: the fields that are set (the inventory even when it is not), then the keys this
+        release did not know, as they were read."""
+        found = as_json_fields(self, _KEYS)
+        found["target"] = {k: v for k, v in vars(self.target).items() if v is not None}
+        return {k: v for k, v in found.items() if v is not None or k == "inventory"}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RunDocument:
-        """A run.json object of any version this release reads; ValueError when it is not one."""
-        known = {_KEYS.get(item.name, item.name): item.name for item in fields(cls) if item.name not in
-                 ("version", "unknown")}
-        args: dict[str, Any] = {}
-        unknown: dict[str, Any] = {}
-        for key, item in value.items():
-            if key == "run_version":
-                continue
-            if key in known:
-                args[known[key]] = item
-            else:
-                unknown[key] = item
-        for name in ("run_id", "started_at", "status"):  # what a release never wrote reads as missing
-            if name in args and not isinstance(args[name], str):
-                del args[name]
-        args.setdefault("status", "unknown")
-        raw = args.get("target")
+        """A run.json object of any version this release reads (a value of the wrong kind reads as missing)."""
+        document = from_json_fields(cls, {k: v for k, v in value.items() if k not in ("target", "run_version")},
+                                    _KEYS)
+        if not isinstance(value.get("status"), str):
+            document.status = "unknown"
+        raw = value.get("target")
         target: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        groups = target.get("groups")
-        args["target"] = RunTarget(str(target.get("name") or "unknown"), str(target.get("connection") or ""),
-                                   [str(g) for g in groups] if isinstance(groups, list) else [],
-                                   target.get("address") if isinstance(target.get("address"), str) else None)
-        for name in ("app", "request", "phases"):
-            if not isinstance(args.get(name), dict):
-                args.pop(name, None)
-        return cls(**args, version=RUN_VERSION, unknown=unknown)
+        groups, address = target.get("groups"), target.get("address")
+        document.target = RunTarget(str(target.get("name") or "unknown"), str(target.get("connection") or ""),
+                                    [str(g) for g in groups] if isinstance(groups, list) else [],
+                                    address if isinstance(address, str) else None)
+        return document
 
 
 def run_file(run_dir: Path) -> Path:
@@ -190,10 +170,7 @@ def read_run(run_dir: Path) -> RunDocument:
     """The folder's run.json; UsageError (one line, with what to do) when it is missing or not one."""
     fix = "give a run folder that orchestrate wrote"
     value = read_object(run_file(run_dir), "run_version", RUN_VERSION, "a run document", fix)
-    try:
-        return RunDocument.from_json(value)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{run_file(run_dir)} is not a run document ({exc})", fix) from None
+    return RunDocument.from_json(value)
 
 
 def run_folders_in(folder: Path) -> list[Path]:
