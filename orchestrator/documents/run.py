@@ -135,6 +135,20 @@ class RunDocument:
     def app_ending(self) -> str:
         return str((self.app_exit or {}).get("ended") or "")
 
+    @property
+    def app_exit_status(self) -> int | None:
+        return (self.app_exit or {}).get("status")
+
+    @property
+    def analysis_error(self) -> str | None:
+        """Why the report that came back could not be summarised, or None."""
+        return (self.analysis or {}).get("error")
+
+    @property
+    def thermal_trips_c(self) -> dict[str, float]:
+        """The board's thermal zones' passive trip points, as its facts said."""
+        return ((self.facts or {}).get("board") or {}).get("thermal_trips_c") or {}
+
     def as_json(self) -> dict[str, Any]:
         """run.json's object: the fields that are set (the inventory even when it is not), then the keys this
         release did not know, as they were read."""

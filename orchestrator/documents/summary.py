@@ -45,8 +45,13 @@ class Summary(dict[str, Any]):
         return (self.get("verdict") or {}).get("kind")
 
     @property
+    def self_hotspots(self) -> list[dict[str, Any]]:
+        """The functions by their own samples, hottest first (symbol, samples, pct, module)."""
+        return list((self.get("hotspots") or {}).get("self") or [])
+
+    @property
     def top_function(self) -> str | None:
-        hot = (self.get("hotspots") or {}).get("self") or []
+        hot = self.self_hotspots
         return hot[0]["symbol"] if hot else None
 
     @property

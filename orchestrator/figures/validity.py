@@ -27,8 +27,7 @@ def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None
                       "what": f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"})
     if samples:
         flags += clock_drops(samples)
-        trips = ((run.facts or {}).get("board") or {}).get("thermal_trips_c") or {}
-        flags += thermal_limits(samples, trips)
+        flags += thermal_limits(samples, run.thermal_trips_c)
     return flags
 
 

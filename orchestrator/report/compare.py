@@ -54,7 +54,7 @@ def variant(label: str, run: RunData) -> dict:
     summary, document = run.summary or Summary(), run.document
     frames = summary.get("frames")
     steady = summary.steady
-    hot = (summary.get("hotspots") or {}).get("self") or []
+    hot = summary.self_hotspots
     verdict = summary.get("verdict")
     return {
         "label": label, "source": str(run.source),

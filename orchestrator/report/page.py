@@ -222,7 +222,7 @@ def header_section(run: RunData) -> Header:
     if document and document.error_message:
         problems.append(document.error_message)
     if document and document.app_ending and document.status != "ok":
-        problems.append(f"the app {document.app_ending} (exit status {(document.app_exit or {}).get('status')})")
+        problems.append(f"the app {document.app_ending} (exit status {document.app_exit_status})")
     if run.analysis_error:
         problems.append(f"the report could not be analysed: {run.analysis_error}")
     command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None

@@ -55,7 +55,7 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
     if document is None and summary is None and not reports:
         raise UsageError(f"{run_dir} is not a run folder (no run.json, summary.json or report in it)",
                          "give a folder that 'orchestrate profile' made, or a .nsys-rep/.sqlite report")
-    analysis_error = ((document.analysis if document else None) or {}).get("error")
+    analysis_error = document.analysis_error if document else None
     if (summary is None or symbols) and reports and analysis_error is None:
         delimiter = document.app.get("frame_delimiter") if document else None
         try:
