@@ -64,6 +64,8 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
             analysis_error = exc.one_line()
     report = next((r for r in reports if r.suffix != ".sqlite"), None)
     export = run_dir / "report.sqlite"
+    timeline: dict | None
+    why: str | None
     if summary is None:
         timeline, why = None, analysis_error or "the run left no report"
     elif export.is_file():
