@@ -3,9 +3,10 @@ dataclass to its JSON object and back."""
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from ..errors import UsageError
 from ..files import write_text
@@ -34,28 +35,53 @@ def write_object(path: Path, value: dict[str, Any], indent: int = 2) -> Path:
 
 
 def as_json_fields(item: Any, keys: dict[str, str]) -> dict[str, Any]:
-    found = {keys.get(f.name, f.name): getattr(item, f.name) for f in fields(item) if f.name != "unknown"}
+    """A document's JSON object: its fields under their keys, over the keys it read and did not know (or read with
+    a value of the wrong kind: such a value is written back as it was while its field keeps its default)."""
+    found = {}
+    for spec in fields(item):
+        key, value = keys.get(spec.name, spec.name), getattr(item, spec.name)
+        if spec.name != "unknown" and not (key in item.unknown and value == _default(spec)):
+            found[key] = value
     return {**item.unknown, **found}
+
+
+def leave_out(found: dict[str, Any], item: Any, *keys: str) -> None:
+    """Keys a document does not write while they are unset (a value read and kept as it was stays)."""
+    for key in keys:
+        if key not in item.unknown:
+            found.pop(key, None)
 
 
 def from_json_fields(cls: Any, value: dict[str, Any], keys: dict[str, str]) -> Any:
     """The dataclass from its JSON object: a key with a value of the wrong kind reads as missing (a hand-edited
-    file still opens), a key this release does not know is kept."""
+    file still opens) and is kept as it was, as is a key this release does not know."""
+    hints = get_type_hints(cls)
     known = {keys.get(f.name, f.name): f for f in fields(cls) if f.name != "unknown"}
     args: dict[str, Any] = {}
     unknown: dict[str, Any] = {}
     for key, item in value.items():
         spec = known.get(key)
-        if spec is None:
-            unknown[key] = item
-        elif _fits(item, str(spec.type)):
+        if spec is not None and value_fits(item, hints[spec.name]):
             args[spec.name] = item
+        else:
+            unknown[key] = item
     return cls(**args, unknown=unknown)
 
 
-def _fits(value: Any, annotation: str) -> bool:
-    if value is None:
-        return "None" in annotation
-    kinds = {"str": str, "int": int, "dict": dict, "list": list}
-    wanted = [kind for name, kind in kinds.items() if annotation.startswith(name)]
-    return not wanted or (isinstance(value, wanted[0]) and not (wanted[0] is int and isinstance(value, bool)))
+def _default(spec: Any) -> Any:
+    if spec.default is not MISSING:
+        return spec.default
+    return spec.default_factory() if spec.default_factory is not MISSING else MISSING
+
+
+def value_fits(value: Any, annotation: Any) -> bool:
+    """Whether a JSON value is of the kind a field's annotation says (its outer type: a list, a dict, text, ...)."""
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    kinds = tuple(get_origin(member) or member for member in members)
+    if Any in kinds:
+        return True
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int) and float in kinds:
+        return True
+    return isinstance(value, tuple(kind for kind in kinds if isinstance(kind, type)))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._json import as_json_fields, from_json_fields, read_object, write_object
+from ._json import as_json_fields, from_json_fields, leave_out, read_object, write_object
 
 FLEET_FILE = "fleet.json"
 FLEET_VERSION = 1
@@ -34,8 +34,8 @@ class FleetDocument:
 
     def as_json(self) -> dict[str, Any]:
         found = as_json_fields(self, _KEYS)
-        if self.finished is None:
-            found.pop("finished")
+        if self.finished is None:  # a fleet still running has no end and no recap yet
+            leave_out(found, self, "finished", "recap")
         return found
 
     @classmethod

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ._json import as_json_fields, from_json_fields, read_object, write_object
+from ._json import as_json_fields, from_json_fields, leave_out, read_object, write_object
 
 STUDY_FILE = "study.json"
 STUDY_VERSION = 1
@@ -43,10 +43,9 @@ class StudyCell:
     def as_json(self) -> dict[str, Any]:
         found = as_json_fields(self, {})
         if not self.notes:
-            found.pop("notes")
-        if self.metrics is None:
-            for name in ("metrics", "top_function", "verdict"):
-                found.pop(name)
+            leave_out(found, self, "notes")
+        if self.metrics is None:  # the study has not finished: no figures yet
+            leave_out(found, self, "metrics", "top_function", "verdict")
         return found
 
     @classmethod
@@ -98,9 +97,8 @@ class StudyDocument:
     def as_json(self) -> dict[str, Any]:
         found = as_json_fields(self, _DOCUMENT_KEYS)
         found["cells"] = [cell.as_json() for cell in self.cells]
-        for name in ("finished", "stopped", "stopped_in", "target_fingerprint", "agent"):
-            if found[name] is None:
-                found.pop(name)
+        leave_out(found, self, *(name for name in ("finished", "stopped", "stopped_in", "target_fingerprint", "agent")
+                                 if getattr(self, name) is None))
         return found
 
     @classmethod

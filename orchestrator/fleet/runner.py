@@ -82,7 +82,6 @@ class FleetRequest:
     out_dir: Path
     repeat: int | None = None
     forks: int = 5
-    limit: str | None = None
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     grace_s: float = 30.0
     retries: int = 1
