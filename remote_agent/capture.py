@@ -7,6 +7,7 @@ writing its report, and apps that ignore SIGTERM outlive it (nsys starts the app
 own). So the agent owns the deadline too: past delay + duration + grace it interrupts nsys (which then
 writes what it has), then terminates, then kills nsys's process group and the app's session.
 """
+import collections
 import glob
 import os
 import select
@@ -45,6 +46,8 @@ class NsysLog(object):
         self.generated_at = None
         self.generated = []
         self.program_not_found = False
+        # what nsys said last: why it failed, when it did
+        self.last_lines = collections.deque(maxlen=3)  # type: collections.deque
         self._expecting_paths = False
 
     def poll(self):
@@ -61,6 +64,8 @@ class NsysLog(object):
             self._note(line.strip())
 
     def _note(self, stripped):
+        if stripped:
+            self.last_lines.append(stripped)
         if stripped.startswith("Program not found"):
             self.program_not_found = True
         if stripped.startswith("Generated:"):
@@ -217,6 +222,8 @@ def capture(request, emit, should_stop=None):
         and not output.program_not_found and nsys_ended - started < 10,
         "started_at": round(started, 3),
     }
+    if nsys_exit not in (0, None):
+        result["nsys_last_lines"] = list(output.last_lines)
     result.update(machine.summary())  # app_stopped_after_s, stalled, stop_signals, app_gone_after_s, ended_early
     result["ended_at"] = round(time.time(), 3)
     return result

@@ -50,8 +50,9 @@ def test_a_study_runs_every_cell_with_repeats_and_says_which_failed_and_why(sshd
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert folder.parent == tmp_path / "runs" and folder.name.endswith("-loop-study")
     [line] = [x for x in done.stderr.splitlines() if x.startswith("error:")]
-    assert line.startswith("error: 1 of 3 cells failed; the first, first=100, mode=fail: the app exited with")
     document = json.loads((folder / "study.json").read_text())
+    assert line.startswith("error: 1 of 3 cells failed; the first, first=100, mode=fail: the app exited with"), \
+        [(c["label"], c.get("reason")) for c in document["cells"]]
     assert read_study(folder).as_json() == document  # its one reader reads it whole
     assert document["status"] == "complete" and document["repeat"] == 2
     assert [(c["label"], c["status"]) for c in document["cells"]] == [
