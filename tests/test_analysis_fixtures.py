@@ -18,8 +18,9 @@ from orchestrator.analysis.report_input import open_report
 from orchestrator.analysis.trace import Trace
 from orchestrator.errors import UsageError
 
-SECTIONS = {"summary_version", "capture", "window", "frames", "hotspots", "cores", "cpu_source", "threads", "osrt",
-            "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels", "memcpy", "verdict"}
+SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "hotspots", "cores", "cpu_source",
+            "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels", "memcpy",
+            "verdict"}
 
 
 def sql(path, query, *params):
@@ -111,7 +112,13 @@ def test_gears_waits_in_its_buffer_swap(gears):
     """On llvmpipe the "GPU" is a pool of render threads; es2gears's thread waits for them in the swap."""
     verdict = gears["verdict"]
     assert (verdict["kind"], verdict["confidence"]) == ("gpu_wait", "high")
-    assert "in eglSwapBuffers waiting for the GPU" in verdict["summary"]
+    # the wait, the work waited for (by GPU time) and the renderer that is a CPU, all named
+    assert "in eglSwapBuffers waiting for the GPU to run glClear, glDrawArrays (a software renderer: the GPU's " \
+           "work runs on the CPU, in llvmpipe-0...) (or for vsync" in verdict["summary"]
+    [renderer] = [f for f in verdict["findings"] if f["kind"] == "software_gpu"]
+    assert renderer["text"] == "the GPU is a software renderer (llvmpipe-0, llvmpipe-1...): its work runs on the CPU"
+    [busy] = [f for f in verdict["findings"] if f["kind"] == "gpu_busy"]
+    assert busy["names"] == ["glClear", "glDrawArrays"] and "nsys (glClear, glDrawArrays) covers" in busy["text"]
     swap = next(row for row in gears["opengl"] if row["name"] == "eglSwapBuffers")
     assert swap["total_ns"] > 0.6 * gears["window"]["duration_ns"]
 
@@ -213,7 +220,12 @@ def test_2023_export_with_renamed_metadata(export):
     heat = summary["threads"][0]
     assert heat["name"] == "heat" and heat["cpu_pct"] > 90
     assert summary["verdict"]["kind"] in ("gpu_bound", "cpu_bound")
-    assert any("GPU work recorded by nsys covers" in line for line in summary["verdict"]["evidence"])
+    [busy] = [f for f in summary["verdict"]["findings"] if f["kind"] == "gpu_busy"]
+    assert busy["text"].startswith("GPU work recorded by nsys (") and " covers " in busy["text"]
+    by_name: dict[str, int] = {}  # a kernel's rows (one per grid and block) summed: most GPU time first
+    for row in summary["cuda_kernels"]:
+        by_name[row["name"]] = by_name.get(row["name"], 0) + row["total_ns"]
+    assert busy["names"][0] == max(by_name, key=by_name.__getitem__)
 
 
 def test_2019_report_nvtx_text_ranges(export):

@@ -172,23 +172,25 @@ def test_study_file_mistakes_are_one_line_before_anything_connects(tmp_path):
 
 @pytest.mark.alone  # posebench samples the CPU: see test_profile_e2e
 @pytest.mark.parametrize("study, settings, repeat, labels, last_args", [
-    ("posebench-delegate", ["threads=2"], 2, ["delegate=xnnpack, threads=2, frames=40",
-                                              "delegate=none, threads=2, frames=40"], "--delegate none"),
-    ("posebench-matrix", ["threads=1", "delegate=xnnpack"], 1,
+    ("posebench-delegate", ["frames=40", "threads=2"], 2, ["delegate=xnnpack, threads=2, frames=40",
+                                                           "delegate=none, threads=2, frames=40"], "--delegate none"),
+    ("posebench-matrix", ["frames=40", "threads=1", "delegate=xnnpack"], 1,
      ["threads=1, delegate=xnnpack, nms=vectorised, frames=40", "threads=1, delegate=xnnpack, nms=loop, frames=40"],
      "--nms loop"),
+    # a frame on llvmpipe takes about a second: 6 frames
+    ("posebench-gpu", ["frames=6", "delegate=gl"], 1, ["delegate=gl, threads=2, frames=6"], "--delegate gl"),
 ])
 def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser, tmp_path, study, settings, repeat,
                                                                   labels, last_args):
-    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, 40 frames, 2
-    repeats of the delegate study, 1 of the matrix): posebench and its models go up once, every cell's
+    """The stand-in studies as shipped, smaller (one thread count, one delegate of the matrix, 40 frames or 6
+    on GL, 2 repeats of the delegate study, 1 of the others): posebench and its models go up once, every cell's
     figures come from the app's own lines and from the report's NVTX frames. 40 frames keep the app running
     for a second or more (nsys 2022.4 stalls far more often after an app gone within its first second) and
     keep the runs short under nsys on a busy machine (a frame without a delegate takes ~125 ms here, 5 times
     one with XNNPACK)."""
     inv = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, tmp_path / "work",
                                                                        orchestrate_python=sys.executable)})
-    sets = [arg for setting in ["frames=40", *settings] for arg in ("--set", setting)]
+    sets = [arg for setting in settings for arg in ("--set", setting)]
     done = run_cli("study", str(REPO / "studies" / f"{study}.yaml"), "--target", "board", "--inventory", str(inv),
                    "--out", str(tmp_path / "runs"), "--repeat", str(repeat), *sets, *RETRIES, *ssh_args(sshd),
                    timeout=900)
@@ -207,12 +209,25 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
         assert abs(own - frames) / own < 0.25
     records = [json.loads((folder / n / "run.json").read_text()) for c in document["cells"] for n in c["runs"]]
     uploads = [[f["uploaded"] for f in r["app_files"]] for r in records]
-    assert uploads[0] == [True, True, True] and all(u == [False, False, False] for u in uploads[1:])
-    assert [f["name"] for f in records[0]["app_files"]] == ["posebench.py", "pose_detection.tflite",
-                                                            "pose_landmark_full.tflite"]
+    assert uploads[0] == [True] * 5 and all(u == [False] * 5 for u in uploads[1:])
+    assert [f["name"] for f in records[0]["app_files"]] == ["posebench.py", "gl_delegate.py", "gl_context.py",
+                                                            "pose_detection.tflite", "pose_landmark_full.tflite"]
     assert records[0]["app"]["command"][0] == "{python}" and sys.executable in records[0]["remote_command"]
     assert last_args in records[-1]["remote_command"]
-    assert {c["metric"] for c in document["comparisons"]} >= {"steady_mean_ms", "app.inference_mean_ms"}
+    if len(labels) > 1:
+        assert {c["metric"] for c in document["comparisons"]} >= {"steady_mean_ms", "app.inference_mean_ms"}
+    if study == "posebench-gpu":  # the GPU's side of each frame: the detector's dispatches, as nsys saw them
+        [cell] = document["cells"]
+        assert cell["metrics"]["gpu_ms_per_frame"]["median"] > 0
+        summary = json.loads((folder / cell["runs"][0] / "summary.json").read_text())
+        [dispatch] = [k for k in summary["gpu_frames"]["kinds"] if k["name"] == "glDispatchCompute"]
+        assert dispatch["steady_median_count"] == 107  # every op of the graph, once a frame
+        # llvmpipe runs each dispatch on its CPU threads while glDispatchCompute waits: the GPU sets the pace,
+        # and the verdict says what it ran and that this GPU is the CPU
+        verdict = summary["verdict"]
+        assert verdict["kind"] in ("gpu_bound", "gpu_wait"), verdict
+        assert "glDispatchCompute (a software renderer: the GPU's work runs on the CPU, in llvmpipe-0...)" \
+            in verdict["summary"]
     assert_board_clean(tmp_path / "work")
     page = folder / "study.html"
     opened = open_page(browser, page)

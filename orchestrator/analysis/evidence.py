@@ -1,6 +1,7 @@
 """The figures a verdict rests on, measured on one thread (the focus thread) over the analysis window."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -8,7 +9,8 @@ import numpy as np
 from .calls import WAIT_SYMBOL, WAIT_TABLES
 from .coverage import union_ns
 from .frames import Frames
-from .names import PROFILER_THREAD_PREFIX, tid_of
+from .gpu_frames import GPU_NAMED_TABLES
+from .names import PROFILER_THREAD_PREFIX, string_values, tid_of
 from .sampling import Samples, inclusive_hotspots, of_thread
 from .scheduling import CpuUse
 from .selection import Window
@@ -37,6 +39,8 @@ class Evidence:
     wait_symbol_where: Where | None = None
     blocking_where: Where | None = None
     hottest_where: Where | None = None
+    gpu_work_names: tuple[str, ...] = ()    # the GPU work nsys recorded in the window, by time (glDispatchCompute...)
+    software_gpu: tuple[str, ...] = ()      # a software renderer's threads (llvmpipe-0...): the "GPU" is the CPU
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,32 @@ def gpu_busy_ns(trace: Trace, window: tuple[int, int]) -> int | None:
     return None if not sets else union_ns(sets)
 
 
+# the threads of Mesa's software renderers: their "GPU" work runs on the CPU, in these threads
+SOFTWARE_GPU_THREAD = re.compile(r"^(llvmpipe|softpipe|lavapipe|lp)-\d+$")
+
+
+def gpu_work_names(trace: Trace, window: tuple[int, int]) -> tuple[str, ...]:
+    """What GPU work ran inside the window (OpenGL workloads by the call that queued them, CUDA kernels), most
+    GPU time first."""
+    spent: dict[str, int] = {}
+    for table in GPU_NAMED_TABLES:
+        rows = trace.events(table)
+        if rows is None:
+            continue
+        inside = (rows["start"] + rows["dur"] > window[0]) & (rows["start"] < window[1])
+        ids, slot = np.unique(rows["nameId"][inside], return_inverse=True)
+        names = string_values(trace.local_conn(), ids)
+        for name_id, ns in zip(ids, np.bincount(slot, weights=rows["dur"][inside], minlength=len(ids))):
+            name = names.get(int(name_id), f"<string {int(name_id)}>")
+            spent[name] = spent.get(name, 0) + int(ns)
+    return tuple(sorted(spent, key=lambda name: -spent[name]))
+
+
+def software_gpu(names: dict[int, str]) -> tuple[str, ...]:
+    """A software renderer's named threads in the capture (its compute threads may have no name)."""
+    return tuple(sorted({n for n in names.values() if SOFTWARE_GPU_THREAD.match(n)}, key=lambda n: (len(n), n)))
+
+
 def _thread_label(gtid: int, names: dict[int, str]) -> str:
     return f"{names.get(gtid, 'thread')} ({tid_of(gtid)})"
 
@@ -137,7 +167,8 @@ def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: i
         gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
         hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None,
         window=span, gpu_wait_where=calls_where(gpu_wait), wait_symbol_where=samples_where(wait_times),
-        blocking_where=calls_where(blocking),
+        blocking_where=calls_where(blocking), gpu_work_names=gpu_work_names(trace, span) if busy else (),
+        software_gpu=software_gpu(names),
         hottest_where=samples_where(_leaf_times(samples, hottest["symbol"]) if hottest and samples else None))
 
 

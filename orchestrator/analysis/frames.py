@@ -62,13 +62,15 @@ def first_steady_index(count: int, warmup: int) -> int:
 
 def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
                 delimiter: str | None = None) -> Frames | None:
-    """Frames from the given delimiter (an OpenGL call or an NVTX range name), else from OpenGL swaps
-    (glFinish when nothing is swapped), else from an NVTX range called 'frame'."""
+    """Frames from the given delimiter (an OpenGL call or an NVTX range name), else from OpenGL swaps, else
+    from an NVTX range called 'frame', else from glFinish (an app that marks its frames says so more surely
+    than one that waits for the GPU: a GL delegate waits many times while it loads)."""
     if delimiter in (*SWAP_CALLS, FINISH_CALL):
         return opengl_frames(conn, schema, pids, (delimiter,))
     if delimiter:
         return nvtx_frames(conn, schema, delimiter, pids)
-    return opengl_frames(conn, schema, pids) or nvtx_frames(conn, schema, DEFAULT_RANGE, pids)
+    return (opengl_frames(conn, schema, pids, SWAP_CALLS) or nvtx_frames(conn, schema, DEFAULT_RANGE, pids)
+            or opengl_frames(conn, schema, pids, (FINISH_CALL,)))
 
 
 def _pid_filter(pids: list[int] | None) -> str:

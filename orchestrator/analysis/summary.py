@@ -23,6 +23,7 @@ from .calls import WAIT_TABLES
 from .capture import capture_section, cpu_count
 from .evidence import focus_thread, gather_evidence
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
+from .gpu_frames import gpu_frames_section
 from .names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
 from .schema import Schema
 from .selection import AnalysisOptions, Window, parse_range, pick_processes
@@ -115,6 +116,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "capture": capture,
         "window": window.to_json(),
         "frames": _frames_section(frames, window),
+        "gpu_frames": gpu_frames_section(trace, frames),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),
         "cpu_source": None if use is None else use.source,

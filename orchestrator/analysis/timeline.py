@@ -28,7 +28,8 @@ THREAD_SOURCES = {
     "cuda_api": ("CUPTI_ACTIVITY_KIND_RUNTIME", ("start", "end", "globalTid", "nameId"), "nameId"),
 }
 GPU_KINDS = ("cuda_kernel", "memcpy", "opengl_gpu")
-KIND_ORDER = ("nvtx", "opengl", "cuda_api", "osrt", "cuda_kernel", "memcpy")  # what the page's timeline draws
+# what the page's timeline draws
+KIND_ORDER = ("nvtx", "opengl", "cuda_api", "osrt", "cuda_kernel", "memcpy", "opengl_gpu")
 ALL_KINDS = (*THREAD_SOURCES, *GPU_KINDS)
 
 
@@ -80,6 +81,8 @@ def frame_timeline(conn: sqlite3.Connection, schema: Schema, span: tuple[int, in
 def _lane(event: SpanEvent, threads: dict[int, str]) -> str:
     if event.global_tid is not None:
         return _thread_label(event.global_tid, threads)
+    if event.kind == "opengl_gpu":
+        return f"GPU {event.device} OpenGL context {event.stream}"
     return f"GPU {event.device} stream {event.stream}"
 
 

@@ -3,7 +3,9 @@
 Rules, first match wins (shares are of the analysis window, on the thread that delimits frames or, without
 frames, the app thread that used the most CPU):
   gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls (glFinish, eglClientWaitSync, buffer swaps,
-              cudaStreamSynchronize...), or >= 30 % of its samples are in wait functions (WaitForCompletion...)
+              cudaStreamSynchronize...), or >= 30 % of its samples are in wait functions (WaitForCompletion...);
+              the summary names the wait, the GPU work waited for, and a software renderer (Mesa's llvmpipe
+              threads) as the CPU it is
   gpu_bound   GPU work runs >= 85 % of the window
   cpu_bound   the thread is on a CPU >= 70 % of the window
   io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
@@ -53,7 +55,12 @@ def decide(ev: Evidence) -> dict:
         found(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}", "wait_function",
               ev.wait_symbol_where, (ev.wait_symbol,))
     if ev.gpu_busy_pct is not None:
-        found(f"GPU work recorded by nsys covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy")
+        work = f" ({', '.join(ev.gpu_work_names[:3])})" if ev.gpu_work_names else ""
+        found(f"GPU work recorded by nsys{work} covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy", None,
+              ev.gpu_work_names[:3])
+    if ev.software_gpu:
+        found(f"the GPU is a software renderer ({', '.join(ev.software_gpu[:4])}...): its work runs on the CPU",
+              "software_gpu")
     if ev.thread_cpu_pct is not None:
         found(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window", "thread_cpu")
     if ev.busy_cores is not None:
@@ -83,14 +90,24 @@ def decide(ev: Evidence) -> dict:
             "findings": findings}
 
 
+def _waited_for(ev: Evidence, lead: str = " to run ") -> str:
+    """What the GPU works on (the work nsys recorded), and where a software renderer runs it."""
+    work = f"{lead}{', '.join(ev.gpu_work_names[:2])}" if ev.gpu_work_names else ""
+    if ev.software_gpu:
+        return f"{work} (a software renderer: the GPU's work runs on the CPU, in {ev.software_gpu[0]}...)"
+    return work
+
+
 def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:
     if kind == "gpu_wait":
         if ev.wait_symbol and ev.wait_symbol_pct / 100.0 >= share:  # decided by where the CPU samples land
-            return f"{share * 100:.0f} % of the CPU samples{on} are in {ev.wait_symbol}, waiting for the GPU"
+            return (f"{share * 100:.0f} % of the CPU samples{on} are in {ev.wait_symbol}, waiting for the GPU"
+                    f"{_waited_for(ev)}")
         vsync = " (or for vsync, if it is on)" if ev.gpu_wait_calls[0] in SWAP_CALLS else ""
-        return f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU{vsync}"
+        return (f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU"
+                f"{_waited_for(ev)}{vsync}")
     if kind == "gpu_bound":
-        return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace"
+        return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace{_waited_for(ev, ', mostly ')}"
     if kind == "cpu_bound":
         hot = f", mostly in {ev.hottest_self}" if ev.hottest_self else ""
         return f"{ev.thread or 'the busiest thread'} computes on a CPU {share * 100:.0f} % of the time{hot}"

@@ -37,6 +37,11 @@ class Summary(dict[str, Any]):
         return list(self.frames.get("per_frame_ns") or [])
 
     @property
+    def gpu_ns_per_frame(self) -> float | None:
+        """The GPU time of a steady frame (the median), from what nsys recorded of the GPU's work."""
+        return (self.get("gpu_frames") or {}).get("steady_median_ns")
+
+    @property
     def warmup_frames(self) -> int:
         return int((self.frames.get("warmup") or {}).get("frames") or 0)
 

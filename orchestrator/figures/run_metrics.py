@@ -18,6 +18,7 @@ REPORT_METRICS: dict[str, tuple[str, str | None]] = {
     "steady_p90_ms": ("ms", "lower"),
     "frames_per_s": ("frames/s", "higher"),
     "cores_busy": ("cores", None),
+    "gpu_ms_per_frame": ("ms", "lower"),
 }
 FASTER_WHEN_UNIT = {"ms": "lower", "s": "lower", "qps": "higher", "frames/s": "higher"}
 
@@ -45,6 +46,9 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
     busy = summary.cores_busy
     if busy is not None:
         values["cores_busy"] = busy
+    gpu = summary.gpu_ns_per_frame
+    if gpu is not None:
+        values["gpu_ms_per_frame"] = gpu / 1e6
     units = {name: REPORT_METRICS[name] for name in values}
     notes: list[str] = []
     failure = None

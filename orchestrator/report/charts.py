@@ -97,7 +97,7 @@ def decimate(values: np.ndarray, max_points: int = MAX_SERIES_POINTS) -> np.ndar
 
 
 def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float],
-                 findings: dict[int, list[str]] | None = None) -> Chart:
+                 findings: dict[int, list[str]] | None = None, name: str = "frame-series") -> Chart:
     """Frame time over the run: one point per frame (decimated), warm-up shaded, first frame marked,
     horizontal lines at the given levels (p50, p90, p99), and a marker on each frame that carries most of
     a verdict finding (``findings``: frame index -> the findings' kinds)."""
@@ -114,7 +114,7 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
 
     def y_of(ms: float) -> float:
         return top + plot_h * (1 - ms / top_ms)
-    chart = Chart("frame-series", WIDTH, height)
+    chart = Chart(name, WIDTH, height)
     for tick in ticks:
         chart.lines.append(Line(left, y_of(tick), WIDTH - right, y_of(tick), "grid"))
         chart.texts.append(Text(left - 6, y_of(tick) + 4, f"{tick:g}", "axis", "end"))

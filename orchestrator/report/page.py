@@ -52,6 +52,14 @@ class FramesSection:
     series: Chart
     histogram: Chart
     notes: list[str]
+    gpu: GpuFrames | None = None
+
+
+@dataclass(frozen=True)
+class GpuFrames:
+    """The GPU's side of each frame (the step a user takes in Nsight Graphics): its figures and its chart."""
+    stats: list[Fact]
+    series: Chart
 
 
 @dataclass(frozen=True)
@@ -134,7 +142,7 @@ def report_page(run: RunData) -> ReportPage:
         return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing)
     window = window_words(summary["window"])
     findings = summary["verdict"].get("findings") or []  # summaries from before findings have none
-    frames = frames_section(summary["frames"], findings)
+    frames = frames_section(summary["frames"], findings, summary.get("gpu_frames"))
     if frames is None:
         missing["frames"] = no_frames_reason(summary)
     hotspots = hotspots_section(summary["hotspots"], window)
@@ -294,7 +302,8 @@ def no_frames_reason(summary: dict) -> str:
             "frame with --frame-range, or frame_delimiter in the app spec)")
 
 
-def frames_section(frames: dict | None, findings: list[dict] | None = None) -> FramesSection | None:
+def frames_section(frames: dict | None, findings: list[dict] | None = None,
+                   gpu: dict | None = None) -> FramesSection | None:
     if frames is None:
         return None
     steady, warmup = frames["steady"], frames["warmup"]["frames"]
@@ -314,7 +323,21 @@ def frames_section(frames: dict | None, findings: list[dict] | None = None) -> F
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = charts.frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
-    return FramesSection(stats, series, charts.histogram(steady_values), notes)
+    return FramesSection(stats, series, charts.histogram(steady_values), notes, gpu_frames_part(gpu, warmup))
+
+
+def gpu_frames_part(gpu: dict | None, warmup: int) -> GpuFrames | None:
+    """Per steady frame (medians): the GPU time of each kind of work, how many pieces, the longest one."""
+    if not gpu or not gpu["kinds"]:
+        return None
+    stats = [Fact("GPU time per frame", f"{format_ms(gpu['steady_median_ns'])} ({', '.join(gpu['sources'])}; "
+                                        "median of the steady frames)")]
+    for kind in gpu["kinds"][:6]:
+        stats.append(Fact(kind["name"], f"{format_ms(kind['steady_median_ns'])} per frame, "
+                                        f"{kind['steady_median_count']:g} per frame, the longest "
+                                        f"{format_ms(kind['longest_ns'])} (frame {kind['longest_frame']})"))
+    level = {"p50": float(gpu["steady_median_ns"])}
+    return GpuFrames(stats, charts.frame_series(gpu["per_frame_ns"], warmup, level, name="gpu-frame-series"))
 
 
 def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | None:

@@ -27,7 +27,7 @@ class Fact:
 
 
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
-              "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation"}
+              "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}
 
 
 def templates_dir() -> Path:

@@ -6,9 +6,14 @@ holding "detect", "nms" and "landmark" (Python nvtx; 0.2.8 reaches nsys 2022.4).
 lines, "First Inference : X ms" (the first frame, delegate set-up included) and "Inference : Y ms" (the
 mean of the others), then one JSON line with every frame's time.
 
-Variables: --delegate xnnpack|none (XNNPACK, TFLite's CPU delegate, or the built-in kernels alone),
+Variables: --delegate xnnpack|none|gl (XNNPACK, TFLite's CPU delegate; the built-in kernels alone; or the
+detector's graph as OpenGL compute shaders, gl_delegate.py, the stand-in for TFLite's GPU delegate: each
+frame's "detect" range queues the dispatches and its "WaitForCompletion" range holds the CPU's wait for the
+GPU, glFinish, then the outputs' read-back; the landmark model and NMS stay on the CPU with XNNPACK),
 --threads N, --nms vectorised|loop (numpy over all boxes, or a Python loop per box), --frames N.
-Runs wherever ai-edge-litert does (x86-64, aarch64 boards); the models sit beside it (--models).
+Runs wherever ai-edge-litert does (x86-64, aarch64 boards); the models sit beside it (--models); gl needs
+moderngl and a GL 4.3 context (the board's GPU, or Mesa's llvmpipe on the CPU where there is none), and
+prints its renderer on stderr.
 """
 import argparse
 import json
@@ -19,6 +24,10 @@ import time
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+# gl_context.py and gl_delegate.py sit beside this file as the run folder shows it (where each is a link to
+# a copy named by its hash, the folder Python would look in otherwise)
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 try:
     import nvtx
@@ -75,10 +84,46 @@ def nms_loop(boxes, scores, limit=0.3, keep=10):
     return kept
 
 
+def cpu_detector(detector):
+    def detect(crop):
+        with mark("detect"):
+            detector.set_tensor(detector.get_input_details()[0]["index"], crop)
+            detector.invoke()
+            return (detector.get_tensor(detector.get_output_details()[0]["index"])[0],
+                    detector.get_tensor(detector.get_output_details()[1]["index"])[0, :, 0])
+    return detect
+
+
+def gl_detector(args, image):
+    """The detector's graph on OpenGL compute, checked op by op against the interpreter's own run."""
+    from gl_context import headless_context  # type: ignore[import-not-found]
+    from gl_delegate import GlGraph  # type: ignore[import-not-found]
+    reference = Interpreter(model_path=os.path.join(args.models, "pose_detection.tflite"),
+                            experimental_preserve_all_tensors=True,
+                            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    reference.allocate_tensors()
+    with mark("gl setup"):
+        graph = GlGraph(headless_context(), reference, image[None, 16:240, 16:240])
+    print(f"GL_RENDERER: {graph.renderer} ({len(graph.steps)} dispatches per frame)", file=sys.stderr)
+
+    def detect(crop):
+        with mark("detect"):
+            graph.submit(crop)
+        with mark("WaitForCompletion"):
+            raw, logits = graph.wait_and_read()
+        return raw[0], logits[0, :, 0]
+    return detect
+
+
 def main():
+    if "gl" in sys.argv and sys.argv[sys.argv.index("gl") - 1] == "--delegate":
+        # before anything loads: a tracer sees GL calls only from libraries there from the start
+        sys.path.insert(0, HERE)
+        from gl_context import restart_with_gl_preloaded
+        restart_with_gl_preloaded([sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
     parser = argparse.ArgumentParser(description="TFLite pose pipeline benchmark")
     parser.add_argument("--models", default=".", help="folder with the two .tflite files (default: here)")
-    parser.add_argument("--delegate", choices=("xnnpack", "none"), default="xnnpack")
+    parser.add_argument("--delegate", choices=("xnnpack", "none", "gl"), default="xnnpack")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--nms", choices=("vectorised", "loop"), default="vectorised")
     parser.add_argument("--frames", type=int, default=40)
@@ -86,7 +131,7 @@ def main():
     if args.frames < 2 or args.threads < 1:
         parser.error("--frames must be 2 or more and --threads 1 or more")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    resolver = OpResolverType.AUTO if args.delegate == "xnnpack" else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    resolver = OpResolverType.AUTO if args.delegate != "none" else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
 
     def load(name):
         interpreter = Interpreter(model_path=os.path.join(args.models, name), num_threads=args.threads,
@@ -99,14 +144,11 @@ def main():
     durations = []
     kept, points = [], np.zeros(0)
     started = time.perf_counter_ns()
-    detector, landmarks = load("pose_detection.tflite"), load("pose_landmark_full.tflite")
+    detect = gl_detector(args, image) if args.delegate == "gl" else cpu_detector(load("pose_detection.tflite"))
+    landmarks = load("pose_landmark_full.tflite")
     for _ in range(args.frames):
         with mark("frame"):
-            with mark("detect"):
-                detector.set_tensor(detector.get_input_details()[0]["index"], image[None, 16:240, 16:240])
-                detector.invoke()
-                raw = detector.get_tensor(detector.get_output_details()[0]["index"])[0]
-                logits = detector.get_tensor(detector.get_output_details()[1]["index"])[0, :, 0]
+            raw, logits = detect(image[None, 16:240, 16:240])
             with mark("nms"):
                 scores = 1 / (1 + np.exp(-np.clip(logits, -80, 80)))
                 centre, size = raw[:, :2], np.abs(raw[:, 2:4]) + 1e-3
