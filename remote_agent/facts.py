@@ -215,7 +215,9 @@ def nsys_facts(hint=None):
     if path:
         facts["importer"] = nsys_locate.find_importer(path)
         facts["imports_itself"] = nsys_locate.nsys_finds_importer(path)
-        facts["profile_options"] = nsys_locate.read_profile_options(path)
+        help_text = nsys_locate.read_profile_help(path)
+        facts["profile_options"] = nsys_locate.read_profile_options(path, help_text)
+        facts["gpu_metrics_option"] = nsys_locate.gpu_metrics_option(help_text)
     return facts
 
 

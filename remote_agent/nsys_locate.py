@@ -77,10 +77,53 @@ def _output(argv, timeout_s=60):
         return None
 
 
-def read_profile_options(path):
+def read_profile_options(path, help_text=None):
     """The values this nsys takes for the options that differ between versions; {} when its help says none."""
-    found = parse_profile_help(_output([path, "profile", "--help"]) or "")
+    found = parse_profile_help(help_text if help_text is not None else read_profile_help(path))
     return {name: found[name] for name in VERSIONED_OPTIONS if name in found}
+
+
+def read_profile_help(path):
+    return _output([path, "profile", "--help"]) or ""
+
+
+# GPU hardware metrics: '--gpu-metrics-device' up to 2024, '--gpu-metrics-devices' in later releases
+GPU_METRICS_OPTIONS = ("gpu-metrics-devices", "gpu-metrics-device")
+_METRIC_DEVICE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
+_METRIC_SET = re.compile(r"^\s*\[(\d+)\]\s+\[([\w.-]+)\]\s+(\S.*?)\s*$")
+
+
+def gpu_metrics_option(help_text):
+    """The option this nsys selects GPUs for hardware metrics with, as its help spells it (None: it has none)."""
+    named = {m.group(1) for m in (_OPTION_LINE.match(line) for line in help_text.splitlines()) if m}
+    return next((option for option in GPU_METRICS_OPTIONS if option in named), None)
+
+
+def parse_metric_devices(text):
+    """'nsys profile --gpu-metrics-device=help' -> (the GPUs it can sample as [{"index", "name"}], and what it
+    says instead when there are none, e.g. 'NVIDIA GPUs not found, feature is not available')."""
+    devices, said = [], None
+    for line in text.splitlines():
+        match = _METRIC_DEVICE.match(line)
+        if match:
+            devices.append({"index": int(match.group(1)), "name": match.group(2)})
+        elif line.strip() and not line.strip().startswith("Possible") and said is None:
+            said = line.strip()
+    return devices, (None if devices else said)
+
+
+def parse_metric_sets(text):
+    """'nsys profile --gpu-metrics-set=help' -> [{"index": 9, "alias": "ga10b", "name": "General Metrics for
+    NVIDIA GA10B (any frequency)"}]."""
+    found = (_METRIC_SET.match(line) for line in text.splitlines())
+    return [{"index": int(m.group(1)), "alias": m.group(2), "name": m.group(3)} for m in found if m]
+
+
+def read_gpu_metrics(path, option):
+    """What this nsys can sample: its GPUs and metric sets (each from its own help; about 30 ms each)."""
+    devices, said = parse_metric_devices(_output([path, "profile", "--{}=help".format(option)]) or "")
+    sets = parse_metric_sets(_output([path, "profile", "--gpu-metrics-set=help"]) or "")
+    return {"option": option, "devices": devices, "none_because": said, "sets": sets}
 
 
 def version_tuple(version):

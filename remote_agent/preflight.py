@@ -77,6 +77,8 @@ def evaluate(request, facts, probes):
                 "nsys leaves a raw .qdstrm when host-linux-* is not beside its target-linux-* folder; " + detail,
                 "nothing to do; install the full Nsight Systems host package to import where nsys runs"))
 
+    found += gpu_metrics_findings(request.get("gpu_metrics"), nsys, probes.get("gpu_metrics"))
+
     app = probes.get("app")
     if app is not None and not app["found"]:
         found.append(finding(
@@ -139,6 +141,34 @@ def evaluate(request, facts, probes):
     return found
 
 
+def gpu_metrics_findings(wanted, nsys, probe):
+    """--gpu-metrics SET: this nsys must have the option, list a GPU it supports, and know the set."""
+    if not wanted or not nsys.get("path"):
+        return []
+    fix = "run without --gpu-metrics, or install an Nsight Systems that lists the board's GPU for " \
+          "'nsys profile --gpu-metrics-device=help'"
+    if probe is None or not probe.get("option"):
+        return [finding("error", "gpu_metrics_unsupported",
+                        "--gpu-metrics asked, but nsys {} has no --gpu-metrics-device option".format(nsys["version"]),
+                        "the GPU's hardware metrics are sampled by nsys", fix)]
+    usable = [d for d in probe["devices"] if "not supported" not in d["name"]]
+    if not usable:
+        if probe["devices"]:
+            said = "lists only GPUs it does not support: " + ", ".join(d["name"] for d in probe["devices"])
+        else:
+            said = "says '{}'".format(probe.get("none_because") or "nothing")
+        return [finding("error", "gpu_metrics_no_gpu",
+                        "--gpu-metrics asked, but nsys {} samples no GPU here: it {}".format(nsys["version"], said),
+                        "nsys samples hardware metrics only on the GPUs it supports", fix)]
+    names = [s["alias"] for s in probe["sets"]] + [str(s["index"]) for s in probe["sets"]]
+    if wanted != "default" and wanted not in names:
+        return [finding("error", "gpu_metrics_set_unknown",
+                        "--gpu-metrics {}: nsys {} has no such metric set".format(wanted, nsys["version"]),
+                        "its sets are " + ", ".join(s["alias"] for s in probe["sets"]),
+                        "pick one of those (or 'default' for nsys's choice for the GPU)")]
+    return []
+
+
 def probe_app(argv0, cwd):
     if not argv0:
         return None
@@ -169,6 +199,12 @@ def probe_display(needs_display, display, xvfb_policy, xvfb_path):
     return unusable
 
 
+def _probe_gpu_metrics(nsys):
+    if not nsys["path"] or not nsys.get("gpu_metrics_option"):
+        return None
+    return nsys_locate.read_gpu_metrics(nsys["path"], nsys["gpu_metrics_option"])
+
+
 def run(request):
     if request.get("cwd"):
         request = dict(request, cwd=boardfs.expand_login_home(request["cwd"]))
@@ -189,5 +225,6 @@ def run(request):
         "jetson_clocks": boardfs.tool("jetson_clocks"),
         "nvpmodel": boardfs.tool("nvpmodel"),
         "power_modes": power_modes.read_conf() if request.get("nvpmodel_mode") is not None else None,
+        "gpu_metrics": _probe_gpu_metrics(facts["nsys"]) if request.get("gpu_metrics") else None,
     }
     return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display}

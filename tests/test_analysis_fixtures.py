@@ -18,9 +18,9 @@ from orchestrator.analysis.report_input import open_report
 from orchestrator.analysis.trace import Trace
 from orchestrator.errors import UsageError
 
-SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "hotspots", "cores", "cpu_source",
-            "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels", "memcpy",
-            "verdict"}
+SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "hotspots", "cores",
+            "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels",
+            "memcpy", "verdict"}
 
 
 def sql(path, query, *params):
@@ -115,7 +115,7 @@ def test_gears_waits_in_its_buffer_swap(gears):
     # the wait, the work waited for (by GPU time) and the renderer that is a CPU, all named
     assert "in eglSwapBuffers waiting for the GPU to run glClear, glDrawArrays (a software renderer: the GPU's " \
            "work runs on the CPU, in llvmpipe-0...) (or for vsync" in verdict["summary"]
-    [renderer] = [f for f in verdict["findings"] if f["kind"] == "software_gpu"]
+    [renderer] = [f for f in verdict["findings"] if f["kind"] == "renderer"]
     assert renderer["text"] == "the GPU is a software renderer (llvmpipe-0, llvmpipe-1...): its work runs on the CPU"
     [busy] = [f for f in verdict["findings"] if f["kind"] == "gpu_busy"]
     assert busy["names"] == ["glClear", "glDrawArrays"] and "nsys (glClear, glDrawArrays) covers" in busy["text"]

@@ -128,6 +128,32 @@ def test_gpu_wait_verdict_speaks_per_frame():
     assert "85 ms of each 100 ms frame" in verdict["evidence"][0]
 
 
+@pytest.mark.parametrize("renderer, threads, summary_tail, finding", [
+    # a Jetson's GPU, named by the app or by the board's chip: the wait is on it
+    ("NVIDIA Tegra Orin (nvgpu)/integrated", (), " to run glDispatchCompute on NVIDIA Tegra Orin (nvgpu)/integrated",
+     "the GPU is NVIDIA Tegra Orin (nvgpu)/integrated"),
+    # the app names Mesa's llvmpipe, and nsys saw its threads
+    ("llvmpipe (LLVM 15.0.6, 256 bits)", ("llvmpipe-0", "llvmpipe-1"),
+     " to run glDispatchCompute (llvmpipe (LLVM 15.0.6, 256 bits): a software renderer, the GPU's work runs on "
+     "the CPU, in llvmpipe-0...)",
+     "the GPU is llvmpipe (LLVM 15.0.6, 256 bits), a software renderer: its work runs on the CPU "
+     "(llvmpipe-0, llvmpipe-1...)"),
+    # a software renderer by name alone (softpipe runs on the app's thread)
+    ("softpipe", (), " to run glDispatchCompute (softpipe: a software renderer, the GPU's work runs on the CPU)",
+     "the GPU is softpipe, a software renderer: its work runs on the CPU"),
+    # nothing names it, but its threads give it away
+    (None, ("llvmpipe-0",), " to run glDispatchCompute (a software renderer: the GPU's work runs on the CPU, in "
+     "llvmpipe-0...)", "the GPU is a software renderer (llvmpipe-0...): its work runs on the CPU"),
+    (None, (), " to run glDispatchCompute", None),
+])
+def test_the_verdict_names_the_gpu_it_waits_for(renderer, threads, summary_tail, finding):
+    verdict = decide(_evidence(gpu_wait_ns=850_000_000, gpu_wait_calls=("glFinish",), gpu_busy_pct=80.0,
+                               gpu_work_names=("glDispatchCompute",), renderer=renderer, software_gpu=threads))
+    assert verdict["summary"] == f"85 % of the time on app (1) is spent in glFinish waiting for the GPU{summary_tail}"
+    named = [f["text"] for f in verdict["findings"] if f["kind"] == "renderer"]
+    assert named == ([finding] if finding else [])
+
+
 def _memory_export(script: str) -> Trace:
     conn = sqlite3.connect(":memory:")
     conn.executescript(script)

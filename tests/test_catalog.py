@@ -67,6 +67,14 @@ def test_adhoc_app_and_overrides():
                                            r"not 'off'"):
         parse_app_spec({"name": "x", "command": ["./x"], "cpuctxsw": "off"}, "x.yaml")
     assert parse_app_spec({"name": "x", "command": ["./x"], "parser": "trtexec"}, "x.yaml").parser == "trtexec"
+    # GPU metrics: a set nsys names, from the spec or the command line
+    assert parse_app_spec({"name": "x", "command": ["./x"], "gpu_metrics": "ga10b"}, "x.yaml").gpu_metrics == "ga10b"
+    assert with_overrides(spec, gpu_metrics="default").gpu_metrics == "default" and spec.gpu_metrics is None
+    with pytest.raises(UsageError, match=r"'--gpu-metrics' must be a GPU metric set nsys lists \(e.g. ga10b; "
+                                         r"'default' for nsys's choice\), not 'ga10b; rm'"):
+        with_overrides(spec, gpu_metrics="ga10b; rm")
+    with pytest.raises(AppSpecError, match="x.yaml: 'gpu_metrics' must be a GPU metric set"):
+        parse_app_spec({"name": "x", "command": ["./x"], "gpu_metrics": True}, "x.yaml")
     with pytest.raises(AppSpecError, match="x.yaml: 'parser' must be one of trtexec, tftrt-bench, glmark2, "
                                            "jetson-inference, benchmark_model, not 'nvprof'"):
         parse_app_spec({"name": "x", "command": ["./x"], "parser": "nvprof"}, "x.yaml")

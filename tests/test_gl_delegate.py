@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from conftest import REPO
 
+from orchestrator.parsers.renderer import gl_renderer, is_software
+
 APP_DIR = REPO / "orchestrator" / "inventory" / "apps" / "posebench"
 MODELS = Path.home() / ".cache" / "orchestrate" / "models"  # where scripts/fetch_pose_models.py puts them
 sys.path.insert(0, str(APP_DIR))
@@ -82,4 +84,6 @@ def test_posebench_on_gl_prints_the_seeds_lines_and_names_its_renderer():
     assert mean == f"Inference : {np.mean(record['durations_ns'][1:]) / 1e6:.2f} ms"
     assert record["kept"] == 10 and record["landmarks"] == 195
     [renderer] = [line for line in done.stderr.splitlines() if line.startswith("GL_RENDERER: ")]
-    assert renderer.startswith("GL_RENDERER: llvmpipe") and renderer.endswith("(107 dispatches per frame)")
+    assert gl_renderer(done.stderr) == renderer.removeprefix("GL_RENDERER: ")
+    assert is_software(renderer) and renderer.startswith("GL_RENDERER: llvmpipe (LLVM ")
+    assert "GL graph: 107 compute dispatches per frame" in done.stderr.splitlines()

@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.analysis import analyze_report
-from orchestrator.analysis.gpu_frames import frame_of, per_frame
+from orchestrator.analysis.gpu_frames import frame_of, per_frame, queued_at
+from orchestrator.analysis.schema import probe
+from orchestrator.analysis.trace import Trace
 
 
 def plain_frame_of(starts: list[int], ends: list[int], at: int) -> int:
@@ -44,16 +46,41 @@ def test_the_sums_per_frame_and_kind_are_a_plain_loops(work):
     assert {e["name"] for e in got["kinds"]} == {"abc"[k] for f, _, k in work if f >= 0}
 
 
+def test_work_is_placed_at_the_call_that_queued_it_when_exactly_one_call_did():
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("""
+        CREATE TABLE OPENGL_API (start INT, "end" INT, correlationId INT);
+        INSERT INTO OPENGL_API VALUES (100, 110, 1), (200, 210, 2), (250, 260, 2), (300, 310, 0), (400, 410, 5);""")
+    trace = Trace(conn, probe(conn))
+    corr = np.array([1, 2, 3, 0, 5], dtype=np.int64)
+    at, matched = queued_at(trace, "OPENGL_WORKLOAD", corr, np.array([1000, 2000, 3000, 4000, 5000]))
+    # 2 is carried by two calls and 3 by none: those stay at the GPU's start, as does work without an id
+    assert (at.tolist(), matched) == ([100, 2000, 3000, 4000, 400], 2)
+    bare = sqlite3.connect(":memory:")
+    bare.executescript('CREATE TABLE OPENGL_API (start INT, "end" INT); INSERT INTO OPENGL_API VALUES (1, 2);')
+    assert queued_at(Trace(bare, probe(bare)), "OPENGL_WORKLOAD", corr, corr * 7)[1] == 0
+
+
 def test_es2gears_gpu_time_per_frame_is_the_workload_sql_finds(export):
     path = export("es2gears-opengl")
     summary = analyze_report(path)
     section, frames = summary["gpu_frames"], summary["frames"]
     assert section["sources"] == ["OpenGL"] and section["frame_source"] == frames["source"] == "eglSwapBuffers"
+    assert section["renderer"] is None  # the report alone does not name it
     starts = frames["frame_starts_ns"]
     bounds = list(zip(starts, starts[1:] + [starts[-1] + frames["per_frame_ns"][-1]]))
+    # each piece of work counts in the frame of the call that queued it (the API call with its correlationId)
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT w.start, w.end - w.start, s.value FROM OPENGL_WORKLOAD w "
+        rows = conn.execute("SELECT a.start, w.end - w.start, s.value FROM OPENGL_WORKLOAD w "
+                            "JOIN OPENGL_API a ON a.correlationId = w.correlationId "
                             "JOIN StringIds s ON s.id = w.nameId").fetchall()
+        [[pieces]] = conn.execute("SELECT count(*) FROM OPENGL_WORKLOAD").fetchall()
+        # the calls nsys read no GPU timing for: queued after the last call a record covers (es2gears was
+        # stopped after its last swap, so they are in no frame)
+        [[late]] = conn.execute("SELECT count(*) FROM OPENGL_API WHERE correlationId > "
+                                "(SELECT max(endCorrelationId) FROM OPENGL_WORKLOAD)").fetchall()
+    assert (section["by_queuing_call"], section["by_gpu_start"]) == (len(rows), 0) == (pieces, 0)
+    assert (section["unrecorded_calls"], section["incomplete_frames"]) == (late, []) == (4, [])
     for name in ("glClear", "glDrawArrays"):
         [entry] = [e for e in section["kinds"] if e["name"] == name]
         expected = [sum(d for t, d, n in rows if n == name and a <= t < b) for a, b in bounds]

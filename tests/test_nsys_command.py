@@ -8,7 +8,14 @@ from orchestrator.errors import AppSpecError
 from orchestrator.inventory.catalog import AppSpec, load_catalog
 from orchestrator.nsys.commands import LAUNCH_WRAPPER, RemoteRunPaths, export_sqlite_argv, profile_argv, whole_seconds
 from orchestrator.targets.shell import ShellCommand, command
-from remote_agent.nsys_locate import parse_profile_help, read_profile_options
+from remote_agent.nsys_locate import (
+    gpu_metrics_option,
+    parse_metric_devices,
+    parse_metric_sets,
+    parse_profile_help,
+    read_gpu_metrics,
+    read_profile_options,
+)
 
 PATHS = RemoteRunPaths("/root/.cache/orchestrate/runs/r1")
 
@@ -83,6 +90,35 @@ def test_each_versions_help_says_what_it_takes():
 def test_the_nsys_here_reads_as_its_saved_help(host_nsys):
     """The 2022.4 text is the nsys the tests run: what the agent reads from it is what the file says."""
     assert read_profile_options(host_nsys) == {key: help_of("2022.4")[key] for key in ("sample", "cpuctxsw", "trace")}
+
+
+def test_gpu_metrics_are_spelled_as_the_boards_help_spells_them(host_nsys):
+    assert [gpu_metrics_option((HELP / f"profile-help-{v}.txt").read_text())
+            for v in ("2020.4", "2022.4", "2023.4", "2024.2")] == [None] + ["gpu-metrics-device"] * 3
+    # what this machine's nsys says: no GPU to sample, ten sets; the agent reads the same from it
+    devices, said = parse_metric_devices((HELP / "gpu-metrics-device-help-2022.4.txt").read_text())
+    assert (devices, said) == ([], "NVIDIA GPUs not found, feature is not available")
+    sets = parse_metric_sets((HELP / "gpu-metrics-set-help-2022.4.txt").read_text())
+    assert [s["alias"] for s in sets][-1] == "ga10b" and len(sets) == 10
+    assert sets[-1] == {"index": 9, "alias": "ga10b", "name": "General Metrics for NVIDIA GA10B (any frequency)"}
+    assert read_gpu_metrics(host_nsys, "gpu-metrics-device") == {
+        "option": "gpu-metrics-device", "devices": [], "none_because": said, "sets": sets}
+    # a listing with GPUs: "<index>: <name>", unsupported ones said so
+    listed = "Possible --gpu-metrics-device values are:\n\t0: Orin (nvgpu)\n\t1: Quadro K620 (not supported)\n" \
+             "\tall: Select all supported GPUs\n\tnone: Disable GPU Metrics [Default]\n"
+    assert parse_metric_devices(listed) == ([{"index": 0, "name": "Orin (nvgpu)"},
+                                             {"index": 1, "name": "Quadro K620 (not supported)"}], None)
+
+
+@pytest.mark.parametrize("gpu_metrics, option, expected", [
+    ("ga10b", "gpu-metrics-device", ["--gpu-metrics-device=all", "--gpu-metrics-set=ga10b"]),
+    ("default", "gpu-metrics-devices", ["--gpu-metrics-devices=all"]),
+    (None, "gpu-metrics-device", []),
+])
+def test_gpu_metrics_reach_the_command_line(gpu_metrics, option, expected):
+    argv = profile_argv("nsys", replace(ES2GEARS, gpu_metrics=gpu_metrics), PATHS, help_of("2022.4"), "2022.4",
+                        option)
+    assert [a for a in argv if a.startswith("--gpu-metrics")] == expected
 
 
 ES2GEARS = AppSpec(name="es2gears", command=("es2gears_x11",), trace=("opengl", "osrt"), sample="cpu",

@@ -197,3 +197,34 @@ def test_nsys_hanging_after_it_said_generated_is_a_success():
         "nsys hung after it had written its report and was stopped; run.json lists the signals"
     # without nsys's word that the report was written, the same signals are the watchdog's failure
     assert classify_capture(capture(watchdog=hung, **{**planned, "generated": []}), APP)[0] == "watchdog"
+
+
+NSYS_2022 = {"path": "/usr/bin/nsys", "version": "2022.4.2.1"}
+GA10B = [{"index": 3, "alias": "ga10x", "name": "General Metrics for NVIDIA GA10x (any frequency)"},
+         {"index": 9, "alias": "ga10b", "name": "General Metrics for NVIDIA GA10B (any frequency)"}]
+ORIN = [{"index": 0, "name": "Orin (nvgpu)"}]
+
+
+@pytest.mark.parametrize("wanted, probe, code, what", [
+    (None, None, None, None),
+    ("ga10b", None, "gpu_metrics_unsupported", "--gpu-metrics asked, but nsys 2022.4.2.1 has no --gpu-metrics-device "
+                                               "option"),
+    ("ga10b", {"option": "gpu-metrics-device", "devices": [], "sets": GA10B,
+               "none_because": "NVIDIA GPUs not found, feature is not available"}, "gpu_metrics_no_gpu",
+     "--gpu-metrics asked, but nsys 2022.4.2.1 samples no GPU here: it says 'NVIDIA GPUs not found, feature is not "
+     "available'"),
+    ("ga10b", {"option": "gpu-metrics-device", "devices": [{"index": 0, "name": "Orin (not supported)"}],
+               "sets": GA10B, "none_because": None}, "gpu_metrics_no_gpu",
+     "--gpu-metrics asked, but nsys 2022.4.2.1 samples no GPU here: it lists only GPUs it does not support: "
+     "Orin (not supported)"),
+    ("ga10c", {"option": "gpu-metrics-device", "devices": ORIN, "sets": GA10B, "none_because": None},
+     "gpu_metrics_set_unknown", "--gpu-metrics ga10c: nsys 2022.4.2.1 has no such metric set"),
+    ("ga10b", {"option": "gpu-metrics-device", "devices": ORIN, "sets": GA10B, "none_because": None}, None, None),
+    ("9", {"option": "gpu-metrics-device", "devices": ORIN, "sets": GA10B, "none_because": None}, None, None),
+    ("default", {"option": "gpu-metrics-device", "devices": ORIN, "sets": [], "none_because": None}, None, None),
+])
+def test_gpu_metrics_need_the_option_a_gpu_and_a_known_set(wanted, probe, code, what):
+    found = preflight.gpu_metrics_findings(wanted, NSYS_2022, probe)
+    assert [(f["level"], f["code"], f["what"]) for f in found] == ([("error", code, what)] if code else [])
+    if code == "gpu_metrics_set_unknown":
+        assert found[0]["why"] == "its sets are ga10x, ga10b"

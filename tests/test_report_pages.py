@@ -14,10 +14,11 @@ from browser import ARTIFACTS, assert_clean, open_page
 from orchestrator.analysis import analyze_report
 from orchestrator.documents.run import RunDocument
 from orchestrator.report import compare_runs, load_run, write_comparison, write_report, write_run_report
-from orchestrator.report.charts import MAX_SERIES_POINTS
+from orchestrator.report.charts import MAX_SERIES_POINTS, decimate
 from orchestrator.report.page import HOT_BARS, THREAD_BARS
 from orchestrator.report.run_data import RunData
 from orchestrator.report.tables import API_TITLES, SHOWN_ROWS
+from orchestrator.report.units import format_ms
 
 pytestmark = pytest.mark.integration
 # one of every exporter generation: the 2020.5 legacy schema, 2022.4 (ours and re-exports), 2023.3, 2024.6
@@ -98,6 +99,19 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
         assert charts["cores"]["drawn"] == len(summary["cores"])
     timeline = load_run(source, tmp_path).timeline
     assert charts["frame-timeline"]["drawn"] == timeline["events"] > 0
+    gpu = summary["gpu_frames"]
+    if gpu:  # the GPU's side of each frame: its figures, its series, and its rows in the frame timelines
+        # every frame, or each stretch's lowest and highest (thinned as frame times are)
+        assert charts["gpu-frame-series"]["drawn"] == len(decimate(np.asarray(gpu["per_frame_ns"])))
+        facts = opened.page.locator("[data-section=frames] #gpu-frames + dl").inner_text()
+        for kind in gpu["kinds"]:
+            assert f"{kind['steady_median_count']:g} calls, the longest {format_ms(kind['longest_ns'])}" in facts
+        gpu_lanes = [lane for lane in timeline["lanes"] if any(e["kind"] == "opengl_gpu" for e in lane["events"])]
+        assert [lane["name"] for lane in gpu_lanes] == ["GPU 0 OpenGL context 1"]
+        assert opened.page.locator("[data-chart=frame-timeline] rect.k-opengl_gpu").count() == sum(
+            1 for lane in gpu_lanes for e in lane["events"] if e["kind"] == "opengl_gpu") > 0
+    else:
+        assert "gpu-frame-series" not in charts
     # the verdict's findings: where each happens, and a marker on the frame carrying most of it
     findings = summary["verdict"]["findings"]
     placed = [f for f in findings if f["frames"]]

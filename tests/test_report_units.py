@@ -131,6 +131,9 @@ def test_timeline_rows_follow_kinds_and_levels():
 def test_representative_frame_is_the_steady_one_nearest_the_median():
     assert representative_frame([90, 50, 12, 10, 11, 30], 2, 11.0) == 4
     assert representative_frame([90], 1, 90.0) == 0
+    # a frame whose GPU work nsys did not wholly record is shown only when no other steady frame is there
+    assert representative_frame([90, 50, 12, 10, 11, 30], 2, 11.5, incomplete=[4, 5]) == 2
+    assert representative_frame([90, 50, 11], 2, 11.0, incomplete=[2]) == 2
 
 
 def test_cells_keep_the_raw_number_and_show_units():

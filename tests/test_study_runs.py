@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ from conftest import REPO, run_cli, write_inventory
 from scenarios import board, ssh_args, start_cli
 
 from orchestrator.documents.study import read_study
+from orchestrator.parsers.renderer import gl_renderer
+from orchestrator.report import load_run, write_report
 
 pytestmark = pytest.mark.integration
 
@@ -219,15 +222,44 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
     if study == "posebench-gpu":  # the GPU's side of each frame: the detector's dispatches, as nsys saw them
         [cell] = document["cells"]
         assert cell["metrics"]["gpu_ms_per_frame"]["median"] > 0
-        summary = json.loads((folder / cell["runs"][0] / "summary.json").read_text())
-        [dispatch] = [k for k in summary["gpu_frames"]["kinds"] if k["name"] == "glDispatchCompute"]
-        assert dispatch["steady_median_count"] == 107  # every op of the graph, once a frame
+        run_dir = folder / cell["runs"][0]
+        summary = json.loads((run_dir / "summary.json").read_text())
+        gpu = summary["gpu_frames"]
+        [dispatch] = [k for k in gpu["kinds"] if k["name"] == "glDispatchCompute"]
+        # every op of the graph in every frame, each counted in the frame whose call queued it; nsys reads GPU
+        # timings some calls late, so the last frame's last dispatches may have none: that frame is said to be
+        # incomplete and left out of the medians
+        counts, last = dispatch["count_per_frame"], summary["frames"]["count"] - 1
+        assert counts[:-1] == [107] * last and 0 < counts[-1] <= 107, counts
+        assert gpu["incomplete_frames"] == ([last] if counts[-1] < 107 else []) and gpu["by_gpu_start"] == 0
+        assert dispatch["steady_median_count"] == 107
         # llvmpipe runs each dispatch on its CPU threads while glDispatchCompute waits: the GPU sets the pace,
-        # and the verdict says what it ran and that this GPU is the CPU
+        # and the verdict says what it ran, on which renderer (the one posebench printed), and that it is the CPU
+        said = gl_renderer((run_dir / "app.stderr.log").read_text())
+        assert said is not None and said.startswith("llvmpipe (LLVM ") and gpu["renderer"] == said
         verdict = summary["verdict"]
         assert verdict["kind"] in ("gpu_bound", "gpu_wait"), verdict
-        assert "glDispatchCompute (a software renderer: the GPU's work runs on the CPU, in llvmpipe-0...)" \
-            in verdict["summary"]
+        assert f"glDispatchCompute ({said}: a software renderer, the GPU's work runs on the CPU, in llvmpipe-0...)" \
+            in verdict["summary"], verdict["summary"]
+        # the run's own page: the GPU's figures and series, and the GPU's row in the frame's timeline
+        run_page = write_report(run_dir, run_dir / "report.html")
+        shown = open_page(browser, run_page)
+        assert_clean(shown, run_page)
+        assert shown.charts()["gpu-frame-series"]["drawn"] == summary["frames"]["count"]
+        facts = shown.page.locator("#gpu-frames + dl").inner_text()
+        assert said in facts and "per frame over 107 calls" in facts
+        if gpu["incomplete_frames"]:
+            assert f"{gpu['unrecorded_calls']} calls queued after nsys's last GPU record (frame {last})" in facts
+        # the frame shown is one whose 107 dispatches nsys recorded: the GPU's row holds every piece of GPU work
+        # that overlaps it (its own, and at most a neighbour's that ran across its edge)
+        timeline = load_run(run_dir, run_dir).timeline
+        assert timeline["frame"] not in gpu["incomplete_frames"]
+        with sqlite3.connect(run_dir / "report.sqlite") as conn:
+            [[overlapping]] = conn.execute('SELECT count(*) FROM OPENGL_WORKLOAD WHERE start < ? AND "end" > ?',
+                                           (timeline["end_ns"], timeline["start_ns"])).fetchall()
+        assert shown.page.locator("[data-chart=frame-timeline] rect.k-opengl_gpu").count() == overlapping
+        assert 107 <= overlapping <= 109
+        shown.screenshot("report-posebench-gl")
     assert_board_clean(tmp_path / "work")
     page = folder / "study.html"
     opened = open_page(browser, page)

@@ -37,11 +37,13 @@ def test_the_issue_shape_expands_into_three_cells_in_file_order(tmp_path):
 
 
 def test_each_cell_app_takes_its_values_in_args_and_env(tmp_path):
-    spec = load_study(write(tmp_path, {**DELEGATE, "duration_s": 4, "trace": ["osrt", "nvtx"], "sample": "none"}))
+    spec = load_study(write(tmp_path, {**DELEGATE, "duration_s": 4, "trace": ["osrt", "nvtx"], "sample": "none",
+                                       "gpu_metrics": "ga10b"}))
     app = cell_app(spec, cells(spec)[1], load_catalog())
     assert app.command == ("python3", "posebench.py", "--delegate", "xnnpack", "--threads", "2")
     assert dict(app.env) == {"POSEBENCH_THREADS": "2", "PLAIN": "x{y}"}
-    assert (app.name, app.duration_s, app.trace, app.sample) == ("python3", 4.0, ("osrt", "nvtx"), "none")
+    assert (app.name, app.duration_s, app.trace, app.sample, app.gpu_metrics) == (
+        "python3", 4.0, ("osrt", "nvtx"), "none", "ga10b")
 
 
 def test_a_catalog_app_keeps_its_spec_and_gains_the_args(tmp_path):
@@ -79,6 +81,7 @@ def test_no_matrix_is_one_cell(tmp_path):
     ({"duration_s": -1}, "'duration_s' is not valid: "),
     ({"sample": "often"}, "'sample' is not valid: --sample must be one of"),
     ({"trace": ["gl"]}, "'trace' is not valid: unknown trace 'gl'"),
+    ({"gpu_metrics": "a set"}, "'gpu_metrics' is not valid: '--gpu-metrics' must be a GPU metric set"),
 ])
 def test_mistakes_are_one_line_naming_file_and_key(tmp_path, change, message):
     path = write(tmp_path, {**DELEGATE, **change})

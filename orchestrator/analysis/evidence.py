@@ -41,6 +41,7 @@ class Evidence:
     hottest_where: Where | None = None
     gpu_work_names: tuple[str, ...] = ()    # the GPU work nsys recorded in the window, by time (glDispatchCompute...)
     software_gpu: tuple[str, ...] = ()      # a software renderer's threads (llvmpipe-0...): the "GPU" is the CPU
+    renderer: str | None = None             # the GPU by name: the GL_RENDERER the app printed, or the board's GPU
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def focus_thread(trace: Trace, frames: Frames | None, use: CpuUse | None,
 
 def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: int | None,
                     use: CpuUse | None, samples: Samples | None, hotspots: dict | None,
-                    names: dict[int, str]) -> Evidence:
+                    names: dict[int, str], renderer: str | None = None) -> Evidence:
     """The figures about the focus thread over the window that decide() weighs."""
     span = window.as_tuple()
     gpu_wait, blocking = NO_CALLS, NO_CALLS
@@ -168,7 +169,7 @@ def gather_evidence(trace: Trace, window: Window, frames: Frames | None, gtid: i
         hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None,
         window=span, gpu_wait_where=calls_where(gpu_wait), wait_symbol_where=samples_where(wait_times),
         blocking_where=calls_where(blocking), gpu_work_names=gpu_work_names(trace, span) if busy else (),
-        software_gpu=software_gpu(names),
+        software_gpu=software_gpu(names), renderer=renderer,
         hottest_where=samples_where(_leaf_times(samples, hottest["symbol"]) if hottest and samples else None))
 
 

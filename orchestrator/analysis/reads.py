@@ -92,7 +92,8 @@ def table_plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filte
     if table == "OPENGL_WORKLOAD":  # GPU-side: also when, for the GPU's busy time
         if not schema.has(table, "nameId"):
             return None
-        return {"start": start, "dur": dur, "nameId": Col("nameId")}, timed + (NotNull(Col("nameId")),)
+        return ({"start": start, "dur": dur, "nameId": Col("nameId"), "corr": optional("correlationId", 0)},
+                timed + (NotNull(Col("nameId")),))
     if table == "CUPTI_ACTIVITY_KIND_KERNEL":
         if not schema.has(table, "demangledName"):
             return None
@@ -101,7 +102,8 @@ def table_plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filte
             x, y, z = (optional(prefix + axis, 0) for axis in "XYZ")
             return Dims(x, y, z)
         return ({"start": start, "dur": dur, "nameId": Col("demangledName"), "grid": dims("grid"),
-                 "block": dims("block")}, timed + (NotNull(Col("demangledName")),))
+                 "block": dims("block"), "corr": optional("correlationId", 0)},
+                timed + (NotNull(Col("demangledName")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
         if not schema.has(table, "copyKind"):
             return None

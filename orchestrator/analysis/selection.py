@@ -16,6 +16,7 @@ class AnalysisOptions:
     process: str | None = None
     frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
     symbols: tuple[Path, ...] = ()  # folders of unstripped copies or debug files, to name unresolved addresses
+    renderer: str | None = None     # the GPU by name (the app's GL_RENDERER, the board's GPU), for the verdict
 
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")

@@ -24,6 +24,7 @@ from .capture import capture_section, cpu_count
 from .evidence import focus_thread, gather_evidence
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .gpu_frames import gpu_frames_section
+from .gpu_metrics import gpu_metrics_section
 from .names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
 from .schema import Schema
 from .selection import AnalysisOptions, Window, parse_range, pick_processes
@@ -110,13 +111,15 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
     threads = _threads_section(use, samples, threads_by_tid)
-    evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid)
+    evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid,
+                               options.renderer)
     return {
         "summary_version": SUMMARY_VERSION,
         "capture": capture,
         "window": window.to_json(),
         "frames": _frames_section(frames, window),
-        "gpu_frames": gpu_frames_section(trace, frames),
+        "gpu_frames": gpu_frames_section(trace, frames, options.renderer),
+        "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),
         "cpu_source": None if use is None else use.source,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,12 +171,18 @@ def stack_levels(events: list[Event]) -> list[dict]:
     return placed
 
 
-def representative_frame(per_frame_ns: list[int], first_steady: int, p50_ns: float) -> int:
-    """The steady frame whose time is closest to the steady median: the frame that tells the usual story."""
+def representative_frame(per_frame_ns: list[int], first_steady: int, p50_ns: float,
+                         incomplete: Collection[int] = ()) -> int:
+    """The steady frame whose time is closest to the steady median: the frame that tells the usual story.
+    Frames whose GPU work nsys did not wholly record (``incomplete``) only when no other is steady."""
     steady = np.asarray(per_frame_ns[first_steady:], dtype=np.float64)
     if not len(steady):
         return 0
-    return first_steady + int(np.argmin(np.abs(steady - p50_ns)))
+    distance = np.abs(steady - p50_ns)
+    partial = [i - first_steady for i in incomplete if first_steady <= i < len(per_frame_ns)]
+    if len(partial) < len(steady):
+        distance[partial] = np.inf
+    return first_steady + int(np.argmin(distance))
 
 
 def busy_span(conn: sqlite3.Connection, schema: Schema, window: tuple[int, int], length_ns: int) -> tuple[int, int]:

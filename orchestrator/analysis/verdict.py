@@ -4,8 +4,8 @@ Rules, first match wins (shares are of the analysis window, on the thread that d
 frames, the app thread that used the most CPU):
   gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls (glFinish, eglClientWaitSync, buffer swaps,
               cudaStreamSynchronize...), or >= 30 % of its samples are in wait functions (WaitForCompletion...);
-              the summary names the wait, the GPU work waited for, and a software renderer (Mesa's llvmpipe
-              threads) as the CPU it is
+              the summary names the wait, the GPU work waited for and the GPU (the app's GL_RENDERER or the
+              board's GPU), and a software renderer (llvmpipe, or its llvmpipe-N threads) as the CPU it is
   gpu_bound   GPU work runs >= 85 % of the window
   cpu_bound   the thread is on a CPU >= 70 % of the window
   io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
@@ -16,6 +16,7 @@ frames carrying most of it (start and end in ns), for the page to mark and for -
 """
 from __future__ import annotations
 
+from ..parsers.renderer import is_software
 from .calls import SWAP_CALLS
 from .evidence import Evidence
 from .where import Where
@@ -58,9 +59,9 @@ def decide(ev: Evidence) -> dict:
         work = f" ({', '.join(ev.gpu_work_names[:3])})" if ev.gpu_work_names else ""
         found(f"GPU work recorded by nsys{work} covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy", None,
               ev.gpu_work_names[:3])
-    if ev.software_gpu:
-        found(f"the GPU is a software renderer ({', '.join(ev.software_gpu[:4])}...): its work runs on the CPU",
-              "software_gpu")
+    renderer = _renderer(ev)
+    if renderer:
+        found(renderer, "renderer")
     if ev.thread_cpu_pct is not None:
         found(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window", "thread_cpu")
     if ev.busy_cores is not None:
@@ -90,12 +91,29 @@ def decide(ev: Evidence) -> dict:
             "findings": findings}
 
 
+def _software(ev: Evidence) -> bool:
+    return is_software(ev.renderer) or bool(ev.software_gpu)
+
+
+def _renderer(ev: Evidence) -> str | None:
+    """Which GPU ran the work, and where a software renderer runs it: its name (the app's GL_RENDERER or the
+    board's GPU) and its render threads."""
+    threads = f" ({', '.join(ev.software_gpu[:4])}...)" if ev.software_gpu else ""
+    if not _software(ev):
+        return f"the GPU is {ev.renderer}" if ev.renderer else None
+    if ev.renderer:
+        return f"the GPU is {ev.renderer}, a software renderer: its work runs on the CPU{threads}"
+    return f"the GPU is a software renderer{threads}: its work runs on the CPU"
+
+
 def _waited_for(ev: Evidence, lead: str = " to run ") -> str:
-    """What the GPU works on (the work nsys recorded), and where a software renderer runs it."""
+    """What the GPU works on (the work nsys recorded), on which GPU, and where a software renderer runs it."""
     work = f"{lead}{', '.join(ev.gpu_work_names[:2])}" if ev.gpu_work_names else ""
-    if ev.software_gpu:
-        return f"{work} (a software renderer: the GPU's work runs on the CPU, in {ev.software_gpu[0]}...)"
-    return work
+    if _software(ev):
+        named = f"{ev.renderer}: a software renderer, " if ev.renderer else "a software renderer: "
+        threads = f", in {ev.software_gpu[0]}..." if ev.software_gpu else ""
+        return f"{work} ({named}the GPU's work runs on the CPU{threads})"
+    return f"{work} on {ev.renderer}" if ev.renderer else work
 
 
 def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:

@@ -120,19 +120,21 @@ def add_capture_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sample", help="nsys CPU sampling: cpu, none, process-tree, system-wide")
     group.add_argument("--cpuctxsw", help="nsys context-switch trace: process-tree, system-wide, none (else nsys's "
                                           "default; cores busy needs it)")
+    group.add_argument("--gpu-metrics", metavar="SET", help="sample the GPU's hardware metrics with this nsys metric "
+                                                            "set (e.g. ga10b on Orin; 'default': nsys's choice)")
 
 
-CAPTURE_OPTIONS = ("duration", "delay", "trace", "sample", "cpuctxsw")
+CAPTURE_OPTIONS = ("duration", "delay", "trace", "sample", "cpuctxsw", "gpu_metrics")
 
 
 def capture_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The capture options given, as ``inventory.catalog.with_overrides`` takes them."""
     return {"duration_s": args.duration, "delay_s": args.delay, "trace": args.trace, "sample": args.sample,
-            "cpuctxsw": args.cpuctxsw}
+            "cpuctxsw": args.cpuctxsw, "gpu_metrics": args.gpu_metrics}
 
 
 def given_capture_options(args: argparse.Namespace) -> list[str]:
-    return [f"--{name}" for name in CAPTURE_OPTIONS if getattr(args, name) is not None]
+    return [f"--{name.replace('_', '-')}" for name in CAPTURE_OPTIONS if getattr(args, name) is not None]
 
 
 def add_app_choice(parser: argparse.ArgumentParser, *, study: bool = False) -> None:

@@ -42,6 +42,11 @@ class Summary(dict[str, Any]):
         return (self.get("gpu_frames") or {}).get("steady_median_ns")
 
     @property
+    def incomplete_gpu_frames(self) -> list[int]:
+        """Frames holding calls whose GPU work nsys did not record (it reads GPU timings late)."""
+        return list((self.get("gpu_frames") or {}).get("incomplete_frames") or [])
+
+    @property
     def warmup_frames(self) -> int:
         return int((self.frames.get("warmup") or {}).get("frames") or 0)
 

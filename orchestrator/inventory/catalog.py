@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,13 +40,14 @@ class AppSpec:
     xvfb: str | None = None
     frame_delimiter: str | None = None
     nsys_args: tuple[str, ...] = field(default=())
+    gpu_metrics: str | None = None  # sample the GPU's hardware metrics with this nsys metric set ('default': nsys's)
     parser: str | None = None
     files: tuple[str, ...] = field(default=())  # host paths uploaded beside the app on the board
     source: str = "<built-in>"
 
 
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
-           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "parser", "files"}
+           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "gpu_metrics", "parser", "files"}
 
 
 def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
@@ -121,6 +123,7 @@ def parse_app_spec(data: Any, source: str) -> AppSpec:
         xvfb=xvfb,
         frame_delimiter=data.get("frame_delimiter"),
         nsys_args=_string_list(data.get("nsys_args", []), "nsys_args", source),
+        gpu_metrics=_gpu_metrics(data.get("gpu_metrics"), "gpu_metrics", source),
         parser=_parser(data.get("parser"), source),
         files=_files(data.get("files"), source),
         source=source,
@@ -184,11 +187,22 @@ def _cpuctxsw(value: Any, source: str) -> str | None:
     return value
 
 
+# a metric set as nsys names it (its alias, e.g. ga10b, or its index), or 'default': the first set for the GPU
+METRIC_SET = re.compile(r"^[A-Za-z0-9][\w.-]*$")
+
+
+def _gpu_metrics(value: Any, key: str, source: str) -> str | None:
+    if value is not None and not (isinstance(value, str) and METRIC_SET.match(value)):
+        raise _fail(source, key, "a GPU metric set nsys lists (e.g. ga10b; 'default' for nsys's choice)", value)
+    return value
+
+
 def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: float | None = None,
-                   trace: str | None = None, sample: str | None = None, cpuctxsw: str | None = None) -> AppSpec:
+                   trace: str | None = None, sample: str | None = None, cpuctxsw: str | None = None,
+                   gpu_metrics: str | None = None) -> AppSpec:
     """The spec with the command line's values; a bad one is a usage error (exit 2), as the option's."""
     try:
-        return _overridden(spec, duration_s, delay_s, trace, sample, cpuctxsw)
+        return _overridden(spec, duration_s, delay_s, trace, sample, cpuctxsw, gpu_metrics)
     except AppSpecError as exc:
         raise UsageError(exc.message.removeprefix(f"{COMMAND_LINE}: "), exc.hint) from None
 
@@ -201,8 +215,10 @@ def chosen_app(catalog: dict[str, AppSpec], name: str | None, command_line: str 
 
 
 def _overridden(spec: AppSpec, duration_s: float | None, delay_s: float | None, trace: str | None,
-                sample: str | None, cpuctxsw: str | None) -> AppSpec:
+                sample: str | None, cpuctxsw: str | None, gpu_metrics: str | None = None) -> AppSpec:
     changes: dict[str, Any] = {}
+    if gpu_metrics is not None:
+        changes["gpu_metrics"] = _gpu_metrics(gpu_metrics, "--gpu-metrics", COMMAND_LINE)
     if duration_s is not None:
         changes["duration_s"] = _number(duration_s, "--duration", COMMAND_LINE, 0.1)
     if delay_s is not None:

@@ -67,11 +67,12 @@ def spelled_for(option: str, value: str, accepted: Accepted | None, version: str
 
 
 def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths, accepted: Accepted | None = None,
-                 version: str = "?") -> list[str]:
+                 version: str = "?", gpu_metrics_option: str | None = None) -> list[str]:
     """No --duration: the agent ends the app itself after delay + duration. nsys 2022.4's own timer
     left it stuck in "Generating" in about a third of es2gears runs; an app that ends (however it
     ends) let it finish every time. ``accepted``: the values the board's nsys lists in its help for the
-    options that differ between versions (sample, cpuctxsw, trace)."""
+    options that differ between versions (sample, cpuctxsw, trace); ``gpu_metrics_option``: how its help spells
+    the option that picks GPUs for hardware metrics (--gpu-metrics-device up to 2024, then -devices)."""
     argv = [
         nsys, "profile",
         "--trace=" + ",".join(spelled_for("trace", name, accepted, version) for name in spec.trace),
@@ -83,6 +84,10 @@ def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths, accepted: Acce
         argv.append(f"--delay={whole_seconds(spec.delay_s)}")
     if spec.cpuctxsw:
         argv.append("--cpuctxsw=" + spelled_for("cpuctxsw", spec.cpuctxsw, accepted, version))
+    if spec.gpu_metrics:
+        argv.append(f"--{gpu_metrics_option or 'gpu-metrics-device'}=all")
+        if spec.gpu_metrics != "default":
+            argv.append("--gpu-metrics-set=" + spec.gpu_metrics)
     argv += list(spec.nsys_args)
     argv += ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch",
              paths.pid_file, paths.app_stdout, paths.app_stderr]

@@ -15,6 +15,7 @@ from ..analysis.frames import first_steady_index
 from ..documents.summary import Summary
 from . import charts
 from .charts import Chart
+from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .render import Fact
 from .run_data import RunData
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
@@ -53,13 +54,6 @@ class FramesSection:
     histogram: Chart
     notes: list[str]
     gpu: GpuFrames | None = None
-
-
-@dataclass(frozen=True)
-class GpuFrames:
-    """The GPU's side of each frame (the step a user takes in Nsight Graphics): its figures and its chart."""
-    stats: list[Fact]
-    series: Chart
 
 
 @dataclass(frozen=True)
@@ -130,6 +124,7 @@ class ReportPage:
     missing: dict[str, str] = field(default_factory=dict)
     slowest_timeline: TimelineSection | None = None  # the slowest steady frame's, beside the representative one
     board: BoardSection | None = None  # the board's clocks, loads, temperature and power during the capture
+    gpu_metrics: list[Fact] | None = None  # the GPU's hardware metrics nsys sampled
 
 
 def report_page(run: RunData) -> ReportPage:
@@ -162,7 +157,8 @@ def report_page(run: RunData) -> ReportPage:
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
-                      timeline, tables, absent, missing, slowest, board_section(summary))
+                      timeline, tables, absent, missing, slowest, board_section(summary),
+                      gpu_metrics_facts(summary.get("gpu_metrics")))
 
 
 # what the report draws of the board's samples, in this order: (series key, title, unit)
@@ -324,20 +320,6 @@ def frames_section(frames: dict | None, findings: list[dict] | None = None,
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = charts.frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
     return FramesSection(stats, series, charts.histogram(steady_values), notes, gpu_frames_part(gpu, warmup))
-
-
-def gpu_frames_part(gpu: dict | None, warmup: int) -> GpuFrames | None:
-    """Per steady frame (medians): the GPU time of each kind of work, how many pieces, the longest one."""
-    if not gpu or not gpu["kinds"]:
-        return None
-    stats = [Fact("GPU time per frame", f"{format_ms(gpu['steady_median_ns'])} ({', '.join(gpu['sources'])}; "
-                                        "median of the steady frames)")]
-    for kind in gpu["kinds"][:6]:
-        stats.append(Fact(kind["name"], f"{format_ms(kind['steady_median_ns'])} per frame, "
-                                        f"{kind['steady_median_count']:g} per frame, the longest "
-                                        f"{format_ms(kind['longest_ns'])} (frame {kind['longest_frame']})"))
-    level = {"p50": float(gpu["steady_median_ns"])}
-    return GpuFrames(stats, charts.frame_series(gpu["per_frame_ns"], warmup, level, name="gpu-frame-series"))
 
 
 def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | None:

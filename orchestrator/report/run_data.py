@@ -15,6 +15,7 @@ from ..analysis.timeline import busy_span, frame_timeline, representative_frame
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
+from ..figures.renderer import run_renderer
 from .units import format_ms, format_ns
 
 REPORT_NAMES = (*RUN_REPORT_NAMES[1:], RUN_REPORT_NAMES[0])  # Nsight Systems' report first: the page links to it
@@ -58,8 +59,10 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
     analysis_error = document.analysis_error if document else None
     if (summary is None or symbols) and reports and analysis_error is None:
         delimiter = document.app.get("frame_delimiter") if document else None
+        renderer = run_renderer(run_dir, document.facts if document else None)
         try:
-            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter, symbols=symbols), nsys_hint)
+            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter, symbols=symbols,
+                                                                 renderer=renderer), nsys_hint)
         except OrchestratorError as exc:
             analysis_error = exc.one_line()
     report = next((r for r in reports if r.suffix != ".sqlite"), None)
@@ -76,7 +79,7 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
                    _href(report, page_dir) if report else None)
 
 
-def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
+def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None]:
     """The events of the representative frame (else of a busy slice), with a caption saying which."""
     try:
         conn = open_export(export)
@@ -88,9 +91,11 @@ def timeline_of(export: Path, summary: dict) -> tuple[dict | None, str | None]:
         slowest = None
         if frames and frames["count"]:
             first_steady = first_steady_index(frames["count"], frames["warmup"]["frames"])
-            index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"])
+            incomplete = summary.incomplete_gpu_frames
+            index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"], incomplete)
             span = _frame_span(frames, index)
-            caption = (f"frame {index} of {frames['count']}: {format_ms(span[1] - span[0])}, the steady frame "
+            whole = " whose GPU work nsys recorded whole" if incomplete else ""
+            caption = (f"frame {index} of {frames['count']}: {format_ms(span[1] - span[0])}, the steady frame{whole} "
                        f"closest to the median ({format_ms(frames['steady']['p50_ns'])})")
             slow = slowest_frame(frames["per_frame_ns"], first_steady)
             if slow != index:

@@ -11,6 +11,7 @@ from ..documents.summary import write_summary
 from ..errors import OrchestratorError, ReportError
 from ..figures.board import board_section, energy_section
 from ..figures.board_samples import read_board_samples
+from ..figures.renderer import run_renderer
 from ..figures.validity import validity_flags
 from ..inventory.catalog import AppSpec
 from ..nsys.commands import RemoteRunPaths
@@ -131,7 +132,8 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
     run, progress = log.run, log.progress
     try:
-        options = AnalysisOptions(frame_range=app.frame_delimiter, symbols=tuple(Path(s) for s in symbols))
+        options = AnalysisOptions(frame_range=app.frame_delimiter, symbols=tuple(Path(s) for s in symbols),
+                                  renderer=run_renderer(log.run_dir, run.facts))
         summary = analyze_report(sqlite, options)
     except OrchestratorError as exc:
         run.analysis = {"error": exc.one_line()}

@@ -78,6 +78,7 @@ def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> d
         "display": request.host.display,
         "xvfb": app.xvfb or request.host.xvfb,
         "sample": app.sample,
+        "gpu_metrics": app.gpu_metrics,
         "duration_s": app.duration_s + app.delay_s,
         "work_dir": work_dir,
         "lock_clocks": request.lock_clocks,
@@ -216,7 +217,8 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         run.app_files = stage_app_files(agent, app.files, paths.run_dir)
         if app.workdir is None:
             app = replace(app, workdir=paths.run_dir)
-    argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"])
+    argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"],
+                        nsys.get("gpu_metrics_option"))
     run.remote = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
     run.remote_command = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
     launch = {

@@ -19,7 +19,8 @@ from ..yaml_files import parse_yaml, read_yaml
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 KEYS = {"study", "description", "app", "command", "workdir", "needs_display", "target", "repeat", "matrix", "exclude",
-        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "parser"}
+        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics", "parser"}
+CAPTURE_KEYS = ("duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics")  # as an app spec means them
 MAX_CELLS = 512
 RESERVED = {"python"}  # {python} is the board's Python, filled in by the run
 Scalar = str | int | float | bool
@@ -95,7 +96,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
         repeat=repeat, exclude=_exclude(data.get("exclude"), dict(matrix), source),
         args=_str_list(data, "args", source), env=_env(data.get("env"), source),
         description=str(data.get("description") or "").strip(),
-        overrides={k: data[k] for k in ("duration_s", "trace", "sample", "cpuctxsw") if data.get(k) is not None},
+        overrides={k: data[k] for k in CAPTURE_KEYS if data.get(k) is not None},
         parser=_optional_str(data, "parser", source))
     for key, text in [("command", t) for t in spec.command] + [("args", t) for t in spec.args] + \
             [(f"env.{k}", v) for k, v in spec.env]:
@@ -110,7 +111,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
 
 
 def _check_overrides(overrides: dict[str, Any], source: str) -> None:
-    """duration_s, trace, sample and cpuctxsw mean what they mean in an app spec."""
+    """duration_s, trace, sample, cpuctxsw and gpu_metrics mean what they mean in an app spec."""
     for key, value in overrides.items():
         try:
             _apply_overrides(adhoc_app("true", False), {key: value})
@@ -237,7 +238,7 @@ def _apply_overrides(app: AppSpec, overrides: dict[str, Any]) -> AppSpec:
     if isinstance(trace, list):
         trace = ",".join(str(t) for t in trace)
     return with_overrides(app, overrides.get("duration_s"), None, trace, overrides.get("sample"),
-                          overrides.get("cpuctxsw"))
+                          overrides.get("cpuctxsw"), overrides.get("gpu_metrics"))
 
 
 def _set_value(text: str) -> Any:

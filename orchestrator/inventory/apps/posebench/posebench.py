@@ -104,7 +104,8 @@ def gl_detector(args, image):
     reference.allocate_tensors()
     with mark("gl setup"):
         graph = GlGraph(headless_context(), reference, image[None, 16:240, 16:240])
-    print(f"GL_RENDERER: {graph.renderer} ({len(graph.steps)} dispatches per frame)", file=sys.stderr)
+    print(f"GL_RENDERER: {graph.renderer}", file=sys.stderr)
+    print(f"GL graph: {len(graph.steps)} compute dispatches per frame", file=sys.stderr)
 
     def detect(crop):
         with mark("detect"):
