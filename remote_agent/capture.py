@@ -171,7 +171,9 @@ def capture(request, emit, should_stop=None):
         os.remove(request["pid_file"])
     except OSError:
         pass
-    log_path = os.path.join(run_dir, "nsys.log")
+    with_nsys = request.get("with_nsys", True)
+    # without nsys (--no-nsys) the launch wrapper runs alone and exec's the app: the process is the app
+    log_path = os.path.join(run_dir, "nsys.log" if with_nsys else "launch.log")
     tmp_before = set(glob.glob(NSYS_TMP_LEFTOVERS))
     with open(log_path, "w") as log:
         proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -191,8 +193,8 @@ def capture(request, emit, should_stop=None):
         app_alive = bool(session_members(app)) if app and machine.app_gone is None else None
         report_written = bool(find_reports(request["report_base"]))
         now = time.time()
-        ended = NsysEnded(nsys_ended, app, app_alive, report_written, proc.pid, nsys_daemons(proc.pid),
-                          list(watchdog.actions))
+        ended = NsysEnded(nsys_ended, app, app_alive, report_written, proc.pid if with_nsys else None,
+                          nsys_daemons(proc.pid) if with_nsys else [], list(watchdog.actions))
         leftovers = []
         for action in machine.decide(now, ended):
             leftovers += perform(action, watchdog, emit)
@@ -204,6 +206,7 @@ def capture(request, emit, should_stop=None):
     output.poll()
     removed = remove_nsys_leftovers(tmp_before, started, watchdog.actions)
     result = {
+        "with_nsys": with_nsys,
         "removed_leftovers": removed,
         "nsys_exit": nsys_exit,
         "nsys_elapsed_s": round(nsys_ended - started, 3),
@@ -222,11 +225,20 @@ def capture(request, emit, should_stop=None):
         and not output.program_not_found and nsys_ended - started < 10,
         "started_at": round(started, 3),
     }
-    if nsys_exit not in (0, None):
+    if not with_nsys:
+        del result["nsys_elapsed_s"]
+        result.update(without_nsys(nsys_exit, nsys_ended - started))
+    elif nsys_exit not in (0, None):
         result["nsys_last_lines"] = list(output.last_lines)
     result.update(machine.summary())  # app_stopped_after_s, stalled, stop_signals, app_gone_after_s, ended_early
     result["ended_at"] = round(time.time(), 3)
     return result
+
+
+def without_nsys(exit_status, elapsed_s):
+    """A capture's result without nsys: the process that ended was the app itself (exec'd by the wrapper)."""
+    return {"app_exit": exit_status, "app_elapsed_s": round(elapsed_s, 3), "nsys_exit": None, "failed_to_start": False,
+            "program_not_found": exit_status == 127}  # the shell's status for a command it could not find
 
 
 def observe(machine, watchdog, output, should_stop, scratch):

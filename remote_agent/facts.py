@@ -221,9 +221,14 @@ def nsys_facts(hint=None):
     return facts
 
 
-def collect(nsys_hint=None, work_dir=None):
+# The nsys facts of a run that does not use nsys (--no-nsys): nsys is neither looked for nor started.
+NO_NSYS = {"path": None, "version": None, "tried": [], "importer": None, "imports_itself": False,
+           "used": False}  # type: dict
+
+
+def collect(nsys_hint=None, work_dir=None, with_nsys=True):
     system = system_facts()
     if work_dir:
         system["work_dir_free_mb"] = files.free_bytes(os.path.expanduser(work_dir)) // 2**20
-    return {"system": system, "board": board_facts(), "nsys": nsys_facts(nsys_hint),
+    return {"system": system, "board": board_facts(), "nsys": nsys_facts(nsys_hint) if with_nsys else dict(NO_NSYS),
             "board_root": boardfs.root()}

@@ -48,7 +48,7 @@ def handle(command, request):
         raise ValueError("unknown command " + command)
     module = command_module(command)
     if command == "facts":
-        return module.collect(request.get("nsys"), request.get("work_dir"))
+        return module.collect(request.get("nsys"), request.get("work_dir"), request.get("with_nsys", True))
     if command == "board_state":
         return module.board_state()
     if command == "preflight":

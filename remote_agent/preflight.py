@@ -26,8 +26,9 @@ def required_bytes(duration_s):
     return int(BYTES_FIXED_OVERHEAD + BYTES_PER_CAPTURE_SECOND * max(duration_s or 0, 1))
 
 
-def evaluate(request, facts, probes):
-    """request: what the run needs; facts: facts.collect(); probes: app/display/disk look-ups."""
+def nsys_findings(request, facts, probes):
+    """What a capture under nsys needs: root (or CPU sampling allowed), a runnable nsys that is new enough,
+    its importer, the GPU metrics asked for. A run without nsys (--no-nsys) needs none of it."""
     found = []
     system, nsys = facts["system"], facts["nsys"]
     sampling = request.get("sample", "cpu") not in ("none", None)
@@ -78,6 +79,12 @@ def evaluate(request, facts, probes):
                 "nothing to do; install the full Nsight Systems host package to import where nsys runs"))
 
     found += gpu_metrics_findings(request.get("gpu_metrics"), nsys, probes.get("gpu_metrics"))
+    return found
+
+
+def evaluate(request, facts, probes):
+    """request: what the run needs; facts: facts.collect(); probes: app/display/disk look-ups."""
+    found = nsys_findings(request, facts, probes) if request.get("with_nsys", True) else []
 
     app = probes.get("app")
     if app is not None and not app["found"]:
@@ -208,7 +215,7 @@ def _probe_gpu_metrics(nsys):
 def run(request):
     if request.get("cwd"):
         request = dict(request, cwd=boardfs.expand_login_home(request["cwd"]))
-    facts = facts_mod.collect(request.get("nsys"), request.get("work_dir"))
+    facts = facts_mod.collect(request.get("nsys"), request.get("work_dir"), request.get("with_nsys", True))
     if request.get("xvfb") == "always":
         display = probe_display(request.get("needs_display"), None, "always", facts["system"]["xvfb"])
     else:

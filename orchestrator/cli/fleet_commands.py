@@ -13,6 +13,7 @@ from .options import (
     add_app_choice,
     add_capture_options,
     add_clock_options,
+    add_no_nsys_option,
     add_run_options,
     add_ssh_options,
     add_study_run_options,
@@ -38,6 +39,7 @@ def add_parsers(sub: Any) -> None:
     _add_fleet_options(fleet)
     fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
     add_capture_options(fleet)
+    add_no_nsys_option(fleet)
     add_study_run_options(fleet, "before each run (default: that board fails)")
     fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",

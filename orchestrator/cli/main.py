@@ -33,6 +33,7 @@ from .options import (
     add_app_choice,
     add_capture_options,
     add_clock_options,
+    add_no_nsys_option,
     add_run_options,
     add_ssh_options,
     add_study_run_options,
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "else a built-in one with just 'local')")
     prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
     add_capture_options(prof)
+    add_no_nsys_option(prof)
     prof.add_argument("--grace", type=seconds(0), default=30.0,
                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
     prof.add_argument("--retries", type=whole(0, 10), default=1,
@@ -103,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_argument("--out", type=Path, default=Path("runs"), help="folder for study folders (default runs/)")
     study.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     add_study_run_options(study)
+    add_no_nsys_option(study)
     add_clock_options(study)
     add_ssh_options(study)
 
@@ -153,10 +156,12 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..inventory.catalog import load_catalog
     from ..inventory.hosts import load_inventory
     from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
-    from ..study.spec import cells, load_study, with_values
+    from ..study.spec import cells, load_study, with_values, without_nsys
     from .console import StudyView
     clock = clock_request(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
+    if args.no_nsys:
+        spec = without_nsys(spec)
     target = args.target or spec.target
     if not target:
         raise UsageError(f"{args.file} names no target", "add 'target:' to the study, or give --target")

@@ -127,10 +127,17 @@ def add_capture_options(parser: argparse.ArgumentParser) -> None:
 CAPTURE_OPTIONS = ("duration", "delay", "trace", "sample", "cpuctxsw", "gpu_metrics")
 
 
+def add_no_nsys_option(parser: argparse.ArgumentParser) -> None:
+    """--no-nsys of every command that runs apps on boards (profile, study, fleet, ci): declared once."""
+    parser.add_argument("--no-nsys", action="store_true",
+                        help="run the app as a benchmark, without nsys: its output parser's figures, the board's "
+                             "samples and facts, the same run folder, page and results; no trace (nor root) needed")
+
+
 def capture_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The capture options given, as ``inventory.catalog.with_overrides`` takes them."""
     return {"duration_s": args.duration, "delay_s": args.delay, "trace": args.trace, "sample": args.sample,
-            "cpuctxsw": args.cpuctxsw, "gpu_metrics": args.gpu_metrics}
+            "cpuctxsw": args.cpuctxsw, "gpu_metrics": args.gpu_metrics, "nsys": False if args.no_nsys else None}
 
 
 def given_capture_options(args: argparse.Namespace) -> list[str]:

@@ -13,6 +13,7 @@ from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError,
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .options import (
     add_clock_options,
+    add_no_nsys_option,
     add_ssh_options,
     add_study_run_options,
     clock_request,
@@ -108,6 +109,7 @@ def add_parsers(sub: Any) -> None:
     ci.add_argument("--out", type=Path, default=Path("runs"), help="folder for the job's runs (default runs/)")
     ci.add_argument("--db", help=DB_HELP)
     add_study_run_options(ci)
+    add_no_nsys_option(ci)
     add_clock_options(ci)
     add_ssh_options(ci)
 
@@ -245,12 +247,14 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from ..results.database import open_database
     from ..stats.gate import parse_rule
     from ..study.runner import StudyRequest
-    from ..study.spec import cells
+    from ..study.spec import cells, without_nsys
     from .console import StudyView
     clock = clock_request(args)
     rules = tuple(parse_rule(text) for text in args.gate)
     catalog = load_catalog(args.apps_dir)
     study, repeat = job_study(catalog, args.app, args.study, args.set, args.repeat)
+    if args.no_nsys:
+        study = without_nsys(study)
     gated_names(rules, study, catalog)
     host = load_inventory(args.inventory).host(args.target)
     output_folder(args.out)

@@ -116,6 +116,11 @@ class RunDocument:
         return flags if isinstance(flags, list) else None
 
     @property
+    def without_nsys(self) -> bool:
+        """The app ran as a benchmark, without nsys (--no-nsys): no report, the app's figures and the board's."""
+        return self.request.get("with_nsys") is False
+
+    @property
     def keep_remote(self) -> bool:
         return bool(self.request.get("keep_remote"))
 

@@ -31,10 +31,13 @@ def measured_despite_nsys(run: RunDocument) -> bool:
 
 
 def measured_run(run_dir: Path, run: RunDocument | None = None) -> bool:
-    """A run whose figures count: it ended well, or nsys alone stalled after a complete capture."""
+    """A run whose figures count: it ended well, or nsys alone stalled after a complete capture; a run
+    without nsys (--no-nsys) has its app's figures and no summary."""
     run = run or read_run_or_none(run_dir)
     if run is None:
         return False
+    if run.without_nsys:
+        return run.status == "ok" and run.stage == "pulled"
     return summary_file(run_dir).is_file() and (run.status == "ok" or measured_despite_nsys(run))
 
 

@@ -32,7 +32,7 @@ from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
 from ..runs.remote_capture import HostStop
 from ..study.runner import StudyProgress, StudyRequest, run_study
-from ..study.spec import StudySpec, load_study, with_values
+from ..study.spec import StudySpec, load_study, with_values, without_nsys
 from ..targets.settings import ConnectOptions
 from .patterns import select_hosts
 from .results import BoardResult, board_result_from_run, board_result_from_study
@@ -71,6 +71,8 @@ def plan_fleet(inventory_path: str | None, limit: str | None, apps_dir: Path | N
     catalog = load_catalog(apps_dir)
     if study is not None:
         spec = with_values(load_study(study), list(study_values))
+        if overrides.get("nsys") is False:
+            spec = without_nsys(spec)
         return FleetPlan(inventory, targets, inventory_path, limit, None, spec, catalog)
     return FleetPlan(inventory, targets, inventory_path, limit,
                      chosen_app(catalog, app, app_cmd, needs_display, **overrides), None, catalog)

@@ -43,11 +43,13 @@ class AppSpec:
     gpu_metrics: str | None = None  # sample the GPU's hardware metrics with this nsys metric set ('default': nsys's)
     parser: str | None = None
     files: tuple[str, ...] = field(default=())  # host paths uploaded beside the app on the board
+    nsys: bool = True  # False: the app runs as a benchmark, without nsys (--no-nsys)
     source: str = "<built-in>"
 
 
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
-           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "gpu_metrics", "parser", "files"}
+           "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "gpu_metrics", "parser", "files",
+           "nsys"}
 
 
 def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
@@ -106,8 +108,9 @@ def parse_app_spec(data: Any, source: str) -> AppSpec:
     xvfb = data.get("xvfb")
     if xvfb is not None and xvfb not in XVFB_POLICIES:
         raise _fail(source, "xvfb", "one of " + ", ".join(XVFB_POLICIES), xvfb)
-    if not isinstance(data.get("needs_display", False), bool):
-        raise _fail(source, "needs_display", "true or false", data["needs_display"])
+    for flag in ("needs_display", "nsys"):
+        if not isinstance(data.get(flag, flag == "nsys"), bool):
+            raise _fail(source, flag, "true or false", data[flag])
     return AppSpec(
         name=str(data["name"]),
         command=_string_list(data["command"], "command", source),
@@ -126,6 +129,7 @@ def parse_app_spec(data: Any, source: str) -> AppSpec:
         gpu_metrics=_gpu_metrics(data.get("gpu_metrics"), "gpu_metrics", source),
         parser=_parser(data.get("parser"), source),
         files=_files(data.get("files"), source),
+        nsys=data.get("nsys", True),
         source=source,
     )
 
@@ -199,10 +203,11 @@ def _gpu_metrics(value: Any, key: str, source: str) -> str | None:
 
 def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: float | None = None,
                    trace: str | None = None, sample: str | None = None, cpuctxsw: str | None = None,
-                   gpu_metrics: str | None = None) -> AppSpec:
-    """The spec with the command line's values; a bad one is a usage error (exit 2), as the option's."""
+                   gpu_metrics: str | None = None, nsys: bool | None = None) -> AppSpec:
+    """The spec with the command line's values; a bad one is a usage error (exit 2), as the option's.
+    ``nsys`` False runs the app without nsys (--no-nsys)."""
     try:
-        return _overridden(spec, duration_s, delay_s, trace, sample, cpuctxsw, gpu_metrics)
+        return _overridden(spec, duration_s, delay_s, trace, sample, cpuctxsw, gpu_metrics, nsys)
     except AppSpecError as exc:
         raise UsageError(exc.message.removeprefix(f"{COMMAND_LINE}: "), exc.hint) from None
 
@@ -215,8 +220,13 @@ def chosen_app(catalog: dict[str, AppSpec], name: str | None, command_line: str 
 
 
 def _overridden(spec: AppSpec, duration_s: float | None, delay_s: float | None, trace: str | None,
-                sample: str | None, cpuctxsw: str | None, gpu_metrics: str | None = None) -> AppSpec:
+                sample: str | None, cpuctxsw: str | None, gpu_metrics: str | None = None,
+                nsys: bool | None = None) -> AppSpec:
     changes: dict[str, Any] = {}
+    if nsys is not None:
+        if not isinstance(nsys, bool):
+            raise AppSpecError(f"nsys must be true or false, not {nsys!r}", "write nsys: false to run without nsys")
+        changes["nsys"] = nsys
     if gpu_metrics is not None:
         changes["gpu_metrics"] = _gpu_metrics(gpu_metrics, "--gpu-metrics", COMMAND_LINE)
     if duration_s is not None:

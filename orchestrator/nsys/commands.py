@@ -89,10 +89,13 @@ def profile_argv(nsys: str, spec: AppSpec, paths: RemoteRunPaths, accepted: Acce
         if spec.gpu_metrics != "default":
             argv.append("--gpu-metrics-set=" + spec.gpu_metrics)
     argv += list(spec.nsys_args)
-    argv += ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch",
-             paths.pid_file, paths.app_stdout, paths.app_stderr]
-    argv += list(spec.command)
-    return argv
+    return argv + launch_argv(spec, paths)
+
+
+def launch_argv(spec: AppSpec, paths: RemoteRunPaths) -> list[str]:
+    """The app as the launch wrapper starts it: under nsys, or alone for a run without nsys (--no-nsys)."""
+    return ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch", paths.pid_file, paths.app_stdout,
+            paths.app_stderr, *spec.command]
 
 
 def export_sqlite_argv(nsys: str, report: str, sqlite: str) -> list[str]:

@@ -125,10 +125,13 @@ class ReportPage:
     slowest_timeline: TimelineSection | None = None  # the slowest steady frame's, beside the representative one
     board: BoardSection | None = None  # the board's clocks, loads, temperature and power during the capture
     gpu_metrics: list[Fact] | None = None  # the GPU's hardware metrics nsys sampled
+    app_figures: list[Fact] | None = None  # a run without nsys: what the app's output parser found
 
 
 def report_page(run: RunData) -> ReportPage:
     summary, missing = run.summary, {}
+    if summary is None and run.without_nsys is not None:
+        return without_nsys_page(run, run.without_nsys)
     if summary is None:
         reason = (f"the report could not be analysed: {run.analysis_error}" if run.analysis_error
                   else "the run left no report to analyse (the problem above says why)")
@@ -159,6 +162,21 @@ def report_page(run: RunData) -> ReportPage:
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
                       timeline, tables, absent, missing, slowest, board_section(summary),
                       gpu_metrics_facts(summary.get("gpu_metrics")))
+
+
+NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its own figures and the board's samples "
+                  "are here")
+
+
+def without_nsys_page(run: RunData, seen: dict) -> ReportPage:
+    """A run without nsys: the app's figures in place of the verdict, the board's samples under the frames."""
+    missing = {section: NO_NSYS_REASON for section in ("verdict", "frames", "hotspots", "cpu", "timeline", "api")}
+    figures = [Fact(name, f"{value:.4g} {unit}") for name, value, unit in seen["app_figures"]]
+    figures += [Fact("no figures", note) for note in seen["notes"]]
+    if not figures:
+        figures = [Fact("no figures", "the app spec names no output parser (parser:)")]
+    return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing,
+                      board=board_section(seen), app_figures=figures)
 
 
 # what the report draws of the board's samples, in this order: (series key, title, unit)

@@ -15,7 +15,10 @@ from ..analysis.timeline import busy_span, frame_timeline, representative_frame
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
+from ..figures.board import board_section
+from ..figures.board_samples import read_board_samples
 from ..figures.renderer import run_renderer
+from ..figures.run_metrics import run_metrics
 from .units import format_ms, format_ns
 
 REPORT_NAMES = (*RUN_REPORT_NAMES[1:], RUN_REPORT_NAMES[0])  # Nsight Systems' report first: the page links to it
@@ -32,6 +35,9 @@ class RunData:
     analysis_error: str | None
     report_name: str | None       # the Nsight Systems report's file name
     report_href: str | None       # that report, relative to the page's folder
+    # a run without nsys (--no-nsys): the board's samples (as summary.json's "board" and "capture" would hold
+    # them, on a clock from the first sample) and the app's own figures (name, value, unit)
+    without_nsys: dict | None = None
 
 
 def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: tuple[Path, ...] = ()) -> RunData:
@@ -76,7 +82,19 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
     else:
         timeline, why = None, "the run folder has no report.sqlite to read the frame's events from"
     return RunData(run_dir, summary, document, timeline, why, analysis_error, report.name if report else None,
-                   _href(report, page_dir) if report else None)
+                   _href(report, page_dir) if report else None,
+                   _without_nsys(run_dir, document) if document is not None and document.without_nsys else None)
+
+
+def _without_nsys(run_dir: Path, document: RunDocument) -> dict:
+    """What the page of a run without nsys shows instead of a report's analysis."""
+    samples = read_board_samples(run_dir)
+    board = board_section(samples, document.board_samples_source, int(samples[0]["t"] * 1e9)) if samples else None
+    end = max((at for points in ((board or {}).get("series_ns") or {}).values() for at, _ in points), default=0)
+    figures = run_metrics(run_dir, document.parser)
+    return {"board": board, "capture": {"start_ns": 0, "end_ns": end},
+            "app_figures": [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
+            "notes": figures.notes}
 
 
 def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None]:

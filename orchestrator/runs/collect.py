@@ -12,6 +12,7 @@ from ..errors import OrchestratorError, ReportError
 from ..figures.board import board_section, energy_section
 from ..figures.board_samples import read_board_samples
 from ..figures.renderer import run_renderer
+from ..figures.run_metrics import run_metrics
 from ..figures.validity import validity_flags
 from ..inventory.catalog import AppSpec
 from ..nsys.commands import RemoteRunPaths
@@ -28,7 +29,9 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     """Returns the error the run ends with (None for success); raises when the report cannot be had."""
     run, progress, run_dir = log.run, log.progress, log.run_dir
     status, failure = classify_capture(capture, app)
-    run.app_exit = {"status": capture["nsys_exit"], "ended": app_ending(capture, status)}
+    # nsys exits with the app's status; without nsys the app's own is there
+    exit_status = capture["app_exit"] if capture.get("with_nsys") is False else capture["nsys_exit"]
+    run.app_exit = {"status": exit_status, "ended": app_ending(capture, status)}
     run.capture = capture
     run.status = status
     if status == "ok" and capture["watchdog"]:
@@ -40,6 +43,13 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
             paths.nsys_log: run_dir / "nsys.log"}
     if capture.get("board_samples"):  # the board's clocks, loads, temperatures and power during the capture
         logs[f"{paths.run_dir}/{capture['board_samples']['file']}"] = run_dir / "board.jsonl"
+    if capture.get("with_nsys") is False:
+        del logs[paths.nsys_log]
+        logs[f"{paths.run_dir}/{LAUNCH_LOG}"] = run_dir / LAUNCH_LOG
+        _pull_without_report(agent, logs, paths, log, keep_remote)
+        with log.phase("analyze"):
+            _judge_without_report(app, log)
+        return failure
     if not capture["reports"]:
         pulled = pull_verified(agent, logs)
         run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
@@ -73,6 +83,38 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     with log.phase("analyze"):  # on this machine only, once the board is tidy
         _summarize(sqlite, app, log, symbols)
     return failure
+
+
+# what the launch wrapper said when the app ran without nsys (an exec that failed, in the shell's words)
+LAUNCH_LOG = "launch.log"
+
+
+def _pull_without_report(agent: RemoteAgent, logs: dict[str, Path], paths: RemoteRunPaths, log: RunLog,
+                         keep_remote: bool) -> None:
+    """A run without nsys (--no-nsys): its app's output and the board's samples are what it has to bring."""
+    log.stage("on_board")
+    with log.phase("pull"):
+        pulled = pull_verified(agent, logs)
+    log.run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+    log.progress.finish("pull", f"{len(pulled)} files verified (sha256 on both sides)")
+    _tidy_board(agent, paths, log, keep_remote)
+    log.stage("pulled")
+
+
+def _judge_without_report(app: AppSpec, log: RunLog) -> None:
+    """The figures of a run without nsys: its app's output parser's, and whether the board was fit to measure."""
+    run, progress = log.run, log.progress
+    samples = read_board_samples(log.run_dir)
+    flags = validity_flags(run, samples)
+    run.validity = {"flags": flags, "samples": len(samples)}
+    for flag in flags:
+        progress.note("warning", f"doubtful figures: {flag['what']}")
+    figures = run_metrics(log.run_dir, app.parser)
+    run.analysis = {"without_nsys": True, "app_failure": figures.app_failure}
+    for note in figures.notes:
+        progress.note("warning", note)
+    shown = ", ".join(f"{name} {value:.4g} {figures.units[name][0]}" for name, value in figures.values.items())
+    progress.finish("analyze", f"without nsys: {shown or 'no figures (the app spec names no parser)'}")
 
 
 NSYS_IMPORTER_MISSING = "Importer error status"

@@ -52,6 +52,8 @@ def app_ending(capture: dict[str, Any], status: str) -> str:
 
 def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, OrchestratorError | None]:
     """Turn the agent's capture result into a status and, when the run failed, the error to raise."""
+    if capture.get("with_nsys") is False:
+        return classify_without_nsys(capture, app)
     log_hint = "see nsys.log in the run folder"
     if capture["program_not_found"]:
         return "app_not_found", AppNotFoundError(f"nsys could not start '{app.command[0]}'",
@@ -92,9 +94,35 @@ def classify_capture(capture: dict[str, Any], app: AppSpec) -> tuple[str, Orches
     return "ok", None
 
 
+def classify_without_nsys(capture: dict[str, Any], app: AppSpec) -> tuple[str, OrchestratorError | None]:
+    """A run without nsys (--no-nsys): the app's own exit status says how it went."""
+    hint = "its output is in app.stdout.log / app.stderr.log in the run folder"
+    if capture["program_not_found"]:
+        return "app_not_found", AppNotFoundError(f"the board's shell could not start '{app.command[0]}'",
+                                                 "check 'command' and 'workdir' in the app spec")
+    early = capture.get("ended_early") or {}
+    if early.get("reason", "").startswith("the disk is nearly full"):
+        return "disk_full", DiskFullError(f"the run was ended after {early['after_s']:.1f} s: {early['reason']}",
+                                          "free space on the board or set orchestrate_work_dir to a larger disk")
+    if capture["watchdog"]:
+        steps = ", ".join(f"{a['signal']} to {a['target']}" for a in capture["watchdog"])
+        return "watchdog", WatchdogError(f"watchdog: the app outlived its run ({steps})",
+                                         "give a larger --grace, or look at app.stderr.log")
+    code = capture["app_exit"]
+    if code == 0 or (capture.get("app_stopped_after_s") is not None and code in STOPPED_AT_END):
+        return "ok", None
+    after = capture.get("app_gone_after_s")
+    return "app_failed", AppFailedError(
+        f"the app exited with status {code} after {capture['app_elapsed_s'] if after is None else after:.1f} s", hint)
+
+
 def capture_summary(capture: dict[str, Any], status: str) -> str:
     """The capture's line: how long, and how it ended; nsys's exit code only when it tells of a problem (an
     app stopped at its planned end makes nsys exit 143, which is as planned)."""
+    if capture.get("with_nsys") is False:
+        code = capture["app_exit"]
+        said = "" if status == "ok" else f", app exit {code}"
+        return f"{capture['app_elapsed_s']:.1f} s without nsys{said}, {status}"
     code = capture["nsys_exit"]
     said = "" if status == "ok" and (code == 0 or code in STOPPED_AT_END) else f", nsys exit {code}"
     return f"{capture['nsys_elapsed_s']:.1f} s{said}, {status}"

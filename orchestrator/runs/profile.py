@@ -17,7 +17,7 @@ from ..documents.run import RunDocument, RunTarget
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
-from ..nsys.commands import RemoteRunPaths, profile_argv
+from ..nsys.commands import RemoteRunPaths, launch_argv, profile_argv
 from ..report import write_report
 from ..targets.agent import RemoteAgent, deploy_agent
 from ..targets.connect import open_transport
@@ -72,6 +72,7 @@ class ProfileOutcome:
 def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> dict[str, Any]:
     return {
         "nsys": request.host.nsys,
+        "with_nsys": app.nsys,
         "argv0": app.command[0],
         "cwd": app.workdir,
         "needs_display": app.needs_display,
@@ -103,7 +104,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         app=app_section(app),
         request={"grace_s": request.grace_s, "keep_remote": request.keep_remote, "retries": request.retries,
                  "heartbeat_timeout_s": request.heartbeat_timeout_s, "lock_clocks": request.lock_clocks,
-                 "nvpmodel": request.nvpmodel},
+                 "nvpmodel": request.nvpmodel, "with_nsys": app.nsys},
         study=request.study, fleet=request.fleet)
     log = RunLog(run_dir, run, progress)
     log.stage("preparing")
@@ -209,7 +210,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
             progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
     raise_for_findings(checked["findings"])
     nsys = checked["facts"]["nsys"]
-    progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}")
+    progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}" if app.nsys else "without nsys")
     run.board_state = {"before": board_state(agent)}
 
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
@@ -218,14 +219,15 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
         if app.workdir is None:
             app = replace(app, workdir=paths.run_dir)
     argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"],
-                        nsys.get("gpu_metrics_option"))
+                        nsys.get("gpu_metrics_option")) if app.nsys else launch_argv(app, paths)
     run.remote = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
     run.remote_command = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
     launch = {
-        "argv": argv, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir, "work_dir": agent.work_dir,
+        "argv": argv, "with_nsys": app.nsys, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir,
+        "work_dir": agent.work_dir,
         "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": app.duration_s,
         "delay_s": app.delay_s, "grace_s": request.grace_s, "display": checked["display"],
-        "importer": None if nsys.get("imports_itself") else nsys.get("importer"),
+        "importer": None if nsys.get("imports_itself") or not app.nsys else nsys.get("importer"),
         "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
         "requested_by": run.target.address,
         "lock_clocks": {"nvpmodel": request.nvpmodel} if request.lock_clocks else None,
@@ -290,7 +292,10 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
     if early.get("reason") != remote_capture.INTERRUPT_REASON:
         return None
     log.run.status = "interrupted"
-    kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
+    if capture.get("with_nsys") is False:
+        kept = f"the app's output kept: {log.run_dir}"
+    else:
+        kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
     after = f" ({then.message})" if then is not None and then.message not in kept else ""
     return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}{after}", "")
 

@@ -143,7 +143,9 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         progress.start("deploy")
         agent = deploy_agent(transport, host)
         progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
-        facts = agent.call("facts", {"nsys": host.nsys})
+        # nsys is looked for (and run for its version) only when a cell captures with it
+        facts = agent.call("facts", {"nsys": host.nsys, "with_nsys": any(
+            cell_app(spec, cell, request.catalog).nsys for cell in study_cells)})
         document.target_fingerprint = fingerprint(host, transport.description, facts)
         document.agent = agent_section(agent)
         board = Board(transport, agent)

@@ -19,8 +19,8 @@ from ..yaml_files import parse_yaml, read_yaml
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 KEYS = {"study", "description", "app", "command", "workdir", "needs_display", "target", "repeat", "matrix", "exclude",
-        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics", "parser"}
-CAPTURE_KEYS = ("duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics")  # as an app spec means them
+        "args", "env", "duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics", "parser", "nsys"}
+CAPTURE_KEYS = ("duration_s", "trace", "sample", "cpuctxsw", "gpu_metrics", "nsys")  # as an app spec means them
 MAX_CELLS = 512
 RESERVED = {"python"}  # {python} is the board's Python, filled in by the run
 Scalar = str | int | float | bool
@@ -111,7 +111,7 @@ def parse_study(data: Any, source: str) -> StudySpec:
 
 
 def _check_overrides(overrides: dict[str, Any], source: str) -> None:
-    """duration_s, trace, sample, cpuctxsw and gpu_metrics mean what they mean in an app spec."""
+    """duration_s, trace, sample, cpuctxsw, gpu_metrics and nsys mean what they mean in an app spec."""
     for key, value in overrides.items():
         try:
             _apply_overrides(adhoc_app("true", False), {key: value})
@@ -238,7 +238,12 @@ def _apply_overrides(app: AppSpec, overrides: dict[str, Any]) -> AppSpec:
     if isinstance(trace, list):
         trace = ",".join(str(t) for t in trace)
     return with_overrides(app, overrides.get("duration_s"), None, trace, overrides.get("sample"),
-                          overrides.get("cpuctxsw"), overrides.get("gpu_metrics"))
+                          overrides.get("cpuctxsw"), overrides.get("gpu_metrics"), overrides.get("nsys"))
+
+
+def without_nsys(spec: StudySpec) -> StudySpec:
+    """The study with every cell run without nsys (--no-nsys)."""
+    return replace(spec, overrides={**spec.overrides, "nsys": False})
 
 
 def _set_value(text: str) -> Any:
