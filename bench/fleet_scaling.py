@@ -1,14 +1,16 @@
-"""A fleet's wall time against one board's, in the same run: `orchestrate fleet` of a light app on 1 and on N
-loopback boards (real sshd, real nsys), and the host's peak memory for each.
+"""A fleet's wall time against one board's, in the same run: `orchestrate fleet` of a 3 s app on 1 board and on N
+loopback boards, each board a machine of its own, and the host's CPU seconds and peak memory for each.
 
-Each board is an sshd of its own on 127.0.0.1 with a /run and /dev/shm of its own (a mount namespace), so that
-each has its own capture lock as separate boards do; the boards still share this machine's cores, which real
-boards do not: every board's nsys, import and the host's export and analysis of its report run on the same CPUs.
-The light app sleeps in a loop under the OS-runtime trace (no sampling, no context switches), so the capture
-itself costs little CPU. Rounds alternate 1 board and N boards; medians are printed with their ratio (target:
-N boards within 2x of one) and the peak resident memory of the orchestrate process (target: flat in N).
+Each board is an sshd of its own on 127.0.0.1 in mount and UTS namespaces (its own /run, /tmp, /dev/shm and
+hostname: its own capture lock), as separate boards are; the boards still share this machine's two cores, which
+real boards do not: every board's agent runs on the same CPUs as the host's orchestrate. The app runs with
+--no-nsys (a sleep loop: the orchestrator's own cost is all that is timed; nsys 2022.4 stalls when captures
+overlap on one kernel, see the README); --nsys runs it under nsys with the OS-runtime trace instead. Rounds
+alternate 1 board and N boards; medians are printed with their ratio (target: 12 boards within 2x of one), the
+orchestrate process's CPU seconds per board (user + system, its threads included) and its peak resident memory
+(target: flat in N).
 
-    python bench/fleet_scaling.py [--boards 16] [--forks 16] [--duration 10] [--rounds 3]
+    python bench/fleet_scaling.py [--boards 12,64] [--duration 3] [--rounds 3] [--nsys]
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -41,69 +44,93 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def fleet(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str]) -> tuple[float, int]:
-    """Seconds and peak resident memory (kB) of one `orchestrate fleet` process."""
-    argv = [sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", APP, "--trace", "osrt", "--sample", "none",
-            "--cpuctxsw", "none", "--duration", str(duration), "--limit", limit, "--forks", str(forks),
-            "--inventory", str(inventory), "--out", str(out), *ssh]
+@dataclass
+class Round:
+    seconds: float
+    cpu_s: float   # the orchestrate process's user + system CPU seconds
+    peak_kb: int   # its peak resident memory
+
+
+def fleet(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], nsys: bool) -> Round:
+    """One `orchestrate fleet` process: its wall time, CPU time and peak memory."""
+    capture = ["--trace", "osrt", "--sample", "none", "--cpuctxsw", "none"] if nsys else ["--no-nsys"]
+    argv = [sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", APP, *capture, "--duration", str(duration),
+            "--limit", limit, "--forks", str(forks), "--inventory", str(inventory), "--out", str(out), *ssh]
     started = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"))
     peak = 0
-    while proc.poll() is None:
+    while True:
         peak = max(peak, rss_kb(proc.pid))
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
         time.sleep(0.1)
     seconds = time.monotonic() - started
-    _, err = proc.communicate()
+    err = proc.stderr.read() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"orchestrate fleet --limit {limit} failed ({proc.returncode}): {err.strip()[-600:]}")
-    return seconds, peak
+    return Round(seconds, usage.ru_utime + usage.ru_stime, peak)
+
+
+def inventory_of(servers: list[Sshd], sizes: list[int], root: Path) -> Path:
+    """Every board in group 'fleet', and the first n of them in group 'first<n>' for each size."""
+    hosts = {f"b{n:02d}": {**s.inventory_host(), "orchestrate_work_dir": str(root / "work" / f"b{n:02d}")}
+             for n, s in enumerate(servers)}
+    groups = {f"first{size}": {"hosts": {name: None for name in list(hosts)[:size]}} for size in sizes}
+    path = root / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"fleet": {"hosts": hosts, "children": groups}}}}))
+    return path
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boards", type=int, default=16)
-    parser.add_argument("--forks", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--boards", default="12,64", help="fleet sizes, comma-separated (default 12,64)")
+    parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--nsys", action="store_true", help="capture under nsys instead of --no-nsys")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.boards.split(",")]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        servers: list[Sshd] = []
         first = make_sshd(root / "b00", own_machine=True)
-        servers.append(first)
-        for n in range(1, args.boards):
-            servers.append(make_sshd(root / f"b{n:02d}", client_key=first.client_key, own_machine=True))
+        servers = [first] + [make_sshd(root / f"b{n:02d}", client_key=first.client_key, own_machine=True)
+                             for n in range(1, max(sizes))]
         known = root / "known_hosts"
         known.write_text("".join(s.known_hosts.read_text() for s in servers))
-        hosts = {f"b{n:02d}": {**s.inventory_host(), "orchestrate_work_dir": str(root / "work" / f"b{n:02d}")}
-                 for n, s in enumerate(servers)}
-        inventory = root / "inventory.yaml"
-        inventory.write_text(yaml.safe_dump({"all": {"children": {"fleet": {"hosts": hosts}}}}))
+        inventory = inventory_of(servers, sizes, root)
         ssh = ["--ssh-config", str(first.ssh_config), "--known-hosts", str(known)]
+        results: dict[int, list[Round]] = {1: [], **{size: [] for size in sizes}}
         for server in servers:
             server.start()
         try:
-            fleet("fleet", args.forks, 2, inventory, root / "warm", ssh)  # every agent goes up once, untimed
-            one, many, one_kb, many_kb = [], [], [], []
+            fleet("fleet", max(sizes), 1, inventory, root / "warm", ssh, args.nsys)  # every agent goes up, untimed
             for round_ in range(args.rounds):
-                seconds, kb = fleet("b00", 1, args.duration, inventory, root / f"one{round_}", ssh)
-                one.append(seconds)
-                one_kb.append(kb)
-                seconds, kb = fleet("fleet", args.forks, args.duration, inventory, root / f"many{round_}", ssh)
-                many.append(seconds)
-                many_kb.append(kb)
-                print(f"round {round_ + 1}: 1 board {one[-1]:.1f} s ({one_kb[-1] / 1024:.0f} MB), {args.boards} "
-                      f"boards {many[-1]:.1f} s ({many_kb[-1] / 1024:.0f} MB)", flush=True)
+                for size in sizes:
+                    results[1].append(fleet("b00", 1, args.duration, inventory, root / f"one{size}-{round_}", ssh,
+                                            args.nsys))
+                    results[size].append(fleet(f"first{size}", size, args.duration, inventory,
+                                               root / f"many{size}-{round_}", ssh, args.nsys))
+                    one, many = results[1][-1], results[size][-1]
+                    print(f"round {round_ + 1}: 1 board {one.seconds:.1f} s, {size} boards {many.seconds:.1f} s "
+                          f"({many.cpu_s / size:.2f} CPU-s and {many.peak_kb / 1024:.0f} MB peak)", flush=True)
         finally:
             for server in servers:
                 server.kill_all()
-    base, mine = statistics.median(one), statistics.median(many)
-    print(f"1 board:   {base:.1f} s, peak {max(one_kb) / 1024:.0f} MB (median of {args.rounds} rounds)")
-    print(f"{args.boards} boards: {mine:.1f} s, peak {max(many_kb) / 1024:.0f} MB (--forks {args.forks}, "
-          f"--duration {args.duration:g})")
-    print(f"ratio: {mine / base:.2f}x the wall time of one board (target 2x or less); memory "
-          f"{max(many_kb) / max(max(one_kb), 1):.2f}x")
+    base = statistics.median(r.seconds for r in results[1])
+    base_cpu = statistics.median(r.cpu_s for r in results[1])
+    base_kb = max(r.peak_kb for r in results[1])
+    mode = "under nsys" if args.nsys else "--no-nsys"
+    print(f"1 board:   {base:.1f} s, {base_cpu:.2f} CPU-s, peak {base_kb / 1024:.0f} MB "
+          f"(median of {len(results[1])}; {mode}, --duration {args.duration:g})")
+    for size in sizes:
+        wall = statistics.median(r.seconds for r in results[size])
+        cpu = statistics.median(r.cpu_s for r in results[size])
+        peak = max(r.peak_kb for r in results[size])
+        print(f"{size} boards: {wall:.1f} s = {wall / base:.2f}x one board (target for 12: 2x or less); host CPU "
+              f"{cpu:.1f} s = {cpu / size:.2f} s per board; peak {peak / 1024:.0f} MB = {peak / base_kb:.2f}x one "
+              f"board's ({(peak - base_kb) / 1024 / max(size - 1, 1):.2f} MB per further board)")
     return 0
 
 

@@ -22,7 +22,7 @@ from .watchdog import (
     folder_bytes,
     nsys_daemons,
     process_started_at,
-    session_members,
+    session_alive,
     signal_session,
 )
 
@@ -31,6 +31,8 @@ REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 NSYS_TMP_LEFTOVERS = "/tmp/injection_config_*"
 # The environment variable that marks every process a run starts (nsys, its daemon, the app, Xvfb).
 RUN_MARK = "ORCHESTRATE_RUN"
+# Seconds between two checks of whether nsys has exited, between the capture's looks.
+EXIT_POLL_S = 0.1
 
 
 class NsysLog(object):
@@ -186,11 +188,11 @@ def capture(request, emit, should_stop=None):
             for action in machine.decide(now, seen):
                 perform(action, watchdog, emit)
             machine.acted(time.time())
-            time.sleep(0.1)
+            wait_for_exit(proc, machine.next_look_s(time.time()))
         nsys_exit = proc.wait()
         nsys_ended = time.time()
         app = watchdog.app_session()
-        app_alive = bool(session_members(app)) if app and machine.app_gone is None else None
+        app_alive = session_alive(app) if app and machine.app_gone is None else None
         report_written = bool(find_reports(request["report_base"]))
         now = time.time()
         ended = NsysEnded(nsys_ended, app, app_alive, report_written, proc.pid if with_nsys else None,
@@ -247,10 +249,21 @@ def observe(machine, watchdog, output, should_stop, scratch):
     now = time.time()
     app = watchdog.app_session()
     started_at = process_started_at(app, machine.started, now) if app and machine.app_started is None else None
-    app_alive = bool(session_members(app)) if app and machine.app_gone is None else None
+    app_alive = session_alive(app) if app and machine.app_gone is None else None
     reason = should_stop() if should_stop is not None and machine.ended_early is None else None
     written = folder_bytes(scratch) if machine.watches_scratch(app_alive, output.generated_at) else None
     return now, Tick(app, started_at, app_alive, reason, output.generated_at, written)
+
+
+def wait_for_exit(proc, seconds):
+    """Up to seconds, in steps of EXIT_POLL_S, ending as soon as nsys (or, without nsys, the app) has exited:
+    asking for one's own child costs a system call, a look at the capture much more."""
+    deadline = time.time() + seconds
+    while proc.poll() is None:
+        left = deadline - time.time()
+        if left <= 0:
+            return
+        time.sleep(min(left, EXIT_POLL_S))
 
 
 def perform(action, watchdog, emit):

@@ -30,6 +30,11 @@ KILL_WAIT_S = 5.0
 # while any change counted as writing, it was waited for until the planned end and 20 s more.)
 STALL_S = 15.0
 STALL_GROWTH_BYTES = 1024 * 1024
+# Seconds between the capture's looks (at the log, the app's session, the host's wishes, the disk): CALM_LOOK_S
+# while the app runs and nothing is due sooner, LOOK_S around the app's start and end. A look every 0.1 s through
+# a whole capture cost the board 2 % of a core.
+LOOK_S = 0.1
+CALM_LOOK_S = 0.5
 
 # What the capture sees at a tick while nsys runs. app: the app's PID, which is its session id (None until
 # the launch wrapper wrote it); app_started_at: when /proc says it started (measured when it first appears);
@@ -155,6 +160,14 @@ class CaptureMachine(object):
         if isinstance(seen, NsysEnded):
             return self._leftovers(now, seen)
         return self._tick(now, seen)
+
+    def next_look_s(self, now):
+        """Seconds until the next look: CALM_LOOK_S while the app runs and its planned stop is further off, else
+        LOOK_S (the app about to start or stop, or gone and nsys writing its report)."""
+        running = self.app_started is not None and self.app_gone is None
+        if not running or self.app_stopped is not None or self.ended_early is not None:
+            return LOOK_S
+        return max(LOOK_S, min(CALM_LOOK_S, self.app_started + self.capture_s - now))
 
     def acted(self, now):
         """The last decision's actions were carried out by now (stopping the app's session may take 15 s)."""

@@ -45,6 +45,15 @@ def write_json_atomic(path, data):
     os.rename(partial, path)
 
 
+def state_stamp(run_dir):
+    """What tells one written state.json from the next (each is a new file, renamed into place), or None."""
+    try:
+        found = os.stat(os.path.join(run_dir, STATE))
+    except OSError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_size
+
+
 def read_state(run_dir):
     try:
         with open(os.path.join(run_dir, STATE)) as handle:
@@ -288,6 +297,7 @@ def attach(request, emit, stdin_fd=0):
     timeout_s = float(request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
     last_input, last_report = time.time(), 0.0
     pending = b""
+    stamp = state = None  # the state is read again only once the supervisor wrote a new one
     while True:
         ready, _, _ = select.select([stdin_fd], [], [], 0.25)
         now = time.time()
@@ -305,7 +315,9 @@ def attach(request, emit, stdin_fd=0):
                 elif word.startswith("stop"):
                     with open(os.path.join(run_dir, STOP), "w") as handle:
                         handle.write(word[4:].strip() or "the host asked to end the capture")
-        state = read_state(run_dir)
+        seen = state_stamp(run_dir)
+        if seen is None or seen != stamp:
+            stamp, state = seen, read_state(run_dir)
         if state is None:
             raise RuntimeError("no capture in {}".format(run_dir))
         if state.get("stage") == ENDED:

@@ -32,6 +32,19 @@ def session_members(sid):
     return members
 
 
+def session_alive(sid):
+    """Whether the session has a live process. Its leader (the app: its PID is the session id) living says so in
+    one read of /proc/<sid>/stat; only once it is gone (or a zombie) are all the processes looked through."""
+    try:
+        with open("/proc/{}/stat".format(sid)) as handle:
+            fields = handle.read().rsplit(")", 1)[-1].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            return True
+    except (OSError, IOError, ValueError):
+        pass
+    return bool(session_members(sid))
+
+
 def process_started_at(pid, earliest, latest):
     """When a process started, in time.time() terms, from its start tick in /proc/<pid>/stat and the
     uptime, kept within [earliest, latest]; latest when /proc does not say. Polling alone would see the

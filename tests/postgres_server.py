@@ -25,6 +25,7 @@ class Postgres:
     bin_dir: Path
     port: int = 5432  # the socket's name is .s.PGSQL.<port>: no TCP listener is opened
     user: str = "postgres"
+    durable: bool = False  # fsync on, as a real server has it (the tests run without)
 
     @property
     def data(self) -> Path:
@@ -56,7 +57,9 @@ class Postgres:
         subprocess.run(self._as_owner(str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", self.user,
                                       "--auth=trust", "--encoding=UTF8", "--no-sync"),
                        check=True, capture_output=True, timeout=120)
-        options = f"-c listen_addresses='' -k {self.socket_dir} -p {self.port} -c fsync=off -c max_connections=60"
+        options = f"-c listen_addresses='' -k {self.socket_dir} -p {self.port} -c max_connections=60"
+        if not self.durable:
+            options += " -c fsync=off"
         subprocess.run(self._as_owner(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", options,
                                       "-l", str(self.folder / "server.log"), "-w", "-t", "60", "start"),
                        check=True, capture_output=True, timeout=90)

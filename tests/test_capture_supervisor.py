@@ -6,7 +6,9 @@ import pytest
 
 from remote_agent.capture_machine import (
     AFTER_REPORT_GRACE_S,
+    CALM_LOOK_S,
     KILL_WAIT_S,
+    LOOK_S,
     ORPHAN_GRACE_S,
     RESEND_TERM_S,
     SIGNAL_STEP_S,
@@ -279,3 +281,35 @@ def test_nsys_is_stopped_step_by_step_10_s_apart(first, gone_at, sent):
     assert got == sent
     assert left == ([APP] if gone_at is None else [])
     assert end - T0 == (10.0 * len(sent) if gone_at is None else gone_at)
+
+
+def test_looks_are_half_a_second_apart_while_the_app_runs_and_a_tenth_around_its_start_and_end():
+    m = machine(duration_s=3.0)
+    assert m.next_look_s(T0) == LOOK_S  # the app not seen yet
+    m.decide(T0 + 0.625, Board().look(m, T0 + 0.625))  # seen, started at 0.5 by /proc
+    assert m.next_look_s(T0 + 0.7) == CALM_LOOK_S
+    assert m.next_look_s(T0 + 3.25) == 0.25  # woken for the planned stop at 3.5, not after it
+    assert m.next_look_s(T0 + 3.45) == LOOK_S
+    m.decide(T0 + 3.5, Board().look(m, T0 + 3.5))  # the planned stop: SIGTERM sent
+    assert m.app_stopped == T0 + 3.5 and m.next_look_s(T0 + 3.5) == LOOK_S
+    early = machine(duration_s=60.0)
+    early.decide(T0 + 1.0, Board(stop_at=T0 + 1.0).look(early, T0 + 1.0))
+    assert early.ended_early is not None and early.next_look_s(T0 + 1.0) == LOOK_S
+
+
+def test_a_capture_with_calm_looks_stops_the_app_as_planned_and_still_beats_every_second_or_so():
+    """The ticks of run() at the machine's own pace: the stop lands on time, heartbeats stay under 1.5 s apart."""
+    m, board = machine(duration_s=5.0), Board(ends_on_term=1)
+    now, log, looks = T0, [], []
+    while now < T0 + 8:
+        looks.append(round(now - T0, 3))
+        for action in m.decide(now, board.look(m, now)):
+            log.append((now, action))
+            board.act(now, action)
+        m.acted(now)
+        now += m.next_look_s(now)
+    assert [round(t - T0, 3) for t, _ in of(log, SignalApp)] == [5.5]
+    beats = [t for t, a in of(log, Emit) if a.event == "heartbeat"]
+    assert max(b - a for a, b in zip(beats, beats[1:])) <= 1.5
+    # 0.1 s apart until the app shows (at 0.625), then 0.5 s apart up to its planned stop at 5.5, then 0.1 again
+    assert [t for t in looks if 0.6 <= t <= 5.6] == [0.6, 0.7, 1.2, 1.7, 2.2, 2.7, 3.2, 3.7, 4.2, 4.7, 5.2, 5.5, 5.6]

@@ -113,7 +113,7 @@ def test_a_baseline_is_the_newest_jobs_each_with_its_valid_runs(database):
     assert [job.key for job in found] == [f"job {n}" for n in range(3, 13)]
     newest = found[-1].points[0].job_id
     assert [j.values for j in baseline(database, Series("posebench"), "steady_mean_ms", "main", 3,
-                                       exclude_job=newest)] == [(18.0, 18.5), (19.0, 19.5), (20.0, 20.5)]
+                                       exclude_jobs=[newest])] == [(18.0, 18.5), (19.0, 19.5), (20.0, 20.5)]
     # runs stored outside a CI job: a study folder's runs are one job, a lone run its own
     for index, folder in ((40, "/runs/study-a/r1"), (41, "/runs/study-a/r2"), (42, None)):
         run = replace(record(index, 30.0 + index), study="posebench" if folder else None, folder=folder or "/lone")

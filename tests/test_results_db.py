@@ -102,7 +102,8 @@ def test_a_baseline_is_the_newest_valid_jobs_of_the_base_of_the_same_board_kind(
         series = Series("posebench", cell="", board_kind=NANO_KIND)
 
         def values(base: str, jobs: int, exclude_job: int | None = None) -> list[tuple[float, ...]]:
-            return [j.values for j in baseline(database, series, "steady_mean_ms", base, jobs, exclude_job)]
+            excluded = [exclude_job] if exclude_job is not None else []
+            return [j.values for j in baseline(database, series, "steady_mean_ms", base, jobs, excluded)]
         assert values("main", 10) == [(10.0,), (10.2,), (9.8,), (10.1,), (9.9, 10.0)]
         assert values("main", 2) == [(10.1,), (9.9, 10.0)]
         # this job's own runs are left out of its baseline
@@ -115,6 +116,12 @@ def test_a_baseline_is_the_newest_valid_jobs_of_the_base_of_the_same_board_kind(
         assert values("last-good", 10) == [(9.9, 10.0)]
         by_name = Series("posebench", cell="", board_kind="NVIDIA Jetson Nano Developer Kit")
         assert len(baseline(database, by_name, "steady_mean_ms", "main", 10)) == 5 + 1  # the other kind shares a name
+        # a fleet's other boards' jobs of the same commit (ci --limit) are left out too
+        sibling = start_job(database, "job-1b", MAIN, "main", "nano-02", "posebench")
+        add_run(database, record(20, 10.3), MAIN, sibling)
+        assert [j.values for j in baseline(database, series, "steady_mean_ms", "main", 10, [job, sibling])] == [
+            (10.0,), (10.2,), (9.8,), (10.1,)]
+        assert values("main", 10, exclude_job=job)[-1] == (10.3,)
     finally:
         database.close()
 

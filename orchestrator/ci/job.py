@@ -44,6 +44,7 @@ class CiRequest:
     baseline_jobs: int = BASELINE_JOBS
     min_jobs: int = MIN_JOBS
     max_repeat: int | None = None           # runs per cell at most when the gate is not sure (None: the repeat)
+    fleet_jobs: tuple[int, ...] = ()        # the jobs of the fleet's other boards so far: never a baseline
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,8 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
                 continue
             unit, better = valid[0].metrics[metric].unit, valid[0].metrics[metric].better or "lower"
             series = Series(app, cell=label, board_kind=valid[0].kind_fingerprint, variables=valid[0].variables_key)
-            base = baseline(database, series, metric, request.base, request.baseline_jobs, exclude_job=job_id)
+            base = baseline(database, series, metric, request.base, request.baseline_jobs,
+                            exclude_jobs=[j for j in (job_id, *request.fleet_jobs) if j is not None])
             decision = decide(metric, values, [job.values for job in base], better, unit, threshold,
                               min_jobs=request.min_jobs)
             skipped = len(mine) - len(valid)

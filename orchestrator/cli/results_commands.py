@@ -82,7 +82,11 @@ def add_parsers(sub: Any) -> None:
     which = ci.add_mutually_exclusive_group(required=True)
     which.add_argument("--app", help="app name from the catalog")
     which.add_argument("--study", type=Path, help="a study file: every cell is gated")
-    ci.add_argument("--target", required=True, help="host name from the inventory")
+    where = ci.add_mutually_exclusive_group(required=True)
+    where.add_argument("--target", help="host name from the inventory")
+    where.add_argument("--limit", metavar="PATTERN",
+                       help="every board this Ansible pattern matches (as for fleet), one after the other: each gated "
+                            "against its own board kind's baseline, one JUnit/JSON/summary with a case per board")
     ci.add_argument("--inventory", help="inventory YAML (as for profile)")
     ci.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     ci.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
@@ -240,8 +244,10 @@ def _history(args: argparse.Namespace, database: Any) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
+    from ..ci.fleet_job import run_fleet_ci
     from ..ci.job import FAILED, CiRequest, gated_names, job_study, run_ci
     from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
+    from ..fleet.patterns import select_hosts
     from ..inventory.catalog import load_catalog
     from ..inventory.hosts import load_inventory
     from ..results.database import open_database
@@ -256,13 +262,15 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if args.no_nsys:
         study = without_nsys(study)
     gated_names(rules, study, catalog)
-    host = load_inventory(args.inventory).host(args.target)
+    inventory = load_inventory(args.inventory)
+    hosts = [inventory.host(args.target)] if args.target else [inventory.host(name)
+                                                                 for name in select_hosts(inventory, args.limit)]
     output_folder(args.out)
     for path, option in ((args.junit, "--junit"), (args.json, "--json"), (args.summary, "--summary")):
         output_file(path, option)
     provenance = _provenance(args)
     base = args.baseline or provenance.default_branch or "main"
-    run = StudyRequest(spec=study, host=host, catalog=catalog,
+    run = StudyRequest(spec=study, host=hosts[0], catalog=catalog,
                        out_dir=args.out, repeat=repeat, fresh=True,
                        connect=connect_options(args),
                        inventory=args.inventory, grace_s=args.grace, retries=args.retries,
@@ -276,9 +284,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
                          f"give --max-repeat {repeat} or more")
     request = CiRequest(run, provenance, base, rules, args.baseline_jobs, args.min_jobs, max_repeat)
     database = open_database(args.db)
-    view = StudyView(stderr(), len(cells(study)) * repeat)
+    view = StudyView(stderr(), len(cells(study)) * repeat * len(hosts))
     try:
-        outcome = run_ci(request, database, view)
+        outcome = run_ci(request, database, view) if args.target else run_fleet_ci(request, hosts, database, view)
     finally:
         view.close()
         database.close()

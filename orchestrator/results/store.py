@@ -4,7 +4,7 @@ Backend-neutral SQLAlchemy Core: the same calls on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -181,13 +181,14 @@ def history(database: Database, series: Series, metric: str, last: int = 500,
 
 
 def baseline(database: Database, series: Series, metric: str, base: str, jobs: int,
-             exclude_job: int | None = None) -> list[Job]:
+             exclude_jobs: Collection[int] = ()) -> list[Job]:
     """The valid jobs a new job is compared with, the newest ``jobs`` of them, oldest first. ``base`` is a
     branch name (its runs), "last-good" (runs of jobs whose gate passed, any branch), or a run id or commit
-    (that run, or the commit's runs: a prefix of 7 or more hex digits)."""
+    (that run, or the commit's runs: a prefix of 7 or more hex digits). ``exclude_jobs``: the job being judged,
+    and the jobs of the other boards of its fleet (the same commit)."""
     query = _series_points(series, metric, 0).where(runs.c.valid.is_(True))
-    if exclude_job is not None:
-        query = query.where(or_(runs.c.job_id.is_(None), runs.c.job_id != exclude_job))
+    if exclude_jobs:
+        query = query.where(or_(runs.c.job_id.is_(None), runs.c.job_id.not_in(list(exclude_jobs))))
     if base == "last-good":
         query = query.join(jobs_table, jobs_table.c.id == runs.c.job_id).where(
             jobs_table.c.outcome.in_(PASSING_OUTCOMES))
