@@ -1,5 +1,7 @@
 """What the agent costs the board during a real capture: all of its processes together (the capture's supervisor
 and the follower of the host's channel), read from /proc while `orchestrate profile` captures over SSH.
+On a Jetson the board's samples come from tegrastats, a process of the board's own that the agent starts: not
+counted here (this machine has none: the supervisor reads the same figures from sysfs every 200 ms, and that is).
 
 A real sshd on 127.0.0.1 is the board. The app is a sleep loop, so that what the board spends beside it is the
 agent's and nsys's; --app-cmd runs another. Every 0.5 s while run.json says "capturing", the bench reads each
@@ -34,6 +36,12 @@ from sshd_server import make_sshd  # noqa: E402
 APP = "sh -c 'while true; do sleep 0.2; done'"
 TICK_S = os.sysconf("SC_CLK_TCK")
 AGENT_MARK = "orchestrate-agent-"
+# the agent's processes during a capture: the supervisor (forked by 'launch', whose command line it keeps) and the
+# follower of the host's channel ('attach'); the short calls around the capture (board_state, remove) are not
+CAPTURE_COMMANDS = ("launch", "attach")
+# seconds into the capture before the looks start: the follower's own start (a Python interpreter's, ~0.1 CPU
+# seconds once a capture) is not what it costs while the capture runs
+SETTLE_S = 2.0
 
 
 def cmdline(pid: int) -> str:
@@ -75,6 +83,7 @@ class Watch:
     peak_pss_kb: int = 0
     peak_rss_kb: int = 0
     agent_pids: set[int] = field(default_factory=set)
+    commands: dict[int, str] = field(default_factory=dict)
 
     def look(self) -> None:
         pss = rss = 0
@@ -83,13 +92,14 @@ class Watch:
                 continue
             pid = int(name)
             line = cmdline(pid)
-            if AGENT_MARK in line:
+            if AGENT_MARK in line and line.split()[-1] in CAPTURE_COMMANDS:
                 ticks = cpu_ticks(pid)
                 if ticks is None:
                     continue
                 self.first.setdefault(pid, ticks)
                 self.last[pid] = ticks
                 self.agent_pids.add(pid)
+                self.commands[pid] = line.split()[-1]
                 p, r = memory_kb(pid)
                 pss, rss = pss + p, rss + r
             elif "nsys" in line.split(" ", 1)[0] or "/nsys" in line.split(" ", 1)[0]:
@@ -102,6 +112,14 @@ class Watch:
 
     def agent_cpu_s(self) -> float:
         return sum(self.last[p] - self.first[p] for p in self.last) / TICK_S
+
+    def by_command(self) -> dict[str, float]:
+        """CPU seconds per agent command (the supervisor counts as 'launch')."""
+        found: dict[str, float] = {}
+        for pid in self.last:
+            name = self.commands[pid]
+            found[name] = found.get(name, 0.0) + (self.last[pid] - self.first[pid]) / TICK_S
+        return found
 
     def nsys_cpu_s(self) -> float:
         return sum(self.nsys_last[p] - self.nsys_first[p] for p in self.nsys_last) / TICK_S
@@ -123,15 +141,13 @@ def one_round(inventory: Path, out: Path, ssh: list[str], app: str, duration: fl
             "--duration", str(duration), "--inventory", str(inventory), "--out", str(out), *ssh]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"))
-    watch, began, ended = Watch(), None, None
+    watch, capturing, began, ended = Watch(), None, None, None
     while proc.poll() is None:
-        now_stage = stage(out)
-        if now_stage == "capturing":
-            if began is None:
-                began = time.monotonic()
+        if stage(out) == "capturing":
+            capturing = capturing or time.monotonic()
+            if time.monotonic() - capturing >= SETTLE_S:  # the follower has started: the steady state
                 watch.look()
-            else:
-                watch.look()
+                began = began or time.monotonic()
                 ended = time.monotonic()
         time.sleep(0.5)
     _, err = proc.communicate()
@@ -164,7 +180,8 @@ def main() -> int:
                 nsys_shares.append(100 * watch.nsys_cpu_s() / window)
                 pss.append(watch.peak_pss_kb / 1024)
                 rss.append(watch.peak_rss_kb / 1024)
-                print(f"round {round_ + 1}: {window:.1f} s capturing; agent ({len(watch.agent_pids)} processes) "
+                parts = ", ".join(f"{name} {100 * cpu / window:.2f} %" for name, cpu in watch.by_command().items())
+                print(f"round {round_ + 1}: {window:.1f} s capturing; agent ({parts}) "
                       f"{shares[-1]:.2f} % of a core, peak PSS {pss[-1]:.1f} MB, RSS {rss[-1]:.1f} MB; nsys "
                       f"{nsys_shares[-1]:.1f} % of a core", flush=True)
         finally:

@@ -55,10 +55,12 @@ def record(board: int, job: int, run: int) -> RunRecord:
         metrics={name: Metric(values.get(name, mean), unit, better) for name, unit, better in METRICS})
 
 
-def write_jobs(url: str, jobs: list[tuple[int, int]], latencies) -> None:
-    """One CI runner: its jobs (board, job number), each a job row and its runs, one transaction per run."""
+def write_jobs(url: str, jobs: list[tuple[int, int]], latencies, ready) -> None:
+    """One CI runner: its jobs (board, job number), each a job row and its runs, one transaction per run. It
+    starts once every runner has its connection (``ready``: a barrier), so that the timing is the database's."""
     database = open_database(url)
     mine: list[float] = []
+    ready.wait()
     try:
         for board, job in jobs:
             provenance = Provenance(commit=f"{job:040x}", branch="main", default_branch="main")
@@ -78,11 +80,13 @@ def run_writers(url: str, jobs: list[tuple[int, int]], writers: int) -> tuple[fl
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
         latencies = manager.list()
-        shares = [jobs[i::writers] for i in range(writers)]
-        processes = [context.Process(target=write_jobs, args=(url, share, latencies)) for share in shares if share]
-        began = time.perf_counter()
+        shares = [share for share in (jobs[i::writers] for i in range(writers)) if share]
+        ready = manager.Barrier(len(shares) + 1)
+        processes = [context.Process(target=write_jobs, args=(url, share, latencies, ready)) for share in shares]
         for process in processes:
             process.start()
+        ready.wait()
+        began = time.perf_counter()
         for process in processes:
             process.join()
         seconds = time.perf_counter() - began

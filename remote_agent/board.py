@@ -28,13 +28,18 @@ def parse_cpu_list(text):
     return cpus
 
 
+MEMINFO_KEYS = ("MemTotal", "MemAvailable", "SwapTotal", "SwapFree")
+
+
 def parse_meminfo(text):
-    """/proc/meminfo -> {ram_total_mb, ram_available_mb, swap_total_mb, swap_free_mb} (None when absent)."""
+    """/proc/meminfo -> {ram_total_mb, ram_available_mb, swap_total_mb, swap_free_mb} (None when absent).
+    Split, not matched: the board's sampler reads it five times a second."""
     values = {}
     for line in (text or "").splitlines():
-        match = re.match(r"^(\w+):\s+(\d+)\s*kB", line)
-        if match:
-            values[match.group(1)] = int(match.group(2))
+        name, _, rest = line.partition(":")
+        words = rest.split()
+        if name in MEMINFO_KEYS and len(words) == 2 and words[0].isdigit() and words[1] == "kB":
+            values[name] = int(words[0])
 
     def mb(key):
         return values[key] // 1024 if key in values else None
@@ -61,6 +66,16 @@ def cpu_clocks():
                       "max_mhz": _mhz(boardfs.read_int(freq + "scaling_max_freq"), 1000.0),
                       "cur_mhz": _mhz(boardfs.read_int(freq + "scaling_cur_freq"), 1000.0)})
     return found
+
+
+def current_cpu_clocks():
+    """Per core: online and its current clock in MHz: what a board sample needs of cpu_clocks, without the
+    governor and limits (three reads a core fewer, five times a second)."""
+    online = parse_cpu_list(boardfs.read(CPU_ROOT + "/online"))
+    cores = sorted((int(d[3:]) for d in boardfs.listdir(CPU_ROOT) if re.match(r"^cpu\d+$", d)))
+    return [{"cpu": n, "online": None if online is None else n in online,
+             "cur_mhz": _mhz(boardfs.read_int("{}/cpu{}/cpufreq/scaling_cur_freq".format(CPU_ROOT, n)), 1000.0)}
+            for n in cores]
 
 
 def gpu_devfreq_node():

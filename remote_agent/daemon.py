@@ -19,7 +19,7 @@ import time
 import traceback
 
 from . import capture as capture_mod
-from . import clocks, files, sampler, watchdog
+from . import clocks, facts, files, sampler, watchdog
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -270,6 +270,7 @@ def supervise(request):
             if locked:
                 sup.save(clocks={"locked": locked, "restore": restored})
         result["board_samples"] = samples
+        result["board_state_after"] = facts.board_state_now()  # the board after the run: one round trip less
         if locked:
             result["clocks"] = {"locked": locked, "restore": restored}
         importer = request.get("importer")

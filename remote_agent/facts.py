@@ -2,6 +2,7 @@
 
 Python 3.6+, stdlib only. Every probe tolerates a missing file: a PC has no Jetson files.
 """
+import datetime
 import os
 import platform
 import re
@@ -132,6 +133,16 @@ def current_temperatures():
         name = (_read(os.path.join(root, zone, "type")) or "").strip() or zone
         zones[name if name not in zones else "{} ({})".format(name, zone)] = _read(os.path.join(root, zone, "temp"))
     return parse_thermal_zones(zones)
+
+
+def board_state_now():
+    """board_state() with when it was read (UTC, ISO 8601), or why it could not be: asked for beside another
+    answer (preflight's, the capture's), it never fails that one."""
+    at = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    try:
+        return dict(board_state(), at=at)
+    except Exception as exc:  # noqa: BLE001 (said in run.json, not raised)
+        return {"at": at, "error": "{}: {}".format(type(exc).__name__, exc)}
 
 
 def board_state():

@@ -234,4 +234,5 @@ def run(request):
         "power_modes": power_modes.read_conf() if request.get("nvpmodel_mode") is not None else None,
         "gpu_metrics": _probe_gpu_metrics(facts["nsys"]) if request.get("gpu_metrics") else None,
     }
-    return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display}
+    return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display,
+            "board_state": facts_mod.board_state_now()}  # the board before the run: one round trip less

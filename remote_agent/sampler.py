@@ -70,7 +70,7 @@ def rails():
 
 def sysfs_record(loads):
     """The fields of a tegrastats line, read from the board's files (None where it has no such file)."""
-    cpus = board.cpu_clocks()
+    cpus = board.current_cpu_clocks()
     memory = board.memory() or {}
     gpu = board.gpu_clock()
     emc = board.emc_mhz()

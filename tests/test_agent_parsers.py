@@ -140,6 +140,9 @@ def test_board_state_on_this_machine_names_what_it_has():
     assert set(state) == {"clocks", "power_mode", "temperatures_c", "load_average"}
     assert state["power_mode"] is None  # no nvpmodel off a Jetson
     assert len(state["load_average"]) == 3 and all(x >= 0 for x in state["load_average"])
+    # asked beside another answer (preflight's, the capture's): with when, on the board's clock, in UTC
+    stamped = facts.board_state_now()
+    assert set(stamped) == set(state) | {"at"} and stamped["at"].endswith("+00:00")
 
 
 def test_a_process_start_comes_from_proc_not_from_when_it_was_seen():

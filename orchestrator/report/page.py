@@ -14,6 +14,7 @@ import numpy as np
 from ..analysis.frames import first_steady_index
 from ..documents.summary import Summary
 from . import charts
+from .board_part import BoardSection, board_part
 from .charts import Chart
 from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .render import Fact
@@ -54,14 +55,6 @@ class FramesSection:
     histogram: Chart
     notes: list[str]
     gpu: GpuFrames | None = None
-
-
-@dataclass(frozen=True)
-class BoardSection:
-    """The board during the capture: its figures drawn under the frame chart, and the energy per frame."""
-    source: str
-    charts: list[tuple[str, Chart]]
-    energy: list[Fact]
 
 
 @dataclass(frozen=True)
@@ -160,7 +153,7 @@ def report_page(run: RunData) -> ReportPage:
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
-                      timeline, tables, absent, missing, slowest, board_section(summary),
+                      timeline, tables, absent, missing, slowest, board_part(summary),
                       gpu_metrics_facts(summary.get("gpu_metrics")))
 
 
@@ -176,29 +169,7 @@ def without_nsys_page(run: RunData, seen: dict) -> ReportPage:
     if not figures:
         figures = [Fact("no figures", "the app spec names no output parser (parser:)")]
     return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing,
-                      board=board_section(seen), app_figures=figures)
-
-
-# what the report draws of the board's samples, in this order: (series key, title, unit)
-BOARD_LINES = (("cpu_mhz", "CPU clock (the highest of the online cores)", "MHz"),
-               ("cpu_load_pct", "CPU load (mean of the online cores)", "%"), ("gpu_mhz", "GPU clock", "MHz"),
-               ("gpu_pct", "GPU load", "%"), ("temp_c", "hottest zone", "°C"), ("power_mw", "board power", "mW"))
-
-
-def board_section(summary: dict) -> BoardSection | None:
-    board = summary.get("board") or {}
-    drawn = board.get("series_ns") or {}
-    capture = summary.get("capture") or {}
-    span = (int(capture.get("start_ns") or 0), int(capture.get("end_ns") or 0))
-    lines = [(f"{title} ({unit})", charts.board_line(f"board-{key}", drawn[key], unit, span))
-             for key, title, unit in BOARD_LINES if drawn.get(key)]
-    if not lines:
-        return None
-    energy = summary.get("energy")
-    facts = [Fact("energy per frame (median of the steady frames)", f"{energy['median_mj']:.4g} mJ"),
-             Fact("mean power", f"{energy['mean_power_mw']:.0f} mW on {energy['rail']}"),
-             Fact("frames measured", str(energy["frames"]))] if energy else []
-    return BoardSection(f"{board.get('samples')} samples from {board.get('source')}", lines, facts)
+                      board=board_part(seen), app_figures=figures)
 
 
 def _title(run: RunData) -> str:

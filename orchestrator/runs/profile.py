@@ -211,7 +211,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
     raise_for_findings(checked["findings"])
     nsys = checked["facts"]["nsys"]
     progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}" if app.nsys else "without nsys")
-    run.board_state = {"before": board_state(agent)}
+    run.board_state = {"before": checked["board_state"]}
 
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
     if app.files:
@@ -242,7 +242,8 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
                                      "died; they were restored before this one")
         log.stage("capturing")
         capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop)
-    run.board_state = {**(run.board_state or {}), "after": board_state(agent)}
+    after = capture.pop("board_state_after", None) or board_state(agent)  # an agent's from before it said
+    run.board_state = {**(run.board_state or {}), "after": after}
     note_clocks(capture.get("clocks"), log)
     run.capture_attempts = capture.pop("previous_attempts", [])
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)

@@ -1,0 +1,39 @@
+"""The report page's part that draws the board during the capture (summary.json's "board" and "energy", or a
+run without nsys's samples): a chart per figure the board gave, and the energy per frame. Pure."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import charts
+from .charts import Chart
+from .render import Fact
+
+
+@dataclass(frozen=True)
+class BoardSection:
+    """The board during the capture: its figures drawn under the frame chart, and the energy per frame."""
+    source: str
+    charts: list[tuple[str, Chart]]
+    energy: list[Fact]
+
+
+# what the report draws of the board's samples, in this order: (series key, title, unit)
+BOARD_LINES = (("cpu_mhz", "CPU clock (the highest of the online cores)", "MHz"),
+               ("cpu_load_pct", "CPU load (mean of the online cores)", "%"), ("gpu_mhz", "GPU clock", "MHz"),
+               ("gpu_pct", "GPU load", "%"), ("temp_c", "hottest zone", "°C"), ("power_mw", "board power", "mW"))
+
+
+def board_part(summary: dict) -> BoardSection | None:
+    board = summary.get("board") or {}
+    drawn = board.get("series_ns") or {}
+    capture = summary.get("capture") or {}
+    span = (int(capture.get("start_ns") or 0), int(capture.get("end_ns") or 0))
+    lines = [(f"{title} ({unit})", charts.board_line(f"board-{key}", drawn[key], unit, span))
+             for key, title, unit in BOARD_LINES if drawn.get(key)]
+    if not lines:
+        return None
+    energy = summary.get("energy")
+    facts = [Fact("energy per frame (median of the steady frames)", f"{energy['median_mj']:.4g} mJ"),
+             Fact("mean power", f"{energy['mean_power_mw']:.0f} mW on {energy['rail']}"),
+             Fact("frames measured", str(energy["frames"]))] if energy else []
+    return BoardSection(f"{board.get('samples')} samples from {board.get('source')}", lines, facts)
