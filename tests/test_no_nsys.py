@@ -48,6 +48,16 @@ def test_a_study_without_nsys_runs_every_cell_without_it():
     assert bare.overrides["duration_s"] == study.overrides["duration_s"] == 180
 
 
+def test_a_study_reuses_runs_made_as_before_and_never_mixes_runs_with_and_without_nsys():
+    from dataclasses import asdict
+
+    from orchestrator.study.runner import _digest, app_key
+    before = asdict(APP)  # the key of the same app when specs had no 'nsys' field
+    del before["source"], before["nsys"]
+    assert app_key(APP) == _digest(before)
+    assert app_key(with_overrides(APP, nsys=False)) != app_key(APP)
+
+
 def test_without_nsys_the_wrapper_starts_the_app_itself():
     paths = RemoteRunPaths("/w/runs/r1")
     assert launch_argv(APP, paths) == ["/bin/sh", "-c", LAUNCH_WRAPPER, "orchestrate-launch", "/w/runs/r1/app.pid",

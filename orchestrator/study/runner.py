@@ -102,6 +102,8 @@ def fingerprint(host: Host, address: str, facts: dict[str, Any]) -> str:
 def app_key(app: AppSpec) -> str:
     spec = asdict(app)
     spec.pop("source", None)
+    if spec.get("nsys") is True:  # as before apps could run without nsys: earlier folders' runs stay reusable
+        del spec["nsys"]
     return _digest(spec)
 
 
