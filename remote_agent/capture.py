@@ -221,10 +221,12 @@ def capture(request, emit, should_stop=None):
         "display": env.get("DISPLAY"),
         "env_added": dict({k: env[k] for k in ("DISPLAY", "XAUTHORITY") if env.get(k)}, TMPDIR=scratch),
         "app_pid": watchdog.app_session(),
-        # nsys 2022.4 now and then fails at once ("End of file", exit 1) when a capture follows another
-        # closely: it never started the app, so a capture again costs nothing
-        "failed_to_start": nsys_exit not in (0, None) and watchdog.app_session() is None
-        and not output.program_not_found and nsys_ended - started < 10,
+        # nsys 2022.4 now and then fails at once ("End of file", exit 1; once exit 0 after 0.2 s, its helpers
+        # left running) when a capture follows another closely: it never started the app, so a capture again
+        # costs nothing
+        "failed_to_start": nsys_exit is not None and watchdog.app_session() is None
+        and not find_reports(request["report_base"]) and not output.program_not_found
+        and nsys_ended - started < 10,
         "started_at": round(started, 3),
     }
     if not with_nsys:

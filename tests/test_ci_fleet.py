@@ -51,12 +51,16 @@ def lab(tmp_path_factory):
 
 
 def job(lab, tmp_path: Path, commit: str, branch: str, work: int) -> tuple:
-    """One CI job over the fleet, the app doing ``work`` square roots per inference."""
+    """One CI job over the fleet, the app doing ``work`` square roots and a 10 ms wait per inference (the wait
+    keeps the figure steady on a machine whose cores other work may take for a second: an unchanged commit must
+    pass here every time)."""
     (lab["apps"] / "infer.yaml").write_text(yaml.safe_dump({
-        "name": "infer", "command": [sys.executable, str(APP), "--frames", "15", "--work", str(work)],
-        "parser": "tftrt-bench", "duration_s": 60}))
+        "name": "infer", "parser": "tftrt-bench", "duration_s": 60,
+        "command": [sys.executable, str(APP), "--frames", "30", "--work", str(work), "--sleep-ms", "10"]}))
     junit = tmp_path / f"junit-{commit[:1]}.xml"
+    # the steady figure, gated: the first inference is one sample a run (a cold one), too few to tell a change
     done = run_cli("ci", "--app", "infer", "--no-nsys", "--limit", "lab", "--repeat", "2", "--commit", commit,
+                   "--gate", "app.inference_mean_ms:50%",
                    "--branch", branch, "--baseline", "main", "--junit", str(junit), "--out", str(tmp_path / "runs"),
                    *lab["args"], timeout=600)
     return done, ET.parse(junit).getroot() if junit.exists() else None
@@ -74,10 +78,10 @@ def cases(suite) -> dict[tuple[str, str], str]:
 def test_a_fleet_ci_job_gates_every_board_against_its_own_kind(lab, tmp_path):
     here = None
     for number in range(1, 6):
-        done, suite = job(lab, tmp_path, str(number) * 40, "main", 200_000)
+        done, suite = job(lab, tmp_path, str(number) * 40, "main", 2_000)
         assert done.returncode == 0, done.stdout + done.stderr  # unchanged code passes, judged or not
         found = cases(suite)
-        assert len(found) == 6, found  # 3 boards x 2 figures
+        assert len(found) == 3, found  # 3 boards x 1 gated figure
         here = here or next(kind for kind, _ in found if kind.endswith(".pc1")).rsplit(".", 1)[0]
         # each board's kind: this machine's for both PCs, the Nano's for the Nano (a baseline of its own)
         assert {kind for kind, _ in found} == {f"{here}.pc1", f"{here}.pc2", f"{NANO}.nano"}
@@ -86,23 +90,27 @@ def test_a_fleet_ci_job_gates_every_board_against_its_own_kind(lab, tmp_path):
         judged = {key for key, kind in found.items() if kind != "skipped"}
         assert judged == ({key for key in found if not key[0].endswith(".nano")} if 2 * (number - 1) >= 5 else set())
 
-    done, suite = job(lab, tmp_path, "6" * 40, "same-speed", 200_000)
+    done, suite = job(lab, tmp_path, "6" * 40, "same-speed", 2_000)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("### orchestrate ci passed")
     found = cases(suite)
-    assert len(found) == 6 and "failure" not in found.values() and "error" not in found.values()
+    assert len(found) == 3 and "failure" not in found.values() and "error" not in found.values()
     # the newest ten jobs of main for the PCs' kind (five commits on two boards), five for the Nano's
     lines = [line for line in done.stdout.splitlines() if line.startswith("| ") and "infer" in line]
-    assert len(lines) == 6 and all("(n=10) |" in line for line in lines if "| pc" in line), lines
+    assert len(lines) == 3 and all("(n=10) |" in line for line in lines if "| pc" in line), lines
     assert all("(n=5) |" in line for line in lines if "| nano" in line), lines
 
-    done, suite = job(lab, tmp_path, "7" * 40, "slower", 600_000)
+    done, suite = job(lab, tmp_path, "7" * 40, "slower", 300_000)  # ~18 ms more work in each ~10 ms inference
     assert done.returncode == 22, done.stdout + done.stderr
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert "regressed" in error
     found = cases(suite)
-    assert {key for key, kind in found.items() if kind == "failure"} >= {
-        (f"{here}.pc1", "infer app.inference_mean_ms"), (f"{here}.pc2", "infer app.inference_mean_ms"),
-        (f"{NANO}.nano", "infer app.inference_mean_ms")}
+    metric = "infer app.inference_mean_ms"
+    # the PCs' kind has ten jobs of main: the slowdown is a regression on both; the Nano's has five, the fewest
+    # that judge at all, and the gate may stay not sure after the most runs rather than call it (never a pass)
+    assert found[(f"{here}.pc1", metric)] == found[(f"{here}.pc2", metric)] == "failure", done.stdout
+    assert found[(f"{NANO}.nano", metric)] in ("failure", "skipped"), done.stdout
+    nano_line = next(line for line in done.stdout.splitlines() if line.startswith("| nano"))
+    assert "**regression**" in nano_line or "not sure after" in nano_line, nano_line
     for name in ("pc1", "pc2", "nano"):
         assert_board_clean(lab["root"] / "work" / name)
