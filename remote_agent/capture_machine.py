@@ -196,7 +196,9 @@ class CaptureMachine(object):
             self.last_term = now
             self.terms_sent += 1
         if self.last_beat is None or now - self.last_beat >= self.heartbeat_s:
-            actions.append(Emit("heartbeat", {"elapsed_s": round(now - self.started, 2), "budget_s": self.budget}))
+            app_s = None if self.app_started is None else round(now - self.app_started, 2)  # the app's seconds
+            actions.append(Emit("heartbeat", {"elapsed_s": round(now - self.started, 2), "budget_s": self.budget,
+                                              "app_s": app_s}))
             self.last_beat = now
         if self.app_gone is not None and seen.generated_at is None:
             self.progress = self.progress or WriteProgress(now, seen.scratch_bytes)

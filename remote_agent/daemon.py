@@ -23,6 +23,9 @@ from . import clocks, facts, files, sampler, watchdog
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
+# how often the follower of the host's channel looks whether the state changed (one stat): the capture's end
+# reaches the host within this
+FOLLOW_LOOK_S = 0.1
 STOP = "stop"
 LOCK = "board.lock"
 # nsys 2022.4 stalled in 5 of 10 captures that overlapped another one on the same machine (against 2 of
@@ -210,7 +213,7 @@ class Supervisor(object):
 
     def on_event(self, event, **fields):
         if event == "heartbeat":
-            self.save(capture_elapsed_s=fields.get("elapsed_s"))
+            self.save(capture_elapsed_s=fields.get("elapsed_s"), app_s=fields.get("app_s"))
 
     def should_stop(self):
         stop_file = os.path.join(self.run_dir, STOP)
@@ -280,6 +283,7 @@ def supervise(request):
             result["reports"] = capture_mod.find_reports(request["report_base"])
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)  # nsys's, not needed now
         files.release_reserve(sup.run_dir)
+        result["sizes"] = files.sizes(sup.run_dir)  # the run's files as they stay: the pull asks no more
         sup.save(stage=ENDED, result=result, free_bytes=files.free_bytes(sup.run_dir))
     except BaseException as exc:  # noqa: B036 (recorded for the host, then re-raised)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)
@@ -300,7 +304,7 @@ def attach(request, emit, stdin_fd=0):
     pending = b""
     stamp = state = None  # the state is read again only once the supervisor wrote a new one
     while True:
-        ready, _, _ = select.select([stdin_fd], [], [], 0.25)
+        ready, _, _ = select.select([stdin_fd], [], [], FOLLOW_LOOK_S)
         now = time.time()
         if ready:
             data = os.read(stdin_fd, 4096)
@@ -331,7 +335,7 @@ def attach(request, emit, stdin_fd=0):
             return state
         if now - last_report >= 1.0:
             emit("progress", stage=state.get("stage"), elapsed_s=state.get("capture_elapsed_s") or 0,
-                 attempt=state.get("attempt") or 1)
+                 app_s=state.get("app_s"), attempt=state.get("attempt") or 1)
             last_report = now
         if now - last_input > timeout_s:
             return None

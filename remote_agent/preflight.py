@@ -213,6 +213,7 @@ def _probe_gpu_metrics(nsys):
 
 
 def run(request):
+    request = dict(request, work_dir=request.get("work_dir") or os.getcwd())  # the deploy's call: its folder
     if request.get("cwd"):
         request = dict(request, cwd=boardfs.expand_login_home(request["cwd"]))
     facts = facts_mod.collect(request.get("nsys"), request.get("work_dir"), request.get("with_nsys", True))

@@ -8,6 +8,9 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# the sources' bytecode written once, as installing a package does (an editable install does not, and where
+# PYTHONDONTWRITEBYTECODE is set every command would compile them again: 0.1 s of each start)
+.venv/bin/python -m compileall -q orchestrator remote_agent
 # the TFLite pose models the analysis tests profile (from MediaPipe's wheel)
 .venv/bin/python scripts/fetch_pose_models.py
 # speedscope, a real consumer of the Chrome traces `orchestrate trace` writes: the tests open them in it

@@ -178,3 +178,27 @@ def test_pull_over_ssh_uses_sftp_and_verifies(sshd, tmp_path):
         assert (out / "report.nsys-rep").read_bytes() == source.read_bytes()
     finally:
         transport.close()
+
+
+@pytest.mark.integration
+def test_the_pulls_connection_begun_during_the_capture_is_the_one_it_uses(sshd, tmp_path):
+    host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key),
+                work_dir=str(tmp_path / "work"))
+    transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
+    try:
+        agent = _agent(tmp_path, transport, host)
+        source = Path(agent.work_dir) / "report.nsys-rep"
+        source.write_bytes(os.urandom(2**20))
+        transport.prepare_download()  # returns at once: the master connects while the capture runs
+        begun = transport._master
+        assert begun is not None and begun.process is not None
+        out = tmp_path / "run"
+        out.mkdir()
+        pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})
+        assert pulled[0].sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
+        assert transport._master is begun and begun.alive()  # waited for, not started again
+        transport.prepare_download()
+        assert transport._master is begun  # a second call changes nothing
+    finally:
+        transport.close()
+    assert begun.process is None  # stopped with the transport

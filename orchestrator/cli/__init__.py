@@ -1,4 +1,4 @@
 """The orchestrate command line."""
-from .main import main
+from .main import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

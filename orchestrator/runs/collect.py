@@ -2,6 +2,8 @@
 summarise. Shared by ``profile`` and ``fetch``, which differ only in how they reach the end of a capture."""
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +48,12 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     if capture.get("with_nsys") is False:
         del logs[paths.nsys_log]
         logs[f"{paths.run_dir}/{LAUNCH_LOG}"] = run_dir / LAUNCH_LOG
-        _pull_without_report(agent, logs, paths, log, keep_remote)
+        _pull_without_report(agent, logs, paths, log, keep_remote, board_files(capture, paths))
         with log.phase("analyze"):
             _judge_without_report(app, log)
         return failure
     if not capture["reports"]:
-        pulled = pull_verified(agent, logs)
+        pulled = pull_verified(agent, logs, known=board_files(capture, paths))
         run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
         _tidy_board(agent, paths, log, keep_remote)
         log.stage("failed")
@@ -62,7 +64,8 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     wanted = {remote_report: local_report, **logs}
     log.stage("on_board")
     with log.phase("pull"):
-        pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total))
+        pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total),
+                               board_files(capture, paths))
     files = run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
     seconds = log.seconds["pull"] or 1e-9
     size, resumed_bytes = sum(p.size - p.resumed_from for p in pulled), sum(p.resumed_from for p in pulled)
@@ -78,10 +81,13 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     files[sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({where})")
     _note_importer(run_dir / "nsys.log", run)
-    _tidy_board(agent, paths, log, keep_remote)
     log.stage("pulled")
-    with log.phase("analyze"):  # on this machine only, once the board is tidy
-        _summarize(sqlite, app, log, symbols)
+    tidied = _tidy_board_meanwhile(agent, paths, log, keep_remote)
+    try:
+        with log.phase("analyze"):  # on this machine only, while the board removes its copy
+            _summarize(sqlite, app, log, symbols)
+    finally:
+        tidied()
     return failure
 
 
@@ -89,12 +95,19 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
 LAUNCH_LOG = "launch.log"
 
 
+def board_files(capture: dict[str, Any], paths: RemoteRunPaths) -> dict[str, int] | None:
+    """The sizes of the run's files on the board, as its capture's result gave them (None from an agent that
+    did not: the pull then asks for them)."""
+    sizes = capture.get("sizes")
+    return None if sizes is None else {f"{paths.run_dir}/{name}": size for name, size in sizes.items()}
+
+
 def _pull_without_report(agent: RemoteAgent, logs: dict[str, Path], paths: RemoteRunPaths, log: RunLog,
-                         keep_remote: bool) -> None:
+                         keep_remote: bool, known: dict[str, int] | None) -> None:
     """A run without nsys (--no-nsys): its app's output and the board's samples are what it has to bring."""
     log.stage("on_board")
     with log.phase("pull"):
-        pulled = pull_verified(agent, logs)
+        pulled = pull_verified(agent, logs, known=known)
     log.run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
     log.progress.finish("pull", f"{len(pulled)} files verified (sha256 on both sides)")
     _tidy_board(agent, paths, log, keep_remote)
@@ -140,6 +153,28 @@ def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_rem
     if not keep_remote:
         agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
     log.run.remote_removed = not keep_remote
+
+
+def _tidy_board_meanwhile(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog,
+                          keep_remote: bool) -> Callable[[], None]:
+    """_tidy_board on a thread of its own, its round trip alongside what comes next; the function it returns
+    waits for it and raises what it raised."""
+    failed: list[BaseException] = []
+
+    def tidy() -> None:
+        try:
+            _tidy_board(agent, paths, log, keep_remote)
+        except BaseException as exc:  # noqa: BLE001 (raised again on the caller's thread)
+            failed.append(exc)
+
+    thread = threading.Thread(target=tidy, name="orchestrate-tidy")
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+    return wait
 
 
 def _finished_report(reports: dict[str, str], run: RunDocument) -> str:

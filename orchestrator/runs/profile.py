@@ -7,6 +7,7 @@ capture: the board finishes it on its own and keeps the report for ``orchestrate
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,8 +19,7 @@ from ..errors import AgentError, ConnectionLostError, InterruptedRunError, Orche
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
 from ..nsys.commands import RemoteRunPaths, launch_argv, profile_argv
-from ..report import write_report
-from ..targets.agent import RemoteAgent, deploy_agent
+from ..targets.agent import RemoteAgent, deploy_agent, deploy_and_call
 from ..targets.connect import open_transport
 from ..targets.facts import board_fingerprint
 from ..targets.settings import ConnectOptions
@@ -27,9 +27,9 @@ from ..targets.shell import ShellCommand, masked_env
 from ..targets.transport import Transport
 from . import remote_capture
 from .app_files import stage_app_files
-from .collect import collect
 from .folder import create_run_dir, run_id
 from .outcome import raise_for_findings
+from .preload import Preparation
 from .progress import Progress
 from .run_log import RunLog
 
@@ -69,7 +69,7 @@ class ProfileOutcome:
     run: RunDocument
 
 
-def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str) -> dict[str, Any]:
+def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str | None) -> dict[str, Any]:
     return {
         "nsys": request.host.nsys,
         "with_nsys": app.nsys,
@@ -121,7 +121,8 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
                 progress.finish("connect", transport.description)
                 run.target.address = transport.description
                 try:
-                    failure = _run_on_target(request, deploy_agent_logged(transport, host, log), log)
+                    agent, checked = deploy_and_preflight(transport, request, log)
+                    failure = _run_on_target(request, agent, log, checked)
                 finally:
                     transport.close()
         except KeyboardInterrupt:
@@ -188,7 +189,20 @@ def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> Remote
     return agent
 
 
+def deploy_and_preflight(transport: Transport, request: ProfileRequest, log: RunLog) -> tuple[RemoteAgent,
+                                                                                              dict[str, Any]]:
+    """The agent deployed (or found there) and preflight's answer: one round trip when it is there already."""
+    app = with_python(request.app, request.host.python)
+    with log.phase("deploy"):  # the preflight's work dir: the work dir the agent is started in
+        agent, checked = deploy_and_call(transport, request.host, "preflight", preflight_request(request, app, None))
+    log.run.agent = agent_section(agent)
+    log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}"
+                                  ", preflight answered")
+    return agent, checked
+
+
 def _write_report_page(run_dir: Path, progress: Progress) -> None:
+    from ..report import write_report  # loaded during the capture (preload), or here for a run that failed first
     try:
         page = write_report(run_dir)
     except (OrchestratorError, OSError) as exc:
@@ -199,10 +213,13 @@ def _write_report_page(run_dir: Path, progress: Progress) -> None:
     progress.finish("report", str(page))
 
 
-def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> OrchestratorError | None:
+def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
+                   checked: dict[str, Any] | None = None) -> OrchestratorError | None:
+    """The run over a deployed agent; ``checked``: preflight's answer when the deploy made it."""
     app, run, progress = with_python(request.app, agent.python), log.run, log.progress
-    with log.phase("preflight"):
-        checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
+    with log.phase("preflight"):  # 0 s when its answer came in the deploy's round trip
+        if checked is None:
+            checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
     run.facts, run.preflight = checked["facts"], checked["findings"]
     run.board_fingerprint = board_fingerprint(checked["facts"])  # the board's kind, and its software
     for found in checked["findings"]:  # what the run handles itself (level info) stays in run.json and doctor
@@ -241,7 +258,11 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog) -> 
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
                                      "died; they were restored before this one")
         log.stage("capturing")
-        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop)
+        preparation = Preparation(agent.transport, during_capture=not request.host.is_local)
+        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop,
+                                 preparation.on_progress)
+    preparation.finish()
+    from .collect import collect  # loaded by now
     after = capture.pop("board_state_after", None) or board_state(agent)  # an agent's from before it said
     run.board_state = {**(run.board_state or {}), "after": after}
     note_clocks(capture.get("clocks"), log)
@@ -302,7 +323,8 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
 
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
-                   log: RunLog, stop: remote_capture.HostStop | None = None) -> dict[str, Any]:
+                   log: RunLog, stop: remote_capture.HostStop | None = None,
+                   on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -317,6 +339,8 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
             progress.note("warning", f"nsys gave no report on attempt {attempt[0] - 1} (it stalled writing it, "
                                      "or failed before starting the app); capturing again")
         progress.update("capture", event.get("elapsed_s") or 0)
+        if on_event is not None:
+            on_event(event)
     try:
         state = remote_capture.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop)
     except remote_capture.StoppedFollowing:

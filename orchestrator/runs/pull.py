@@ -117,10 +117,14 @@ class _Wanted:
 
 
 def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
-                  on_progress: Callable[[int, int], None] | None = None) -> list[PulledFile]:
+                  on_progress: Callable[[int, int], None] | None = None,
+                  known: dict[str, int] | None = None) -> list[PulledFile]:
     """wanted: remote path -> local path. Files absent on the target are skipped; returns what arrived,
-    verified and under its final name. One agent call sends them all, one after the other."""
-    sizes = {remote: size for remote, size in board_sizes(agent, list(wanted)).items() if size is not None}
+    verified and under its final name. One agent call sends them all, one after the other. known: the board's
+    files' sizes as it said them when they stopped changing (its capture's result), else they are asked for."""
+    if known is None:
+        known = {remote: size for remote, size in board_sizes(agent, list(wanted)).items() if size is not None}
+    sizes = {remote: known[remote] for remote in wanted if remote in known}
     # the largest first: the transport writes the first file's bytes at the rate of scp (see download)
     files = sorted((_Wanted(remote, wanted[remote], size, _resume_offset(partial_path(wanted[remote]), size))
                     for remote, size in sizes.items()), key=lambda f: -f.size)

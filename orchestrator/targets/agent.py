@@ -96,32 +96,20 @@ class RemoteAgent:
     def call(self, command: str, request: dict[str, Any] | None = None, *, on_event: EventHandler | None = None,
              timeout: float | None = None) -> dict[str, Any]:
         """Run one agent command; return its result data or raise AgentError with its message."""
-        result: dict[str, Any] | None = None
-        failure: dict[str, Any] | None = None
+        events: list[dict[str, Any]] = []
 
         def on_line(line: str) -> None:
-            nonlocal result, failure
             event = parse_event(line)
             if event is None:
                 return
-            if event.get("event") == "result":
-                result = event.get("data")
-            elif event.get("failed"):
-                failure = event
-            elif on_event:
+            if on_event and event.get("event") != "result" and not event.get("failed"):
                 on_event(event)
+            else:
+                events.append(event)
 
         answer = self.transport.run(self.command(command), stdin=json.dumps(request or {}).encode(),
                                     on_stdout_line=on_line, timeout=timeout)
-        raise_if_untrusted(answer, self.transport)
-        if failure is not None:
-            raise AgentError(f"agent '{command}' failed on {self.transport.description}: {failure.get('msg')}",
-                             "see the message above; rerun with --debug-log for the agent's trace")
-        if result is None:
-            detail = (answer.stderr.strip().splitlines() or [f"exit status {answer.exit_status}"])[-1]
-            raise AgentError(f"agent '{command}' gave no answer on {self.transport.description}: {detail}",
-                             "check that the target's python is 3.6 or newer (orchestrate_python)")
-        return result
+        return result_of(command, events, answer, self.transport)
 
     def open(self, command: str, request: dict[str, Any]) -> Stream:
         """Start a conversational command (attach): its request first, then lines as the caller sends them."""
@@ -130,52 +118,74 @@ class RemoteAgent:
         return stream
 
 
+def result_of(command: str, events: list[dict[str, Any]], answer: CommandResult,
+              transport: Transport) -> dict[str, Any]:
+    """An agent command's result data from its JSON lines, or the AgentError that says why there is none."""
+    raise_if_untrusted(answer, transport)
+    failure = next((event for event in reversed(events) if event.get("failed")), None)
+    if failure is not None:
+        raise AgentError(f"agent '{command}' failed on {transport.description}: {failure.get('msg')}",
+                         "see the message above; rerun with --debug-log for the agent's trace")
+    result = next((event.get("data") for event in reversed(events) if event.get("event") == "result"), None)
+    if result is None:
+        detail = (answer.stderr.strip().splitlines() or [f"exit status {answer.exit_status}"])[-1]
+        raise AgentError(f"agent '{command}' gave no answer on {transport.description}: {detail}",
+                         "check that the target's python is 3.6 or newer (orchestrate_python)")
+    return result
+
+
 def raise_if_untrusted(answer: CommandResult, transport: Transport) -> None:
     if answer.exit_status == UNTRUSTED_EXIT and "orchestrate-agent-untrusted" in answer.stderr:
         raise UntrustedAgent(f"the agent on {transport.description} failed its check (owner, mode or sha256)",
                              "it is uploaded again; if this repeats, check who else writes to the work dir")
 
 
-def _probe(transport: Transport, host: Host) -> tuple[str, str]:
-    """Make the work dir root-only and find it and the python: NUL-separated, so any path works."""
+def _probe(transport: Transport, host: Host, archive_name: str, digest: str, command: str,
+           request: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+    """Make the work dir root-only, find it and the python, and make the agent's first call there (cwd: the work
+    dir), in one round trip: (work dir, python, the call's result; None when the archive is missing or not
+    trusted). The fields come NUL-separated, so any path works; the call's JSON lines after them."""
     work = shell_path(host.work_dir)
+    env = f"export ORCHESTRATE_BOARD_ROOT={ShellCommand((host.board_root,)).render()} && " if host.board_root else ""
+    call = ShellCommand(("-c", BOOTSTRAP)).render()
     probe = transport.run(f"umask 077 && mkdir -p {work}/agent && chmod 700 {work} {work}/agent && cd {work} "
                           f"&& printf '%s\\0' \"$(stat -c %u .)\" \"$(id -u)\" \"$(pwd)\" "
-                          f"&& command -v {ShellCommand((host.python,)).render()}")
+                          f"&& py=$(command -v {ShellCommand((host.python,)).render()}) && printf '%s\\0' \"$py\" "
+                          f"&& {env}exec \"$py\" {call} \"$(pwd)/agent/{archive_name}\" {digest} {command}",
+                          stdin=json.dumps(request).encode())
     owner, user, *fields = probe.stdout.split("\0") if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
-    if owner != user and probe.exit_status == 0:  # the bootstrap would refuse every archive in it
+    if owner != user and len(fields) >= 2:  # the bootstrap would refuse every archive in it
         raise AgentError(f"the work dir {fields[0]} on {transport.description} belongs to uid {owner}, not to the "
                          f"user the agent works as (uid {user})",
                          "set orchestrate_work_dir to a folder of its own (the default ~/.cache/orchestrate is made "
                          "for it), or remove that one")
-    if probe.exit_status != 0 or len(fields) < 2:
-        if len(fields) == 2 and not fields[1].strip():
+    if len(fields) < 3:
+        if len(fields) == 2:
             raise AgentError(f"'{host.python}' not found on {transport.description}",
                              "install Python 3.6+ there or set orchestrate_python in the inventory")
         detail = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         raise AgentError(f"cannot prepare {host.work_dir} on {transport.description}: {detail}",
                          "set orchestrate_work_dir to a writable folder")
-    return fields[0], fields[1].strip()
-
-
-def _check(agent: RemoteAgent) -> dict[str, Any] | None:
+    events = [event for event in map(parse_event, fields[2].splitlines()) if event is not None]
     try:
-        return agent.call("version")
+        return fields[0], fields[1], result_of(command, events, probe, transport)
     except UntrustedAgent:
-        return None
+        return fields[0], fields[1], None
 
 
-def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
-    """Put the agent archive into a root-only folder on the target unless the same one is there."""
+def deploy_and_call(transport: Transport, host: Host, command: str = "version",
+                    request: dict[str, Any] | None = None) -> tuple[RemoteAgent, dict[str, Any]]:
+    """Put the agent archive into a root-only folder on the target unless the same one is there, and make its
+    first call: one round trip when it is there (the bootstrap runs it only if its sha256 is this machine's).
+    The request's work dir is the call's current folder, if it does not say one."""
     archive_bytes = build_agent_archive()
     digest = hashlib.sha256(archive_bytes).hexdigest()
-    work_dir, python = _probe(transport, host)
-    archive = f"{work_dir}/agent/orchestrate-agent-{digest[:16]}.pyz"
+    name = f"orchestrate-agent-{digest[:16]}.pyz"
+    work_dir, python, answer = _probe(transport, host, name, digest, command, request or {})
+    archive = f"{work_dir}/agent/{name}"
     agent = RemoteAgent(transport=transport, python=python, archive=archive, work_dir=work_dir, sha256=digest,
-                        version="?", reused=True, board_root=host.board_root)
-    found = _check(agent)
-    reused = found is not None
-    if not reused:
+                        version=remote_agent.AGENT_VERSION, reused=answer is not None, board_root=host.board_root)
+    if answer is None:
         with tempfile.NamedTemporaryFile(suffix=".pyz") as local:
             local.write(archive_bytes)
             local.flush()
@@ -183,8 +193,21 @@ def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
         keep = ShellCommand((Path(archive).name,)).render()
         transport.run(f"cd {ShellCommand((work_dir + '/agent',)).render()} && for old in orchestrate-agent-*.pyz; do "
                       f"[ \"$old\" = {keep} ] || rm -f \"$old\"; done")
-        found = _check(agent)
-    if not found or found.get("sha256") != digest:
-        raise AgentError(f"the agent does not run on {transport.description} with {python}",
+        answer = agent.call(command, _with_work_dir(request, work_dir))
+    return agent, answer
+
+
+def _with_work_dir(request: dict[str, Any] | None, work_dir: str) -> dict[str, Any] | None:
+    """A request whose work dir was left to the probe's folder (None) names it: a call of its own runs elsewhere."""
+    if request is None or "work_dir" not in request or request["work_dir"] is not None:
+        return request
+    return {**request, "work_dir": work_dir}
+
+
+def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
+    """The agent, there and checked (its version's answer)."""
+    agent, found = deploy_and_call(transport, host)
+    if found.get("sha256") != agent.sha256:
+        raise AgentError(f"the agent does not run on {transport.description} with {agent.python}",
                          "the agent needs Python 3.6 or newer; set orchestrate_python to one")
-    return replace(agent, version=str(found.get("version")), reused=reused)
+    return replace(agent, version=str(found.get("version")))

@@ -75,6 +75,9 @@ class BecomeTransport:
             raise TransferError(f"uploading {local.name} to {self.description}:{remote} as {self.user} failed: "
                                 f"{detail}", "check free space and permissions on the target")
 
+    def prepare_download(self) -> None:
+        self.inner.prepare_download()
+
     def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
         return self.inner.download(ShellCommand(("sh", "-c", self.wrap(command))), parts, self._input(stdin),

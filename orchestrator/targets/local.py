@@ -47,6 +47,9 @@ class LocalTransport:
     def open_stream(self, command: ShellCommand) -> PipeStream:
         return PipeStream(PipeProcess(command.render(), None, new_session=True))
 
+    def prepare_download(self) -> None:
+        pass
+
     def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
         return download.from_process(["/bin/sh", "-c", command.render()], parts, stdin, on_progress)

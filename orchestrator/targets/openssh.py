@@ -84,18 +84,30 @@ class MasterConnection:
         self.path = os.path.join(self.folder, "control")
         self.params, self.options = params, options
         self.process: subprocess.Popen | None = None
+        self.deadline = 0.0
 
-    def start(self) -> bool:
+    def begin(self) -> None:
+        """Start connecting without waiting for it (during a capture, so that the pull finds it up)."""
         argv = client_argv(self.params, self.options, self.path) + [
             "-M", "-N", "-o", "ControlPersist=no", self.params.hostname]
         self.process = child(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + self.params.connect_timeout + 5
-        while time.monotonic() < deadline and self.process.poll() is None:
+        self.deadline = time.monotonic() + self.params.connect_timeout + 5
+
+    def start(self) -> bool:
+        """The master up (begun here unless ``begin`` did): True once its socket is there, else stopped."""
+        if self.process is None:
+            self.begin()
+        assert self.process is not None
+        while time.monotonic() < self.deadline and self.process.poll() is None:
             if Path(self.path).exists():
                 return True
             time.sleep(0.02)
         self.stop()
         return False
+
+    def connecting(self) -> bool:
+        """Begun, still running, its socket not there yet."""
+        return self.process is not None and self.process.poll() is None and not Path(self.path).exists()
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None and Path(self.path).exists()

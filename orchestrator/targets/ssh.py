@@ -153,16 +153,23 @@ class SSHTransport:
     def open_stream(self, command: ShellCommand) -> ChannelStream:
         return ChannelStream(ChannelProcess(self._transport().open_session(), command.render(), None))
 
+    def prepare_download(self) -> None:
+        """Begin the master connection that downloads go through, without waiting for it."""
+        if openssh.usable() and not self._jumps and self._master is None:
+            self._master = openssh.MasterConnection(self.params, self.options)
+            self._master.begin()
+
     def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
         """The command's stdout into the parts: through OpenSSH's client over the run's master connection
         where it can (as fast as scp), else through paramiko."""
         if openssh.usable() and not self._jumps:
-            if self._master is None or not self._master.alive():
-                if self._master is not None:
-                    self._master.stop()
+            if self._master is not None and not (self._master.alive() or self._master.connecting()):
+                self._master.stop()  # it died (a link cut): a new one
+                self._master = None
+            if self._master is None:
                 self._master = openssh.MasterConnection(self.params, self.options)
-                self._master.start()
+            self._master.start()  # waits for one that prepare_download began
             argv = openssh.client_argv(self.params, self.options, self._master.path) + [
                 self.params.hostname, command.render()]
             return download.from_process(argv, parts, stdin, on_progress)

@@ -41,6 +41,9 @@ class Transport(Protocol):
 
     def put(self, local: Path, remote: str, mode: int = 0o600) -> None: ...
 
+    def prepare_download(self) -> None:
+        """Set up what a download needs (a connection of its own) without waiting: a download comes next."""
+
     def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
         """The command's stdout appended to the parts' files in turn, each its count of bytes."""

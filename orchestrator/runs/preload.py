@@ -1,0 +1,50 @@
+"""What a run needs only once its capture ended, made ready while the board captures: the modules of the
+analysis and the page (pandas and the charts among them) with the page's templates compiled, about 0.4 s here and
+several times that on a small host, and the pull's own SSH connection. Neither before the connection nor after
+the pull, where the user waits for them. It begins once the app has run for a moment, not while nsys starts (on a
+board that is this machine, nsys's start and the loading would share its cores), and not at all during a capture
+on this machine (the local target): there it would take CPU from the app being measured, so it comes after."""
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from ..targets.transport import Transport
+
+LATER = (".collect", "..report")
+APP_RUNNING_S = 0.5  # the app's seconds (its heartbeat's app_s) before the loading begins
+
+
+def _load() -> None:
+    try:
+        for name in LATER:
+            importlib.import_module(name, __package__)
+        from ..report.render import compile_templates
+        compile_templates()
+    except Exception:  # noqa: BLE001 (the run's own use of it, on the main thread, raises it where it is used)
+        return
+
+
+class Preparation:
+    """Begins on the capture's progress (``on_progress``), at the latest in ``finish``, which waits for the
+    loading: any of LATER is imported on the caller's thread only after ``finish``."""
+
+    def __init__(self, transport: Transport, during_capture: bool) -> None:
+        self.transport, self.during_capture = transport, during_capture
+        self.thread: threading.Thread | None = None
+
+    def on_progress(self, event: dict[str, Any]) -> None:
+        if self.during_capture and (event.get("app_s") or 0) >= APP_RUNNING_S:
+            self.begin()
+
+    def begin(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=_load, name="orchestrate-preload", daemon=True)
+            self.thread.start()
+            self.transport.prepare_download()
+
+    def finish(self) -> None:
+        self.begin()
+        assert self.thread is not None
+        self.thread.join()
