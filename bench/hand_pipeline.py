@@ -209,6 +209,9 @@ def main() -> int:
     names = list(dict.fromkeys(name for run in phases for name in run))
     print("orchestrate's phases (medians): " + ", ".join(
         f"{name} {statistics.median(run.get(name, 0.0) for run in phases):.2f} s" for name in names))
+    paired = statistics.median(tool / hand for tool, hand in zip(tool_s, hand_s))
+    print(f"the rounds' own ratios: median {paired:.3f}x, from {min(t / h for t, h in zip(tool_s, hand_s)):.3f}x "
+          f"to {max(t / h for t, h in zip(tool_s, hand_s)):.3f}x")
     print(f"orchestrate: {ratio:.3f}x the hand pipeline (target {TARGET_RATIO:.2f}x or less): "
           f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}")
     return 0

@@ -23,9 +23,12 @@ from . import clocks, facts, files, sampler, watchdog
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
-# how often the follower of the host's channel looks whether the state changed (one stat): the capture's end
-# reaches the host within this
+# how often the follower of the host's channel looks whether the state changed (one stat, and whether the
+# supervisor lives): CALM while the app runs, FOLLOW_LOOK_S from a second before its planned end and once the
+# supervisor is past the capture, so that the capture's end reaches the host within it (0.1 s throughout cost the
+# board 0.2 % of a core, 0.25 s 0.09 %)
 FOLLOW_LOOK_S = 0.1
+CALM_FOLLOW_LOOK_S = 0.25
 STOP = "stop"
 LOCK = "board.lock"
 # nsys 2022.4 stalled in 5 of 10 captures that overlapped another one on the same machine (against 2 of
@@ -303,8 +306,11 @@ def attach(request, emit, stdin_fd=0):
     last_input, last_report = time.time(), 0.0
     pending = b""
     stamp = state = None  # the state is read again only once the supervisor wrote a new one
+    near_end = time.time() + float(request["planned_s"]) - 1.0 if request.get("planned_s") is not None else None
     while True:
-        ready, _, _ = select.select([stdin_fd], [], [], FOLLOW_LOOK_S)
+        stage = state.get("stage") if state else None
+        near = (near_end is not None and time.time() >= near_end) or stage not in (None, "locking clocks", "capturing")
+        ready, _, _ = select.select([stdin_fd], [], [], FOLLOW_LOOK_S if near else CALM_FOLLOW_LOOK_S)
         now = time.time()
         if ready:
             data = os.read(stdin_fd, 4096)

@@ -260,7 +260,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         log.stage("capturing")
         preparation = Preparation(agent.transport, during_capture=not request.host.is_local)
         capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop,
-                                 preparation.on_progress)
+                                 preparation.on_progress, app.delay_s + app.duration_s)
     preparation.finish()
     from .collect import collect  # loaded by now
     after = capture.pop("board_state_after", None) or board_state(agent)  # an agent's from before it said
@@ -324,7 +324,8 @@ def interruption_outcome(capture: dict[str, Any], log: RunLog,
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
                    log: RunLog, stop: remote_capture.HostStop | None = None,
-                   on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                   on_event: Callable[[dict[str, Any]], None] | None = None,
+                   planned_s: float | None = None) -> dict[str, Any]:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -342,7 +343,8 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
         if on_event is not None:
             on_event(event)
     try:
-        state = remote_capture.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop)
+        state = remote_capture.follow(agent, remote_run_dir, heartbeat_timeout_s, on_progress, on_interrupt, stop=stop,
+                                      planned_s=planned_s)
     except remote_capture.StoppedFollowing:
         log.stage("capturing")
         raise InterruptedRunError("interrupted twice; the board ends the capture on its own and keeps the report",

@@ -114,22 +114,25 @@ def interrupts_as_requests(stop: HostStop) -> Iterator[None]:
 
 
 def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
-           on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None) -> dict:
-    """Follow the capture in run_dir until it ends; returns the board's final state."""
+           on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None,
+           planned_s: float | None = None) -> dict:
+    """Follow the capture in run_dir until it ends; returns the board's final state. planned_s: the capture's
+    planned seconds from now (the board looks more often for its end from about then)."""
     stop = stop or HostStop()
     streams: list[Stream] = []
     try:
         with interrupts_as_requests(stop):
-            return _follow(agent, run_dir, heartbeat_timeout_s, on_progress, on_interrupt,
+            return _follow(agent, {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s,
+                                   "planned_s": planned_s}, on_progress, on_interrupt,
                            silence_s or max(heartbeat_timeout_s, 15.0), stop, streams)
     finally:
         for stream in streams:  # closed under the old handlers: a late signal cannot cut the close short
             stream.close()
 
 
-def _follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
-            on_interrupt: Callable[[], None], silence_s: float, stop: HostStop, streams: list[Stream]) -> dict:
-    stream = agent.open("attach", {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s})
+def _follow(agent: RemoteAgent, request: dict, on_progress: Callable[[dict], None], on_interrupt: Callable[[], None],
+            silence_s: float, stop: HostStop, streams: list[Stream]) -> dict:
+    stream = agent.open("attach", request)
     streams.append(stream)
     heard = last_beat = time.monotonic()
     interrupted = False
