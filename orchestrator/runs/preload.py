@@ -16,14 +16,20 @@ LATER = (".collect", "..report")
 APP_RUNNING_S = 0.5  # the app's seconds (its heartbeat's app_s) before the loading begins
 
 
+# one loading at a time (a fleet's runs each have a Preparation): a run's thread finds the modules loaded, or
+# waits for them, and two threads never import the same modules at once
+_LOADING = threading.Lock()
+
+
 def _load() -> None:
-    try:
-        for name in LATER:
-            importlib.import_module(name, __package__)
-        from ..report.render import compile_templates
-        compile_templates()
-    except Exception:  # noqa: BLE001 (the run's own use of it, on the main thread, raises it where it is used)
-        return
+    with _LOADING:
+        try:
+            for name in LATER:
+                importlib.import_module(name, __package__)
+            from ..report.render import compile_templates
+            compile_templates()
+        except Exception:  # noqa: BLE001 (the run's own use of it, on the main thread, raises it where it is used)
+            return
 
 
 class Preparation:
