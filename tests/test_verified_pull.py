@@ -1,10 +1,12 @@
 """The verified pull, with the real agent over the local transport and over the real sshd."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -162,43 +164,41 @@ def test_a_partial_copy_is_resumed_from_its_last_byte(tmp_path):
     assert not partial_path(out / "report.nsys-rep").exists()
 
 
-@pytest.mark.integration
-def test_pull_over_ssh_uses_sftp_and_verifies(sshd, tmp_path):
+@contextlib.contextmanager
+def over_ssh(sshd, tmp_path: Path, name: str, size: int) -> Iterator[tuple]:
+    """A board's transport and agent over the real sshd, a random file of size bytes in its work dir, and the
+    run folder here: (transport, agent, the file, the run folder)."""
     host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key),
                 work_dir=str(tmp_path / "work"))
     transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
     try:
         agent = _agent(tmp_path, transport, host)
-        source = Path(agent.work_dir) / "report with space.nsys-rep"
-        source.write_bytes(os.urandom(2**20 + 3))
+        source = Path(agent.work_dir) / name
+        source.write_bytes(os.urandom(size))
         out = tmp_path / "run"
         out.mkdir()
-        pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})
-        assert pulled[0].size == 2**20 + 3
-        assert (out / "report.nsys-rep").read_bytes() == source.read_bytes()
+        yield transport, agent, source, out
     finally:
         transport.close()
 
 
 @pytest.mark.integration
+def test_pull_over_ssh_uses_sftp_and_verifies(sshd, tmp_path):
+    with over_ssh(sshd, tmp_path, "report with space.nsys-rep", 2**20 + 3) as (_, agent, source, out):
+        pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})
+        assert pulled[0].size == 2**20 + 3
+        assert (out / "report.nsys-rep").read_bytes() == source.read_bytes()
+
+
+@pytest.mark.integration
 def test_the_pulls_connection_begun_during_the_capture_is_the_one_it_uses(sshd, tmp_path):
-    host = Host(name="board", address="127.0.0.1", port=sshd.port, user="root", key_file=str(sshd.client_key),
-                work_dir=str(tmp_path / "work"))
-    transport = open_transport(host, ConnectOptions(sshd.ssh_config, sshd.known_hosts))
-    try:
-        agent = _agent(tmp_path, transport, host)
-        source = Path(agent.work_dir) / "report.nsys-rep"
-        source.write_bytes(os.urandom(2**20))
+    with over_ssh(sshd, tmp_path, "report.nsys-rep", 2**20) as (transport, agent, source, out):
         transport.prepare_download()  # returns at once: the master connects while the capture runs
         begun = transport._master
         assert begun is not None and begun.process is not None
-        out = tmp_path / "run"
-        out.mkdir()
         pulled = pull_verified(agent, {str(source): out / "report.nsys-rep"})
         assert pulled[0].sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
         assert transport._master is begun and begun.alive()  # waited for, not started again
         transport.prepare_download()
         assert transport._master is begun  # a second call changes nothing
-    finally:
-        transport.close()
     assert begun.process is None  # stopped with the transport

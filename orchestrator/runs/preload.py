@@ -46,9 +46,9 @@ class Preparation:
 
     def begin(self) -> None:
         if self.thread is None:
+            self.transport.prepare_download()  # its process started before the loading thread
             self.thread = threading.Thread(target=_load, name="orchestrate-preload", daemon=True)
             self.thread.start()
-            self.transport.prepare_download()
 
     def finish(self) -> None:
         self.begin()

@@ -60,6 +60,16 @@ def client_argv(params: SSHParams, options: ConnectOptions, control_path: str | 
     return argv
 
 
+@functools.lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    """util-linux's setpriv when it sets the parent-death signal (2.33 and later), else None."""
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    said = subprocess.run([path, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    return path if "--pdeathsig" in said else None
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: receive SIGTERM when orchestrate ends, however it ends."""
     try:
@@ -70,8 +80,14 @@ def _die_with_parent() -> None:
 
 def child(argv: list[str], **popen: object) -> subprocess.Popen:
     """An ssh process that never outlives orchestrate and never gets the terminal's Ctrl-C (orchestrate
-    decides what an interrupt stops)."""
+    decides what an interrupt stops). The parent-death signal is set by setpriv where it can: Python code
+    between fork and exec (preexec_fn) is not safe while another thread imports or holds a lock (a capture
+    begins the pull's connection while the analysis modules load)."""
     popen.setdefault("stdin", subprocess.DEVNULL)
+    setpriv = _setpriv()
+    if setpriv is not None:
+        return subprocess.Popen([setpriv, "--pdeathsig", "TERM", "--", *argv], start_new_session=True,
+                                **popen)  # type: ignore[call-overload]
     return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent,
                             **popen)  # type: ignore[call-overload]
 
