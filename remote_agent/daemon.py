@@ -296,6 +296,24 @@ def supervise(request):
         raise
 
 
+CALM_STAGES = (None, "starting", "locking clocks", "capturing")
+
+
+def follow_look_s(state, planned_s, now):
+    """The follower's next look: CALM_FOLLOW_LOOK_S while the app runs (by the state's app_s, carried on to now)
+    and is more than a second from its planned end (planned_s, None: not known), FOLLOW_LOOK_S from then on and
+    once the supervisor is past the capture."""
+    if state is None:
+        return CALM_FOLLOW_LOOK_S
+    if state.get("stage") not in CALM_STAGES:
+        return FOLLOW_LOOK_S
+    app_s = state.get("app_s")
+    if planned_s is None or app_s is None:
+        return CALM_FOLLOW_LOOK_S
+    app_now = float(app_s) + max(0.0, now - float(state.get("updated_at") or now))
+    return FOLLOW_LOOK_S if app_now >= float(planned_s) - 1.0 else CALM_FOLLOW_LOOK_S
+
+
 def attach(request, emit, stdin_fd=0):
     """Keep the host company: renew the heartbeat on every 'beat' line, turn 'stop' into a stop
     request, report progress every second, answer with the final state once the capture ended.
@@ -306,11 +324,9 @@ def attach(request, emit, stdin_fd=0):
     last_input, last_report = time.time(), 0.0
     pending = b""
     stamp = state = None  # the state is read again only once the supervisor wrote a new one
-    near_end = time.time() + float(request["planned_s"]) - 1.0 if request.get("planned_s") is not None else None
+    planned_s = request.get("planned_s")
     while True:
-        stage = state.get("stage") if state else None
-        near = (near_end is not None and time.time() >= near_end) or stage not in (None, "locking clocks", "capturing")
-        ready, _, _ = select.select([stdin_fd], [], [], FOLLOW_LOOK_S if near else CALM_FOLLOW_LOOK_S)
+        ready, _, _ = select.select([stdin_fd], [], [], follow_look_s(state, planned_s, time.time()))
         now = time.time()
         if ready:
             data = os.read(stdin_fd, 4096)

@@ -23,6 +23,7 @@ from remote_agent.capture_machine import (
     Tick,
     Wait,
 )
+from remote_agent.daemon import CALM_FOLLOW_LOOK_S, FOLLOW_LOOK_S, follow_look_s
 
 T0 = 1000.0
 TICK = 0.125
@@ -315,3 +316,18 @@ def test_a_capture_with_calm_looks_stops_the_app_as_planned_and_still_beats_ever
     assert max(b - a for a, b in zip(beats, beats[1:])) <= 1.5
     # 0.1 s apart until the app shows (at 0.625), then 0.5 s apart up to its planned stop at 5.5, then 0.1 again
     assert [t for t in looks if 0.6 <= t <= 5.6] == [0.6, 0.7, 1.2, 1.7, 2.2, 2.7, 3.2, 3.7, 4.2, 4.7, 5.2, 5.5, 5.6]
+
+
+@pytest.mark.parametrize("state, planned_s, now, expected", [
+    (None, 3.0, T0, "calm"),  # no state yet
+    ({"stage": "starting", "updated_at": T0}, 3.0, T0, "calm"),  # nsys starting: nothing to end soon
+    ({"stage": "capturing", "app_s": None, "updated_at": T0}, 3.0, T0 + 9, "calm"),  # the app not seen yet
+    ({"stage": "capturing", "app_s": 1.0, "updated_at": T0}, 3.0, T0 + 0.9, "calm"),  # 1.9 s < 2 s
+    ({"stage": "capturing", "app_s": 1.0, "updated_at": T0}, 3.0, T0 + 1.0, "near"),  # carried on to 2 s
+    ({"stage": "capturing", "app_s": 2.5, "updated_at": T0}, 3.0, T0, "near"),
+    ({"stage": "capturing", "app_s": 60.0, "updated_at": T0}, None, T0, "calm"),  # no planned end given
+    ({"stage": "importing", "app_s": 0.1, "updated_at": T0}, 30.0, T0, "near"),  # past the capture
+    ({"stage": "capturing", "app_s": 0.5, "updated_at": T0 + 5}, 3.0, T0, "calm"),  # a clock behind the state
+])
+def test_the_follower_looks_often_only_from_a_second_before_the_apps_planned_end(state, planned_s, now, expected):
+    assert follow_look_s(state, planned_s, now) == {"calm": CALM_FOLLOW_LOOK_S, "near": FOLLOW_LOOK_S}[expected]

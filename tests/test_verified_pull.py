@@ -201,4 +201,7 @@ def test_the_pulls_connection_begun_during_the_capture_is_the_one_it_uses(sshd, 
         assert transport._master is begun and begun.alive()  # waited for, not started again
         transport.prepare_download()
         assert transport._master is begun  # a second call changes nothing
+        begun.deadline = 0.0  # long past its connecting time (a long capture, a study's next run)
+        pull_verified(agent, {str(source): out / "again.nsys-rep"})
+        assert transport._master is begun and begun.alive()  # still the same connection
     assert begun.process is None  # stopped with the transport

@@ -81,13 +81,20 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
     files[sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
     progress.finish("export", f"{sqlite.name} ({where})")
     _note_importer(run_dir / "nsys.log", run)
-    log.stage("pulled")
     tidied = _tidy_board_meanwhile(agent, paths, log, keep_remote)
+    analyzed = False
     try:
         with log.phase("analyze"):  # on this machine only, while the board removes its copy
             _summarize(sqlite, app, log, symbols)
+        analyzed = True
     finally:
-        tidied()
+        removal_failed = tidied()
+        if removal_failed is None:  # "pulled" says the board's copy is gone: only once it is
+            log.stage("pulled")
+        elif not analyzed:  # the analysis's own error goes on; the removal's is said beside it
+            progress.note("warning", f"the board's copy was not removed: {removal_failed}")
+    if removal_failed is not None:
+        raise removal_failed
     return failure
 
 
@@ -156,9 +163,9 @@ def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_rem
 
 
 def _tidy_board_meanwhile(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog,
-                          keep_remote: bool) -> Callable[[], None]:
+                          keep_remote: bool) -> Callable[[], BaseException | None]:
     """_tidy_board on a thread of its own, its round trip alongside what comes next; the function it returns
-    waits for it and raises what it raised."""
+    waits for it and returns what it raised (None once the copy is removed or kept as asked)."""
     failed: list[BaseException] = []
 
     def tidy() -> None:
@@ -170,10 +177,9 @@ def _tidy_board_meanwhile(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog
     thread = threading.Thread(target=tidy, name="orchestrate-tidy")
     thread.start()
 
-    def wait() -> None:
+    def wait() -> BaseException | None:
         thread.join()
-        if failed:
-            raise failed[0]
+        return failed[0] if failed else None
     return wait
 
 

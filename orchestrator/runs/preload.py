@@ -34,7 +34,8 @@ def _load() -> None:
 
 class Preparation:
     """Begins on the capture's progress (``on_progress``), at the latest in ``finish``, which waits for the
-    loading: any of LATER is imported on the caller's thread only after ``finish``."""
+    loading: the run imports LATER on its own thread after ``finish`` (a capture that failed before it leaves
+    the loading thread to end on its own: Python's import locks keep the two apart)."""
 
     def __init__(self, transport: Transport, during_capture: bool) -> None:
         self.transport, self.during_capture = transport, during_capture
@@ -46,7 +47,10 @@ class Preparation:
 
     def begin(self) -> None:
         if self.thread is None:
-            self.transport.prepare_download()  # its process started before the loading thread
+            try:
+                self.transport.prepare_download()  # its process started before the loading thread
+            except OSError:  # no process to spare now: the pull opens its connection itself
+                pass
             self.thread = threading.Thread(target=_load, name="orchestrate-preload", daemon=True)
             self.thread.start()
 

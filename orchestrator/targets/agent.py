@@ -153,7 +153,7 @@ def _probe(transport: Transport, host: Host, archive_name: str, digest: str, com
                           f"&& py=$(command -v {ShellCommand((host.python,)).render()}) && printf '%s\\0' \"$py\" "
                           f"&& {env}exec \"$py\" {call} \"$(pwd)/agent/{archive_name}\" {digest} {command}",
                           stdin=json.dumps(request).encode())
-    owner, user, *fields = probe.stdout.split("\0") if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
+    owner, user, *fields = probe.stdout.split("\0", 4) if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
     if owner != user and len(fields) >= 2:  # the bootstrap would refuse every archive in it
         raise AgentError(f"the work dir {fields[0]} on {transport.description} belongs to uid {owner}, not to the "
                          f"user the agent works as (uid {user})",

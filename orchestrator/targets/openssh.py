@@ -111,6 +111,8 @@ class MasterConnection:
 
     def start(self) -> bool:
         """The master up (begun here unless ``begin`` did): True once its socket is there, else stopped."""
+        if self.alive():  # up already (the deadline is only for connecting)
+            return True
         if self.process is None:
             self.begin()
         assert self.process is not None
