@@ -73,6 +73,12 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
     summary = analyze_report(source)
     opened = open_page(browser, page_path)
     assert_clean(opened, page_path)
+    # the whole-run timeline read both its binaries and painted every row, on every exporter generation
+    opened.page.wait_for_function("() => window.orchestrateTimeline.detailLoaded && window.orchestrateTimeline.paints")
+    assert opened.page.locator("[data-tl-status]").text_content() == ""
+    drawn = opened.page.evaluate("window.orchestrateTimeline.rows")
+    assert drawn and opened.page.evaluate("window.orchestrateTimeline.shapes") > 0
+    assert_clean(opened, page_path)
     charts = opened.charts()
     frames, hotspots = summary["frames"], summary["hotspots"]
     if frames:

@@ -230,7 +230,7 @@ def test_a_page_without_summary_says_why_in_every_section():
     run = RunData(Path("runs/x"), None, as_run(JETSON_RECORD), None, None, "the export is truncated", None, None)
     page = report_page(run)
     assert page.verdict is None and page.frames is None and page.api_tables == []
-    assert set(page.missing) == {"verdict", "frames", "hotspots", "cpu", "timeline", "api"}
+    assert set(page.missing) == {"verdict", "frames", "hotspots", "cpu", "run-timeline", "timeline", "api"}
     assert page.missing["frames"] == "the report could not be analysed: the export is truncated"
     assert "the report could not be analysed: the export is truncated" in page.header.problems
 

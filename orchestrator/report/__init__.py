@@ -7,12 +7,14 @@ contexts are pure; templates/ draws them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from .compare import comparison, comparison_page
 from .page import report_page
 from .render import render, write_page
 from .run_data import RunData, load_run
+from .run_timeline import ONE_PAGE_BYTES
 
 __all__ = ["RunData", "compare_runs", "default_report_path", "load_run", "write_comparison", "write_report",
            "write_run_report"]
@@ -30,7 +32,14 @@ def write_report(source: Path, output: Path | None = None, nsys_hint: str | None
 
 
 def write_run_report(run: RunData, output: Path) -> Path:
+    """report.html; a run whose timeline makes it too large (ONE_PAGE_BYTES) gets it on a page of its own
+    beside it, NAME.timeline.html, linked from the report."""
     page = report_page(run)
+    whole = page.run_timeline
+    if whole is not None and whole.size > ONE_PAGE_BYTES:
+        aside = output.with_name(f"{output.stem}.timeline.html")
+        write_page(render("timeline.html", f"{page.title}: the whole run", page=page, report_href=output.name), aside)
+        page = replace(page, run_timeline=None, run_timeline_href=aside.name, run_timeline_events=whole.events)
     return write_page(render("report.html", page.title, page=page), output)
 
 

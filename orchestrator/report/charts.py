@@ -59,6 +59,7 @@ class Chart:
     texts: list[Text] = field(default_factory=list)
     polyline: str = ""         # "x,y x,y ..." of a series
     polyline_tip: str = ""
+    index_axis: str = ""       # "x of the first, x of the last, count": a chart whose x axis counts frames
 
     @property
     def marks(self) -> int:
@@ -131,7 +132,8 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
         chart.texts.append(Text(WIDTH - right - 2, y - 3, name, f"level-label level-{name}", "end"))
     chart = Chart(chart.name, chart.width, chart.height, chart.rects, chart.lines, chart.texts,
                   " ".join(f"{x_of(i):.1f},{y_of(values[i]):.1f}" for i in kept),
-                  f"{len(values)} frames" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""))
+                  f"{len(values)} frames" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""),
+                  f"{x_of(0):.2f},{x_of(max(len(values) - 1, 1)):.2f},{len(values)}")
     if len(values):
         chart.rects.append(Rect(x_of(0) - 3, y_of(values[0]) - 3, 6, 6, "first",
                                 f"first frame: {format_ns(per_frame_ns[0])}"))

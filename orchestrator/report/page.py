@@ -19,6 +19,7 @@ from .charts import Chart
 from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .render import Fact
 from .run_data import RunData
+from .run_timeline import TimelineData
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
 from .units import format_ms, format_ns
 
@@ -119,6 +120,12 @@ class ReportPage:
     board: BoardSection | None = None  # the board's clocks, loads, temperature and power during the capture
     gpu_metrics: list[Fact] | None = None  # the GPU's hardware metrics nsys sampled
     app_figures: list[Fact] | None = None  # a run without nsys: what the app's output parser found
+    run_timeline: TimelineData | None = None  # the whole run's events, drawn by the page's script
+    run_timeline_href: str | None = None      # where they are instead: a page of their own beside this one
+    run_timeline_events: int = 0
+
+
+SECTIONS = ("verdict", "frames", "hotspots", "cpu", "run-timeline", "timeline", "api")
 
 
 def report_page(run: RunData) -> ReportPage:
@@ -128,7 +135,7 @@ def report_page(run: RunData) -> ReportPage:
     if summary is None:
         reason = (f"the report could not be analysed: {run.analysis_error}" if run.analysis_error
                   else "the run left no report to analyse (the problem above says why)")
-        for section in ("verdict", "frames", "hotspots", "cpu", "timeline", "api"):
+        for section in SECTIONS:
             missing[section] = reason
         return ReportPage(_title(run), header_section(run), None, None, None, None, None, [], [], missing)
     window = window_words(summary["window"])
@@ -152,9 +159,11 @@ def report_page(run: RunData) -> ReportPage:
     slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline")
     tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
+    if run.run_timeline is None:
+        missing["run-timeline"] = run.run_timeline_missing or "no events in the report"
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
                       timeline, tables, absent, missing, slowest, board_part(summary),
-                      gpu_metrics_facts(summary.get("gpu_metrics")))
+                      gpu_metrics_facts(summary.get("gpu_metrics")), run_timeline=run.run_timeline)
 
 
 NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its own figures and the board's samples "
@@ -163,7 +172,7 @@ NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its 
 
 def without_nsys_page(run: RunData, seen: dict) -> ReportPage:
     """A run without nsys: the app's figures in place of the verdict, the board's samples under the frames."""
-    missing = {section: NO_NSYS_REASON for section in ("verdict", "frames", "hotspots", "cpu", "timeline", "api")}
+    missing = {section: NO_NSYS_REASON for section in SECTIONS}
     figures = [Fact(name, f"{value:.4g} {unit}") for name, value, unit in seen["app_figures"]]
     figures += [Fact("no figures", note) for note in seen["notes"]]
     if not figures:

@@ -43,7 +43,7 @@ def templates_dir() -> Path:
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    script = (templates_dir() / "report.js").read_text()
+    script = "\n".join((templates_dir() / name).read_text() for name in ("report.js", "timeline.js"))
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     env.globals.update(script=Markup(script), script_hash=f"sha256-{digest}", version=__version__,
                        kind_names=KIND_NAMES)
@@ -52,7 +52,8 @@ def environment() -> Environment:
 
 def compile_templates(names: tuple[str, ...] = ("report.html", "_page.html", "_header.html", "_svg.html",
                                                  "_table.html", "_frames.html", "_timeline.html", "_hotspots.html",
-                                                 "_apis.html", "_cpu.html")) -> None:
+                                                 "_apis.html", "_cpu.html", "_run_timeline.html",
+                                                 "_run_timeline_detail.html")) -> None:
     """Compile a run's page's templates now (a page's first rendering spends most of its time on it)."""
     env = environment()
     for name in names:

@@ -10,8 +10,10 @@ from pathlib import Path
 from ..analysis import AnalysisOptions, analyze_report
 from ..analysis.frames import first_steady_index
 from ..analysis.report_input import RUN_REPORT_NAMES
+from ..analysis.run_events import run_events
 from ..analysis.schema import open_export, probe
 from ..analysis.timeline import busy_span, frame_timeline, representative_frame
+from ..analysis.trace import Trace
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
@@ -19,6 +21,8 @@ from ..figures.board import board_section
 from ..figures.board_samples import read_board_samples
 from ..figures.renderer import run_renderer
 from ..figures.run_metrics import run_metrics
+from .board_part import BOARD_LINES
+from .run_timeline import TimelineData, timeline_data
 from .units import format_ms, format_ns
 
 REPORT_NAMES = (*RUN_REPORT_NAMES[1:], RUN_REPORT_NAMES[0])  # Nsight Systems' report first: the page links to it
@@ -38,6 +42,8 @@ class RunData:
     # a run without nsys (--no-nsys): the board's samples (as summary.json's "board" and "capture" would hold
     # them, on a clock from the first sample) and the app's own figures (name, value, unit)
     without_nsys: dict | None = None
+    run_timeline: TimelineData | None = None  # the whole run's events, levels of detail and all, for the page
+    run_timeline_missing: str | None = None
 
 
 def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: tuple[Path, ...] = ()) -> RunData:
@@ -52,8 +58,9 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: 
     export = summary.export
     report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
     timeline, why = timeline_of(export, summary)
+    whole, whole_why = whole_run_of(export, summary)
     return RunData(path, summary, None, timeline, why, None, report.name if report else None,
-                   _href(report, page_dir) if report else None)
+                   _href(report, page_dir) if report else None, None, whole, whole_why)
 
 
 def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols: tuple[Path, ...] = ()) -> RunData:
@@ -75,15 +82,21 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
     export = run_dir / "report.sqlite"
     timeline: dict | None
     why: str | None
+    whole: TimelineData | None = None
+    whole_why: str | None
     if summary is None:
         timeline, why = None, analysis_error or "the run left no report"
+        whole_why = why
     elif export.is_file():
         timeline, why = timeline_of(export, summary)
+        whole, whole_why = whole_run_of(export, summary)
     else:
         timeline, why = None, "the run folder has no report.sqlite to read the frame's events from"
+        whole_why = why
     return RunData(run_dir, summary, document, timeline, why, analysis_error, report.name if report else None,
                    _href(report, page_dir) if report else None,
-                   _without_nsys(run_dir, document) if document is not None and document.without_nsys else None)
+                   _without_nsys(run_dir, document) if document is not None and document.without_nsys else None,
+                   whole, whole_why)
 
 
 def _without_nsys(run_dir: Path, document: RunDocument) -> dict:
@@ -136,6 +149,37 @@ def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None
         return None, f"nothing traced in that span ({caption})"
     return {**timeline, "caption": caption, "frame": index,
             "slowest": slowest if slowest and slowest["lanes"] else None}, None
+
+
+def whole_run_of(export: Path, summary: Summary) -> tuple[TimelineData | None, str | None]:
+    """Every event of the run for the page's whole-run timeline, with the frames, the findings' heaviest frames
+    and the board's series."""
+    try:
+        conn = open_export(export)
+    except ReportError as exc:
+        return None, f"the export could not be read for the timeline: {exc.one_line()}"
+    trace = Trace(conn, probe(conn), export)
+    try:
+        events = run_events(trace)
+    except (ReportError, OSError, sqlite3.Error) as exc:
+        return None, f"the export could not be read for the timeline: {exc}"
+    finally:
+        trace.close()
+        conn.close()
+    if not events.count:
+        return None, "no traced calls, ranges, samples or GPU work in the report"
+    frames = summary["frames"] or {}
+    starts, lengths = frames.get("frame_starts_ns") or [], frames.get("per_frame_ns") or []
+    spans = []
+    for finding in summary["verdict"].get("findings") or []:
+        for frame in finding.get("frames") or []:
+            if 0 <= frame["index"] < len(lengths):
+                start = starts[frame["index"]]
+                spans.append({"title": str(finding["kind"]).replace("_", " "), "frame": frame["index"],
+                              "start_ns": start, "end_ns": start + lengths[frame["index"]]})
+    drawn = (summary.get("board") or {}).get("series_ns") or {}
+    board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
+    return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board), None
 
 
 def _frame_span(frames: dict, index: int) -> tuple[int, int]:

@@ -1,0 +1,185 @@
+"""Every event of a capture, row by row, as arrays: what the page's whole-run timeline is drawn from.
+
+A row is one thread's events of one kind (OpenGL, OS runtime, NVTX, CUDA API calls, CPU samples as
+instants) or one GPU lane's (a CUDA stream's kernels and memory operations, an OpenGL context's GPU work).
+The rows hold the same events the report's tables do (OS runtime calls of eventClass 27, NVTX ranges, rows
+with an end), read by the same decoder as the analysis, so a row's count is the count SQL gives.
+Events are in start order; names are indexes into one list of the names used.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .api_summaries import memop_name
+from .exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
+from .frames import NVTX_RANGE_TYPES
+from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from .reads import OSRT_CALL_CLASS, Read
+from .trace import Trace
+
+# kind -> its thread table (the GPU's are below)
+THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
+GPU_TABLES = {"cuda_kernel": "CUPTI_ACTIVITY_KIND_KERNEL", "memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY",
+              "memset": "CUPTI_ACTIVITY_KIND_MEMSET", "opengl_gpu": "OPENGL_WORKLOAD"}
+ROW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
+LANE_SHIFT = 32  # a GPU lane's key: device << 32 | stream (or context)
+MEMORY_IDS = 1 << 20  # memory operations' names: -MEMORY_IDS - copyKind, memsets -MEMORY_IDS + 1
+NO_STACK = -(1 << 22)  # a sample without a leaf function
+
+
+@dataclass(frozen=True)
+class EventRow:
+    group: str          # the thread ("es2gears_x11 (4242)") or GPU lane ("GPU 0 stream 7") it belongs to
+    kind: str           # one of ROW_KINDS
+    starts: np.ndarray  # int64 ns on the report's clock, ascending
+    ends: np.ndarray    # int64 ns (a sample's end is its start)
+    names: np.ndarray   # int32 indexes into RunEvents.names
+
+
+@dataclass(frozen=True)
+class RunEvents:
+    rows: list[EventRow]
+    names: list[str]
+
+    @property
+    def count(self) -> int:
+        return sum(len(row.starts) for row in self.rows)
+
+
+def run_events(trace: Trace) -> RunEvents:
+    """Every row of the capture, threads first (in order of their first event), then the GPU's lanes."""
+    conn, schema = trace.conn, trace.schema
+    threads = thread_names(conn, schema)
+    raw: list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # kind, ..., name ids
+    texts: dict[int, str] = {}  # name id -> text, for ids that are not StringIds (NVTX texts, memory operations)
+    for kind, table in THREAD_TABLES.items():
+        columns = _read(trace, kind, table, {"tid": Col("globalTid"), "name": Col("nameId")},
+                        (NotNull(Col("globalTid")), NotNull(Col("nameId"))))
+        if columns is not None:
+            raw.append((kind, 0, columns["start"], columns["end"], columns["tid"], columns["name"]))
+    nvtx = _nvtx(trace, texts)
+    if nvtx is not None:
+        raw.append(nvtx)
+    samples = _samples(trace, texts)
+    if samples is not None:
+        raw.append(samples)
+    raw += _gpu(trace, texts)
+    ids = np.unique(np.concatenate([r[5] for r in raw])) if raw else np.empty(0, dtype=np.int64)
+    strings = string_values(conn, [i for i in ids.tolist() if i not in texts and i >= 0])
+    names = [texts.get(i) or strings.get(i) or "[unnamed]" for i in ids.tolist()]
+    rows = []
+    for kind, gpu, starts, ends, keys, name_ids in raw:
+        index = np.searchsorted(ids, name_ids).astype(np.int32)
+        for key in np.unique(keys).tolist():
+            group = _lane(key, kind) if gpu else _thread(key, threads)
+            if group.startswith(PROFILER_THREAD_PREFIX):
+                continue
+            mine = np.flatnonzero(keys == key)
+            order = mine[np.argsort(starts[mine], kind="stable")]
+            rows.append(EventRow(group, "memcpy" if kind == "memset" else kind, starts[order], ends[order],
+                                 index[order]))
+    return RunEvents(_ordered(rows), names)
+
+
+def _read(trace: Trace, kind: str, table: str, exprs: dict[str, Expr],
+          where: tuple[Filter, ...]) -> dict[str, np.ndarray] | None:
+    needed = {c for e in exprs.values() for c in e.columns()} | {c for f in where for c in f.columns()}
+    if not trace.has(table, "start", "end", *sorted(needed)):
+        return None
+    where = (NotNull(Col("end")), *where)
+    if table == "OSRT_API" and trace.has(table, "eventClass"):
+        where += (Compare(Col("eventClass"), "=", OSRT_CALL_CLASS),)
+    return trace.get(Read(("run-events", kind), table, {"start": Col("start"), "end": Col("end"), **exprs}, where))
+
+
+def _nvtx(trace: Trace, texts: dict[int, str]) -> tuple | None:
+    """NVTX ranges (push/pop and start/end): a text inline or a StringIds id; inline texts get ids of their own
+    below zero."""
+    if not trace.has("NVTX_EVENTS", "start", "end", "globalTid", "eventType"):
+        return None
+    text = "text" if trace.has("NVTX_EVENTS", "text") else "NULL"
+    text_id = "textId" if trace.has("NVTX_EVENTS", "textId") else "NULL"
+    rows = trace.conn.execute(
+        f'SELECT start, "end", globalTid, {text_id}, {text} FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND '
+        f'globalTid IS NOT NULL AND eventType IN ({",".join(map(str, NVTX_RANGE_TYPES))})').fetchall()
+    if not rows:
+        return None
+    inline: dict[str, int] = {}
+    name_ids = []
+    for *_, tid, value in rows:
+        if tid is not None:
+            name_ids.append(int(tid))
+        else:
+            key = inline.setdefault(value or "", -1 - len(inline))
+            texts[key] = value or "[unnamed range]"
+            name_ids.append(key)
+    starts, ends, gtids = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
+    return "nvtx", 0, starts, ends, gtids, np.array(name_ids, dtype=np.int64)
+
+
+def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
+    """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf)."""
+    events = trace.events("COMPOSITE_EVENTS")
+    if events is None:
+        return None
+    leaf = trace.get(Read(("run-events", "leaves"), "SAMPLING_CALLCHAINS",
+                          {"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1)},
+                          (Compare(Col("stackDepth"), "=", 0),))) if trace.has(
+        "SAMPLING_CALLCHAINS", "id", "symbol", "stackDepth") else None
+    names = np.full(len(events["id"]), NO_STACK, dtype=np.int64)
+    if leaf is not None and len(leaf["id"]):
+        order = np.argsort(leaf["id"])
+        at = np.clip(np.searchsorted(leaf["id"], events["id"], sorter=order), 0, len(order) - 1)
+        found = leaf["id"][order[at]] == events["id"]
+        names[found] = leaf["symbol"][order[at[found]]]
+        names[names < 0] = NO_STACK
+    texts[NO_STACK] = "[no stack]"
+    return "sample", 0, events["start"], events["start"], events["tid"], names
+
+
+def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
+    found = []
+    for kind, table in GPU_TABLES.items():
+        device = _optional(trace, table, "gpu" if kind == "opengl_gpu" else "deviceId")
+        lane = _optional(trace, table, "contextId" if kind == "opengl_gpu" else "streamId")
+        if kind == "memcpy" and not trace.has(table, "copyKind"):
+            continue
+        name: Expr = (Col("copyKind") if kind == "memcpy" else Const(0) if kind == "memset"
+                      else Col("shortName" if kind == "cuda_kernel" else "nameId"))
+        columns = _read(trace, kind, table, {"device": device, "lane": lane, "name": name}, ())
+        if columns is None or not len(columns["start"]):
+            continue
+        names = columns["name"]
+        if kind in ("memcpy", "memset"):  # not StringIds: ids of their own below zero
+            names = -MEMORY_IDS - names if kind == "memcpy" else np.full(len(names), -MEMORY_IDS + 1)
+            texts.update({int(i): memop_name(int(-MEMORY_IDS - i)) if kind == "memcpy" else "[CUDA memset]"
+                          for i in np.unique(names).tolist()})
+        found.append((kind, 1, columns["start"], columns["end"], (columns["device"] << LANE_SHIFT) | columns["lane"],
+                      names))
+    return found
+
+
+def _optional(trace: Trace, table: str, column: str) -> Expr:
+    return Coalesce(Col(column), 0) if trace.has(table, column) else Const(0)
+
+
+def _thread(gtid: int, threads: dict[int, str]) -> str:
+    name = threads.get(int(gtid), "")
+    return f"{name} ({tid_of(gtid)})" if name else f"thread {tid_of(gtid)} of {pid_of(gtid)}"
+
+
+def _lane(key: int, kind: str) -> str:
+    device, lane = key >> LANE_SHIFT, key & ((1 << LANE_SHIFT) - 1)
+    return f"GPU {device} OpenGL context {lane}" if kind == "opengl_gpu" else f"GPU {device} stream {lane}"
+
+
+def _ordered(rows: list[EventRow]) -> list[EventRow]:
+    """Threads in order of their first event, each thread's rows in ROW_KINDS order; GPU lanes after them."""
+    first: dict[str, int] = {}
+    for row in rows:
+        if len(row.starts):
+            first[row.group] = min(first.get(row.group, int(row.starts[0])), int(row.starts[0]))
+    gpu = {row.group for row in rows if row.kind in GPU_TABLES}
+    return sorted(rows, key=lambda r: (r.group in gpu, first.get(r.group, 0), r.group, ROW_KINDS.index(r.kind)))

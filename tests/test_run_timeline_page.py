@@ -1,0 +1,177 @@
+"""The whole-run timeline of report.html in a real headless Chromium: drawn offline from the page's own data,
+each row's events in view equal to SQL's count over the same window, zoom, pan, hover and the frame chart's
+click doing what they say."""
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import pytest
+from browser import assert_clean, open_page
+
+from orchestrator.analysis import analyze_report
+from orchestrator.analysis.names import thread_names
+from orchestrator.analysis.schema import probe
+from orchestrator.analysis.selection import parse_range
+from orchestrator.report import write_report
+
+pytestmark = pytest.mark.integration
+READY = ("() => window.orchestrateTimeline && window.orchestrateTimeline.ready "
+         "&& window.orchestrateTimeline.paints > 0 && window.orchestrateTimeline.detailLoaded")
+
+
+def timeline(opened) -> dict:
+    return opened.page.evaluate("() => { const t = window.orchestrateTimeline; "
+                                "return {rows: t.rows, view: t.view, shapes: t.shapes, paints: t.paints, "
+                                "origin: t.origin, span: t.span}; }")
+
+
+def after_paint(opened, action) -> dict:
+    """Do ``action`` and return the timeline once it painted again."""
+    paints = timeline(opened)["paints"]
+    action()
+    opened.page.wait_for_function(f"() => window.orchestrateTimeline.paints > {paints}")
+    return timeline(opened)
+
+
+@pytest.fixture(scope="module")
+def es2gears_page(export, tmp_path_factory):
+    source = export("es2gears-opengl")
+    page = write_report(source, tmp_path_factory.mktemp("run-timeline") / "es2gears.html")
+    return source, page, analyze_report(source)
+
+
+def sql_in_window(source, kind_table: str, low: int, high: int) -> dict[str, int]:
+    """Thread label -> the calls of that table overlapping [low, high), as the page labels threads."""
+    conn = sqlite3.connect(source)
+    try:
+        names = thread_names(conn, probe(conn))
+        condition = "eventClass = 27" if kind_table == "OSRT_API" else "nameId IS NOT NULL"
+        rows = conn.execute(f'SELECT globalTid, count(*) FROM {kind_table} WHERE "end" > ? AND start < ? '
+                            f'AND {condition} GROUP BY globalTid', (low, high)).fetchall()
+    finally:
+        conn.close()
+    return {f"{names[gtid]} ({gtid & 0xFFFFFF})" if names.get(gtid) else f"thread {gtid & 0xFFFFFF} of "
+            f"{(gtid >> 24) & 0xFFFFFF}": count for gtid, count in rows if not names.get(gtid, "").startswith("[NSys")}
+
+
+def test_the_whole_run_is_drawn_offline_in_a_few_thousand_shapes(es2gears_page, browser):
+    source, page, summary = es2gears_page
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    assert_clean(opened, page)
+    seen = timeline(opened)
+    kinds = {(row["kind"], row["mode"]) for row in seen["rows"]}
+    assert ("osrt", "level") in kinds  # 45,000 OS runtime calls on one thread: drawn from its per-pixel summary
+    assert 0 < seen["shapes"] < 5000
+    width = opened.page.evaluate("document.querySelector('#run-timeline canvas').clientWidth")
+    assert width > 900
+    text = opened.page.locator("[data-tl-window]").text_content()
+    assert text.startswith("--window ") and text.endswith("s")
+    opened.screenshot("run-timeline-es2gears")
+
+
+def test_zoomed_to_a_frame_each_row_shows_the_calls_sql_finds_there(es2gears_page, browser):
+    source, page, summary = es2gears_page
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    frames = summary["frames"]
+    index = frames["count"] // 2
+    low = frames["frame_starts_ns"][index]
+    high = low + frames["per_frame_ns"][index]
+    seen = after_paint(opened, lambda: opened.page.evaluate(f"window.orchestrateTimeline.setWindow({low}, {high})"))
+    assert seen["view"] == [low, high]
+    shown = opened.page.locator("[data-tl-window]").text_content().removeprefix("--window ")
+    window = parse_range(shown, (summary["capture"]["start_ns"], summary["capture"]["end_ns"]))
+    assert abs(window.start_ns - low) <= 500 and abs(window.end_ns - high) <= 500  # analyze reads the same span
+    for kind, table in (("opengl", "OPENGL_API"), ("osrt", "OSRT_API")):
+        expected = sql_in_window(source, table, low, high)
+        drawn = {row["group"]: row["visible"] for row in seen["rows"] if row["kind"] == kind}
+        assert all(row["mode"] == "events" for row in seen["rows"])
+        assert {g: n for g, n in drawn.items() if n} == expected, kind
+    assert sum(expected.values()) + sum(drawn.values()) > 0
+
+
+def test_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browser):
+    source, page, summary = es2gears_page
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    canvas = opened.page.locator("#run-timeline canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    label_w = 190
+    before = timeline(opened)["view"]
+    x = box["x"] + label_w + (box["width"] - label_w) * 0.25
+    at = before[0] + (before[1] - before[0]) * 0.25  # the time under the pointer
+    opened.page.mouse.move(x, box["y"] + 30)
+    after = after_paint(opened, lambda: opened.page.mouse.wheel(0, -500))["view"]
+    assert (after[1] - after[0]) == pytest.approx((before[1] - before[0]) * math.exp(-1.0), rel=1e-3)
+    assert after[0] + (after[1] - after[0]) * 0.25 == pytest.approx(at, abs=(before[1] - before[0]) * 1e-3)
+    canvas.focus()
+    panned = after_paint(opened, lambda: opened.page.keyboard.press("d"))["view"]
+    assert panned[0] - after[0] == pytest.approx((after[1] - after[0]) * 0.1, rel=1e-3)
+    zoomed = after_paint(opened, lambda: opened.page.keyboard.press("w"))["view"]
+    assert zoomed[1] - zoomed[0] == pytest.approx((panned[1] - panned[0]) * 0.8, rel=1e-3)
+
+    def drag() -> None:
+        opened.page.mouse.move(box["x"] + 600, box["y"] + 30)
+        opened.page.mouse.down()
+        opened.page.mouse.move(box["x"] + 500, box["y"] + 30, steps=4)
+        opened.page.mouse.up()
+    dragged = after_paint(opened, drag)["view"]
+    shift = 100 / (box["width"] - label_w) * (zoomed[1] - zoomed[0])
+    assert dragged[0] - zoomed[0] == pytest.approx(shift, rel=0.02)
+    assert_clean(opened, page)
+
+
+def test_a_click_on_the_frame_chart_shows_that_frame_and_hover_names_a_call(es2gears_page, browser):
+    source, page, summary = es2gears_page
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    frames = summary["frames"]
+    axis = [float(v) for v in opened.page.get_attribute("svg[data-chart='frame-series']", "data-index-axis").split(",")]
+    index = 1000
+    x_view = axis[0] + (axis[1] - axis[0]) * index / (axis[2] - 1)
+    opened.page.locator("svg[data-chart='frame-series']").scroll_into_view_if_needed()
+    svg_box = opened.page.locator("svg[data-chart='frame-series']").bounding_box()
+    x = svg_box["x"] + x_view * svg_box["width"] / 960
+    seen = after_paint(opened, lambda: opened.page.mouse.click(x, svg_box["y"] + 100))
+
+
+    def fits(k: int) -> bool:  # the view is frame k with 5 % on each side
+        start, length = frames["frame_starts_ns"][k], frames["per_frame_ns"][k]
+        return (abs(seen["view"][0] - (start - 0.05 * length)) < 1 + length * 1e-6
+                and abs(seen["view"][1] - (start + 1.05 * length)) < 1 + length * 1e-6)
+    # a pixel of the chart is about three of its 2,445 frames: the click's frame is one of those
+    assert any(fits(k) for k in range(index - 4, index + 5)), seen["view"]
+    row = next(i for i, r in enumerate(seen["rows"]) if r["kind"] == "opengl" and r["visible"])
+    canvas = opened.page.locator("#run-timeline canvas").bounding_box()
+    place = [p for p in opened.page.evaluate("window.orchestrateTimeline.layout") if p["type"] == "row"][row]
+    assert (place["group"], place["kind"]) == (seen["rows"][row]["group"], "opengl")
+    y = canvas["y"] + place["y"] + 5
+    tip = opened.page.locator("#run-timeline .tl-tip")
+    for fraction in [i / 40 for i in range(4, 38)]:  # along the row until the pointer is on a call
+        opened.page.mouse.move(canvas["x"] + 190 + (canvas["width"] - 190) * fraction, y)
+        if tip.is_visible():
+            break
+    text = tip.text_content()
+    assert tip.is_visible() and "start " in text and text.split("\n")[1].startswith(seen["rows"][row]["group"])
+    assert_clean(opened, page)
+
+
+def test_a_run_too_large_for_one_page_gets_its_timeline_on_a_page_beside_it(export, browser, tmp_path, monkeypatch):
+    import orchestrator.report as report
+    monkeypatch.setattr(report, "ONE_PAGE_BYTES", 100_000)  # as if es2gears' 0.7 MB of events were 24 MB
+    page = write_report(export("es2gears-opengl"), tmp_path / "es2gears.html")
+    aside = tmp_path / "es2gears.timeline.html"
+    assert aside.is_file() and page.stat().st_size < aside.stat().st_size
+    opened = open_page(browser, page)
+    assert_clean(opened, page)
+    link = opened.page.locator("[data-tl-aside] a")
+    assert link.get_attribute("href") == "es2gears.timeline.html"
+    assert opened.page.locator("#run-timeline").count() == 0
+    beside = open_page(browser, aside)
+    beside.page.wait_for_function(READY)
+    assert_clean(beside, aside)
+    assert beside.page.locator("header a").get_attribute("href") == "es2gears.html"
+    assert timeline(beside)["rows"] and timeline(beside)["shapes"] > 0
