@@ -54,22 +54,28 @@
     return function (v) { return v === ESCAPE ? escapes[next++] : v; };
   }
 
-  // a row's events from their deltas and durations: starts, ends, the furthest end so far, the depth of nesting
+  // a row's events from their deltas and durations: starts, ends, their lanes (each event in the first lane free
+  // at its start), and the furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
+  // range around the whole app, a thread's long wait) are kept apart in "long": otherwise one of them would hold
+  // the furthest end, and every view after its start would begin its search at it.
   function setEvents(row, deltas, durations, names, value) {
     var n = deltas.length, starts = new Float64Array(n), ends = new Float64Array(n), reach = new Float64Array(n);
-    var depths = new Uint8Array(n), open = [], at = 0, furthest = -Infinity, i;
+    var depths = new Uint8Array(n), laneEnds = [], long = [], at = 0, furthest = -Infinity, i, d;
+    var longest = row.span / 256;
+    for (i = 0; i < row.lanes; i++) { laneEnds.push(-Infinity); }
     for (i = 0; i < n; i++) { at += value(deltas[i]); starts[i] = at; }
     for (i = 0; i < n; i++) {
       ends[i] = starts[i] + value(durations[i]);
-      furthest = Math.max(furthest, ends[i]);
+      if (ends[i] - starts[i] > longest) { long.push(i); } else { furthest = Math.max(furthest, ends[i]); }
       reach[i] = furthest;
-      while (open.length && open[open.length - 1] <= starts[i]) { open.pop(); }  // the calls it is inside
-      depths[i] = Math.min(open.length, row.lanes - 1);
-      if (ends[i] > starts[i]) { open.push(ends[i]); }
+      for (d = 0; d < row.lanes - 1 && laneEnds[d] > starts[i]; d++) { /* the first lane free at its start */ }
+      depths[i] = d;
+      laneEnds[d] = Math.max(laneEnds[d], ends[i]);
     }
     row.starts = starts;
     row.ends = ends;
     row.reach = reach;
+    row.long = long;
     row.depths = depths;
     row.names = names;
     row.loaded = true;
@@ -81,7 +87,8 @@
     var read = reader(buffer, 4 + length);
     var rows = header.rows.map(function (meta) {
       var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
-                 loaded: false, starts: new Float64Array(0), ends: new Float64Array(0), reach: new Float64Array(0)};
+                 span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
+                 reach: new Float64Array(0), long: []};
       var events = meta.detail ? null : [read.u32(meta.count), read.u32(meta.count), read.u32(meta.count)];
       var runs = meta.levels.map(function (level) {
         return {width: level.width, deltas: read.u32(level.runs), lengths: read.u32(level.runs),
@@ -141,8 +148,17 @@
     return row.kind === "sample" ? row.starts[i] >= t0 : row.ends[i] > t0;
   }
 
+  // the long events that began before the stretch and are in view
+  function longBefore(row, lo) {
+    var found = [];
+    for (var k = 0; k < row.long.length && row.long[k] < lo; k++) {
+      if (inView(row, row.long[k]) && row.starts[row.long[k]] < t1) { found.push(row.long[k]); }
+    }
+    return found;
+  }
+
   function countInView(row, range) {
-    var n = 0;
+    var n = longBefore(row, range[0]).length;
     for (var i = range[0]; i < range[1]; i++) { if (inView(row, i)) { n++; } }
     return n;
   }
@@ -161,6 +177,7 @@
     if (b > span + slack) { a -= b - span - slack; b = span + slack; }
     t0 = a;
     t1 = b;
+    api.view = [data.header.origin + t0, data.header.origin + t1];
     schedule();
   }
 
@@ -170,6 +187,7 @@
 
   function paint() {
     dirty = false;
+    if (!data || plotWidth() <= 0) { return; }
     var began = performance.now(), ratio = window.devicePixelRatio || 1;
     var cssW = canvas.clientWidth, cssH = canvas.clientHeight;
     if (canvas.width !== Math.round(cssW * ratio) || canvas.height !== Math.round(cssH * ratio)) {
@@ -217,7 +235,9 @@
       }
       shapes++;
     }
-    for (var i = range[0]; i < range[1]; i++) {
+    var before = longBefore(row, range[0]);
+    for (var k = -before.length; k < range[1] - range[0]; k++) {
+      var i = k < 0 ? before[before.length + k] : range[0] + k;
       if (!inView(row, i)) { continue; }
       var x0 = Math.max(LABEL_W, xOf(row.starts[i], width)), x1 = Math.min(LABEL_W + width, xOf(row.ends[i], width));
       if (x1 - x0 < 1) { x1 = x0 + 1; }
@@ -381,7 +401,7 @@
   function loadDetail() {
     var block = document.getElementById("run-timeline-detail"), detail = block ? block.textContent.trim() : "";
     if (!detail) { api.detailLoaded = true; return; }
-    inflate(bytesOf(detail)).then(parseDetail).catch(function (error) {
+    Promise.resolve().then(function () { return inflate(bytesOf(detail)); }).then(parseDetail).catch(function (error) {
       status.textContent = "the timeline's events could not be read: " + error;
     });
   }
@@ -414,16 +434,20 @@
       points.forEach(function (p) { if (p[0] <= t) { near = p; } });
       return near ? {text: place.name + ": " + near[1] + " at " + seconds(near[0]) + " s"} : null;
     }
-    var row = place.row, range = visible(row), best = -1;
-    for (var i = Math.max(range[0], search(row.starts, t - slop, true) - 64); i < range[1] && row.starts[i] <= t + slop; i++) {
-      if (row.ends[i] + slop >= t && (best < 0 || row.ends[i] - row.starts[i] < row.ends[best] - row.starts[best])) {
-        best = i;
-      }
-    }
+    var row = place.row, best = -1;
     if (!row.loaded) { return {text: row.group + "\n" + row.count + " events, still being read"}; }
-    if (best < 0 && row.levels.length && range[1] - range[0] > EXACT) {
-      return {text: row.group + "\n" + (range[1] - range[0]) + " events in view: zoom in to see them"};
-    }
+    var lane = Math.max(0, Math.min(row.lanes - 1, Math.floor((y - place.y - 1) / ((place.h - 2) / row.lanes))));
+    var lo = search(row.reach, t - slop, row.kind === "sample"), hi = search(row.starts, t + slop, false);
+    if (hi - lo > EXACT) { return {text: row.group + "\n" + (hi - lo) + " events here: zoom in to see them"}; }
+    var candidates = row.long.filter(function (i) { return i < lo; });
+    for (var i = lo; i < hi; i++) { candidates.push(i); }
+    candidates.forEach(function (i) {
+      if (row.starts[i] > t + slop || row.ends[i] + slop < t) { return; }
+      var better = best < 0 || (row.depths[i] === lane) > (row.depths[best] === lane) ||
+        ((row.depths[i] === lane) === (row.depths[best] === lane) &&
+         row.ends[i] - row.starts[i] < row.ends[best] - row.starts[best]);
+      if (better) { best = i; }
+    });
     if (best < 0) { return null; }
     return {start: row.starts[best], end: row.ends[best],
             text: data.header.names[row.names[best]] + "\n" + row.group + " \u00b7 " + place.kindName + "\nstart " +
@@ -455,7 +479,7 @@
     event.preventDefault();
     if (!data) { return; }
     var p = local(event);
-    if (event.shiftKey) { pan(event.deltaY / 1000); return; }
+    if (event.shiftKey) { pan((event.deltaX || event.deltaY) / 1000); return; }
     zoom(Math.exp(event.deltaY * 0.002), p[0]);
   }, {passive: false});
   canvas.addEventListener("mousedown", function (event) {
@@ -483,16 +507,19 @@
   canvas.addEventListener("mouseleave", function () { tip.hidden = true; pointer = null; });
   canvas.addEventListener("dblclick", function (event) {
     if (!data) { return; }
-    var p = local(event), found = hovered(p[0], p[1]), f = finding(tOf(p[0]));
+    var p = local(event), found = hovered(p[0], p[1]);
+    if (p[0] < LABEL_W) { return; }
     if (found && found.frame !== undefined) { fitFrame(found.frame); return; }
-    if (f) { setView(f.start_ns, f.end_ns); return; }
     if (found && found.start !== undefined) {
       var pad = Math.max(MIN_SPAN, (found.end - found.start) * 0.1);
       setView(found.start - pad, found.end + pad);
+      return;
     }
+    var f = finding(tOf(p[0]));
+    if (f) { setView(f.start_ns, f.end_ns); }
   });
   canvas.addEventListener("keydown", function (event) {
-    if (!data) { return; }
+    if (!data || event.ctrlKey || event.metaKey || event.altKey) { return; }
     var key = event.key.toLowerCase(), x = pointer ? pointer[0] : undefined;
     if (key === "w") { zoom(0.8, x); } else if (key === "s") { zoom(1.25, x); } else if (key === "a") { pan(-0.1); }
     else if (key === "d") { pan(0.1); } else { return; }
@@ -526,7 +553,7 @@
     });
   });
 
-  inflate(bytesOf(block.textContent.trim())).then(function (buffer) {
+  Promise.resolve().then(function () { return inflate(bytesOf(block.textContent.trim())); }).then(function (buffer) {
     api.inflated = performance.now();
     return parse(buffer);
   }).then(build).catch(function (error) {

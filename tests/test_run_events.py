@@ -38,6 +38,7 @@ def events_of(path) -> tuple[RunEvents, sqlite3.Connection]:
 
 
 @pytest.mark.parametrize("name", ["es2gears-opengl", "tflite-pose-xnnpack", "nsu_v100_2022.export2022_4",
+                                  "abacus_titanrtx_2020.export2022_4",
                                   "python-cpu-sampling"])
 def test_every_row_holds_what_sql_counts_for_its_thread_or_lane(export, name):
     events, conn = events_of(export(name))
@@ -58,6 +59,10 @@ def test_every_row_holds_what_sql_counts_for_its_thread_or_lane(export, name):
             kernels = conn.execute('SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL '
                                    'WHERE "end" IS NOT NULL').fetchone()[0]
             assert by_kind.get("cuda_kernel", 0) == kernels
+        memory = sum(conn.execute(f'SELECT count(*) FROM {t} WHERE "end" IS NOT NULL').fetchone()[0]
+                     for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET") if t in tables)
+        assert by_kind.get("memcpy", 0) == memory  # copies and sets, one row per stream
+        assert len({(row.group, row.kind) for row in events.rows}) == len(events.rows)
         if "COMPOSITE_EVENTS" in tables:
             assert by_kind.get("sample", 0) == conn.execute(
                 f"SELECT count(*) FROM COMPOSITE_EVENTS WHERE globalTid IS NOT NULL AND {NOT_NSYS}").fetchone()[0]

@@ -175,3 +175,52 @@ def test_a_run_too_large_for_one_page_gets_its_timeline_on_a_page_beside_it(expo
     assert_clean(beside, aside)
     assert beside.page.locator("header a").get_attribute("href") == "es2gears.html"
     assert timeline(beside)["rows"] and timeline(beside)["shapes"] > 0
+
+
+def test_a_double_click_on_the_frames_fits_that_frame_and_whole_run_goes_back(es2gears_page, browser):
+    source, page, summary = es2gears_page
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    frames = summary["frames"]
+    index = frames["count"] // 3
+    start, length = frames["frame_starts_ns"][index], frames["per_frame_ns"][index]
+    # first closer in, around that frame, so that a pixel of the frames' strip is inside it
+    after_paint(opened, lambda: opened.page.evaluate(
+        f"window.orchestrateTimeline.setWindow({start - 2 * length}, {start + 3 * length})"))
+    canvas = opened.page.locator("#run-timeline canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    place = next(p for p in opened.page.evaluate("window.orchestrateTimeline.layout") if p["type"] == "frames")
+    x = box["x"] + 190 + (box["width"] - 190) * 2.5 / 5  # the middle of the frame
+    seen = after_paint(opened, lambda: opened.page.mouse.dblclick(x, box["y"] + place["y"] + place["h"] / 2))
+    assert seen["view"][0] == pytest.approx(start - 0.05 * length, abs=2)
+    assert seen["view"][1] == pytest.approx(start + 1.05 * length, abs=2)
+    whole = after_paint(opened, lambda: opened.page.locator("[data-tl-all]").click())
+    assert whole["view"][1] - whole["view"][0] == pytest.approx(whole["span"], abs=1)
+    assert_clean(opened, page)
+
+
+def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_them(browser, tmp_path):
+    """One NVTX range around the whole run, 20,000 ranges inside it 100 ns apart: at 2 us the row shows its 21
+    ranges in view one by one (not a summary of every range since the outer one began)."""
+    import numpy as np
+
+    from orchestrator.analysis.run_events import EventRow, RunEvents
+    from orchestrator.report.render import render, write_page
+    from orchestrator.report.run_timeline import timeline_data
+    inner = 1000 + 100 * np.arange(20_000, dtype=np.int64)
+    starts = np.concatenate([[0], inner])
+    ends = np.concatenate([[2_100_000], inner + 50])
+    names = np.concatenate([[0], np.ones(len(inner), dtype=np.int64)]).astype(np.int32)
+    data = timeline_data(RunEvents([EventRow("app (1)", "nvtx", starts, ends, names)], ["main", "step"]), [], [])
+    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
+    path = write_page(render("timeline.html", "nested", page=page_view, report_href="report.html"),
+                      tmp_path / "nested.html")
+    opened = open_page(browser, path)
+    opened.page.wait_for_function(READY)
+    assert_clean(opened, path)
+    assert timeline(opened)["rows"][0]["mode"] == "level"  # 20,001 ranges at full zoom: its summary
+    seen = after_paint(opened, lambda: opened.page.evaluate("window.orchestrateTimeline.setWindow(1000000, 1002000)"))
+    assert seen["rows"][0]["mode"] == "events" and seen["rows"][0]["visible"] == 21
+    layout = opened.page.evaluate("window.orchestrateTimeline.layout")
+    assert layout[0]["kind"] == "nvtx" and layout[0]["h"] > 14  # the ranges inside the outer one: a lane below it

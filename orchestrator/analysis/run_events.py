@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .api_summaries import memop_name
+from .api_summaries import MEMCPY_KINDS, memop_name
 from .exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
 from .frames import NVTX_RANGE_TYPES
 from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
@@ -77,9 +77,8 @@ def run_events(trace: Trace) -> RunEvents:
             if group.startswith(PROFILER_THREAD_PREFIX):
                 continue
             mine = np.flatnonzero(keys == key)
-            order = mine[np.argsort(starts[mine], kind="stable")]
-            rows.append(EventRow(group, "memcpy" if kind == "memset" else kind, starts[order], ends[order],
-                                 index[order]))
+            order = mine[np.lexsort((-ends[mine], starts[mine]))]  # of equal starts the longest first: the parent
+            rows.append(EventRow(group, kind, starts[order], ends[order], index[order]))
     return RunEvents(_ordered(rows), names)
 
 
@@ -140,15 +139,25 @@ def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
 
 
 def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
+    """The GPU's lanes: kernels, memory operations (copies and sets in one row per stream) and OpenGL work, named
+    as the analysis names them, rows without a name or of a copy kind nsys leaves out skipped as it skips them."""
     found = []
+    memory = []
     for kind, table in GPU_TABLES.items():
         device = _optional(trace, table, "gpu" if kind == "opengl_gpu" else "deviceId")
         lane = _optional(trace, table, "contextId" if kind == "opengl_gpu" else "streamId")
-        if kind == "memcpy" and not trace.has(table, "copyKind"):
-            continue
-        name: Expr = (Col("copyKind") if kind == "memcpy" else Const(0) if kind == "memset"
-                      else Col("shortName" if kind == "cuda_kernel" else "nameId"))
-        columns = _read(trace, kind, table, {"device": device, "lane": lane, "name": name}, ())
+        where: tuple[Filter, ...] = ()
+        if kind == "memcpy":
+            name: Expr = Col("copyKind")
+            where = (NotNull(name), Compare(name, ">", -1), Compare(name, "<", max(MEMCPY_KINDS) + 1))
+        elif kind == "memset":
+            name = Const(0)
+        else:
+            column = "nameId" if kind == "opengl_gpu" else next(
+                (c for c in ("shortName", "demangledName") if trace.has(table, c)), "shortName")
+            name = Col(column)
+            where = (NotNull(name),)
+        columns = _read(trace, kind, table, {"device": device, "lane": lane, "name": name}, where)
         if columns is None or not len(columns["start"]):
             continue
         names = columns["name"]
@@ -156,8 +165,15 @@ def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
             names = -MEMORY_IDS - names if kind == "memcpy" else np.full(len(names), -MEMORY_IDS + 1)
             texts.update({int(i): memop_name(int(-MEMORY_IDS - i)) if kind == "memcpy" else "[CUDA memset]"
                           for i in np.unique(names).tolist()})
-        found.append((kind, 1, columns["start"], columns["end"], (columns["device"] << LANE_SHIFT) | columns["lane"],
-                      names))
+        keys = (columns["device"] << LANE_SHIFT) | columns["lane"]
+        part = (columns["start"], columns["end"], keys, names)
+        if kind in ("memcpy", "memset"):
+            memory.append(part)
+        else:
+            found.append((kind, 1, *part))
+    if memory:
+        starts, ends, keys, names = (np.concatenate([part[i] for part in memory]) for i in range(4))
+        found.append(("memcpy", 1, starts, ends, keys, names))
     return found
 
 

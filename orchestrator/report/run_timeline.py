@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -79,9 +80,9 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
               "frames": [[int(s) - origin, int(e) - int(s)] for s, e in frames],
               "findings": [{**f, "start_ns": int(f["start_ns"]) - origin, "end_ns": int(f["end_ns"]) - origin}
                            for f in findings],
-              "board": {name: [[float(t) - origin, float(v)] for t, v in points]
+              "board": {name: [[float(t) - origin, float(v)] for t, v in points if math.isfinite(float(v))]
                         for name, points in (board or {}).items()}}
-    head = json.dumps(header, separators=(",", ":")).encode()
+    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()  # the page's JSON.parse has no NaN
     head += b" " * (-len(head) % 4)  # JSON may end in blanks: the arrays after it start 4-byte aligned
     first = len(head).to_bytes(4, "little") + head + b"".join(overview)
     second = b"".join(detail)
