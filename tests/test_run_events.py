@@ -158,3 +158,19 @@ def test_the_binary_reads_back_to_every_event_level_and_escape():
             runs = level_runs(row.starts, row.ends, origin, width, row.kind == "sample")
             assert first.tolist() == runs.starts.tolist() and lengths == runs.lengths.tolist()
             assert values == runs.values.tolist()
+
+
+def test_samples_are_named_as_the_hotspots_name_their_leaf_functions(export):
+    from orchestrator.analysis import analyze_report
+    source = export("python-cpu-sampling")
+    events, conn = events_of(source)
+    conn.close()
+    counts: dict[str, int] = {}
+    for row in events.rows:
+        if row.kind == "sample":
+            for code in row.names.tolist():
+                counts[events.names[code]] = counts.get(events.names[code], 0) + 1
+    hot = analyze_report(source)["hotspots"]["self"][:3]
+    assert [h["symbol"] for h in hot][2].startswith("[")  # an unresolved address, grouped under its module
+    for spot in hot:  # the window of the analysis is the whole run here: the same counts
+        assert counts.get(spot["symbol"]) == spot["samples"], spot

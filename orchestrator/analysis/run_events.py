@@ -14,6 +14,7 @@ import numpy as np
 
 from .api_summaries import MEMCPY_KINDS, memop_name
 from .exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
+from .frame_names import name_frames
 from .frames import NVTX_RANGE_TYPES
 from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from .reads import OSRT_CALL_CLASS, Read
@@ -27,6 +28,7 @@ ROW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "mem
 LANE_SHIFT = 32  # a GPU lane's key: device << 32 | stream (or context)
 MEMORY_IDS = 1 << 20  # memory operations' names: -MEMORY_IDS - copyKind, memsets -MEMORY_IDS + 1
 NO_STACK = -(1 << 22)  # a sample without a leaf function
+SAMPLE_NAMES = -(1 << 23)  # the samples' leaf functions: SAMPLE_NAMES - their code in frame_names' list
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,11 @@ def _nvtx(trace: Trace, texts: dict[int, str]) -> tuple | None:
         return None
     inline: dict[str, int] = {}
     name_ids = []
+    known = string_values(trace.conn, [r[3] for r in rows if r[3] is not None])
     for *_, tid, value in rows:
-        if tid is not None:
+        if tid is not None and (int(tid) in known or value is None):
             name_ids.append(int(tid))
-        else:
+        else:  # the text itself (also where a textId is not in StringIds, as the analysis falls back to it)
             key = inline.setdefault(value or "", -1 - len(inline))
             texts[key] = value or "[unnamed range]"
             name_ids.append(key)
@@ -119,22 +122,27 @@ def _nvtx(trace: Trace, texts: dict[int, str]) -> tuple | None:
 
 
 def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
-    """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf)."""
+    """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf), as
+    the hotspots name it (an unresolved address grouped under its module's name)."""
     events = trace.events("COMPOSITE_EVENTS")
     if events is None:
         return None
-    leaf = trace.get(Read(("run-events", "leaves"), "SAMPLING_CALLCHAINS",
-                          {"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1)},
-                          (Compare(Col("stackDepth"), "=", 0),))) if trace.has(
-        "SAMPLING_CALLCHAINS", "id", "symbol", "stackDepth") else None
     names = np.full(len(events["id"]), NO_STACK, dtype=np.int64)
+    texts[NO_STACK] = "[no stack]"
+    if not trace.has("SAMPLING_CALLCHAINS", "id", "symbol", "stackDepth"):
+        return "sample", 0, events["start"], events["start"], events["tid"], names
+    module = Coalesce(Col("module"), -1) if trace.has("SAMPLING_CALLCHAINS", "module") else Const(-1)
+    leaf = trace.get(Read(("run-events", "leaves"), "SAMPLING_CALLCHAINS",
+                          {"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1), "module": module},
+                          (Compare(Col("stackDepth"), "=", 0),)))
     if leaf is not None and len(leaf["id"]):
+        named = name_frames(trace.conn, leaf["symbol"], leaf["module"], None,
+                            trace.has("SAMPLING_CALLCHAINS", "originalIP"))
+        texts.update({SAMPLE_NAMES - code: name for code, name in enumerate(named.names)})
         order = np.argsort(leaf["id"])
         at = np.clip(np.searchsorted(leaf["id"], events["id"], sorter=order), 0, len(order) - 1)
         found = leaf["id"][order[at]] == events["id"]
-        names[found] = leaf["symbol"][order[at[found]]]
-        names[names < 0] = NO_STACK
-    texts[NO_STACK] = "[no stack]"
+        names[found] = SAMPLE_NAMES - named.symbols[order[at[found]]]
     return "sample", 0, events["start"], events["start"], events["tid"], names
 
 
