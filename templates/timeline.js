@@ -1,6 +1,6 @@
 // The whole-run timeline (#run-timeline): the run's events on a canvas, zoomed and panned as in Nsight Systems.
-// Its data is a base64 block of zlib'd binary (report/run_timeline.py says the layout), inflated by the
-// browser's own DecompressionStream: no request, no library. window.orchestrateTimeline is its handle.
+// Its data comes from templates/timeline_data.js (orchestrateTimelineData): no request, no library.
+// window.orchestrateTimeline is its handle for tests and benches.
 (function () {
   "use strict";
   var section = document.getElementById("run-timeline-section");
@@ -11,7 +11,8 @@
   var rangeText = section.querySelector("[data-tl-range]");
   var windowText = section.querySelector("[data-tl-window]");
   var status = section.querySelector("[data-tl-status]");
-  var ESCAPE = 0xFFFFFFFF, EXACT = 16384, LABEL_W = 190, ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, MIN_SPAN = 1000;
+  var codec = orchestrateTimelineData, search = codec.search;
+  var EXACT = 16384, LABEL_W = 190, ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, MIN_SPAN = 1000;
   var colours = {}, style = getComputedStyle(document.documentElement);
   ["nvtx", "opengl", "osrt", "cuda_api", "cuda_kernel", "memcpy", "opengl_gpu"].forEach(function (k) {
     colours[k] = style.getPropertyValue("--" + k).trim() || "#2f6fde";
@@ -20,113 +21,11 @@
   var api = {began: performance.now(), ready: false, detailLoaded: false, paints: 0, firstPaintMs: null, lastPaintMs: null, rows: [], view: [0, 0], shapes: 0};
   window.orchestrateTimeline = api;
 
-  function bytesOf(text) {
-    if (Uint8Array.fromBase64) { return Uint8Array.fromBase64(text); }
-    var binary = atob(text), bytes = new Uint8Array(binary.length);
-    for (var i = 0; i < binary.length; i++) { bytes[i] = binary.charCodeAt(i); }
-    return bytes;
-  }
-
-  function inflate(bytes) {
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
-    return new Response(stream).arrayBuffer();
-  }
-
-  function reader(buffer, offset) {
-    var read = {offset: offset};
-    read.u32 = function (n) {  // byte-planed: n lowest bytes, n second bytes, n third, n highest
-      var b = new Uint8Array(buffer, read.offset, 4 * n), a = new Uint32Array(n), n2 = 2 * n, n3 = 3 * n;
-      for (var i = 0; i < n; i++) { a[i] = (b[i] | b[n + i] << 8 | b[n2 + i] << 16 | b[n3 + i] << 24) >>> 0; }
-      read.offset += 4 * n;
-      return a;
-    };
-    read.u8 = function (n) { var a = new Uint8Array(buffer, read.offset, n); read.offset += n + (4 - n % 4) % 4; return a; };
-    read.f64 = function (n) {  // copied: a Float64Array must start 8-byte aligned
-      var a = new Float64Array(buffer.slice(read.offset, read.offset + 8 * n));
-      read.offset += 8 * n;
-      return a;
-    };
-    return read;
-  }
-
-  function unescaper(escapes) {
-    var next = 0;
-    return function (v) { return v === ESCAPE ? escapes[next++] : v; };
-  }
-
-  // a row's events from their deltas and durations: starts, ends, their lanes (each event in the first lane free
-  // at its start), and the furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
-  // range around the whole app, a thread's long wait) are kept apart in "long": otherwise one of them would hold
-  // the furthest end, and every view after its start would begin its search at it.
-  function setEvents(row, deltas, durations, names, value) {
-    var n = deltas.length, starts = new Float64Array(n), ends = new Float64Array(n), reach = new Float64Array(n);
-    var depths = new Uint8Array(n), laneEnds = [], long = [], at = 0, furthest = -Infinity, i, d;
-    var longest = row.span / 256;
-    for (i = 0; i < row.lanes; i++) { laneEnds.push(-Infinity); }
-    for (i = 0; i < n; i++) { at += value(deltas[i]); starts[i] = at; }
-    for (i = 0; i < n; i++) {
-      ends[i] = starts[i] + value(durations[i]);
-      if (ends[i] - starts[i] > longest) { long.push(i); } else { furthest = Math.max(furthest, ends[i]); }
-      reach[i] = furthest;
-      for (d = 0; d < row.lanes - 1 && laneEnds[d] > starts[i]; d++) { /* the first lane free at its start */ }
-      depths[i] = d;
-      laneEnds[d] = Math.max(laneEnds[d], ends[i]);
-    }
-    row.starts = starts;
-    row.ends = ends;
-    row.reach = reach;
-    row.long = long;
-    row.depths = depths;
-    row.names = names;
-    row.loaded = true;
-  }
-
-  function parse(buffer) {
-    var length = new DataView(buffer).getUint32(0, true);
-    var header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
-    var read = reader(buffer, 4 + length);
-    var rows = header.rows.map(function (meta) {
-      var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
-                 span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
-                 reach: new Float64Array(0), long: []};
-      var events = meta.detail ? null : [read.u32(meta.count), read.u32(meta.count), read.u32(meta.count)];
-      var runs = meta.levels.map(function (level) {
-        return {width: level.width, deltas: read.u32(level.runs), lengths: read.u32(level.runs),
-                values: read.u8(level.runs)};
-      });
-      var value = unescaper(read.f64(meta.escapes));
-      if (events) { setEvents(row, events[0], events[1], events[2], value); }
-      row.levels = runs.map(function (level) {
-        var m = level.values.length, first = new Float64Array(m), last = new Float64Array(m), bin = 0;
-        for (var j = 0; j < m; j++) { bin += value(level.deltas[j]); first[j] = bin; }
-        for (j = 0; j < m; j++) { last[j] = first[j] + value(level.lengths[j]); }
-        return {width: level.width, first: first, last: last, values: level.values};
-      });
-      return row;
-    });
-    return {header: header, rows: rows};
-  }
-
   // the events of the rows with levels, once the first paint is out
   function parseDetail(buffer) {
-    var read = reader(buffer, 0);
-    data.rows.forEach(function (row, index) {
-      if (!row.detail) { return; }
-      var n = row.count, deltas = read.u32(n), durations = read.u32(n), names = read.u32(n);
-      setEvents(row, deltas, durations, names, unescaper(read.f64(data.header.rows[index].detail_escapes)));
-    });
+    codec.parseDetail(buffer, data);
     api.detailLoaded = true;
     schedule();
-  }
-
-  // the first index whose value in (ascending) array is > t, or >= t with orEqual
-  function search(array, t, orEqual) {
-    var lo = 0, hi = array.length;
-    while (lo < hi) {
-      var mid = (lo + hi) >> 1;
-      if (array[mid] < t || (!orEqual && array[mid] === t)) { lo = mid + 1; } else { hi = mid; }
-    }
-    return lo;
   }
 
   var data = null, t0 = 0, t1 = 1, layout = [], dirty = false, pointer = null, drag = null;
@@ -401,7 +300,7 @@
   function loadDetail() {
     var block = document.getElementById("run-timeline-detail"), detail = block ? block.textContent.trim() : "";
     if (!detail) { api.detailLoaded = true; return; }
-    Promise.resolve().then(function () { return inflate(bytesOf(detail)); }).then(parseDetail).catch(function (error) {
+    Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(detail)); }).then(parseDetail).catch(function (error) {
       status.textContent = "the timeline's events could not be read: " + error;
     });
   }
@@ -553,9 +452,9 @@
     });
   });
 
-  Promise.resolve().then(function () { return inflate(bytesOf(block.textContent.trim())); }).then(function (buffer) {
+  Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(block.textContent.trim())); }).then(function (buffer) {
     api.inflated = performance.now();
-    return parse(buffer);
+    return codec.parse(buffer);
   }).then(build).catch(function (error) {
     status.textContent = "the timeline could not be read: " + error;
   });

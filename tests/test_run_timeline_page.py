@@ -26,6 +26,13 @@ def timeline(opened) -> dict:
                                 "origin: t.origin, span: t.span}; }")
 
 
+def opened_timeline(browser, page):
+    """The page open in Chromium, its timeline painted with both its binaries read."""
+    opened = open_page(browser, page)
+    opened.page.wait_for_function(READY)
+    return opened
+
+
 def after_paint(opened, action) -> dict:
     """Do ``action`` and return the timeline once it painted again."""
     paints = timeline(opened)["paints"]
@@ -57,8 +64,7 @@ def sql_in_window(source, kind_table: str, low: int, high: int) -> dict[str, int
 
 def test_the_whole_run_is_drawn_offline_in_a_few_thousand_shapes(es2gears_page, browser):
     source, page, summary = es2gears_page
-    opened = open_page(browser, page)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, page)
     assert_clean(opened, page)
     seen = timeline(opened)
     kinds = {(row["kind"], row["mode"]) for row in seen["rows"]}
@@ -73,8 +79,7 @@ def test_the_whole_run_is_drawn_offline_in_a_few_thousand_shapes(es2gears_page, 
 
 def test_zoomed_to_a_frame_each_row_shows_the_calls_sql_finds_there(es2gears_page, browser):
     source, page, summary = es2gears_page
-    opened = open_page(browser, page)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, page)
     frames = summary["frames"]
     index = frames["count"] // 2
     low = frames["frame_starts_ns"][index]
@@ -94,8 +99,7 @@ def test_zoomed_to_a_frame_each_row_shows_the_calls_sql_finds_there(es2gears_pag
 
 def test_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browser):
     source, page, summary = es2gears_page
-    opened = open_page(browser, page)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, page)
     canvas = opened.page.locator("#run-timeline canvas")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
@@ -126,8 +130,7 @@ def test_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browse
 
 def test_a_click_on_the_frame_chart_shows_that_frame_and_hover_names_a_call(es2gears_page, browser):
     source, page, summary = es2gears_page
-    opened = open_page(browser, page)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, page)
     frames = summary["frames"]
     axis = [float(v) for v in opened.page.get_attribute("svg[data-chart='frame-series']", "data-index-axis").split(",")]
     index = 1000
@@ -170,8 +173,7 @@ def test_a_run_too_large_for_one_page_gets_its_timeline_on_a_page_beside_it(expo
     link = opened.page.locator("[data-tl-aside] a")
     assert link.get_attribute("href") == "es2gears.timeline.html"
     assert opened.page.locator("#run-timeline").count() == 0
-    beside = open_page(browser, aside)
-    beside.page.wait_for_function(READY)
+    beside = opened_timeline(browser, aside)
     assert_clean(beside, aside)
     assert beside.page.locator("header a").get_attribute("href") == "es2gears.html"
     assert timeline(beside)["rows"] and timeline(beside)["shapes"] > 0
@@ -179,8 +181,7 @@ def test_a_run_too_large_for_one_page_gets_its_timeline_on_a_page_beside_it(expo
 
 def test_a_double_click_on_the_frames_fits_that_frame_and_whole_run_goes_back(es2gears_page, browser):
     source, page, summary = es2gears_page
-    opened = open_page(browser, page)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, page)
     frames = summary["frames"]
     index = frames["count"] // 3
     start, length = frames["frame_starts_ns"][index], frames["per_frame_ns"][index]
@@ -216,8 +217,7 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
     path = write_page(render("timeline.html", "nested", page=page_view, report_href="report.html"),
                       tmp_path / "nested.html")
-    opened = open_page(browser, path)
-    opened.page.wait_for_function(READY)
+    opened = opened_timeline(browser, path)
     assert_clean(opened, path)
     assert timeline(opened)["rows"][0]["mode"] == "level"  # 20,001 ranges at full zoom: its summary
     seen = after_paint(opened, lambda: opened.page.evaluate("window.orchestrateTimeline.setWindow(1000000, 1002000)"))
