@@ -26,6 +26,7 @@ class Fact:
     value: str
 
 
+SCRIPTS = ("report.js", "timeline_data.js", "timeline.js")  # the page's one script, in this order
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}
 
@@ -43,7 +44,7 @@ def templates_dir() -> Path:
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    script = "\n".join((templates_dir() / name).read_text() for name in ("report.js", "timeline_data.js", "timeline.js"))
+    script = "\n".join((templates_dir() / name).read_text() for name in SCRIPTS)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     env.globals.update(script=Markup(script), script_hash=f"sha256-{digest}", version=__version__,
                        kind_names=KIND_NAMES)
