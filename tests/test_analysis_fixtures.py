@@ -20,7 +20,7 @@ from orchestrator.errors import UsageError
 
 SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "hotspots", "cores",
             "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels",
-            "memcpy", "verdict"}
+            "memcpy", "attribution", "capture_gaps", "verdict"}
 
 
 def sql(path, query, *params):
@@ -108,15 +108,14 @@ def test_gears_frames_are_swaps_with_a_slow_first_frame(gears, export):
     assert gears["opengl_gpu"] and gears["osrt"]
 
 
-def test_gears_waits_in_its_buffer_swap(gears):
-    """On llvmpipe the "GPU" is a pool of render threads; es2gears's thread waits for them in the swap."""
+def test_gears_names_its_waits_and_its_software_renderer(gears):
+    """On llvmpipe the "GPU" is a pool of render threads; es2gears's thread waits for them and for the X server in
+    its swap (test_attribution_exports recomputes the shares with SQL)."""
     verdict = gears["verdict"]
-    assert (verdict["kind"], verdict["confidence"]) == ("gpu_wait", "high")
-    # the wait, the work waited for (by GPU time) and the renderer that is a CPU, all named
-    assert "in eglSwapBuffers waiting for the GPU to run glClear, glDrawArrays (a software renderer: the GPU's " \
-           "work runs on the CPU, in llvmpipe-0...) (or for vsync" in verdict["summary"]
+    assert verdict["kind"] in ("display_wait", "software_renderer") and verdict["confidence"] in ("high", "medium")
     [renderer] = [f for f in verdict["findings"] if f["kind"] == "renderer"]
-    assert renderer["text"] == "the GPU is a software renderer (llvmpipe-0, llvmpipe-1...): its work runs on the CPU"
+    assert renderer["text"] == ("the renderer is a software renderer: its work runs on the CPU (llvmpipe-0, "
+                                "llvmpipe-1), so these figures do not represent the board's GPU")
     [busy] = [f for f in verdict["findings"] if f["kind"] == "gpu_busy"]
     assert busy["names"] == ["glClear", "glDrawArrays"] and "nsys (glClear, glDrawArrays) covers" in busy["text"]
     swap = next(row for row in gears["opengl"] if row["name"] == "eglSwapBuffers")
@@ -219,7 +218,7 @@ def test_2023_export_with_renamed_metadata(export):
     assert summary["cuda_kernels"] and summary["cuda_api"]
     heat = summary["threads"][0]
     assert heat["name"] == "heat" and heat["cpu_pct"] > 90
-    assert summary["verdict"]["kind"] in ("gpu_bound", "cpu_bound")
+    assert summary["verdict"]["kind"] in ("gpu_bound", "gpu_wait")
     [busy] = [f for f in summary["verdict"]["findings"] if f["kind"] == "gpu_busy"]
     assert busy["text"].startswith("GPU work recorded by nsys (") and " covers " in busy["text"]
     by_name: dict[str, int] = {}  # a kernel's rows (one per grid and block) summed: most GPU time first

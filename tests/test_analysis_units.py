@@ -11,12 +11,10 @@ from hypothesis import strategies as st
 from orchestrator.analysis import sampling, scheduling
 from orchestrator.analysis.bulk import int_columns
 from orchestrator.analysis.durations import summarize
-from orchestrator.analysis.evidence import Evidence
 from orchestrator.analysis.frames import warmup_frames
 from orchestrator.analysis.schema import probe
 from orchestrator.analysis.selection import parse_range, parse_time, pick_processes
 from orchestrator.analysis.trace import Trace
-from orchestrator.analysis.verdict import decide
 from orchestrator.errors import ReportError, UsageError
 
 
@@ -100,60 +98,6 @@ def test_a_process_is_known_by_every_name_it_had_and_by_pid():
             pick_processes(processes, wrong)
 
 
-def _evidence(**changes) -> Evidence:
-    base = dict(window_ns=1_000_000_000, thread="app (1)", frame_count=10, gpu_wait_ns=0, gpu_wait_calls=(),
-                wait_symbol_pct=0.0, wait_symbol=None, blocking_ns=0, blocking_calls=(), thread_cpu_pct=20.0,
-                busy_cores=0.4, gpu_busy_pct=None, hottest_self="f", hottest_self_pct=30.0)
-    return Evidence(**{**base, **changes})
-
-
-@pytest.mark.parametrize("changes, kind, confidence", [
-    (dict(gpu_wait_ns=850_000_000, gpu_wait_calls=("glFinish",)), "gpu_wait", "high"),
-    (dict(gpu_wait_ns=500_000_000, gpu_wait_calls=("eglSwapBuffers",)), "gpu_wait", "medium"),
-    (dict(wait_symbol="tflite::gpu::gl::WaitForCompletion", wait_symbol_pct=40.0), "gpu_wait", "medium"),
-    (dict(gpu_busy_pct=90.0), "gpu_bound", "medium"),
-    (dict(thread_cpu_pct=97.0), "cpu_bound", "high"),
-    (dict(blocking_ns=600_000_000, blocking_calls=("nanosleep",)), "io_or_sleep", "medium"),
-    ({}, "unknown", "low"),
-])
-def test_verdict_rules(changes, kind, confidence):
-    verdict = decide(_evidence(**changes))
-    assert (verdict["kind"], verdict["confidence"]) == (kind, confidence)
-    assert verdict["evidence"]
-
-
-def test_gpu_wait_verdict_speaks_per_frame():
-    verdict = decide(_evidence(gpu_wait_ns=850_000_000, gpu_wait_calls=("eglClientWaitSync",)))
-    assert verdict["summary"] == "85 % of the time on app (1) is spent in eglClientWaitSync waiting for the GPU"
-    assert "85 ms of each 100 ms frame" in verdict["evidence"][0]
-
-
-@pytest.mark.parametrize("renderer, threads, summary_tail, finding", [
-    # a Jetson's GPU, named by the app or by the board's chip: the wait is on it
-    ("NVIDIA Tegra Orin (nvgpu)/integrated", (), " to run glDispatchCompute on NVIDIA Tegra Orin (nvgpu)/integrated",
-     "the GPU is NVIDIA Tegra Orin (nvgpu)/integrated"),
-    # the app names Mesa's llvmpipe, and nsys saw its threads
-    ("llvmpipe (LLVM 15.0.6, 256 bits)", ("llvmpipe-0", "llvmpipe-1"),
-     " to run glDispatchCompute (llvmpipe (LLVM 15.0.6, 256 bits): a software renderer, the GPU's work runs on "
-     "the CPU, in llvmpipe-0...)",
-     "the GPU is llvmpipe (LLVM 15.0.6, 256 bits), a software renderer: its work runs on the CPU "
-     "(llvmpipe-0, llvmpipe-1...)"),
-    # a software renderer by name alone (softpipe runs on the app's thread)
-    ("softpipe", (), " to run glDispatchCompute (softpipe: a software renderer, the GPU's work runs on the CPU)",
-     "the GPU is softpipe, a software renderer: its work runs on the CPU"),
-    # nothing names it, but its threads give it away
-    (None, ("llvmpipe-0",), " to run glDispatchCompute (a software renderer: the GPU's work runs on the CPU, in "
-     "llvmpipe-0...)", "the GPU is a software renderer (llvmpipe-0...): its work runs on the CPU"),
-    (None, (), " to run glDispatchCompute", None),
-])
-def test_the_verdict_names_the_gpu_it_waits_for(renderer, threads, summary_tail, finding):
-    verdict = decide(_evidence(gpu_wait_ns=850_000_000, gpu_wait_calls=("glFinish",), gpu_busy_pct=80.0,
-                               gpu_work_names=("glDispatchCompute",), renderer=renderer, software_gpu=threads))
-    assert verdict["summary"] == f"85 % of the time on app (1) is spent in glFinish waiting for the GPU{summary_tail}"
-    named = [f["text"] for f in verdict["findings"] if f["kind"] == "renderer"]
-    assert named == ([finding] if finding else [])
-
-
 def _memory_export(script: str) -> Trace:
     conn = sqlite3.connect(":memory:")
     conn.executescript(script)
@@ -217,29 +161,6 @@ def test_a_null_where_a_value_is_expected_is_reported_not_misaligned():
     assert int_columns(conn, "T", {"a": "a"})["a"].tolist() == [1, 3, 5]
     with pytest.raises(ReportError, match="b is NULL in 1 rows"):
         int_columns(conn, "T", {"a": "a", "b": "b"})
-
-
-def test_samples_inside_a_wait_function_make_a_gpu_wait_verdict():
-    """The seed's picture: the render thread sits in WaitForCompletion for most of its samples."""
-    from orchestrator.analysis.evidence import gather_evidence
-    from orchestrator.analysis.selection import Window
-    rows = "".join(f"INSERT INTO COMPOSITE_EVENTS VALUES ({i}, {i * 10}, 0, 1, {7 if i <= 4 else 8}, 0);"
-                   for i in range(1, 7))
-    chains = "".join(f"INSERT INTO SAMPLING_CALLCHAINS VALUES ({i}, {2 if i <= 3 else 3}, 4, 0), ({i}, 1, 4, 1);"
-                     for i in range(1, 7))
-    trace = _memory_export("""
-        CREATE TABLE StringIds (id INT, value TEXT);
-        INSERT INTO StringIds VALUES (1, 'Invoke'), (2, 'tflite::gpu::gl::WaitForCompletion'), (3, 'compute'),
-                                     (4, 'libapp.so');
-        CREATE TABLE COMPOSITE_EVENTS (id INT, start INT, cpu INT, threadState INT, globalTid INT, cpuCycles INT);
-        CREATE TABLE SAMPLING_CALLCHAINS (id INT, symbol INT, module INT, stackDepth INT);""" + rows + chains)
-    samples = sampling.load_samples(trace, (0, 100), None)
-    evidence = gather_evidence(trace, Window("all", 0, 100), None, 7, None, samples, None, {7: "render"})
-    assert (evidence.wait_symbol, evidence.wait_symbol_pct) == ("tflite::gpu::gl::WaitForCompletion", 75.0)
-    verdict = decide(evidence)
-    assert verdict["kind"] == "gpu_wait"
-    assert verdict["summary"] == ("75 % of the CPU samples on render (7) are in tflite::gpu::gl::WaitForCompletion, "
-                                  "waiting for the GPU")
 
 
 def _gl_export(calls: list[tuple[int, int, str, int]]) -> Trace:

@@ -108,7 +108,8 @@ def test_report_command_writes_the_page_beside_the_report(export, tmp_path):
     page = tmp_path / "pose.html"
     assert done.stdout.strip() == str(page)
     html = page.read_text()
-    assert "python (29837) computes on a CPU 98 % of the time" in html and 'data-chart="flame-graph"' in html
+    assert "on python (29837) is spent running on a CPU" in html and 'data-chart="flame-graph"' in html
+    assert 'data-chart="frame-shares"' in html and 'data-share="cpu"' in html
     done = run_cli("report", str(source), "-o", str(tmp_path / "out" / "x.html"))
     assert done.returncode == 0 and (tmp_path / "out" / "x.html").is_file()
 

@@ -49,19 +49,24 @@ def test_time_in_frames_equals_brute_force(lengths, pieces, offset):
 
 def test_findings_say_which_frames_carry_them(export):
     path = export("es2gears-opengl")
-    verdict = analyze_report(path)["verdict"]
+    summary = analyze_report(path)
+    verdict = summary["verdict"]
     assert [f["text"] for f in verdict["findings"]] == verdict["evidence"]
-    wait = next(f for f in verdict["findings"] if f["kind"] == "gpu_wait")
-    assert len(wait["frames"]) == 3 and wait["frames"][0]["ns"] >= wait["frames"][1]["ns"] >= wait["frames"][2]["ns"]
+    display = next(f for f in verdict["findings"] if f["kind"] == "share_display")
+    assert len(display["frames"]) == 3
+    assert display["frames"][0]["ns"] >= display["frames"][1]["ns"] >= display["frames"][2]["ns"]
+    assert display["names"][:2] == ["poll", "writev"] and display["thread"] == summary.attribution.thread
     with sqlite3.connect(path) as conn:
-        for frame in wait["frames"]:  # the swap's time inside that frame, on the drawing thread, by SQL
+        for frame in display["frames"]:  # the socket calls made inside OpenGL calls, in that frame, by SQL
             spent = conn.execute(
-                """SELECT sum(min(o."end", :hi) - max(o.start, :lo)) FROM OPENGL_API o JOIN StringIds s
-                   ON s.id = o.nameId WHERE s.value = 'eglSwapBuffers' AND o.start < :hi AND o."end" > :lo""",
+                """SELECT sum(min(o."end", :hi) - max(o.start, :lo)) FROM OSRT_API o JOIN StringIds s
+                   ON s.id = o.nameId WHERE s.value IN ('poll', 'writev', 'recvmsg') AND o.start < :hi
+                   AND o."end" > :lo AND EXISTS (SELECT 1 FROM OPENGL_API g WHERE g.globalTid = o.globalTid
+                   AND g.start <= o.start AND o.start < g."end")""",
                 {"lo": frame["start_ns"], "hi": frame["end_ns"]}).fetchone()[0]
             assert frame["ns"] == spent
     gpu = next(f for f in verdict["findings"] if f["kind"] == "gpu_busy")
-    assert gpu["frames"] == [] and (gpu["start_ns"], gpu["end_ns"]) == (wait["start_ns"], wait["end_ns"])
+    assert gpu["frames"] == [] and (gpu["start_ns"], gpu["end_ns"]) == (display["start_ns"], display["end_ns"])
 
 
 def test_the_hottest_function_is_placed_by_its_samples(export):

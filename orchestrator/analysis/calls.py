@@ -1,4 +1,4 @@
-"""Calls and functions that mean "this thread is waiting", by kind of wait."""
+"""Calls and functions that mean "this thread is waiting", by what it waits for."""
 from __future__ import annotations
 
 import re
@@ -13,11 +13,34 @@ CUDA_WAIT_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventS
 # Frames in CPU samples that mean "spinning or sleeping until the GPU is done" (TFLite's GPU delegate...).
 WAIT_SYMBOL = re.compile(r"WaitForCompletion|ClientWaitSync|glFinish|cu(da)?(Stream|Device|Ctx|Event)Synchronize|"
                          r"nvgpu.*wait|NvRmFence|fence_wait", re.IGNORECASE)
-# OS runtime calls that block without using the CPU.
-BLOCKING_CALLS = ("nanosleep", "clock_nanosleep", "usleep", "sleep", "select", "pselect6", "poll", "ppoll",
-                  "epoll_wait", "epoll_pwait", "read", "pread64", "readv", "recv", "recvfrom", "recvmsg", "write",
-                  "fsync", "pthread_cond_wait", "pthread_cond_timedwait", "pthread_mutex_lock", "sem_wait",
-                  "sem_timedwait", "pthread_join", "waitpid", "wait4", "futex", "ioctl", "open", "open64", "fopen")
+# Calls that only wait for the GPU: time in them is a wait even on a CPU (CUDA's default synchronisation
+# spins). A swap, a read-back or a mapping also copies, so time in those counts as a wait only while blocked.
+GL_SYNC_CALLS = ("glFinish", "glClientWaitSync", "eglClientWaitSync", "eglClientWaitSyncKHR", "glWaitSync",
+                 "glGetQueryObjectuiv", "glGetQueryObjectui64v")
+# the tables of GPU and driver calls made on the CPU, and those of their calls that only wait for the GPU
+API_TABLES = {"OPENGL_API": GL_SYNC_CALLS, "CUPTI_ACTIVITY_KIND_RUNTIME": CUDA_WAIT_CALLS}
 
-# the call lists above by the table that records them
-WAIT_TABLES = {"OPENGL_API": GL_WAIT_CALLS, "CUPTI_ACTIVITY_KIND_RUNTIME": CUDA_WAIT_CALLS, "OSRT_API": BLOCKING_CALLS}
+# OS runtime calls that block, by what they wait for
+SLEEP_CALLS = ("nanosleep", "clock_nanosleep", "usleep", "sleep", "pause")
+# waits on the process's other threads
+SYNC_CALLS = ("pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "pthread_mutex_lock",
+              "pthread_mutex_timedlock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+              "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_barrier_wait", "pthread_join",
+              "pthread_timedjoin_np", "sem_wait", "sem_timedwait", "sem_clockwait", "futex")
+# socket calls: traffic with the display server when made inside a window-system or GL call (Xlib and xcb
+# write requests with writev, wait with poll, read replies with recvmsg; Wayland sends with sendmsg), or
+# with a display library on their stack
+SOCKET_CALLS = ("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "writev", "sendmsg", "recvmsg",
+                "recv", "recvfrom", "send", "sendto")
+# every other call that blocks: files, pipes, other sockets, devices, child processes, signals
+OTHER_BLOCKING_CALLS = ("read", "pread64", "readv", "preadv", "write", "pwrite64", "pwritev", "fsync", "fdatasync",
+                        "msync", "ioctl", "open", "open64", "openat", "fopen", "fopen64", "fread", "fwrite", "fgets",
+                        "getline", "getdelim", "fflush", "fclose", "close", "accept", "accept4", "connect",
+                        "waitpid", "wait4", "waitid", "wait", "sigsuspend", "sigtimedwait", "sigwaitinfo",
+                        "mq_receive", "mq_timedreceive", "msgrcv", "semop", "semtimedop", "flock")
+BLOCKING_CALLS = SLEEP_CALLS + SYNC_CALLS + SOCKET_CALLS + OTHER_BLOCKING_CALLS
+# the calls with which one thread wakes another waiting in a SYNC_CALLS call
+WAKE_CALLS = ("pthread_cond_signal", "pthread_cond_broadcast", "sem_post", "pthread_mutex_unlock",
+              "pthread_barrier_wait")
+# libraries a display server's client traffic passes through (X11, xcb, Wayland)
+DISPLAY_LIBRARY = re.compile(r"lib(X11|xcb|X11-xcb|wayland-client)\.so", re.IGNORECASE)

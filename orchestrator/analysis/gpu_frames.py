@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .bulk import int_columns
 from .frames import Frames
 from .names import string_values
 from .trace import Trace
@@ -32,9 +33,10 @@ def queued_at(trace: Trace, table: str, corr: np.ndarray, gpu_start: np.ndarray)
     calls = QUEUING_CALLS[table]
     if not len(corr) or not trace.has(calls, "correlationId", "start"):
         return gpu_start, 0
-    rows = np.array(trace.local_conn().execute(
-        f"SELECT correlationId, start FROM {calls} WHERE correlationId > 0 AND correlationId BETWEEN ? AND ?",
-        (int(corr.min()), int(corr.max()))).fetchall(), dtype=np.int64).reshape(-1, 2)
+    found = int_columns(trace.local_conn(), calls, {"corr": "correlationId", "start": "start"},
+                        "correlationId > 0 AND correlationId BETWEEN :lo AND :hi",
+                        {"lo": int(corr.min()), "hi": int(corr.max())})
+    rows = np.stack([found["corr"], found["start"]], axis=1) if len(found["corr"]) else np.empty((0, 2), np.int64)
     if not len(rows):
         return gpu_start, 0
     ids, first, seen = np.unique(rows[:, 0], return_index=True, return_counts=True)

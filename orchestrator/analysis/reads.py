@@ -107,10 +107,10 @@ def table_plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filte
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
         if not schema.has(table, "copyKind"):
             return None
-        return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0)},
-                timed + (NotNull(Col("copyKind")),))
+        return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0),
+                 "corr": optional("correlationId", 0)}, timed + (NotNull(Col("copyKind")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMSET":
-        return {"start": start, "dur": dur, "bytes": optional("bytes", 0)}, timed
+        return {"start": start, "dur": dur, "bytes": optional("bytes", 0), "corr": optional("correlationId", 0)}, timed
     return None
 
 

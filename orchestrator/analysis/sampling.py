@@ -109,8 +109,10 @@ def _frame_table(samples: Samples, symbols: np.ndarray, modules: np.ndarray, cou
 def module_hotspots(samples: Samples, top: int = TOP_N) -> pd.DataFrame:
     """Self samples by module, like `perf report --sort dso`: which library the time is spent in."""
     leaf = samples.depths == 0
-    labels = pd.Series([module_label(samples.names[int(m)]) for m in samples.modules[leaf]], dtype=object)
-    paths = pd.Series([samples.names[int(m)] for m in samples.modules[leaf]], dtype=object)
+    codes, modules = np.unique(samples.modules[leaf], return_inverse=True)  # each module labelled once
+    found = np.array([samples.names[int(m)] for m in codes] or [""], dtype=object)
+    named = np.array([module_label(path) for path in found], dtype=object)
+    labels, paths = pd.Series(named[modules], dtype=object), pd.Series(found[modules], dtype=object)
     table = pd.DataFrame({"module": labels, "path": paths}).groupby("module", sort=False).agg(
         samples=("path", "size"), path=("path", "first")).reset_index()
     table["pct"] = table["samples"] * 100.0 / len(samples.ids)

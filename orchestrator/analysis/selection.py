@@ -17,6 +17,8 @@ class AnalysisOptions:
     frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
     symbols: tuple[Path, ...] = ()  # folders of unstripped copies or debug files, to name unresolved addresses
     renderer: str | None = None     # the GPU by name (the app's GL_RENDERER, the board's GPU), for the verdict
+    traces: tuple[str, ...] | None = None  # what the capture was asked to trace (None: not known), to check it holds
+    sampled: bool = False                  # whether it was asked to sample the CPU
 
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")

@@ -19,15 +19,19 @@ import pandas as pd
 from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
 from . import api_summaries, sampling, scheduling
-from .calls import WAIT_TABLES
+from .attribution import Split
+from .calls import API_TABLES, WAKE_CALLS
 from .capture import capture_section, cpu_count
-from .evidence import focus_thread, gather_evidence
+from .content import capture_gaps
+from .evidence import focus_thread, verdict_context
 from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .gpu_frames import gpu_frames_section
 from .gpu_metrics import gpu_metrics_section
 from .names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
 from .schema import Schema
 from .selection import AnalysisOptions, Window, parse_range, pick_processes
+from .shares import attribution_section
+from .thread_time import gather
 from .trace import Trace
 from .verdict import decide
 
@@ -104,15 +108,21 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     else:
         use = None
     gtid = focus_thread(trace, frames, use, threads_by_tid)
-    if gtid is not None:  # the focus thread's waits, read beside the big tables still in flight
-        trace.prefetch([trace.thread_calls_read(table, names, gtid, window.as_tuple())
-                        for table, names in WAIT_TABLES.items()])
+    span = window.as_tuple()
+    if gtid is not None:  # the focus thread's calls, read beside the big tables still in flight
+        trace.prefetch([trace.thread_calls_read(table, gtid, span) for table in ("OSRT_API", *API_TABLES)]
+                       + [trace.named_calls_read("OSRT_API", WAKE_CALLS, span)])
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
         done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
+    attribution = None
+    if gtid is not None:
+        gathered = gather(trace, gtid, span, intervals, samples, threads_by_tid, frames)
+        split = Split(gathered.time, gathered.life, gathered.sample)
+        attribution = attribution_section(split, gathered, gtid, threads_by_tid, frames, samples, options.renderer)
     threads = _threads_section(use, samples, threads_by_tid)
-    evidence = gather_evidence(trace, window, frames, gtid, use, samples, hotspots, threads_by_tid,
-                               options.renderer)
+    gaps = capture_gaps(trace, options.traces, options.sampled) if options.traces is not None else []
+    context = verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps)
     return {
         "summary_version": SUMMARY_VERSION,
         "capture": capture,
@@ -125,7 +135,9 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "cpu_source": None if use is None else use.source,
         "threads": threads,
         **apis,
-        "verdict": decide(evidence),
+        "attribution": attribution.as_json() if attribution is not None else None,
+        "capture_gaps": gaps,
+        "verdict": decide(attribution, context),
     }
 
 

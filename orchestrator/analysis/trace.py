@@ -22,8 +22,7 @@ import numpy as np
 
 from .btree import BtreeFile, Refused, TableLayout
 from .bulk import EXTENT, concat_columns, int_columns_between, rowid_bounds, rowid_chunks
-from .calls import WAIT_TABLES
-from .exprs import Col, Compare, Filter, In, Raw
+from .exprs import Coalesce, Col, Compare, Expr, Filter, In, NotNull, Raw
 from .reads import OSRT_CALL_CLASS, Columns, Read, evaluate, span_exprs, table_plan
 from .schema import Schema, connect
 
@@ -32,6 +31,8 @@ from .schema import Schema, connect
 EARLY_TABLES = ("SCHED_EVENTS", "COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS")
 BIG_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "OPENGL_API",
               "OPENGL_WORKLOAD", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+# Tables whose decoded arrays stay for the focus thread's calls after the table's own read
+CALL_TABLES = ("OSRT_API", "OPENGL_API", "CUPTI_ACTIVITY_KIND_RUNTIME")
 PIECE_ROWS = 200_000  # small enough to spread a big table over the cores, big enough to amortise a query
 
 
@@ -165,29 +166,51 @@ class Trace:
         self.get(read, keep_empty=True)
         return self._extents.get(read.key)
 
-    def thread_calls_read(self, table: str, names: tuple[str, ...], global_tid: int,
-                          window: tuple[int, int]) -> Read | None:
-        """The thread's outermost calls of the given names overlapping the window: nameId, start, end."""
-        ids = self.name_ids(names)
-        if not ids or not self.has(table, "start", "end", "nameId", "globalTid"):
+    def thread_calls_read(self, table: str, global_tid: int, window: tuple[int, int],
+                          names: tuple[str, ...] | None = None) -> Read | None:
+        """The thread's outermost calls overlapping the window, of the given names or all: nameId, start, end, the
+        OS runtime calls' callchainId (0 without a stack), the CUDA calls' correlationId."""
+        return self._calls_read(table, (Compare(Col("globalTid"), "=", global_tid),), window, names,
+                                ("calls", table, global_tid, window, names), with_chain=True)
+
+    def named_calls_read(self, table: str, names: tuple[str, ...], window: tuple[int, int]) -> Read | None:
+        """Every thread's outermost calls of the given names overlapping the window: nameId, start, end, tid."""
+        return self._calls_read(table, (), window, names, ("named calls", table, names, window), with_tid=True)
+
+    def _calls_read(self, table: str, where: tuple[Filter, ...], window: tuple[int, int],
+                    names: tuple[str, ...] | None, key: Hashable, with_chain: bool = False,
+                    with_tid: bool = False) -> Read | None:
+        if not self.has(table, "start", "end", "nameId", "globalTid"):
             return None
-        where: tuple[Filter, ...] = (In(Col("nameId"), tuple(sorted(ids))), Compare(Col("globalTid"), "=", global_tid),
-                                     Compare(Col("end"), ">", window[0]), Compare(Col("start"), "<", window[1]))
+        if names is not None:
+            ids = self.name_ids(names)
+            if not ids:
+                return None
+            where = (In(Col("nameId"), tuple(sorted(ids))), *where)
+        where += (Compare(Col("end"), ">", window[0]), Compare(Col("start"), "<", window[1]),
+                  NotNull(Col("nameId")))
         if self.has(table, "nestingLevel"):
             where += (Compare(Col("nestingLevel"), "=", 0),)
         if table == "OSRT_API" and self.has(table, "eventClass"):
             where += (Compare(Col("eventClass"), "=", OSRT_CALL_CLASS),)
-        return Read(("calls", table, names, global_tid, window), table,
-                    {"nameId": Col("nameId"), "start": Col("start"), "end": Col("end")}, where)
+        exprs: dict[str, Expr] = {"nameId": Col("nameId"), "start": Col("start"), "end": Col("end")}
+        if with_chain and self.has(table, "callchainId"):
+            exprs["chain"] = Coalesce(Col("callchainId"), 0)
+        if with_chain and table == "CUPTI_ACTIVITY_KIND_RUNTIME" and self.has(table, "correlationId"):
+            exprs["corr"] = Coalesce(Col("correlationId"), 0)
+        if with_tid:
+            exprs["tid"] = Col("globalTid")
+        return Read(key, table, exprs, where)
 
-    def calls_of_thread(self, table: str, names: tuple[str, ...], global_tid: int,
-                        window: tuple[int, int]) -> tuple[Columns, dict[int, str]] | None:
-        read = self.thread_calls_read(table, names, global_tid, window)
-        if read is None:
-            return None
-        columns = self.get(read, keep_empty=True)
-        assert columns is not None  # keep_empty: always the columns, empty or not
-        return columns, self.name_ids(names)
+    def calls_of_thread(self, table: str, global_tid: int, window: tuple[int, int],
+                        names: tuple[str, ...] | None = None) -> Columns | None:
+        """thread_calls_read's columns, or None when the table cannot have them."""
+        read = self.thread_calls_read(table, global_tid, window, names)
+        return None if read is None else self.get(read, keep_empty=True)
+
+    def named_calls(self, table: str, names: tuple[str, ...], window: tuple[int, int]) -> Columns | None:
+        read = self.named_calls_read(table, names, window)
+        return None if read is None else self.get(read, keep_empty=True)
 
     def prefetch(self, reads: list[Read | None]) -> None:
         """Start the reads in pieces on the worker threads; get() waits for them."""
@@ -227,14 +250,14 @@ class Trace:
             if read is None:
                 return None
             columns = read.columns()
-            if table in WAIT_TABLES:  # the focus thread's calls come from the same arrays
-                calls = self.thread_calls_read(table, WAIT_TABLES[table], 0, (0, 0))
+            if table in CALL_TABLES:  # the focus thread's calls come from the same arrays
+                calls = self.thread_calls_read(table, 0, (0, 0))
                 columns |= calls.columns() if calls is not None else frozenset()
             try:
                 layout = self._btree.layout(self.local_conn(), table)
             except Refused:
                 return None
-            decode = TableDecode(self._btree, layout, columns, read, keep=table in WAIT_TABLES)
+            decode = TableDecode(self._btree, layout, columns, read, keep=table in CALL_TABLES)
             decode.start(self._pool)
             self._decodes[table] = decode
             return decode

@@ -1,132 +1,170 @@
-"""The bottleneck in one word plus the figures behind it, in words a user understands.
+"""The verdict: the largest share of the focus thread's time (shares.py), in words a user acts on, never
+against its own evidence.
 
-Rules, first match wins (shares are of the analysis window, on the thread that delimits frames or, without
-frames, the app thread that used the most CPU):
-  gpu_wait    the thread spends >= 30 % blocked in GPU-wait calls (glFinish, eglClientWaitSync, buffer swaps,
-              cudaStreamSynchronize...), or >= 30 % of its samples are in wait functions (WaitForCompletion...);
-              the summary names the wait, the GPU work waited for and the GPU (the app's GL_RENDERER or the
-              board's GPU), and a software renderer (llvmpipe, or its llvmpipe-N threads) as the CPU it is
-  gpu_bound   GPU work runs >= 85 % of the window
-  cpu_bound   the thread is on a CPU >= 70 % of the window
-  io_or_sleep the thread spends >= 50 % in blocking OS calls (sleep, poll, read, condition waits...)
-  unknown     none of these
-Confidence is "high" when the deciding share is well past its threshold, else "medium"; "low" for unknown.
-Each evidence line comes again in ``findings`` with where it happens: the window and, with frames, the
-frames carrying most of it (start and end in ns), for the page to mark and for --json users to jump to.
+- The kind is the largest share's: cpu_bound, gpu_wait (gpu_bound when the GPU's recorded work also covers
+  >= 85 % of the window), software_renderer (the "GPU" a thread waits for is a software renderer: the CPU),
+  display_wait, thread_wait, io_wait, sleep, or unexplained; vsync when the frames are paced by a display's refresh
+  (pacing.py) and the largest share is a wait in a buffer swap (on the display or the GPU). Only then is vsync
+  named: a swap that blocks is no proof of it.
+- A software renderer is said to be the CPU, and the verdict says the figures do not represent the board's GPU.
+- A trace asked for that recorded nothing (content.py) leads the summary, and the confidence is low.
+- Confidence: the split's own (shares.py: its sources, unexplained time, how clear the lead is).
+
+Each evidence line comes again in ``findings`` with where it happens: the window and the frames carrying most
+of it, for the page to mark and for --json users to jump to.
 """
 from __future__ import annotations
 
-from ..parsers.renderer import is_software
+from dataclasses import dataclass, field
+
+from ..documents.summary import SHARES, Attribution, Share
 from .calls import SWAP_CALLS
-from .evidence import Evidence
+from .pacing import Pacing
 from .where import Where
 
-GPU_WAIT_SHARE, GPU_BUSY_SHARE, CPU_SHARE, BLOCKING_SHARE = 0.30, 0.85, 0.70, 0.50
+GPU_BUSY_SHARE = 0.85
+NAMED_PCT = 1.0  # shares under 1 % of the window are left out of the words
+KINDS = {"cpu": "cpu_bound", "gpu": "gpu_wait", "display": "display_wait", "threads": "thread_wait",
+         "io": "io_wait", "sleep": "sleep", "unexplained": "unexplained"}
+SHARE_WORDS = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "display": "waiting on the display server",
+               "threads": "waiting on the app's other threads", "io": "in I/O and other blocking calls",
+               "sleep": "sleeping", "unexplained": "off a CPU outside any traced call"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the verdict weighs beside the shares."""
+    window: tuple[int, int]
+    frame_count: int = 0                        # frames inside the window
+    gpu_busy_pct: float | None = None           # the GPU's recorded work over the window
+    gpu_work_names: tuple[str, ...] = ()        # what it ran, most GPU time first
+    renderer: str | None = None                 # the app's GL_RENDERER, else the board's GPU
+    busy_cores: float | None = None
+    hottest_self: str | None = None
+    hottest_self_pct: float | None = None
+    hottest_where: Where | None = None
+    pacing: Pacing | None = None                # the display's refresh pacing the steady frames
+    gaps: list[dict] = field(default_factory=list)  # traces asked for that recorded nothing
 
 
 def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3g} ms"
+    """A duration in the unit that reads best: 0.45 ms, 12.3 ms, 10.3 s."""
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3g} s"
+    return f"{ns / 1e6:.3g} ms" if ns >= 1e4 else f"{ns / 1e3:.3g} us"
 
 
-def _per_frame(ev: Evidence, ns: int) -> str:
-    if ev.frame_count:
-        return f"{_ms(ns / ev.frame_count)} of each {_ms(ev.window_ns / ev.frame_count)} frame"
-    return f"{_ms(ns)} of the {_ms(ev.window_ns)} window"
+def _list(names: list[str] | tuple[str, ...], count: int = 3) -> str:
+    return ", ".join(list(names)[:count])
 
 
-def decide(ev: Evidence) -> dict:
-    on = f" on {ev.thread}" if ev.thread else ""
+def _renderer_words(found: Attribution, context: Context) -> str:
+    """'llvmpipe (LLVM 15.0.6, 256 bits), a software renderer: its work runs on the CPU (llvmpipe-0, llvmpipe-1),
+    so these figures do not represent the board's GPU'"""
+    threads = found.sources.get("software_renderer") or []
+    on = f" ({_list(threads, 4)})" if threads else ""
+    name = f"{context.renderer}, a software renderer" if context.renderer else "a software renderer"
+    return f"{name}: its work runs on the CPU{on}, so these figures do not represent the board's GPU"
+
+
+def _share_detail(name: str, share: Share, found: Attribution, context: Context) -> str:
+    """What a share is made of, in words."""
+    calls, inside, threads = share.calls, share.inside, share.threads
+    within = f" inside {_list(inside, 2)}" if inside else ""
+    in_calls = f" in {_list(calls)}" if calls else ""
+    if name == "cpu":
+        waiting = (f"; {found.wait_function_samples} of its samples are in a function that waits for the GPU"
+                   if found.wait_function_samples else "")
+        return (f", mostly in {_list(calls)}" if calls else "") + waiting
+    if name == "gpu":
+        work = f" {_list(context.gpu_work_names, 2)}" if context.gpu_work_names else " its work"
+        if found.software_renderer:
+            return f"{in_calls} while {_list(threads, 4) or 'its threads'} ran{work} on the CPU"
+        on = f" on {context.renderer}" if context.renderer else ""
+        return f"{in_calls} while the GPU ran{work}{on}"
+    if name == "threads":
+        woke = f", woken by {_list(threads, 2)}" if threads else ""
+        return f"{in_calls}{within}{woke}"
+    if name == "unexplained":
+        return " (waiting for a CPU, or blocked in a call nsys did not trace)"
+    return f"{in_calls}{within}"
+
+
+def _amount(share: Share, found: Attribution) -> str:
+    """'53 % (0.45 ms of each 0.848 ms frame)', or of the window the thread lived in."""
+    if found.frame_count:
+        return (f"{share.pct:.0f} % ({_ms(share.ns / found.frame_count)} of each "
+                f"{_ms(found.window_ns / found.frame_count)} frame)")
+    return f"{share.pct:.0f} % ({_ms(share.ns)} of {_ms(found.window_ns)})"
+
+
+def _kind(largest: str, found: Attribution, context: Context) -> str:
+    share = found.share(largest)
+    in_swaps = set(share.inside + share.calls) & set(SWAP_CALLS)
+    if context.pacing is not None and largest in ("display", "gpu") and in_swaps:
+        return "vsync"
+    if largest == "gpu" and found.software_renderer:
+        return "software_renderer"
+    if largest == "gpu" and (context.gpu_busy_pct or 0.0) >= GPU_BUSY_SHARE * 100:
+        return "gpu_bound"
+    return KINDS[largest]
+
+
+def _share_label(name: str, found: Attribution) -> str:
+    if name == "gpu" and found.software_renderer:
+        return "waiting for the software renderer"
+    return SHARE_WORDS[name]
+
+
+def decide(found: Attribution | None, context: Context) -> dict:
     findings: list[dict] = []
+    thread = found.thread if found else None
 
-    def found(text: str, kind: str, at: Where | None = None, names: tuple[str, ...] = ()) -> None:
-        """One finding: its words, where it happens, and the calls or function it is about, on which thread."""
-        findings.append({"text": text, "kind": kind, **(at or Where(*ev.window)).to_json(), "names": list(names),
-                         "thread": ev.thread if names else None})
+    def add(text: str, kind: str, at: Where | dict | None = None, names: tuple[str, ...] | list[str] = ()) -> None:
+        place = at if isinstance(at, dict) else (at or Where(*context.window)).to_json()
+        findings.append({"text": text, "kind": kind, **place, "names": list(names),
+                         "thread": thread if names else None})
 
-    wait_share = ev.gpu_wait_ns / ev.window_ns if ev.window_ns else 0.0
-    symbol_share = ev.wait_symbol_pct / 100.0
-    blocking_share = ev.blocking_ns / ev.window_ns if ev.window_ns else 0.0
-    cpu_share = (ev.thread_cpu_pct or 0.0) / 100.0
-    gpu_share = (ev.gpu_busy_pct or 0.0) / 100.0
-    if wait_share >= 0.01:
-        found(f"{wait_share * 100:.0f} % of the time{on} is spent waiting for the GPU in "
-              f"{', '.join(ev.gpu_wait_calls[:3])} ({_per_frame(ev, ev.gpu_wait_ns)})", "gpu_wait", ev.gpu_wait_where,
-              ev.gpu_wait_calls)
-    if ev.wait_symbol:
-        found(f"{ev.wait_symbol_pct:.0f} % of CPU samples{on} are inside {ev.wait_symbol}", "wait_function",
-              ev.wait_symbol_where, (ev.wait_symbol,))
-    if ev.gpu_busy_pct is not None:
-        work = f" ({', '.join(ev.gpu_work_names[:3])})" if ev.gpu_work_names else ""
-        found(f"GPU work recorded by nsys{work} covers {ev.gpu_busy_pct:.0f} % of the window", "gpu_busy", None,
-              ev.gpu_work_names[:3])
-    renderer = _renderer(ev)
-    if renderer:
-        found(renderer, "renderer")
-    if ev.thread_cpu_pct is not None:
-        found(f"{ev.thread or 'the busiest thread'} is on a CPU {ev.thread_cpu_pct:.0f} % of the window", "thread_cpu")
-    if ev.busy_cores is not None:
-        found(f"{ev.busy_cores:.2g} cores busy on average", "cores")
-    if ev.blocking_ns:
-        found(f"{blocking_share * 100:.0f} % of the time{on} is in blocking OS calls "
-              f"({', '.join(ev.blocking_calls[:3])})", "blocking", ev.blocking_where, ev.blocking_calls)
-    if ev.hottest_self:
-        found(f"hottest function: {ev.hottest_self} ({ev.hottest_self_pct:.0f} % of samples)", "hottest_function",
-              ev.hottest_where)
+    for gap in context.gaps:
+        add(f"{gap['what']}: {gap['why']}", "empty_trace")
+    ordered = sorted(SHARES, key=lambda n: -found.share(n).ns) if found else []
+    for name in ordered:
+        assert found is not None
+        share = found.share(name)
+        if share.pct < NAMED_PCT:
+            continue
+        add(f"{_share_label(name, found)}: {_amount(share, found)}{_share_detail(name, share, found, context)}",
+            f"share_{name}", {"start_ns": found.start_ns, "end_ns": found.end_ns, "frames": share.frames},
+            share.calls + share.inside if name != "cpu" else ())
+    if found is not None and found.software_renderer:
+        add(f"the renderer is {_renderer_words(found, context)}", "renderer")
+    if context.gpu_busy_pct is not None:
+        work = f" ({_list(context.gpu_work_names)})" if context.gpu_work_names else ""
+        add(f"GPU work recorded by nsys{work} covers {context.gpu_busy_pct:.0f} % of the window", "gpu_busy", None,
+            context.gpu_work_names[:3])
+    if context.pacing is not None:
+        add(context.pacing.words(), "vsync")
+    if context.busy_cores is not None:
+        add(f"{context.busy_cores:.2g} cores busy on average", "cores")
+    if context.hottest_self:
+        add(f"hottest function: {context.hottest_self} ({context.hottest_self_pct:.0f} % of samples)",
+            "hottest_function", context.hottest_where)
+    for line in found.missing if found else []:
+        add(line, "missing_source")
     evidence = [finding["text"] for finding in findings]
-
-    deciding = max(wait_share, symbol_share)
-    if deciding >= GPU_WAIT_SHARE:
-        kind, share, threshold = "gpu_wait", deciding, GPU_WAIT_SHARE
-    elif gpu_share >= GPU_BUSY_SHARE:
-        kind, share, threshold = "gpu_bound", gpu_share, GPU_BUSY_SHARE
-    elif cpu_share >= CPU_SHARE:
-        kind, share, threshold = "cpu_bound", cpu_share, CPU_SHARE
-    elif blocking_share >= BLOCKING_SHARE:
-        kind, share, threshold = "io_or_sleep", blocking_share, BLOCKING_SHARE
-    else:
-        return {"kind": "unknown", "confidence": "low", "summary": "no single bottleneck stands out",
-                "evidence": evidence, "findings": findings}
-    confidence = "high" if share >= threshold + (1 - threshold) / 2 else "medium"
-    return {"kind": kind, "confidence": confidence, "summary": _summary(kind, share, ev, on), "evidence": evidence,
-            "findings": findings}
-
-
-def _software(ev: Evidence) -> bool:
-    return is_software(ev.renderer) or bool(ev.software_gpu)
-
-
-def _renderer(ev: Evidence) -> str | None:
-    """Which GPU ran the work, and where a software renderer runs it: its name (the app's GL_RENDERER or the
-    board's GPU) and its render threads."""
-    threads = f" ({', '.join(ev.software_gpu[:4])}...)" if ev.software_gpu else ""
-    if not _software(ev):
-        return f"the GPU is {ev.renderer}" if ev.renderer else None
-    if ev.renderer:
-        return f"the GPU is {ev.renderer}, a software renderer: its work runs on the CPU{threads}"
-    return f"the GPU is a software renderer{threads}: its work runs on the CPU"
-
-
-def _waited_for(ev: Evidence, lead: str = " to run ") -> str:
-    """What the GPU works on (the work nsys recorded), on which GPU, and where a software renderer runs it."""
-    work = f"{lead}{', '.join(ev.gpu_work_names[:2])}" if ev.gpu_work_names else ""
-    if _software(ev):
-        named = f"{ev.renderer}: a software renderer, " if ev.renderer else "a software renderer: "
-        threads = f", in {ev.software_gpu[0]}..." if ev.software_gpu else ""
-        return f"{work} ({named}the GPU's work runs on the CPU{threads})"
-    return f"{work} on {ev.renderer}" if ev.renderer else work
-
-
-def _summary(kind: str, share: float, ev: Evidence, on: str) -> str:
-    if kind == "gpu_wait":
-        if ev.wait_symbol and ev.wait_symbol_pct / 100.0 >= share:  # decided by where the CPU samples land
-            return (f"{share * 100:.0f} % of the CPU samples{on} are in {ev.wait_symbol}, waiting for the GPU"
-                    f"{_waited_for(ev)}")
-        vsync = " (or for vsync, if it is on)" if ev.gpu_wait_calls[0] in SWAP_CALLS else ""
-        return (f"{share * 100:.0f} % of the time{on} is spent in {ev.gpu_wait_calls[0]} waiting for the GPU"
-                f"{_waited_for(ev)}{vsync}")
-    if kind == "gpu_bound":
-        return f"the GPU is busy {share * 100:.0f} % of the time: GPU work sets the pace{_waited_for(ev, ', mostly ')}"
-    if kind == "cpu_bound":
-        hot = f", mostly in {ev.hottest_self}" if ev.hottest_self else ""
-        return f"{ev.thread or 'the busiest thread'} computes on a CPU {share * 100:.0f} % of the time{hot}"
-    return f"{share * 100:.0f} % of the time{on} is spent blocked in OS calls ({', '.join(ev.blocking_calls[:2])})"
+    lead = "".join(f"{gap['what']}: {gap['why']}. " for gap in context.gaps)
+    if found is None or found.share(ordered[0]).ns <= 0:
+        return {"kind": "unexplained", "confidence": "low", "share": None,
+                "summary": lead + "no thread of the app to attribute time to", "evidence": evidence,
+                "findings": findings, "gaps": context.gaps}
+    largest = ordered[0]
+    kind = _kind(largest, found, context)
+    share = found.share(largest)
+    text = (f"{_amount(share, found)} on {found.thread} is spent {_share_label(largest, found)}"
+            f"{_share_detail(largest, share, found, context)}")
+    if kind == "vsync" and context.pacing is not None:
+        text += f": {context.pacing.words()}"
+    if found.software_renderer:
+        text += f"; the renderer is {_renderer_words(found, context)}"
+    return {"kind": kind, "confidence": "low" if context.gaps else found.confidence, "share": largest,
+            "summary": lead + text, "evidence": evidence, "findings": findings, "gaps": context.gaps}

@@ -5,6 +5,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..documents.summary import SHARES, Summary
+
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
               "cuda_kernels": "CUDA kernels", "memcpy": "GPU memory operations"}
@@ -15,8 +17,10 @@ def _ms(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e6:,.3f}"
 
 
-def summary_view(summary: dict) -> Group:
+def summary_view(summary: Summary) -> Group:
     parts: list = [_header(summary)]
+    if summary.attribution is not None:
+        parts.append(_shares(summary))
     if summary["frames"]:
         parts.append(_frames(summary["frames"]))
     if summary["hotspots"]:
@@ -30,7 +34,33 @@ def summary_view(summary: dict) -> Group:
             parts.append(_api(title, summary[key]))
     missing = [API_TITLES[k] for k in API_TITLES if summary.get(k) is None]
     parts.append(Text(f"not in this report: {', '.join(missing)}", style="dim"))
+    parts += next_steps_view(summary)
     return Group(*parts)
+
+
+def next_steps_view(summary: Summary) -> list[Text]:
+    """What to do next, at the end of what a command prints."""
+    steps = summary.next_steps
+    lines = [Text("next steps:", style="bold")] if steps else []
+    for number, step in enumerate(steps, 1):
+        lines.append(Text(f"{number}. {step.command}", style="bold"))
+        lines.append(Text(f"   {step.why}"))
+    return lines
+
+
+def _shares(summary: Summary) -> Table:
+    found = summary.attribution
+    assert found is not None
+    per = "per frame ms" if found.frame_count else "ms"
+    table = Table("share", "%", per, "in", title=f"Where {found.thread}'s time goes ({found.confidence} confidence)")
+    for name in sorted(SHARES, key=lambda n: -found.share(n).ns):
+        share = found.share(name)
+        if share.pct < 0.05:
+            continue
+        ms = found.ms_per_frame(name) if found.frame_count else share.ns / 1e6
+        what = ", ".join(share.calls[:3]) + (f" inside {', '.join(share.inside[:2])}" if share.inside else "")
+        table.add_row(found.title(name), f"{share.pct:.1f}", f"{ms:,.3f}", Text(what))
+    return table
 
 
 def _header(summary: dict) -> Table:

@@ -149,8 +149,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
         outcome = profile(request, progress)
     finally:
         progress.close()
+    show_next_steps(outcome.run_dir)
     print(outcome.run_dir)
     return 0
+
+
+def show_next_steps(run_dir: Path) -> None:
+    """What to do next, from the run's summary, at the end of what the command printed."""
+    from ..documents.summary import read_summary
+    from .analysis_view import next_steps_view
+    try:
+        summary = read_summary(run_dir)
+    except OrchestratorError:
+        return
+    for line in next_steps_view(summary) if summary is not None else []:
+        show(line, err=True)
 
 
 def cmd_study(args: argparse.Namespace) -> int:

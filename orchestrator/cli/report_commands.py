@@ -115,16 +115,12 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..analysis import AnalysisOptions, analyze_report  # imported here: pandas and numpy load slowly
-    from ..analysis.report_input import report_of
-    from ..documents.run import frame_delimiter
+    from ..analysis import AnalysisOptions  # imported here: pandas and numpy load slowly
+    from ..figures.run_analysis import analyze_source
     _export_first(args, args.report)
-    # a run folder's: the app spec's frame delimiter, as its summary used
-    frame_range = args.frame_range if args.frame_range is not None or not args.report.is_dir() \
-        else frame_delimiter(args.report)
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
-                              frame_range=frame_range, symbols=tuple(args.symbols))
-    summary = analyze_report(report_of(args.report), options, args.nsys)
+                              frame_range=args.frame_range, symbols=tuple(args.symbols))
+    summary = analyze_source(args.report, options, args.nsys)
     if args.json:
         print(json.dumps(summary))
     else:

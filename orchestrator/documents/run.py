@@ -197,12 +197,6 @@ def run_folders_in(folder: Path) -> list[Path]:
     return sorted(path.parent for path in folder.glob(f"*/*/{RUN_FILE}"))
 
 
-def frame_delimiter(run_dir: Path) -> str | None:
-    """The frame delimiter a run folder's app spec names (its summary used it), or None."""
-    run = read_run_or_none(run_dir)
-    return run.app.get("frame_delimiter") if run else None
-
-
 def read_run_or_none(run_dir: Path) -> RunDocument | None:
     """The folder's run.json, or None when it is missing or not one (a folder that is not a run's)."""
     if not is_run_folder(run_dir):

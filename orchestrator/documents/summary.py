@@ -8,13 +8,115 @@ Versions: ``summary_version`` 1 is the only one written so far; a newer one is r
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._json import read_object, write_object
+from ._json import as_json_fields, from_json_fields, read_object, write_object
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_VERSION = 1
+
+# What the focus thread's time is attributed to ("attribution"), in the order the page stacks them
+SHARES = ("cpu", "gpu", "display", "threads", "io", "sleep", "unexplained")
+SHARE_TITLES = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "display": "waiting on the display server",
+                "threads": "waiting on other threads", "io": "I/O and other blocking calls", "sleep": "sleeping",
+                "unexplained": "unexplained (off a CPU outside traced calls)"}
+
+
+@dataclass
+class Share:
+    """One share of the focus thread's time: over the window, per frame, and what it is made of."""
+    ns: int = 0
+    pct: float = 0.0
+    per_frame_ns: list[int] = field(default_factory=list)   # the frames inside the window, from Attribution's first
+    frames: list[dict[str, Any]] = field(default_factory=list)  # the frames carrying most of it (index, start, end, ns)
+    calls: list[str] = field(default_factory=list)      # its calls (the hottest functions for cpu), most time first
+    inside: list[str] = field(default_factory=list)     # the GPU or window-system calls they were made in
+    threads: list[str] = field(default_factory=list)    # the threads that woke it, or the software renderer's
+    unknown: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Share:
+        return from_json_fields(cls, value if isinstance(value, dict) else {}, {})
+
+    def as_json(self) -> dict[str, Any]:
+        return as_json_fields(self, {})
+
+
+@dataclass
+class Attribution:
+    """summary.json's "attribution": the focus thread's time split by what it waits for."""
+    thread: str = ""
+    start_ns: int = 0
+    end_ns: int = 0
+    window_ns: int = 0                      # the time attributed: the window, or the sample of it read
+    frames: dict[str, Any] | None = None    # first, count, every: the frames read (every k-th inside the window)
+    sampled_every: int = 1                  # 1: all of the window; k: every k-th frame (or slice) of it
+    shares: dict[str, Share] = field(default_factory=dict)  # by name, in SHARES' order
+    largest: str = ""
+    gpu_recorded: float | None = None       # of the GPU share, what the GPU's recorded work covers
+    software_renderer: bool = False
+    wait_function_samples: int = 0
+    sources: dict[str, Any] = field(default_factory=dict)   # os_runtime, context_switches, gpu_work, samples, ...
+    missing: list[str] = field(default_factory=list)        # the sources it lacks, in words
+    confidence: str = "low"
+    unknown: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Attribution | None:
+        if not isinstance(value, dict):
+            return None
+        found = from_json_fields(cls, value, {})
+        if isinstance(found.shares, dict):
+            found.shares = {str(name): Share.from_json(entry) for name, entry in found.shares.items()}
+        return found
+
+    def as_json(self) -> dict[str, Any]:
+        return {**as_json_fields(self, {}), "shares": {name: share.as_json() for name, share in self.shares.items()}}
+
+    def share(self, name: str) -> Share:
+        return self.shares.get(name) or Share()
+
+    @property
+    def largest_share(self) -> Share:
+        return self.share(self.largest)
+
+    @property
+    def first_frame(self) -> int | None:
+        first = (self.frames or {}).get("first")
+        return first if isinstance(first, int) else None
+
+    @property
+    def frame_count(self) -> int:
+        count = (self.frames or {}).get("count")
+        return count if isinstance(count, int) else 0
+
+    def title(self, name: str) -> str:
+        """The share's name in words; a software renderer's "GPU" is the CPU."""
+        if name == "gpu" and self.software_renderer:
+            return "waiting for the software renderer (the CPU)"
+        return SHARE_TITLES[name]
+
+    def ms_per_frame(self, name: str) -> float | None:
+        """The share's time in a frame of the window, on average; None without frames."""
+        return self.share(name).ns / self.frame_count / 1e6 if self.frame_count else None
+
+
+@dataclass
+class NextStep:
+    """What to do next: the rule that chose it, why (from the run's evidence), and the command to run."""
+    rule: str = ""
+    why: str = ""
+    command: str = ""
+    unknown: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.unknown, "rule": self.rule, "why": self.why, "command": self.command}
+
+    @classmethod
+    def from_json(cls, value: Any) -> NextStep:
+        return from_json_fields(cls, value if isinstance(value, dict) else {}, {})
 
 
 class Summary(dict[str, Any]):
@@ -53,6 +155,22 @@ class Summary(dict[str, Any]):
     @property
     def verdict_kind(self) -> str | None:
         return (self.get("verdict") or {}).get("kind")
+
+    @property
+    def attribution(self) -> Attribution | None:
+        """The focus thread's time by what it waits for (summaries written before it have none)."""
+        return Attribution.from_json(self.get("attribution"))
+
+    @property
+    def next_steps(self) -> list[NextStep]:
+        steps = self.get("next_steps")
+        return [NextStep.from_json(step) for step in steps] if isinstance(steps, list) else []
+
+    @property
+    def capture_gaps(self) -> list[dict[str, Any]]:
+        """The traces the capture was asked for that recorded nothing (content.py's flags)."""
+        gaps = self.get("capture_gaps")
+        return [gap for gap in gaps if isinstance(gap, dict)] if isinstance(gaps, list) else []
 
     @property
     def self_hotspots(self) -> list[dict[str, Any]]:

@@ -7,9 +7,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..documents.run import read_run_or_none
-from ..documents.summary import Summary, read_summary
+from ..documents.summary import SHARES, Summary, read_summary
 from ..errors import ParseError, UsageError
 from ..parsers import parse
+
+SHARE_PREFIX = "share_"
+
+
+def share_metric(name: str) -> str:
+    """The metric of a share's time per frame: 'share_display_ms'."""
+    return f"{SHARE_PREFIX}{name}_ms"
+
 
 # name: (unit, which way is faster: "lower", "higher" or None when neither)
 REPORT_METRICS: dict[str, tuple[str, str | None]] = {
@@ -19,6 +27,8 @@ REPORT_METRICS: dict[str, tuple[str, str | None]] = {
     "frames_per_s": ("frames/s", "higher"),
     "cores_busy": ("cores", None),
     "gpu_ms_per_frame": ("ms", "lower"),
+    # the focus thread's time per frame by what it waits for (analysis/attribution.py)
+    **{share_metric(name): ("ms", "lower") for name in SHARES},
 }
 FASTER_WHEN_UNIT = {"ms": "lower", "s": "lower", "qps": "higher", "frames/s": "higher"}
 
@@ -49,6 +59,11 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
     gpu = summary.gpu_ns_per_frame
     if gpu is not None:
         values["gpu_ms_per_frame"] = gpu / 1e6
+    found = summary.attribution
+    for name in SHARES if found is not None and found.frame_count else ():
+        ms = found.ms_per_frame(name) if found is not None else None
+        if ms is not None:
+            values[share_metric(name)] = ms
     units = {name: REPORT_METRICS[name] for name in values}
     notes: list[str] = []
     failure = None

@@ -1,10 +1,12 @@
-"""Whether a run's board was in a fit state to be measured: flags from the board's samples during the
-capture (board.jsonl) and from what run.json recorded of the board before and after it. Pure."""
+"""Whether a run's figures can be trusted: flags from the board's samples during the capture (board.jsonl), from
+what run.json recorded of the board before and after it, and from what the capture holds (a trace asked for that
+recorded nothing, from the summary). Pure."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..documents.run import RunDocument
+from ..documents.summary import Summary
 from .board_samples import cpu_top_mhz
 
 # a clock this far under the run's own highest one has dropped (throttling, a governor, a power cap)
@@ -16,9 +18,11 @@ DEFAULT_THERMAL_LIMIT_C = 95.0
 THERMAL_MARGIN_C = 2.0
 
 
-def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None,
+                   summary: Summary | None = None) -> list[dict[str, str]]:
     """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
-    flags = []
+    flags = [{"code": gap["code"], "what": f"{gap['what']}: {gap['why']}"} for gap in
+             (summary.capture_gaps if summary is not None else [])]
     state = run.board_state or {}
     before, after = state.get("before") or {}, state.get("after") or {}
     mode_before, mode_after = before.get("power_mode"), after.get("power_mode")

@@ -57,6 +57,7 @@ def _fail(source: str, key: str, expected: str, value: Any) -> AppSpecError:
 
 
 COMMAND_LINE = "the command line"
+APP_CMD_SOURCE = "--app-cmd"  # the source of an app spec made from --app-cmd
 
 
 def _split(text: str, key: str, source: str) -> tuple[str, ...]:
@@ -161,14 +162,14 @@ def adhoc_app(command_line: str, needs_display: bool) -> AppSpec:
     argv = _split(command_line, "--app-cmd", COMMAND_LINE)
     if not argv:
         raise UsageError("--app-cmd is empty", "give the command line to profile, e.g. --app-cmd './app -x'")
-    return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source="--app-cmd")
+    return AppSpec(name=Path(argv[0]).name, command=argv, needs_display=needs_display, source=APP_CMD_SOURCE)
 
 
 def _files(value: Any, source: str) -> tuple[str, ...]:
     """Paths relative to the spec's folder ('~' is the user's home), made absolute; whether they exist is
     checked when a run needs them."""
     names = _string_list(value or [], "files", source)
-    base = Path(source).parent if source not in ("<built-in>", "--app-cmd") else Path.cwd()
+    base = Path(source).parent if source not in ("<built-in>", APP_CMD_SOURCE) else Path.cwd()
     found = []
     for name in names:
         path = Path(name).expanduser()

@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents.summary import Summary
+from ..documents.summary import SHARE_TITLES, SHARES, Summary
 from ..errors import UsageError
 from . import charts
 from .charts import Chart
@@ -30,6 +30,8 @@ METRICS = (("first_frame_ns", "first frame (first inference)", "ns", "lower"),
            ("frames_per_s", "frames per second", "1/s", "higher"),
            ("frames", "frames captured", "count", None),
            ("cores_busy", "cores busy", "cores", None))
+# the focus thread's time per frame by what it waits for: which share a change came from
+SHARE_METRICS = tuple((f"share_{name}_ns", f"per frame: {SHARE_TITLES[name]}", "ns", "lower") for name in SHARES)
 
 
 def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[str]:
@@ -69,10 +71,36 @@ def variant(label: str, run: RunData) -> dict:
             "frames_per_s": 1e9 / steady["mean_ns"] if steady.get("mean_ns") else None,
             "frames": frames["count"] if frames else None,
             "cores_busy": summary.cores_busy,
+            **{f"share_{name}_ns": _per_frame_ns(summary, name) for name in SHARES},
         },
         "top_functions": [{"symbol": h["symbol"], "pct": h["pct"]} for h in hot[:TOP_FUNCTIONS]],
         "verdict": {"kind": verdict["kind"], "summary": verdict["summary"]} if verdict else None,
     }
+
+
+def _per_frame_ns(summary: Summary, name: str) -> float | None:
+    """A share of the focus thread's time in a frame, on average (None without frames or the split)."""
+    found = summary.attribution
+    ms = found.ms_per_frame(name) if found is not None else None
+    return None if ms is None else ms * 1e6
+
+
+def share_changes(variants: list[dict]) -> list[dict]:
+    """Per variant against the first: which share of the frame's time changed the most, and by how much."""
+    base = variants[0]["values"]
+    found = []
+    for variant in variants[1:]:
+        values = variant["values"]
+        changes = {name: values[f"share_{name}_ns"] - base[f"share_{name}_ns"] for name in SHARES
+                   if values[f"share_{name}_ns"] is not None and base[f"share_{name}_ns"] is not None}
+        if not changes:
+            continue
+        name = max(changes, key=lambda n: (abs(changes[n]), -SHARES.index(n)))
+        frame = (values["steady_mean_ns"] - base["steady_mean_ns"]
+                 if values["steady_mean_ns"] is not None and base["steady_mean_ns"] is not None else None)
+        found.append({"label": variant["label"], "share": name, "title": SHARE_TITLES[name],
+                      "change_ns": changes[name], "frame_change_ns": frame})
+    return found
 
 
 def delta(base: float | None, value: float | None, better: str | None) -> dict | None:
@@ -96,12 +124,13 @@ def comparison(runs: list[RunData], labels: list[str] | None = None) -> dict:
     variants = [variant(label, run) for label, run in zip(variant_labels(runs, labels), runs)]
     base = variants[0]["values"]
     metrics = []
-    for key, label, unit, better in METRICS:
+    for key, label, unit, better in METRICS + SHARE_METRICS:
         values = [v["values"][key] for v in variants]
         metrics.append({"key": key, "label": label, "unit": unit, "better": better, "values": values,
                         "deltas": [None] + [delta(base[key], value, better) for value in values[1:]]})
     return {"compare_version": COMPARE_VERSION, "baseline": variants[0]["label"], "variants": variants,
-            "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT, "repeats": repeats(runs, variants, labels)}
+            "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT, "repeats": repeats(runs, variants, labels),
+            "share_changes": share_changes(variants)}
 
 
 def repeat_key(run: RunData, given: str | None) -> str:
@@ -183,6 +212,7 @@ class ComparePage:
     repeat_titles: list[str]
     repeat_rows: list[RepeatRow]
     repeat_verdicts: list[dict]
+    changes: list[str]  # per variant: which share of the frame's time changed the most
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -232,8 +262,19 @@ def comparison_page(document: dict) -> ComparePage:
     repeat_rows = [RepeatRow(g["label"], len(g["runs"]), [_estimate_text(g["metrics"].get(key), unit)
                                                           for key, _, unit in shown]) for g in found["groups"]]
     title = " vs ".join(g["label"] for g in found["groups"]) if found["groups"] else " vs ".join(labels)
+    rows = [row for row, metric in zip(rows, document["metrics"])  # shares no run has stay out of the table
+            if not metric["key"].startswith("share_") or any(v is not None and v > 0 for v in metric["values"])]
     return ComparePage(title, labels, rows, drawn, document["variants"], missing, [t for _, t, _ in shown],
-                       repeat_rows, found["verdicts"])
+                       repeat_rows, found["verdicts"], [change_words(c) for c in document.get("share_changes") or []])
+
+
+def change_words(change: dict) -> str:
+    """'2 threads: the frame is 1.20 ms shorter; running on a CPU changed most (−1.10 ms per frame)'"""
+    frame = change.get("frame_change_ns")
+    moved = "" if frame is None else f"the frame is {abs(frame) / 1e6:.2f} ms {'longer' if frame > 0 else 'shorter'}; "
+    sign = "+" if change["change_ns"] > 0 else "−"
+    return f"{change['label']}: {moved}{change['title']} changed most ({sign}{abs(change['change_ns']) / 1e6:.2f} ms " \
+           "per frame)"
 
 
 def _estimate_text(metric: dict | None, unit: str) -> str:

@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..analysis.frames import first_steady_index
-from ..documents.summary import Summary
+from ..documents.summary import NextStep, Summary
+from ..figures.next_steps import next_steps
 from . import charts
 from .board_part import BoardSection, board_part
 from .charts import Chart
@@ -20,13 +21,18 @@ from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .render import Fact
 from .run_data import RunData
 from .run_timeline import TimelineData
+from .share_parts import SharesPart, shares_part
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
 from .units import format_ms, format_ns
 
 HOT_BARS = 15
 THREAD_BARS = 20
 VERDICT_TITLES = {"gpu_wait": "waits for the GPU", "gpu_bound": "GPU-bound", "cpu_bound": "CPU-bound",
-                  "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}
+                  "display_wait": "waits on the display server", "thread_wait": "waits on other threads",
+                  "io_wait": "waits on I/O", "sleep": "sleeps", "vsync": "paced by vsync",
+                  "software_renderer": "waits for the software renderer (the CPU)",
+                  "unexplained": "waits nothing traced explains",
+                  "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}  # the last two: older runs
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ class ReportPage:
     run_timeline: TimelineData | None = None  # the whole run's events, drawn by the page's script
     run_timeline_href: str | None = None      # where they are instead: a page of their own beside this one
     run_timeline_events: int = 0
+    shares: SharesPart | None = None          # where the focus thread's time goes, per frame
+    next_steps: list[NextStep] = field(default_factory=list)  # what to do next, at the top of the page
 
 
 SECTIONS = ("verdict", "frames", "hotspots", "cpu", "run-timeline", "timeline", "api")
@@ -163,7 +171,15 @@ def report_page(run: RunData) -> ReportPage:
         missing["run-timeline"] = run.run_timeline_missing or "no events in the report"
     return ReportPage(_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
                       timeline, tables, absent, missing, slowest, board_part(summary),
-                      gpu_metrics_facts(summary.get("gpu_metrics")), run_timeline=run.run_timeline)
+                      gpu_metrics_facts(summary.get("gpu_metrics")), run_timeline=run.run_timeline,
+                      shares=shares_part(summary.attribution), next_steps=steps_of(run, summary))
+
+
+def steps_of(run: RunData, summary: Summary) -> list[NextStep]:
+    """The summary's next steps; a summary written before they were chosen gets them chosen now."""
+    if "next_steps" in summary:
+        return summary.next_steps
+    return next_steps(summary, run.document, str(run.source))
 
 
 NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its own figures and the board's samples "

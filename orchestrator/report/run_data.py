@@ -19,7 +19,7 @@ from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError
 from ..figures.board import board_section
 from ..figures.board_samples import read_board_samples
-from ..figures.renderer import run_renderer
+from ..figures.run_analysis import run_options, with_next_steps
 from ..figures.run_metrics import run_metrics
 from .board_part import BOARD_LINES
 from .run_timeline import TimelineData, timeline_data
@@ -54,7 +54,7 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: 
         return _load_run_dir(path, page_dir, nsys_hint, symbols)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder", "give a run folder (runs/<run>) or a report file")
-    summary = analyze_report(path, AnalysisOptions(symbols=symbols), nsys_hint)
+    summary = with_next_steps(analyze_report(path, AnalysisOptions(symbols=symbols), nsys_hint), None, path)
     export = summary.export
     report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
     timeline, why = timeline_of(export, summary)
@@ -71,11 +71,9 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
                          "give a folder that 'orchestrate profile' made, or a .nsys-rep/.sqlite report")
     analysis_error = document.analysis_error if document else None
     if (summary is None or symbols) and reports and analysis_error is None:
-        delimiter = document.app.get("frame_delimiter") if document else None
-        renderer = run_renderer(run_dir, document.facts if document else None)
+        options = run_options(run_dir, document, AnalysisOptions(symbols=symbols))
         try:
-            summary = analyze_report(reports[0], AnalysisOptions(frame_range=delimiter, symbols=symbols,
-                                                                 renderer=renderer), nsys_hint)
+            summary = with_next_steps(analyze_report(reports[0], options, nsys_hint), document, run_dir)
         except OrchestratorError as exc:
             analysis_error = exc.one_line()
     report = next((r for r in reports if r.suffix != ".sqlite"), None)

@@ -13,7 +13,7 @@ from ..documents.summary import write_summary
 from ..errors import OrchestratorError, ReportError
 from ..figures.board import board_section, energy_section
 from ..figures.board_samples import read_board_samples
-from ..figures.renderer import run_renderer
+from ..figures.run_analysis import run_options, with_next_steps
 from ..figures.run_metrics import run_metrics
 from ..figures.validity import validity_flags
 from ..inventory.catalog import AppSpec
@@ -215,8 +215,7 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     """summary.json beside the report; a report we cannot summarise is still kept, with the reason."""
     run, progress = log.run, log.progress
     try:
-        options = AnalysisOptions(frame_range=app.frame_delimiter, symbols=tuple(Path(s) for s in symbols),
-                                  renderer=run_renderer(log.run_dir, run.facts))
+        options = run_options(log.run_dir, run, AnalysisOptions(symbols=tuple(Path(s) for s in symbols)))
         summary = analyze_report(sqlite, options)
     except OrchestratorError as exc:
         run.analysis = {"error": exc.one_line()}
@@ -226,11 +225,11 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     epoch = summary["capture"].get("utc_epoch_ns")
     summary["board"] = board_section(samples, run.board_samples_source, epoch)
     summary["energy"] = energy_section(samples, summary["frames"], epoch)
-    flags = validity_flags(run, samples)
+    flags = validity_flags(run, samples, summary)
     run.validity = {"flags": flags, "samples": len(samples)}
     for flag in flags:
         progress.note("warning", f"doubtful figures: {flag['what']}")
-    path = write_summary(log.run_dir, summary)
+    path = write_summary(log.run_dir, with_next_steps(summary, run, log.run_dir))
     if run.files is not None:
         run.files[path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     verdict, frames = summary["verdict"], summary["frames"]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..documents.study import StudyCell, StudyDocument
+from ..documents.summary import SHARE_TITLES, SHARES
+from ..figures.run_metrics import SHARE_PREFIX, share_metric
 from ..report import charts
 from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
@@ -57,6 +59,14 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class SharesTable:
+    """Each cell's frame time by what its app waits for: a column per share (median ms per frame)."""
+    titles: list[str]
+    keys: list[str]
+    rows: list[tuple[str, list[TableCell]]]
+
+
+@dataclass(frozen=True)
 class StudyPage:
     title: str
     description: str
@@ -66,10 +76,11 @@ class StudyPage:
     variants: list[Variant]
     verdicts: list[Verdict]
     interval: str
+    shares: SharesTable | None = None
 
 
 def metric_keys(cells: list[StudyCell]) -> list[str]:
-    present = {key for cell in cells for key in cell.metrics or {}}
+    present = {key for cell in cells for key in cell.metrics or {} if not key.startswith(SHARE_PREFIX)}
     return [k for k in FIRST_METRICS if k in present] + sorted(k for k in present if k not in FIRST_METRICS)
 
 
@@ -126,7 +137,15 @@ def study_page(document: StudyDocument) -> StudyPage:
         tables=tables, charts=drawn, variants=[_variant(c) for c in document.cells],
         verdicts=[Verdict(v["metric"], labels[v["base"]], labels[v["other"]], v["verdict"],
                           f"{v['relative']:+.1%}", v["reason"]) for v in document.comparisons],
-        interval=document.interval)
+        interval=document.interval, shares=shares_table(document.cells))
+
+
+def shares_table(cells: list[StudyCell]) -> SharesTable | None:
+    present = [name for name in SHARES if any(c.metric(share_metric(name)) for c in cells)]
+    if not present:
+        return None
+    rows = [(cell.label or "the cell", [_table_cell(cell, share_metric(name)) for name in present]) for cell in cells]
+    return SharesTable([SHARE_TITLES[name] for name in present], present, rows)
 
 
 def _status(document: StudyDocument) -> str:

@@ -27,7 +27,7 @@ from ..documents.run import read_run_or_none
 from ..documents.study import StudyCell, StudyDocument, study_file, write_study
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
-from ..figures.run_metrics import REPORT_METRICS, run_metrics
+from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, run_metrics
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
 from ..runs.profile import Board, ProfileRequest, agent_section, profile
@@ -358,6 +358,8 @@ def comparisons(study_cells: list[StudyCell]) -> list[dict[str, Any]]:
     base, found = ok[0], []
     for other in ok[1:]:
         for metric in REPORT_METRICS.keys() | {m for m in base.metrics or {} if m.startswith("app.")}:
+            if metric.startswith(SHARE_PREFIX):  # the parts of a frame's time: the study's page shows them whole
+                continue
             a, b = base.metric(metric), other.metric(metric)
             if not (a and b):
                 continue

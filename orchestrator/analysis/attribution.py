@@ -1,0 +1,216 @@
+"""Where a thread's time goes: each instant of the thread goes to one share, by what the thread waits for.
+Pure: sets of intervals in, ns per share out.
+
+The shares, first match wins at each instant:
+  sleep     in a sleep call (nanosleep, usleep...)
+  display   in socket traffic with the display server (X11, Wayland)
+  gpu       inside a GPU or driver call (OpenGL, EGL, CUDA) while the GPU, or a software renderer's threads, is
+            busy, and not running there: blocked in an OS call, off a CPU, or in a call that waits for the GPU
+            (glFinish, eglSwapBuffers, cudaStreamSynchronize: a spinning wait is a wait too)
+  threads   waiting on the app's other threads (condition variables, mutexes, futexes, joins, barriers)
+  io        in another blocking call (files, sockets that are not the display's, ioctl, waitpid...)
+  unexplained  off a CPU outside any traced call (waiting for a CPU, or blocked in a call nsys did not trace)
+  cpu       running: on a CPU by the context switches; without them, outside every blocking call (with OS
+            runtime trace); with neither, as much as the thread's CPU samples cover, one sampling period
+            each, and the rest is unexplained
+
+Every instant of a span goes to exactly one share, so a frame's shares add up to the frame's time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..documents.summary import SHARES
+
+CPU, GPU, DISPLAY, THREADS, IO, SLEEP, UNEXPLAINED = range(len(SHARES))
+_UNSEEN = len(SHARES)  # nothing says whether the thread ran: its samples split this into cpu and unexplained
+
+
+@dataclass(frozen=True)
+class Spans:
+    """A set of [start, end) intervals in ns, in any order, overlaps allowed."""
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @staticmethod
+    def of(starts, ends) -> Spans:
+        starts = np.asarray(starts, dtype=np.int64)
+        return Spans(starts, np.maximum(np.asarray(ends, dtype=np.int64), starts))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def covering(self, times: np.ndarray) -> np.ndarray:
+        """Whether each time lies inside an interval: more intervals begun than ended by then."""
+        begun = np.searchsorted(np.sort(self.starts), times, side="right")
+        ended = np.searchsorted(np.sort(self.ends), times, side="right")
+        return begun > ended
+
+    def __or__(self, other: Spans) -> Spans:
+        return Spans(np.r_[self.starts, other.starts], np.r_[self.ends, other.ends])
+
+
+NO_SPANS = Spans(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class ThreadTime:
+    """What a capture says about one thread's time, as sets of intervals."""
+    sleep: Spans = NO_SPANS
+    display: Spans = NO_SPANS
+    sync: Spans = NO_SPANS       # waits on the app's other threads
+    io: Spans = NO_SPANS         # other blocking calls
+    api: Spans = NO_SPANS        # GPU and driver calls (OpenGL, EGL, GLX, CUDA)
+    api_waits: Spans = NO_SPANS  # those of them that wait for the GPU
+    gpu_busy: Spans = NO_SPANS   # the GPU's recorded work, and a software renderer's threads on a CPU
+    on_cpu: Spans | None = None  # the thread on a CPU (context switches); None when they were not traced
+    calls_traced: bool = False   # blocking OS calls were traced: outside them the thread ran
+    samples: np.ndarray | None = None  # when the thread's CPU samples were taken
+    sample_period_ns: float = 1e6
+
+
+# The attribution reads at most this many of the thread's intervals (calls, times on a CPU, GPU work): past it, an
+# even sample of the window (every k-th frame, else every k-th of SLICES slices of it), so that a capture of
+# millions of events costs the analysis a bounded time (bench/analysis_speed.py) while the shares of a frame
+# it reads stay exact
+LIMIT = 1 << 18
+SLICES = 1024
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The spans of the window the attribution reads (sorted, disjoint): all of it, or every k-th frame or slice."""
+    starts: np.ndarray
+    ends: np.ndarray
+    every: int                   # 1: the whole window
+    frames: np.ndarray | None    # the frames these spans are, by index (None: the window, or slices of it)
+
+
+def sample_of(window: tuple[int, int], intervals: int, frame_starts: np.ndarray | None = None,
+              frame_ends: np.ndarray | None = None, limit: int = LIMIT) -> Sample:
+    """Every frame inside the window (else the window) when the intervals are within the limit; else every k-th."""
+    every = max(1, -(-intervals // limit))
+    lo, hi = window
+    if frame_starts is not None and frame_ends is not None:
+        inside = np.flatnonzero((frame_starts >= lo) & (frame_ends <= hi))[::every]
+        return Sample(frame_starts[inside], frame_ends[inside], every, inside)
+    if every == 1:
+        return Sample(np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64), 1, None)
+    edges = np.linspace(lo, hi, SLICES + 1).astype(np.int64)
+    return Sample(edges[:-1][::every], edges[1:][::every], every, None)
+
+
+def sampled(starts: np.ndarray, ends: np.ndarray, sample: Sample, disjoint: bool = False) -> np.ndarray:
+    """The indices of the intervals that may overlap the sample's spans (all of them when it has every one): for
+    each span, the intervals from the first whose end, or an earlier one's, passes its start, to the last that
+    begins before its end. ``disjoint``: the intervals never overlap (one thread's calls), so only the one begun
+    last before a span's start can reach into it."""
+    if sample.every == 1 or not len(starts):
+        return np.arange(len(starts))
+    order = None if len(starts) < 2 or not (starts[1:] < starts[:-1]).any() else np.argsort(starts, kind="stable")
+    if order is not None:
+        starts, ends = starts[order], ends[order]
+    if disjoint:
+        first = np.maximum(np.searchsorted(starts, sample.starts, side="right") - 1, 0)
+    else:
+        first = np.searchsorted(np.maximum.accumulate(ends), sample.starts, side="right")
+    last = np.searchsorted(starts, sample.ends, side="left")
+    sizes = np.maximum(last - first, 0)
+    picked = np.sort(np.repeat(first - np.r_[0, np.cumsum(sizes)[:-1]], sizes) + np.arange(int(sizes.sum())))
+    picked = picked[np.r_[True, picked[1:] != picked[:-1]]] if len(picked) else picked  # spans may share one
+    return picked if order is None else order[picked]
+
+
+def _covered(bounds: np.ndarray, spans: Spans) -> np.ndarray:
+    """Whether each piece [bounds[i], bounds[i+1]) lies inside one of the spans, whose ends are all among the bounds
+    (more spans begun than ended at the piece's start)."""
+    size = len(bounds)
+    if not len(spans):
+        return np.zeros(size - 1, dtype=bool)
+    depth = (np.bincount(np.searchsorted(bounds, spans.starts), minlength=size + 1)[:size]
+             - np.bincount(np.searchsorted(bounds, spans.ends), minlength=size + 1)[:size])
+    return np.cumsum(depth[:-1]) > 0
+
+
+def _clipped(spans: Spans, lo: int, hi: int) -> Spans:
+    return Spans(np.clip(spans.starts, lo, hi), np.clip(spans.ends, lo, hi))
+
+
+def _span_of(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The index of the (sorted, disjoint) span each time lies in, -1 outside them all."""
+    index = np.searchsorted(starts, times, side="right") - 1
+    inside = (index >= 0) & (times < ends[np.maximum(index, 0)]) if len(starts) else np.zeros(len(times), bool)
+    return np.where(inside, index, -1)
+
+
+class Split:
+    """A thread's time over a span, cut where any interval begins or ends, each piece given its share."""
+
+    def __init__(self, time: ThreadTime, span: tuple[int, int], sample: Sample | None = None) -> None:
+        lo, hi = span
+        layers = [_clipped(spans, lo, hi) for spans in (time.sleep, time.display, time.sync, time.io, time.api,
+                                                        time.api_waits, time.gpu_busy)]
+        on_cpu = None if time.on_cpu is None else _clipped(time.on_cpu, lo, hi)
+        edges = [np.array([lo, hi], dtype=np.int64)]
+        if sample is not None:  # no piece straddles the edge of a span read
+            edges += [np.clip(sample.starts, lo, hi), np.clip(sample.ends, lo, hi)]
+        for spans in layers + ([on_cpu] if on_cpu is not None else []):
+            edges += [spans.starts, spans.ends]
+        bounds = np.sort(np.concatenate(edges))  # np.unique hashes: far slower on millions of times
+        bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]
+        self.bounds = bounds
+        sleep, display, sync, io, api, waits, busy = (_covered(bounds, spans) for spans in layers)
+        if on_cpu is not None:
+            off = ~_covered(bounds, on_cpu)
+            ran = ~off
+        else:
+            off = np.zeros(len(bounds) - 1, dtype=bool)
+            ran = np.full(len(bounds) - 1, time.calls_traced)
+        self.share = np.select([sleep, display, api & busy & (sync | io | waits | off), sync, io, off, ran],
+                               [SLEEP, DISPLAY, GPU, THREADS, IO, UNEXPLAINED, CPU], _UNSEEN).astype(np.int64)
+        self.lengths = np.diff(bounds)
+        self.samples = np.empty(0, dtype=np.int64)
+        if time.samples is not None and len(time.samples):
+            times = np.asarray(time.samples, dtype=np.int64)
+            times = times[(times >= lo) & (times < hi)]
+            piece = np.minimum(np.searchsorted(bounds, times, side="right") - 1, len(self.share) - 1)
+            self.samples = np.sort(times[self.share[piece] == _UNSEEN])  # samples where nothing else says
+        self.period = float(time.sample_period_ns)
+
+    def totals(self, starts, ends) -> np.ndarray:
+        """ns per share (columns in SHARES' order) of each span (sorted, disjoint, its ends among the split's
+        bounds: the span's or its sample's); a span's row adds up to its length inside the split. Where nothing
+        says whether the thread ran, its samples count as running, one period each, and the rest is unexplained."""
+        starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+        count = len(starts)
+        of_piece = _span_of(starts, ends, self.bounds[:-1])
+        mine = of_piece >= 0
+        spent = np.bincount(of_piece[mine] * (_UNSEEN + 1) + self.share[mine], weights=self.lengths[mine],
+                            minlength=count * (_UNSEEN + 1)).reshape(count, _UNSEEN + 1)
+        unseen = spent[:, _UNSEEN]
+        if unseen.any():
+            of_sample = _span_of(starts, ends, self.samples)
+            counted = np.bincount(of_sample[of_sample >= 0], minlength=count)
+            ran = np.minimum(unseen, counted * self.period)
+            spent[:, CPU] += ran
+            spent[:, UNEXPLAINED] += unseen - ran
+        return spent[:, :_UNSEEN]
+
+    def by_code(self, starts: np.ndarray, ends: np.ndarray, *groupings: tuple[np.ndarray, int]) -> list[np.ndarray]:
+        """ns per share of calls grouped by code, for each grouping (codes per call, how many codes): a
+        (codes, len(SHARES)) array each. The calls are one thread's: where two overlap, a piece counts for the one
+        begun last."""
+        order = np.argsort(starts, kind="stable") if len(starts) > 1 and (starts[1:] < starts[:-1]).any() else None
+        if order is not None:
+            starts, ends = starts[order], ends[order]
+        of_piece = _span_of(starts, ends, self.bounds[:-1])
+        inside = of_piece >= 0
+        call, share, length = of_piece[inside], self.share[inside], self.lengths[inside]
+        found = []
+        for codes, size in groupings:
+            codes = codes if order is None else codes[order]
+            total = np.bincount(codes[call] * (_UNSEEN + 1) + share, weights=length, minlength=size * (_UNSEEN + 1))
+            found.append(total.reshape(size, _UNSEEN + 1)[:, :_UNSEEN])
+        return found

@@ -1,0 +1,158 @@
+"""summary.json's "attribution": the focus thread's time over the analysis window, and in each frame inside it,
+split by what the thread waits for (attribution.py), with what each share is made of (the calls, the calls they
+happen inside, the threads) and how sure the split is (which of its sources the capture has)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..documents.summary import Attribution, Share
+from ..parsers.renderer import is_software
+from .attribution import CPU, GPU, SHARES, THREADS, Spans, Split
+from .coverage import Coverage
+from .frames import Frames
+from .names import tid_of
+from .sampling import Samples
+from .thread_time import Gathered
+from .where import where
+
+TOP_NAMES = 3
+# the confidence falls to medium past this much unexplained time, to low past the second
+UNEXPLAINED_MEDIUM, UNEXPLAINED_LOW = 0.10, 0.25
+# the largest share leads the next by at least this much for high confidence
+CLEAR_LEAD = 0.10
+
+MISSING = {
+    "os_runtime": "no OS runtime trace: time blocked in system calls cannot be told from running",
+    "context_switches": "no context switches: time waiting for a CPU counts as running, and time off a CPU "
+                        "outside traced calls is not seen",
+    "gpu_work": "no GPU work recorded: waits in GPU calls cannot be set against the GPU's busy time",
+}
+
+
+def ranked(names: tuple[str, ...] | list[str], amounts: np.ndarray, top: int = TOP_NAMES) -> list[str]:
+    """The names by the amount each carries (amounts[i] is names[i]'s), largest first, those with none left out."""
+    order = np.argsort(-amounts, kind="stable")[:top]
+    return [names[i] for i in order if amounts[i] > 0]
+
+
+def _thread_label(gtid: int, names: dict[int, str]) -> str:
+    return f"{names.get(gtid, 'thread')} ({tid_of(gtid)})"
+
+
+def _hot_functions(samples: Samples | None, gtid: int) -> list[str]:
+    """The thread's hottest functions by their own samples."""
+    if samples is None:
+        return []
+    mine = np.isin(samples.chain_ids, samples.ids[samples.tids == gtid]) & (samples.depths == 0)
+    counts = np.bincount(samples.symbols[mine], minlength=len(samples.names)).astype(np.float64)
+    return ranked(samples.names, counts)
+
+
+@dataclass(frozen=True)
+class Made:
+    """What each share is made of, per call name (columns in SHARES' order)."""
+    os: np.ndarray        # (OS call names, shares)
+    api: np.ndarray       # (GPU and window-system call names, shares)
+    wakers: np.ndarray    # (waking threads, shares)
+    waker_tids: np.ndarray
+
+
+def made_of(split: Split, gathered: Gathered) -> Made:
+    os_calls, api = gathered.os_calls, gathered.api_calls
+    tids, code = np.unique(gathered.wakers, return_inverse=True)
+    by_name, by_waker = split.by_code(os_calls.starts, os_calls.ends, (os_calls.codes, len(os_calls.names)),
+                                      (code, len(tids)))
+    [by_api] = split.by_code(api.starts, api.ends, (api.codes, len(api.names)))
+    return Made(by_name, by_api, by_waker, tids)
+
+
+def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], samples: Samples | None,
+             gtid: int) -> tuple[list[str], list[str], list[str]]:
+    """What the share is made of: its calls, the GPU or window-system calls they happen inside, its threads."""
+    os_names, api_names = gathered.os_calls.names, gathered.api_calls.names
+    if share == CPU:
+        return _hot_functions(samples, gtid), [], []
+    if share == GPU:
+        return ranked(api_names, made.api[:, GPU]), [], list(gathered.renderer_threads)
+    threads: list[str] = []
+    if share == THREADS:
+        woke = made.waker_tids > 0
+        labels = [_thread_label(int(t), names) for t in made.waker_tids[woke]]
+        threads = ranked(labels, made.wakers[woke, THREADS])
+    return ranked(os_names, made.os[:, share]), ranked(api_names, made.api[:, share]), threads
+
+
+def _recorded_share(split: Split, recorded: Spans, gpu_ns: float) -> float | None:
+    """How much of the GPU share the GPU's recorded work covers (the rest: a software renderer's threads)."""
+    if gpu_ns <= 0:
+        return None
+    if not len(recorded):
+        return 0.0
+    lows, highs = Coverage(recorded.starts, recorded.ends).pieces()
+    [covered] = split.by_code(lows, highs, (np.zeros(len(lows), dtype=np.int64), 1))
+    return float(covered[0, GPU]) / gpu_ns
+
+
+def sources_of(gathered: Gathered, samples_seen: bool) -> dict:
+    time = gathered.time
+    return {"os_runtime": time.calls_traced, "context_switches": time.on_cpu is not None,
+            "gpu_work": bool(len(gathered.recorded_gpu)), "samples": samples_seen,
+            "software_renderer": list(gathered.renderer_threads), "display": gathered.has_display}
+
+
+def confidence_of(pcts: dict[str, float], sources: dict, uses_gpu: bool) -> tuple[str, list[str]]:
+    """high, medium or low, and what lowers it: missing sources, time nothing explains, a close second share."""
+    missing = [MISSING[key] for key in ("os_runtime", "context_switches") if not sources[key]]
+    if uses_gpu and not sources["gpu_work"] and not sources["software_renderer"]:
+        missing.append(MISSING["gpu_work"])
+    level = 2 - len([m for m in missing if m != MISSING["gpu_work"]])
+    unexplained = pcts["unexplained"] / 100.0
+    if unexplained >= UNEXPLAINED_LOW:
+        level = 0
+    elif unexplained >= UNEXPLAINED_MEDIUM:
+        level = min(level, 1)
+    first, second = sorted(pcts.values(), reverse=True)[:2]
+    if (first - second) / 100.0 < CLEAR_LEAD:
+        level = min(level, 1)
+    return ("low", "medium", "high")[max(level, 0)], missing
+
+
+def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict[int, str], frames: Frames | None,
+                        samples: Samples | None, renderer: str | None) -> Attribution:
+    """The section: the shares of the window (the part of it the thread lived in) and of each frame inside it,
+    named and weighed."""
+    span, sample = gathered.life, gathered.sample
+    rows = split.totals(sample.starts, sample.ends)
+    if sample.every == 1 and sample.frames is not None:  # the window whole, and each frame inside it
+        [total] = split.totals([span[0]], [span[1]])
+        window_ns = span[1] - span[0]
+    else:  # the window (one span), or every k-th frame or slice of it
+        total, window_ns = rows.sum(axis=0), int((sample.ends - sample.starts).sum())
+    inside = sample.frames if sample.frames is not None else np.empty(0, dtype=np.int64)
+    per_frame = rows if sample.frames is not None else np.zeros((0, len(SHARES)))
+    made = made_of(split, gathered)
+    shares: dict[str, Share] = {}
+    for k, name in enumerate(SHARES):
+        heaviest: list[dict] = []
+        own: list[int] = []
+        if frames is not None:
+            full = np.zeros(len(frames.starts), dtype=np.int64)
+            full[inside] = np.rint(per_frame[:, k]).astype(np.int64)
+            heaviest = where(span, frames, full).to_json()["frames"]
+            own = [int(v) for v in full[inside]] if total[k] > 0 else []
+        calls, within, threads = _what_of(made, gathered, k, names, samples, gtid)
+        shares[name] = Share(ns=int(round(total[k])), pct=float(total[k] * 100.0 / window_ns) if window_ns else 0.0,
+                             per_frame_ns=own, frames=heaviest, calls=calls, inside=within, threads=threads)
+    sources = sources_of(gathered, gathered.time.samples is not None and len(gathered.time.samples) > 0)
+    confidence, missing = confidence_of({name: share.pct for name, share in shares.items()}, sources,
+                                        uses_gpu=bool(len(gathered.api_calls.starts)))
+    return Attribution(
+        thread=_thread_label(gtid, names), start_ns=span[0], end_ns=span[1], window_ns=window_ns,
+        frames={"first": int(inside[0]), "count": int(len(inside)), "every": sample.every} if len(inside) else None,
+        sampled_every=sample.every, shares=shares,
+        largest=max(SHARES, key=lambda n: (shares[n].ns, -SHARES.index(n))),
+        gpu_recorded=_recorded_share(split, gathered.recorded_gpu, float(total[GPU])),
+        software_renderer=is_software(renderer) or bool(gathered.renderer_threads),
+        wait_function_samples=gathered.wait_samples, sources=sources, missing=missing, confidence=confidence)

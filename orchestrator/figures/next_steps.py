@@ -1,0 +1,195 @@
+"""What to do next: one to three commands chosen from a run's evidence, the one that matters most first, none
+that the run already did. Pure over summary.json and run.json.
+
+Each rule says when it applies (its evidence), why, and the command; its weight orders the steps:
+  on_the_board      the renderer is a software one on a machine that is not a Jetson: profile on a board
+  lock_clocks       a clock dropped during the capture and the run did not lock them: --lock-clocks
+  context_switches  the capture has none, and time waits on other threads, is unexplained or counts as running
+                    (with no context switches, waiting for a CPU does): --cpuctxsw process-tree
+  os_runtime        the capture has no OS runtime calls and time is unexplained: --trace ...,osrt
+  gpu_trace         the thread's samples sit in a function that waits for the GPU while no GPU work was recorded:
+                    --trace ...,opengl (or cuda)
+  vsync_off         the display's refresh paces the frames: run with vsync off
+  symbols           the hottest functions are unnamed addresses: orchestrate analyze --symbols DIR
+Capitalised words in a command (BOARD, DIR) are for the user to fill in; the step's words say with what.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..documents.run import RunDocument
+from ..documents.summary import Attribution, NextStep, Summary
+from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR
+
+MAX_STEPS = 3
+UNNAMED_PCT = 20.0          # of the samples in unnamed hottest functions before --symbols is worth it
+WAIT_SHARE_PCT = 10.0       # of the thread's time waiting on threads or unexplained, before context switches are
+UNEXPLAINED_PCT = 10.0
+# frames nsys names in brackets that no symbol file can name
+NAMELESS_FOR_GOOD = re.compile(r"^\[(JIT|vdso|kernel\.kallsyms|Unknown|Max depth|Broken backtraces)")
+VSYNC_OFF = ("vblank_mode=0", "__GL_SYNC_TO_VBLANK=0")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the rules read: the summary's figures and, for a run folder, how the run was made."""
+    summary: Summary
+    run: RunDocument | None
+    folder: str               # the run folder or report to name in an analyze command
+
+    @property
+    def attribution(self) -> Attribution | None:
+        return self.summary.attribution
+
+    @property
+    def traces(self) -> list[str]:
+        return [str(t) for t in (self.run.app.get("trace") or [])] if self.run else []
+
+    def pct(self, *names: str) -> float:
+        found = self.attribution
+        return sum(found.share(name).pct for name in names) if found else 0.0
+
+
+def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> str:
+    """The run's own profile command with more options; without run.json, one with TARGET and APP to fill in."""
+    run = evidence.run
+    words = ["orchestrate", "profile"]
+    if run is None:
+        words += ["--target", "TARGET", "--app-cmd", "APP"]
+        return " ".join(words + [shlex.quote(w) for w in extra])
+    words += ["--target", run.target.name]
+    app = run.app
+    source = str(app.get("source") or "")
+    if command is not None or source == APP_CMD_SOURCE:
+        words += ["--app-cmd", shlex.join(command or [str(w) for w in app.get("command") or []])]
+        for option, key in (("--trace", "trace"),):
+            if app.get(key):
+                words += [option, ",".join(app[key])]
+        if app.get("sample"):
+            words += ["--sample", str(app["sample"])]
+    else:
+        words += ["--app", run.app_name]
+        folder = Path(source).parent if source and source != "<built-in>" else None
+        if folder is not None and folder != BUILTIN_DIR:
+            words += ["--apps-dir", str(folder)]
+    if run.inventory:
+        words += ["--inventory", run.inventory]
+    return " ".join(shlex.quote(w) for w in words + list(extra))
+
+
+def _traces_with(evidence: Evidence, name: str) -> str:
+    traces = evidence.traces or ["osrt"]
+    return ",".join(traces + [name] if name not in traces else traces)
+
+
+Rule = Callable[[Evidence], "tuple[float, NextStep] | None"]
+
+
+def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    board = ((ev.run.facts or {}).get("board") or {}) if ev.run else {}
+    if found is None or not found.software_renderer or "jetson" in str(board.get("model") or "").lower():
+        return None
+    app = f"--app {ev.run.app_name}" if ev.run and ev.run.app.get("source") != APP_CMD_SOURCE else "--app-cmd APP"
+    return 100.0, NextStep("on_the_board", "the renderer is a software one: its GPU work runs on this machine's CPU, "
+                           "so the GPU's figures say nothing of a Jetson's; BOARD: a Jetson of the inventory "
+                           "(orchestrate targets)", f"orchestrate profile --target BOARD {app}")
+
+
+def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
+    run = ev.run
+    dropped = [flag for flag in (run.stored_flags or []) if flag.get("code") == "clocks_dropped"] if run else []
+    if not dropped or run is None or run.request.get("lock_clocks"):
+        return None
+    return 90.0, NextStep("lock_clocks", f"{dropped[0]['what']}: the figures drift with the clocks",
+                          rerun(ev, "--lock-clocks"))
+
+
+def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    if found is None or found.sources.get("context_switches"):
+        return None
+    if ev.run is not None and ev.run.app.get("cpuctxsw") in ("process-tree", "system-wide"):
+        return None
+    waiting = ev.pct("threads", "unexplained")
+    running = found.largest == "cpu"
+    if waiting < WAIT_SHARE_PCT and not running:
+        return None
+    what = (f"{waiting:.0f} % of {found.thread}'s time waits on other threads or is unexplained"
+            if waiting >= WAIT_SHARE_PCT else f"{ev.pct('cpu'):.0f} % of {found.thread}'s time counts as running")
+    return max(waiting, 20.0), NextStep(
+        "context_switches", f"{what}, and the capture has no context switches to tell waiting for a CPU from "
+                            "running and to name the thread that ends each wait", rerun(ev, "--cpuctxsw",
+                                                                                        "process-tree"))
+
+
+def os_runtime(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    if found is None or found.sources.get("os_runtime") or "osrt" in ev.traces:
+        return None
+    unexplained = ev.pct("unexplained")
+    if unexplained < UNEXPLAINED_PCT:
+        return None
+    return unexplained, NextStep("os_runtime", f"{unexplained:.0f} % of {found.thread}'s time is unexplained: without "
+                                 "OS runtime calls, what it blocks in is not recorded",
+                                 rerun(ev, "--trace", _traces_with(ev, "osrt")))
+
+
+def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    if found is None or not found.wait_function_samples or found.sources.get("gpu_work"):
+        return None
+    api = "cuda" if "cuda" in " ".join(found.share("cpu").calls).lower() else "opengl"
+    if api in ev.traces:
+        return None
+    return 60.0, NextStep("gpu_trace", f"{found.wait_function_samples} of {found.thread}'s samples wait for the GPU, "
+                          "and no GPU work was recorded to set against them", rerun(ev, "--trace",
+                                                                                   _traces_with(ev, api)))
+
+
+def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
+    verdict = ev.summary.get("verdict") or {}
+    if verdict.get("kind") != "vsync" or ev.run is None:
+        return None
+    env = dict(pair for pair in (ev.run.app.get("env") or []) if isinstance(pair, list) and len(pair) == 2)
+    if all(env.get(k) == v for k, v in (setting.split("=") for setting in VSYNC_OFF)):
+        return None
+    command = ["env", *VSYNC_OFF, *[str(w) for w in ev.run.app.get("command") or []]]
+    share = (ev.attribution.share(verdict.get("share") or "").pct if ev.attribution else 0.0)
+    return share, NextStep("vsync_off", "the display's refresh paces the frames: with vsync off, the frame time is the "
+                           "app's own", rerun(ev, command=command))
+
+
+def symbols(ev: Evidence) -> tuple[float, NextStep] | None:
+    hotspots = ev.summary.get("hotspots") or {}
+    if not hotspots or hotspots.get("symbols") is not None:
+        return None
+    unnamed = [row for row in hotspots.get("self") or [] if _unnamed(str(row.get("symbol", "")))]
+    share = sum(float(row.get("pct") or 0.0) for row in unnamed)
+    if share < UNNAMED_PCT:
+        return None
+    names = ", ".join(str(row["symbol"]) for row in unnamed[:3])
+    return share, NextStep("symbols", f"{share:.0f} % of the samples are in functions nsys could not name ({names}); "
+                           "DIR: a folder of unstripped copies or .debug files of the board's libraries",
+                           f"orchestrate analyze {shlex.quote(ev.folder)} --symbols DIR")
+
+
+def _unnamed(symbol: str) -> bool:
+    if NAMELESS_FOR_GOOD.match(symbol):
+        return False
+    return (symbol.startswith("[") and symbol.endswith("]")) or bool(re.fullmatch(r"0x[0-9a-fA-F]+", symbol))
+
+
+RULES: tuple[Rule, ...] = (on_the_board, lock_clocks, context_switches, os_runtime, gpu_trace, vsync_off, symbols)
+
+
+def next_steps(summary: Summary, run: RunDocument | None, folder: str) -> list[NextStep]:
+    """At most three steps, the heaviest first (a tie keeps the rules' order)."""
+    found = [(weight, index, step) for index, rule in enumerate(RULES)
+             if (chosen := rule(Evidence(summary, run, folder))) is not None for weight, step in [chosen]]
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return [step for _, _, step in found[:MAX_STEPS]]

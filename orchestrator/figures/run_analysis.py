@@ -1,0 +1,38 @@
+"""The analysis of a run folder as its run asked for it: the frame delimiter of its app spec, the GPU its app named,
+what it traced (to check the capture holds it), and what to do next from it all; a bare report gets the analysis
+alone, with the next steps its own figures choose."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..analysis import AnalysisOptions, analyze_report
+from ..analysis.report_input import report_of
+from ..documents.run import RunDocument, read_run_or_none
+from ..documents.summary import Summary
+from .next_steps import next_steps
+from .renderer import run_renderer
+
+
+def run_options(run_dir: Path, run: RunDocument | None, options: AnalysisOptions) -> AnalysisOptions:
+    """The options the user gave, completed from run.json where they gave none."""
+    if run is None:
+        return options
+    app = run.app
+    traces = tuple(str(t) for t in app.get("trace") or ())
+    return replace(options, frame_range=options.frame_range or app.get("frame_delimiter"),
+                   renderer=options.renderer or run_renderer(run_dir, run.facts),
+                   traces=traces if options.traces is None and app.get("nsys", True) else options.traces,
+                   sampled=options.sampled or app.get("sample") not in (None, "none"))
+
+
+def with_next_steps(summary: Summary, run: RunDocument | None, folder: Path) -> Summary:
+    summary["next_steps"] = [step.as_json() for step in next_steps(summary, run, str(folder))]
+    return summary
+
+
+def analyze_source(source: Path, options: AnalysisOptions, nsys: str | None = None) -> Summary:
+    """`orchestrate analyze`: a run folder or a report, summarised, with what to do next."""
+    run = read_run_or_none(source) if source.is_dir() else None
+    summary = analyze_report(report_of(source), run_options(source, run, options), nsys)
+    return with_next_steps(summary, run, source)

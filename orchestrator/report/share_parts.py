@@ -1,0 +1,113 @@
+"""The shares of a run's page: where the focus thread's time goes over the window and in each frame (a stacked
+bar per frame, in the verdict's section), and what to do next (at the top of the page). Pure."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..documents.summary import SHARES, Attribution
+from .charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
+from .units import format_ms
+
+MAX_BARS = 400  # past this many frames, a bar stands for consecutive frames (their mean)
+MIN_SHOWN_PX = 0.1
+
+
+@dataclass(frozen=True)
+class ShareRow:
+    key: str
+    title: str
+    pct: str
+    per_frame: str
+    made_of: str
+
+
+@dataclass(frozen=True)
+class SharesPart:
+    caption: str
+    rows: list[ShareRow]
+    chart: Chart | None
+    legend: list[tuple[str, str]]   # (share key, its title) of the shares the chart draws
+    notes: list[str]
+
+
+def made_of(found: Attribution, key: str) -> str:
+    share = found.share(key)
+    words = ", ".join(share.calls[:3])
+    if share.inside:
+        words += f" inside {', '.join(share.inside[:2])}"
+    if share.threads:
+        words += ("; " if words else "") + ("renderer threads " if key == "gpu" else "woken by ") + \
+            ", ".join(share.threads[:3])
+    return words
+
+
+def shares_part(found: Attribution | None) -> SharesPart | None:
+    if found is None or found.window_ns <= 0:
+        return None
+    ordered = sorted((k for k in SHARES if found.share(k).pct >= 0.05), key=lambda k: -found.share(k).ns)
+    rows = []
+    for key in ordered:
+        share = found.share(key)
+        per_frame = found.ms_per_frame(key)
+        rows.append(ShareRow(key, found.title(key), f"{share.pct:.1f} %",
+                             f"{per_frame:.3g} ms" if per_frame is not None else format_ms(share.ns),
+                             made_of(found, key)))
+    frames = found.frame_count
+    every = found.sampled_every
+    what = (f"{frames:,} frames" + (f" (every {every}th frame of the window: the rest were not read)"
+                                    if every > 1 else "")) if frames else \
+        (f"the window, every {every}th of its slices" if every > 1 else "the window")
+    caption = f"{found.thread} over {what}, {found.confidence} confidence"
+    notes = list(found.missing)
+    chart = frame_shares_chart(found) if frames else None
+    legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns]
+    return SharesPart(caption, rows, chart, legend, notes)
+
+
+def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart | None:
+    """A stacked bar per frame (or per run of consecutive frames past MAX_BARS), one colour per share."""
+    first, count, every = found.first_frame, found.frame_count, found.sampled_every
+    present = [k for k in SHARES if len(found.share(k).per_frame_ns) == count]
+    if first is None or not count or not present:
+        return None
+    values = np.array([found.share(k).per_frame_ns for k in present], dtype=np.float64) / 1e6  # (shares, frames)
+    group = math.ceil(count / MAX_BARS)
+    bars = math.ceil(count / group)
+    padded = np.zeros((len(present), bars * group))
+    padded[:, :count] = values
+    sizes = np.minimum(group, count - np.arange(bars) * group)
+    means = padded.reshape(len(present), bars, group).sum(axis=2) / sizes
+    height, left, right, top, bottom = 240.0, 56.0, 16.0, 12.0, 30.0
+    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+    ticks = nice_ticks(0.0, float(means.sum(axis=0).max()) * 1.05 or 1.0)
+    top_ms = ticks[-1]
+    chart = Chart(name, WIDTH, height)
+    for tick in ticks:
+        y = top + plot_h * (1 - tick / top_ms)
+        chart.lines.append(Line(left, y, WIDTH - right, y, "grid"))
+        chart.texts.append(Text(left - 6, y + 4, f"{tick:g}", "axis", "end"))
+    chart.texts.append(Text(4, top + 8, "ms", "axis"))
+    width = plot_w / bars
+    for bar in range(bars):
+        low, high = first + bar * group * every, first + (bar * group + int(sizes[bar]) - 1) * every
+        frames = f"frame {low}" if low == high else f"frames {low} to {high} (mean of {int(sizes[bar])})"
+        tip = f"{frames}: " + ", ".join(f"{k} {format_ms(means[i, bar] * 1e6)}" for i, k in enumerate(present)
+                                         if means[i, bar] > 0)
+        base = 0.0
+        for i, key in enumerate(present):
+            ms = float(means[i, bar])
+            if plot_h * ms / top_ms < MIN_SHOWN_PX:  # too thin to see: said in the bar's tooltip only
+                base += ms
+                continue
+            y = top + plot_h * (1 - (base + ms) / top_ms)
+            chart.rects.append(Rect(left + bar * width, y, max(width - (1 if width > 3 else 0), 0.5),
+                                    plot_h * ms / top_ms, f"mark share-{key}", tip))
+            base += ms
+    for tick in nice_ticks(0, bars - 1, 6) if bars > 1 else [0.0]:
+        index = first + int(tick) * group * every
+        chart.texts.append(Text(left + (tick + 0.5) * width, height - 10, f"{index}", "axis", "middle"))
+    chart.texts.append(Text(WIDTH - right, height - 10, "frame", "axis", "end"))
+    return chart

@@ -1,0 +1,166 @@
+"""The attribution of a thread's time to shares (analysis/attribution.py), held to a plain reference that
+classifies every nanosecond on its own, on synthetic sets of intervals; and the sample it reads of a long
+window."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestrator.analysis.attribution import (
+    CPU,
+    DISPLAY,
+    GPU,
+    IO,
+    SHARES,
+    SLEEP,
+    THREADS,
+    UNEXPLAINED,
+    Sample,
+    Spans,
+    Split,
+    ThreadTime,
+    sample_of,
+    sampled,
+)
+
+SPAN = 400
+
+
+def _spans(pairs: list[tuple[int, int]]) -> Spans:
+    return Spans.of([a for a, _ in pairs], [a + b for a, b in pairs])
+
+
+intervals = st.lists(st.tuples(st.integers(0, SPAN - 1), st.integers(0, 60)), max_size=12)
+
+
+def reference(time: ThreadTime, span: tuple[int, int]) -> np.ndarray:
+    """Each ns of the span classified on its own, by the rules in the module's docstring: (SPAN,) share codes,
+    -1 where nothing says whether the thread ran."""
+    def inside(spans: Spans | None, t: int) -> bool:
+        return spans is not None and bool(((spans.starts <= t) & (t < spans.ends)).any())
+    found = []
+    for t in range(*span):
+        off = time.on_cpu is not None and not inside(time.on_cpu, t)
+        blocked = inside(time.sync, t) or inside(time.io, t) or inside(time.api_waits, t) or off
+        if inside(time.sleep, t):
+            found.append(SLEEP)
+        elif inside(time.display, t):
+            found.append(DISPLAY)
+        elif inside(time.api, t) and inside(time.gpu_busy, t) and blocked:
+            found.append(GPU)
+        elif inside(time.sync, t):
+            found.append(THREADS)
+        elif inside(time.io, t):
+            found.append(IO)
+        elif off:
+            found.append(UNEXPLAINED)
+        elif time.on_cpu is not None or time.calls_traced:
+            found.append(CPU)
+        else:
+            found.append(-1)
+    return np.array(found)
+
+
+@st.composite
+def thread_times(draw) -> ThreadTime:
+    with_sched = draw(st.booleans())
+    return ThreadTime(sleep=_spans(draw(intervals)), display=_spans(draw(intervals)), sync=_spans(draw(intervals)),
+                      io=_spans(draw(intervals)), api=_spans(draw(intervals)), api_waits=_spans(draw(intervals)),
+                      gpu_busy=_spans(draw(intervals)), on_cpu=_spans(draw(intervals)) if with_sched else None,
+                      calls_traced=draw(st.booleans()))
+
+
+frames_strategy = st.lists(st.integers(1, SPAN - 1), min_size=1, max_size=8, unique=True).map(sorted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(thread_times(), frames_strategy)
+def test_every_frames_shares_sum_to_its_time_and_match_a_plain_per_ns_reference(time, cuts):
+    starts = np.array([0, *cuts], dtype=np.int64)
+    ends = np.array([*cuts, SPAN], dtype=np.int64)
+    split = Split(time, (0, SPAN), Sample(starts, ends, 1, np.arange(len(starts))))
+    found = split.totals(starts, ends)
+    assert found.shape == (len(starts), len(SHARES))
+    assert np.allclose(found.sum(axis=1), ends - starts)  # within 1 %: exactly, in fact
+    truth = reference(time, (0, SPAN))
+    for row, (start, end) in zip(found, zip(starts, ends)):
+        part = truth[start:end]
+        expected = [int((part == k).sum()) for k in range(len(SHARES))]
+        expected[UNEXPLAINED] += int((part == -1).sum())  # no samples: unseen time stays unexplained
+        assert row.tolist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(thread_times(), st.lists(st.integers(0, SPAN - 1), max_size=30), st.integers(1, 20))
+def test_samples_count_as_running_where_nothing_else_says_one_period_each(time, sample_times, period):
+    time = ThreadTime(**{**time.__dict__, "on_cpu": None, "calls_traced": False,
+                         "samples": np.array(sample_times, dtype=np.int64), "sample_period_ns": float(period)})
+    [row] = Split(time, (0, SPAN)).totals([0], [SPAN])
+    truth = reference(time, (0, SPAN))
+    unseen = int((truth == -1).sum())
+    in_unseen = sum(1 for t in sample_times if truth[t] == -1)
+    assert row[CPU] == pytest.approx(min(unseen, in_unseen * period))
+    assert row[UNEXPLAINED] == pytest.approx(unseen - min(unseen, in_unseen * period))
+    assert row.sum() == pytest.approx(SPAN)
+
+
+def test_the_rules_case_by_case():
+    """One thread in a 100 ns span: each share where its evidence is, and the priority between them."""
+    time = ThreadTime(sleep=Spans.of([0], [10]), display=Spans.of([10], [20]), sync=Spans.of([20, 40], [30, 50]),
+                      io=Spans.of([30], [40]), api=Spans.of([35, 45, 70], [60, 55, 80]),
+                      api_waits=Spans.of([70], [75]), gpu_busy=Spans.of([30], [80]),
+                      on_cpu=Spans.of([0, 50, 60], [30, 55, 90]))
+    [row] = Split(time, (0, 100)).totals([0], [100])
+    # sleep 0-10, display 10-20, threads 20-30, io 30-35, gpu 35-40 (io inside a GPU call while busy), gpu 40-50
+    # (waiting on a thread inside a GPU call while busy), cpu 50-55 (running in a call), gpu 55-60 (off a CPU in a
+    # call while busy), cpu 60-70, gpu 70-75 (a wait call, though on a CPU), cpu 75-90, unexplained 90-100
+    assert dict(zip(SHARES, row.tolist())) == {"cpu": 30, "gpu": 25, "display": 10, "threads": 10, "io": 5,
+                                                "sleep": 10, "unexplained": 10}
+
+
+def test_without_context_switches_time_outside_blocking_calls_runs_when_calls_were_traced():
+    time = ThreadTime(sync=Spans.of([10], [30]), calls_traced=True)
+    [row] = Split(time, (0, 100)).totals([0], [100])
+    assert (row[CPU], row[THREADS], row[UNEXPLAINED]) == (80, 20, 0)
+    [row] = Split(ThreadTime(sync=Spans.of([10], [30])), (0, 100)).totals([0], [100])
+    assert (row[CPU], row[THREADS], row[UNEXPLAINED]) == (0, 20, 80)  # nothing says it ran: unexplained
+
+
+def test_calls_by_name_share_out_their_time():
+    time = ThreadTime(display=Spans.of([0, 50], [20, 60]), sync=Spans.of([20], [30]), calls_traced=True)
+    split = Split(time, (0, 100))
+    [by_name] = split.by_code(np.array([0, 20, 50]), np.array([20, 30, 60]), (np.array([0, 1, 0]), 2))
+    assert by_name[0, DISPLAY] == 30 and by_name[1, THREADS] == 10 and by_name.sum() == 40
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max_size=60),
+       st.integers(1, 9), st.booleans())
+def test_the_sample_keeps_every_interval_that_reaches_into_its_spans(pairs, every, disjoint):
+    if disjoint:  # one thread's calls: laid end to end
+        pairs = [(start, length) for start, length in pairs]
+        cursor, laid = 0, []
+        for gap, length in pairs:
+            laid.append((cursor + gap % 50, length))
+            cursor += gap % 50 + length
+        pairs = laid
+    starts = np.array([a for a, _ in pairs], dtype=np.int64)
+    ends = starts + np.array([b for _, b in pairs], dtype=np.int64)
+    frames = np.arange(0, 40_000, 400, dtype=np.int64)
+    sample = sample_of((0, 40_000), 10 * every, frames, frames + 300, limit=10)
+    assert sample.every == every and np.array_equal(sample.frames, np.arange(0, 100, every))
+    kept = set(sampled(starts, ends, sample, disjoint).tolist())
+    for i, (start, end) in enumerate(zip(starts, ends)):
+        if ((start < sample.ends) & (end > sample.starts)).any():
+            assert i in kept
+
+
+def test_a_window_without_frames_is_read_whole_or_in_even_slices():
+    whole = sample_of((100, 1100), 5, limit=10)
+    assert (whole.starts.tolist(), whole.ends.tolist(), whole.every) == ([100], [1100], 1)
+    slices = sample_of((0, 1024_000), 30, limit=10)
+    assert slices.every == 3 and slices.frames is None
+    assert slices.starts[:3].tolist() == [0, 3000, 6000] and (slices.ends - slices.starts == 1000).all()
+    assert isinstance(slices, Sample)

@@ -1,0 +1,114 @@
+"""The attribution on real exports (es2gears under Xvfb, the TFLite pose pipeline on XNNPACK, an OpenMP offload
+on CUDA), each share the verdict names recomputed with SQL apart from the analysis (share_sql.py)."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from share_sql import cuda_wait_ns, display_ns, renderer_wait_ns, running_ns
+
+from orchestrator.analysis import analyze_report
+from orchestrator.documents.summary import SHARES, Summary
+
+POINTS = 5.0  # the largest share within 5 points of SQL's
+
+
+def frames_read(summary: Summary) -> list[tuple[int, int]]:
+    """The frames the attribution read, by the summary's own frame list: every k-th from the first it names."""
+    found, frames = summary.attribution, summary["frames"]
+    assert found is not None and found.first_frame is not None
+    starts, lengths = frames["frame_starts_ns"], frames["per_frame_ns"]
+    picked = range(found.first_frame, found.first_frame + found.frame_count * found.sampled_every, found.sampled_every)
+    return [(starts[i], starts[i] + lengths[i]) for i in picked]
+
+
+def global_tid(conn: sqlite3.Connection, thread: str) -> int:
+    """The globalTid of the thread the attribution names ('es2gears_x11 (7188)'), from the export's own names."""
+    name, tid = thread.rsplit(" (", 1)
+    [[found]] = conn.execute("SELECT DISTINCT t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+                             "WHERE s.value = ? AND (t.globalTid & 16777215) = ?", (name, int(tid.rstrip(")"))))
+    return int(found)
+
+
+def pct_of(ns: int, spans: list[tuple[int, int]]) -> float:
+    return ns * 100.0 / sum(end - start for start, end in spans)
+
+
+def assert_frames_add_up(summary: Summary) -> None:
+    """Every frame's shares add up to the frame's time (within 1 %)."""
+    found = summary.attribution
+    assert found is not None
+    per_frame = summary["frames"]["per_frame_ns"]
+    for k in range(found.frame_count):
+        index = found.first_frame + k * found.sampled_every
+        total = sum(found.share(name).per_frame_ns[k] for name in SHARES if found.share(name).per_frame_ns)
+        assert total == pytest.approx(per_frame[index], rel=0.01)
+
+
+def test_es2gears_waits_on_the_x_server_and_the_software_renderer_not_the_gpu(export):
+    path = export("es2gears-opengl")
+    summary = analyze_report(path)
+    found, verdict = summary.attribution, summary["verdict"]
+    assert found is not None and found.thread.startswith("es2gears_x11")
+    spans = frames_read(summary)
+    with sqlite3.connect(path) as conn:
+        gtid = global_tid(conn, found.thread)
+        display = pct_of(display_ns(conn, gtid, spans), spans)
+        renderer = pct_of(renderer_wait_ns(conn, gtid, spans), spans)
+        running = pct_of(running_ns(conn, gtid, spans), spans)
+    assert found.share("display").pct == pytest.approx(display, abs=1.0)
+    assert found.share("gpu").pct == pytest.approx(renderer, abs=2.0)
+    assert found.share("display").pct > 25 and found.share("gpu").pct > 25  # the X server's round trips and llvmpipe
+    assert found.share("cpu").pct <= running + 0.5  # running outside blocking calls, less the spinning in waits
+    largest = max(SHARES, key=lambda n: found.share(n).pct)
+    assert largest in ("display", "gpu") and verdict["share"] == largest
+    assert verdict["kind"] in ("display_wait", "software_renderer")
+    # llvmpipe is the CPU: never "waiting for the GPU", no vsync (vblank_mode=0; frames far under a refresh)
+    assert "waiting for the GPU" not in verdict["summary"] and "vsync" not in verdict["summary"]
+    assert "do not represent the board's GPU" in verdict["summary"]
+    assert found.share("display").calls[:2] == ["poll", "writev"] and "eglSwapBuffers" in found.share("display").inside
+    assert found.share("threads").threads and found.share("threads").threads[0].startswith("llvmpipe-")
+    assert found.sources["context_switches"] and found.sources["os_runtime"] and found.confidence in ("high",
+                                                                                                       "medium")
+    assert_frames_add_up(summary)
+
+
+def test_xnnpack_with_two_threads_runs_on_a_cpu(export):
+    path = export("tflite-pose-xnnpack")
+    summary = analyze_report(path)
+    found = summary.attribution
+    assert found is not None and found.frame_count == 59 and found.sampled_every == 1  # frame 0 is the first frame
+    spans = frames_read(summary)
+    with sqlite3.connect(path) as conn:
+        [[gtid]] = conn.execute("SELECT DISTINCT n.globalTid FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
+                                "WHERE s.value = 'frame'").fetchall()
+        running = pct_of(running_ns(conn, gtid, spans), spans)
+    assert found.largest == "cpu" and found.share("cpu").pct == pytest.approx(running, abs=POINTS)
+    assert found.share("cpu").calls[0].startswith("xnn_")  # the hottest functions of the thread
+    assert summary["verdict"]["kind"] == "cpu_bound" and summary["verdict"]["confidence"] == "high"
+    assert_frames_add_up(summary)
+
+
+def test_an_openmp_offload_waits_for_its_copies_on_the_gpu(export):
+    path = export("ompoffload_t4_2023")
+    summary = analyze_report(path)
+    found, verdict = summary.attribution, summary["verdict"]
+    assert found is not None and found.frames is None  # no frames: the window the thread lived in
+    spans = [(found.start_ns, found.end_ns)]
+    with sqlite3.connect(path) as conn:
+        gtid = global_tid(conn, found.thread)
+        waiting = pct_of(cuda_wait_ns(conn, gtid, spans), spans)
+    assert found.largest == "gpu" and found.share("gpu").pct == pytest.approx(waiting, abs=POINTS)
+    assert verdict["kind"] in ("gpu_wait", "gpu_bound") and verdict["confidence"] == "medium"  # no OS runtime trace
+    assert any("no OS runtime trace" in line for line in verdict["evidence"])
+    assert "cuMemcpyDtoHAsync" in found.share("gpu").calls
+
+
+def test_without_a_thread_to_follow_the_verdict_says_so(export):
+    """A legacy export with neither frames nor CPU data still gets a focus thread from its CUDA calls; its time
+    outside traced calls is unexplained, and the verdict says how little it knows."""
+    summary = analyze_report(export("openacc_rtx3080_2020"))
+    found = summary.attribution
+    assert found is not None and found.largest == "unexplained" and found.confidence == "low"
+    assert summary["verdict"]["kind"] == "unexplained" and summary["verdict"]["confidence"] == "low"
+    assert len(found.missing) == 2

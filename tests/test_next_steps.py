@@ -1,0 +1,122 @@
+"""What to do next (figures/next_steps.py): each rule appears when its evidence is there, and not otherwise;
+never more than three steps; none the run already did; each a command."""
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from orchestrator.documents.run import RunDocument, RunTarget
+from orchestrator.documents.summary import SHARES, Attribution, Share, Summary
+from orchestrator.figures.next_steps import MAX_STEPS, next_steps
+
+
+def summary(pcts: dict[str, float] | None = None, sources: dict | None = None, software: bool = False,
+            hotspots: dict | None = None, verdict: str = "cpu_bound", wait_samples: int = 0,
+            cpu_calls: list[str] | None = None) -> Summary:
+    pcts = pcts or {"cpu": 100.0}
+    found = Attribution(
+        thread="app (7)", window_ns=10**9, frames={"first": 1, "count": 100, "every": 1},
+        shares={n: Share(ns=int(pcts.get(n, 0) * 1e7), pct=pcts.get(n, 0.0),
+                         calls=(cpu_calls or []) if n == "cpu" else []) for n in SHARES},
+        largest=max(pcts, key=lambda n: pcts[n]), software_renderer=software, wait_function_samples=wait_samples,
+        sources={"os_runtime": True, "context_switches": True, "gpu_work": False, "samples": True,
+                 "software_renderer": [], **(sources or {})}, confidence="high")
+    return Summary({"attribution": found.as_json(), "hotspots": hotspots,
+                    "verdict": {"kind": verdict, "share": found.largest}})
+
+
+def run(**app: object) -> RunDocument:
+    spec = {"name": "posebench", "command": ["python3", "posebench.py"], "trace": ["osrt", "nvtx"], "sample": "cpu",
+            "source": "<built-in>", **app}
+    return RunDocument(run_id="r1", target=RunTarget("nano01"), app=spec, inventory="fleet.yaml")
+
+
+def rules(found: Summary, document: RunDocument | None = None) -> dict[str, str]:
+    return {step.rule: step.command for step in next_steps(found, document, "runs/r1")}
+
+
+def test_software_renderer_off_a_jetson_asks_for_the_board():
+    assert rules(summary(software=True), run())["on_the_board"] == "orchestrate profile --target BOARD --app posebench"
+    jetson = run()
+    jetson.facts = {"board": {"model": "NVIDIA Jetson Orin Nano Developer Kit"}}
+    assert "on_the_board" not in rules(summary(software=True), jetson)
+    assert "on_the_board" not in rules(summary(), run())
+
+
+def test_clocks_that_dropped_ask_to_lock_them_unless_the_run_did():
+    dropped = run()
+    dropped.validity = {"flags": [{"code": "clocks_dropped", "what": "the CPU clock dropped from 1900 to 1200 MHz"}]}
+    assert rules(summary(), dropped)["lock_clocks"] == ("orchestrate profile --target nano01 --app posebench "
+                                                       "--inventory fleet.yaml --lock-clocks")
+    dropped.request = {"lock_clocks": True}
+    assert "lock_clocks" not in rules(summary(), dropped)
+    assert "lock_clocks" not in rules(summary(), run())
+
+
+def test_missing_context_switches_are_asked_for_when_waits_or_running_cannot_be_told_apart():
+    no_switches = {"context_switches": False}
+    waits = summary({"threads": 40.0, "cpu": 30.0, "io": 30.0}, no_switches, verdict="thread_wait")
+    assert rules(waits, run())["context_switches"].endswith("--cpuctxsw process-tree")
+    assert "context_switches" in rules(summary({"cpu": 90.0, "io": 10.0}, no_switches), run())
+    assert "context_switches" not in rules(summary({"io": 95.0, "cpu": 5.0}, no_switches), run())
+    assert "context_switches" not in rules(waits, run(cpuctxsw="process-tree"))
+    assert "context_switches" not in rules(summary({"threads": 40.0, "cpu": 60.0}), run())
+
+
+def test_missing_os_runtime_calls_are_asked_for_when_time_is_unexplained():
+    found = summary({"unexplained": 60.0, "cpu": 40.0}, {"os_runtime": False}, verdict="unexplained")
+    assert rules(found, run(trace=["nvtx"]))["os_runtime"].endswith("--trace nvtx,osrt")
+    assert "os_runtime" not in rules(summary({"unexplained": 5.0, "cpu": 95.0}, {"os_runtime": False}),
+                                     run(trace=["nvtx"]))
+    assert "os_runtime" not in rules(found, run(trace=["nvtx", "osrt"]))
+
+
+def test_samples_in_a_gpu_wait_without_recorded_gpu_work_ask_for_the_gpu_trace():
+    waiting = summary({"cpu": 90.0, "io": 10.0}, wait_samples=120, cpu_calls=["tflite::gpu::gl::WaitForCompletion"])
+    assert rules(waiting, run())["gpu_trace"].endswith("--trace osrt,nvtx,opengl")
+    assert "gpu_trace" not in rules(waiting, run(trace=["osrt", "opengl"]))
+    assert "gpu_trace" not in rules(summary({"cpu": 90.0, "io": 10.0}), run())
+
+
+def test_vsync_off_is_offered_for_frames_the_refresh_paces():
+    paced = summary({"display": 80.0, "cpu": 20.0}, verdict="vsync")
+    command = rules(paced, run(command=["./gl2posenet", "--camera", "0"]))["vsync_off"]
+    assert shlex.split(command)[:6] == ["orchestrate", "profile", "--target", "nano01", "--app-cmd",
+                                        "env vblank_mode=0 __GL_SYNC_TO_VBLANK=0 ./gl2posenet --camera 0"]
+    off = run(env=[["vblank_mode", "0"], ["__GL_SYNC_TO_VBLANK", "0"]])
+    assert "vsync_off" not in rules(paced, off)
+    assert "vsync_off" not in rules(summary({"display": 80.0, "cpu": 20.0}, verdict="display_wait"), run())
+
+
+def test_unnamed_hot_functions_ask_for_symbols_unless_given():
+    unnamed = {"self": [{"symbol": "[libnvinfer.so.8]", "pct": 35.0}, {"symbol": "0x7f00dead", "pct": 5.0},
+                        {"symbol": "[JIT]", "pct": 30.0}], "symbols": None}
+    found = rules(summary(hotspots=unnamed), run())
+    assert found["symbols"] == "orchestrate analyze runs/r1 --symbols DIR"
+    assert "symbols" not in rules(summary(hotspots={**unnamed, "symbols": []}), run())  # --symbols was given
+    named = {"self": [{"symbol": "xnn_f32_gemm", "pct": 60.0}, {"symbol": "[JIT]", "pct": 30.0}], "symbols": None}
+    assert "symbols" not in rules(summary(hotspots=named), run())  # JIT code has no symbol file
+
+
+def test_never_more_than_three_steps_the_heaviest_first_and_commands_for_a_bare_report():
+    dropped = run()
+    dropped.validity = {"flags": [{"code": "clocks_dropped", "what": "the GPU clock dropped"}]}
+    crowded = summary({"threads": 50.0, "unexplained": 30.0, "cpu": 20.0},
+                      {"context_switches": False, "os_runtime": False}, software=True,
+                      hotspots={"self": [{"symbol": "[libEGL.so]", "pct": 80.0}], "symbols": None})
+    steps = next_steps(crowded, dropped, "runs/r1")
+    assert len(steps) == MAX_STEPS and [s.rule for s in steps] == ["on_the_board", "lock_clocks", "context_switches"]
+    bare = next_steps(summary({"threads": 50.0, "cpu": 50.0}, {"context_switches": False}), None, "report.sqlite")
+    assert [s.command for s in bare] == ["orchestrate profile --target TARGET --app-cmd APP --cpuctxsw process-tree"]
+    assert all(step.why for step in steps + bare)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("--app-cmd", "orchestrate profile --target nano01 --app-cmd 'python3 posebench.py' --trace osrt,nvtx --sample cpu"
+                  " --inventory fleet.yaml --cpuctxsw process-tree"),
+    ("/home/me/apps/posebench.yaml", "orchestrate profile --target nano01 --app posebench --apps-dir /home/me/apps "
+                                     "--inventory fleet.yaml --cpuctxsw process-tree")])
+def test_the_command_runs_the_same_app_again(source, expected):
+    found = summary({"threads": 40.0, "cpu": 60.0}, {"context_switches": False})
+    assert rules(found, run(source=source))["context_switches"] == expected
