@@ -8,8 +8,32 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
+from typing import Any
 
 Spans = list[tuple[int, int]]
+POINTS = 5.0  # the largest share within 5 points of SQL's
+
+
+def frames_read(summary: Any) -> list[tuple[int, int]]:
+    """The frames the attribution read, by the summary's own frame list: every k-th from the first it names."""
+    found, frames = summary.attribution, summary["frames"]
+    assert found is not None and found.first_frame is not None
+    starts, lengths = frames["frame_starts_ns"], frames["per_frame_ns"]
+    picked = range(found.first_frame, found.first_frame + found.frame_count * found.sampled_every, found.sampled_every)
+    return [(starts[i], starts[i] + lengths[i]) for i in picked]
+
+
+def global_tid(conn: sqlite3.Connection, thread: str) -> int:
+    """The globalTid of the thread the attribution names ('es2gears_x11 (7188)'), from the export's own names."""
+    name, tid = thread.rsplit(" (", 1)
+    [[found]] = conn.execute("SELECT DISTINCT t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+                             "WHERE s.value = ? AND (t.globalTid & 16777215) = ?", (name, int(tid.rstrip(")"))))
+    return int(found)
+
+
+def pct_of(ns: int, spans: list[tuple[int, int]]) -> float:
+    return ns * 100.0 / sum(end - start for start, end in spans)
+
 
 SOCKET = ("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "writev", "sendmsg", "recvmsg", "recv",
           "recvfrom", "send", "sendto")

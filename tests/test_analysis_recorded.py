@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ import pytest
 from browser import assert_clean, open_page
 from conftest import profiled_run, run_cli, write_inventory
 from nsys_stats import REPORTS, assert_same_numbers, nsys_stats
+from share_sql import POINTS, display_ns, frames_read, global_tid, pct_of, renderer_wait_ns, running_ns
+
+from orchestrator.documents.summary import Summary
 
 # local captures (this machine's nsys), whose frame times and cores busy need the machine to themselves
 pytestmark = [pytest.mark.integration, pytest.mark.machine, pytest.mark.alone,
@@ -115,13 +119,34 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
     assert opengl["eglSwapBuffers"]["calls"] == frames["count"]
     names = {row["name"] for row in summary["threads"]}
     assert {"es2gears_x11", "llvmpipe-0"} <= names  # the app and Mesa's render threads
-    assert summary["verdict"]["kind"] == "gpu_wait" and "eglSwapBuffers" in summary["verdict"]["summary"]
     assert sum(core["busy_pct"] for core in summary["cores"]) > 50
+    # the frame's time by what es2gears waits for, each share the verdict names recomputed from the export with
+    # SQL: the X server (socket calls inside its GL calls) and llvmpipe's threads (the CPU), never "the GPU"
+    found, verdict = Summary(summary).attribution, summary["verdict"]
+    spans = frames_read(Summary(summary))
+    with sqlite3.connect(run_dir / "report.sqlite") as conn:
+        gtid = global_tid(conn, found.thread)
+        display = pct_of(display_ns(conn, gtid, spans), spans)
+        renderer = pct_of(renderer_wait_ns(conn, gtid, spans), spans)
+    assert found.share("display").pct == pytest.approx(display, abs=POINTS)
+    assert found.share("gpu").pct == pytest.approx(renderer, abs=POINTS)
+    assert verdict["share"] in ("display", "gpu") and verdict["kind"] in ("display_wait", "software_renderer")
+    assert "waiting for the GPU" not in verdict["summary"] and "vsync" not in verdict["summary"]  # vsync is off
+    assert "do not represent the board's GPU" in verdict["summary"]
+    assert [step["rule"] for step in summary["next_steps"]][0] == "on_the_board"
+    assert "next steps:" in done.stderr and "orchestrate profile --target BOARD --app es2gears-fps" in done.stderr
     assert assert_agrees_with_nsys_stats(run_dir, summary) >= 1  # osrtsum
     opened = open_page(browser, run_dir / "report.html")
     assert_clean(opened, run_dir / "report.html")
     calls = opened.page.locator("[data-chart=frame-timeline] rect.k-opengl title").all_text_contents()
     assert [c for c in calls if c.startswith("eglSwapBuffers (opengl")]  # the swap that ends the frame
+    # what to do next at the top, above the verdict; the shares as a stacked bar per frame (or run of frames)
+    order = opened.page.eval_on_selector_all("section[data-section]", "s => s.map(x => x.dataset.section)")
+    assert order[:2] == ["next-steps", "verdict"]
+    assert opened.page.locator("#next-steps li code").first.inner_text() == summary["next_steps"][0]["command"]
+    assert opened.charts()["frame-shares"]["drawn"] > 0
+    shown = opened.page.locator("table[data-table=shares] tr[data-share=display] td").nth(1).inner_text()
+    assert shown == f"{found.share('display').pct:.1f} %"
     assert opened.charts()["frame-histogram"]["counts"] == frames["steady"]["count"]
     opened.screenshot("recorded-es2gears")
 
@@ -152,6 +177,13 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
         assert {stages[s]["calls"] for s in ("frame", "detect", "nms", "landmark")} == {own["frames"]}
         assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
         assert summary["hotspots"]["self"][0]["symbol"].startswith("xnn_")  # XNNPACK's kernels are the hot code
+        # the pipeline's thread runs on a CPU: the largest share, as SQL over the export finds it
+        found = Summary(summary).attribution
+        spans = frames_read(Summary(summary))
+        with sqlite3.connect(run_dir / "report.sqlite") as conn:
+            running = pct_of(running_ns(conn, global_tid(conn, found.thread), spans), spans)
+        assert found.largest == "cpu" and found.share("cpu").pct == pytest.approx(running, abs=POINTS)
+        assert summary["verdict"]["kind"] == "cpu_bound"
         assert assert_agrees_with_nsys_stats(run_dir, summary) >= 2
         # the cores busy over the steady frames, as the app's own CPU time counts them (all its threads)
         first = 1 + frames["warmup"]["frames"]

@@ -62,6 +62,9 @@ def test_missing_context_switches_are_asked_for_when_waits_or_running_cannot_be_
     assert "context_switches" not in rules(summary({"io": 95.0, "cpu": 5.0}, no_switches), run())
     assert "context_switches" not in rules(waits, run(cpuctxsw="process-tree"))
     assert "context_switches" not in rules(summary({"threads": 40.0, "cpu": 60.0}), run())
+    refused = summary({"cpu": 90.0, "io": 10.0}, no_switches)
+    refused["capture_gaps"] = [{"code": "empty_trace", "trace": "sample", "what": "no CPU samples", "why": "denied"}]
+    assert "context_switches" not in rules(refused, run())  # perf events refused: context switches would be too
 
 
 def test_missing_os_runtime_calls_are_asked_for_when_time_is_unexplained():

@@ -15,8 +15,10 @@ from board_state import assert_board_clean
 from browser import assert_clean, open_page
 from conftest import REPO, run_cli, write_inventory
 from scenarios import board, ssh_args, start_cli
+from share_sql import POINTS, frames_read, global_tid, pct_of, renderer_wait_ns
 
 from orchestrator.documents.study import read_study
+from orchestrator.documents.summary import Summary
 from orchestrator.parsers.renderer import gl_renderer
 from orchestrator.report import load_run, write_report
 
@@ -237,10 +239,16 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
         # and the verdict says what it ran, on which renderer (the one posebench printed), and that it is the CPU
         said = gl_renderer((run_dir / "app.stderr.log").read_text())
         assert said is not None and said.startswith("llvmpipe (LLVM ") and gpu["renderer"] == said
-        verdict = summary["verdict"]
-        assert verdict["kind"] in ("gpu_bound", "gpu_wait"), verdict
-        assert f"glDispatchCompute ({said}: a software renderer, the GPU's work runs on the CPU, in llvmpipe-0...)" \
-            in verdict["summary"], verdict["summary"]
+        verdict, found = summary["verdict"], Summary(summary).attribution
+        assert verdict["kind"] == "software_renderer", verdict
+        assert "while llvmpipe-0, llvmpipe-1 ran glDispatchCompute on the CPU" in verdict["summary"], verdict["summary"]
+        assert f"the renderer is {said}, a software renderer" in verdict["summary"]
+        # the thread waits in its GL calls while llvmpipe's threads run: the largest share, as SQL finds it
+        spans = frames_read(Summary(summary))
+        with sqlite3.connect(run_dir / "report.sqlite") as conn:
+            waiting = pct_of(renderer_wait_ns(conn, global_tid(conn, found.thread), spans), spans)
+        assert found.largest == "gpu" and found.share("gpu").pct == pytest.approx(waiting, abs=POINTS)
+        assert cell["metrics"]["share_gpu_ms"]["median"] > 0  # the study's column for that share
         # the run's own page: the GPU's figures and series, and the GPU's row in the frame's timeline
         run_page = write_report(run_dir, run_dir / "report.html")
         shown = open_page(browser, run_page)

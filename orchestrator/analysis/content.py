@@ -37,9 +37,9 @@ KERNELS = Expected("CUDA kernels", "CUPTI_ACTIVITY_KIND_KERNEL", "1",
                    "the app made CUDA calls but launched no kernel in the capture (it loaded, then ended or waited), "
                    "or the GPU's activity was not recorded")
 SAMPLES = Expected("CPU samples", "COMPOSITE_EVENTS", "1",
-                   "the kernel refused CPU sampling: nsys ran as a user without root or CAP_PERFMON while "
-                   "kernel.perf_event_paranoid is above 2, or the kernel has no perf events; profile as root "
-                   "(ansible_become) or lower kernel.perf_event_paranoid")
+                   "the kernel refused CPU sampling: a container's seccomp profile denies perf_event_open (Docker's "
+                   "default one does), nsys ran as a user without root while kernel.perf_event_paranoid is above 2, "
+                   "or the kernel has no perf events; profile as root (ansible_become) outside such a container")
 
 
 def _holds(trace: Trace, expected: Expected) -> bool:

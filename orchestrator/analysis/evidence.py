@@ -67,11 +67,11 @@ def gpu_work_names(trace: Trace, window: tuple[int, int]) -> tuple[str, ...]:
 def focus_thread(trace: Trace, frames: Frames | None, use: CpuUse | None,
                  names: dict[int, str]) -> int | None:
     """The thread a verdict is about: the one delimiting frames, else the busiest on a CPU, else the one
-    making the most CUDA/OpenGL calls."""
+    making the most CUDA, OpenGL or (without either) OS runtime calls."""
     if frames is not None:
         return frames.global_tid
     busiest = _busiest_thread(use, names)
-    return busiest if busiest is not None else _busiest_api_thread(trace)
+    return busiest if busiest is not None else _busiest_api_thread(trace, names)
 
 
 def _busiest_thread(use: CpuUse | None, names: dict[int, str]) -> int | None:
@@ -83,10 +83,12 @@ def _busiest_thread(use: CpuUse | None, names: dict[int, str]) -> int | None:
     return None
 
 
-def _busiest_api_thread(trace: Trace) -> int | None:
-    """Without CPU data, the thread that made the most CUDA or OpenGL calls (in an even sample of them)."""
-    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OPENGL_API"):
+def _busiest_api_thread(trace: Trace, names: dict[int, str]) -> int | None:
+    """Without CPU data, the thread that made the most CUDA, OpenGL or OS runtime calls (in an even sample of
+    them), nsys's own threads left out."""
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OPENGL_API", "OSRT_API"):
         tids = trace.sampled_threads(table)
+        tids = tids[[not names.get(int(t), "").startswith(PROFILER_THREAD_PREFIX) for t in tids]] if len(tids) else tids
         if len(tids):
             values, counts = np.unique(tids, return_counts=True)
             return int(values[counts.argmax()])

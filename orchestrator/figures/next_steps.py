@@ -5,7 +5,8 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
   on_the_board      the renderer is a software one on a machine that is not a Jetson: profile on a board
   lock_clocks       a clock dropped during the capture and the run did not lock them: --lock-clocks
   context_switches  the capture has none, and time waits on other threads, is unexplained or counts as running
-                    (with no context switches, waiting for a CPU does): --cpuctxsw process-tree
+                    (with no context switches, waiting for a CPU does), and the kernel did not refuse perf events
+                    (CPU sampling): --cpuctxsw process-tree
   os_runtime        the capture has no OS runtime calls and time is unexplained: --trace ...,osrt
   gpu_trace         the thread's samples sit in a function that waits for the GPU while no GPU work was recorded:
                     --trace ...,opengl (or cuda)
@@ -111,7 +112,7 @@ def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    if found is None or found.sources.get("context_switches"):
+    if found is None or found.sources.get("context_switches") or _perf_events_refused(ev):
         return None
     if ev.run is not None and ev.run.app.get("cpuctxsw") in ("process-tree", "system-wide"):
         return None
@@ -125,6 +126,11 @@ def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
         "context_switches", f"{what}, and the capture has no context switches to tell waiting for a CPU from "
                             "running and to name the thread that ends each wait", rerun(ev, "--cpuctxsw",
                                                                                         "process-tree"))
+
+
+def _perf_events_refused(ev: Evidence) -> bool:
+    """The kernel refused CPU sampling: context switches would be refused alike (both are perf events)."""
+    return any(gap.get("trace") == "sample" for gap in ev.summary.capture_gaps)
 
 
 def os_runtime(ev: Evidence) -> tuple[float, NextStep] | None:

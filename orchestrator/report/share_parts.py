@@ -30,7 +30,8 @@ class SharesPart:
     rows: list[ShareRow]
     chart: Chart | None
     legend: list[tuple[str, str]]   # (share key, its title) of the shares the chart draws
-    notes: list[str]
+    amount: str                     # what the rows' amounts are: per frame, or over the window
+    chart_note: str = ""            # what a bar stands for, when not one frame
 
 
 def made_of(found: Attribution, key: str) -> str:
@@ -60,11 +61,11 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
     what = (f"{frames:,} frames" + (f" (every {every}th frame of the window: the rest were not read)"
                                     if every > 1 else "")) if frames else \
         (f"the window, every {every}th of its slices" if every > 1 else "the window")
-    caption = f"{found.thread} over {what}, {found.confidence} confidence"
-    notes = list(found.missing)
     chart = frame_shares_chart(found) if frames else None
-    legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns]
-    return SharesPart(caption, rows, chart, legend, notes)
+    legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns and found.share(k).pct >= 0.05]
+    group = math.ceil(frames / MAX_BARS) if frames else 1
+    note = f" (a bar is the mean of {group} frames read one after the other)" if group > 1 else ""
+    return SharesPart(f"{found.thread} over {what}", rows, chart, legend, "per frame" if frames else "time", note)
 
 
 def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart | None:
