@@ -150,7 +150,8 @@ def display_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
 
 def renderer_wait_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
     """Inside an OpenGL call, off a CPU or blocked in an OS call (not a display one), while a software renderer's
-    threads (llvmpipe-N of the same process) run on a CPU."""
+    threads (llvmpipe-N of the same process) run on a CPU or the GPU work nsys recorded runs (llvmpipe's compute
+    dispatches run on threads without a name, and nsys times them as GPU work)."""
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
     pid = (gtid >> 24) & 0xFFFFFF
     gl = api_calls(conn, "OPENGL_API", gtid)
@@ -158,7 +159,8 @@ def renderer_wait_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
     blocked = complement(on_cpu(conn, (gtid,), lo, hi), [(lo, hi)]) + os_calls(conn, gtid, SYNC + OTHER_BLOCKING) \
         + os_calls(conn, gtid, SOCKET, inside_gl=False)
     blocked += api_calls(conn, "OPENGL_API", gtid, ("glFinish", "glClientWaitSync", "eglClientWaitSync"))
-    busy = on_cpu(conn, thread_ids(conn, "llvmpipe-*", pid), lo, hi)
+    busy = on_cpu(conn, thread_ids(conn, "llvmpipe-*", pid), lo, hi) + [
+        (int(s), int(e)) for s, e in conn.execute('SELECT start, "end" FROM OPENGL_WORKLOAD')]
     waiting = intersect(intersect(intersect(gl, busy), blocked), spans)
     return length(waiting) - length(intersect(waiting, display))
 

@@ -17,7 +17,8 @@ from orchestrator.documents.summary import Summary
 from orchestrator.errors import UsageError
 from orchestrator.report import charts
 from orchestrator.report.compare import comparison, delta, variant_labels
-from orchestrator.report.page import clock_words, header_section, report_page, tree_items
+from orchestrator.report.header_part import clock_words, header_section
+from orchestrator.report.page import report_page, tree_items
 from orchestrator.report.render import environment, render
 from orchestrator.report.run_data import RunData
 from orchestrator.report.tables import SHOWN_ROWS, api_table, cell

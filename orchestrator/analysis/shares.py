@@ -57,15 +57,19 @@ class Made:
     api: np.ndarray       # (GPU and window-system call names, shares)
     wakers: np.ndarray    # (waking threads, shares)
     waker_tids: np.ndarray
+    beside: list[str]     # the process's threads on a CPU while the thread waited for a software renderer
 
 
-def made_of(split: Split, gathered: Gathered) -> Made:
+def made_of(split: Split, gathered: Gathered, names: dict[int, str]) -> Made:
     os_calls, api = gathered.os_calls, gathered.api_calls
     tids, code = np.unique(gathered.wakers, return_inverse=True)
     by_name, by_waker = split.by_code(os_calls.starts, os_calls.ends, (os_calls.codes, len(os_calls.names)),
                                       (code, len(tids)))
     [by_api] = split.by_code(api.starts, api.ends, (api.codes, len(api.names)))
-    return Made(by_name, by_api, by_waker, tids)
+    ran = {tid: float(split.by_code(spans.starts, spans.ends, (np.zeros(len(spans), dtype=np.int64), 1))[0][0, GPU])
+           for tid, spans in gathered.beside.items()}
+    return Made(by_name, by_api, by_waker, tids, [f"{_thread_label(tid, names)}" for tid in
+                                                  sorted(ran, key=lambda t: -ran[t])[:TOP_NAMES] if ran[tid] > 0])
 
 
 def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], samples: Samples | None,
@@ -75,7 +79,7 @@ def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], 
     if share == CPU:
         return _hot_functions(samples, gtid), [], []
     if share == GPU:
-        return ranked(api_names, made.api[:, GPU]), [], list(gathered.renderer_threads)
+        return ranked(api_names, made.api[:, GPU]), [], made.beside or list(gathered.renderer_threads)
     threads: list[str] = []
     if share == THREADS:
         woke = made.waker_tids > 0
@@ -132,7 +136,7 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         total, window_ns = rows.sum(axis=0), int((sample.ends - sample.starts).sum())
     inside = sample.frames if sample.frames is not None else np.empty(0, dtype=np.int64)
     per_frame = rows if sample.frames is not None else np.zeros((0, len(SHARES)))
-    made = made_of(split, gathered)
+    made = made_of(split, gathered, names)
     shares: dict[str, Share] = {}
     for k, name in enumerate(SHARES):
         heaviest: list[dict] = []

@@ -13,7 +13,7 @@ busy time matters only inside the thread's GPU calls, so only the work that over
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from .calls import (
 from .coverage import Coverage
 from .evidence import GPU_WORK_TABLES, SOFTWARE_GPU_THREAD
 from .frames import Frames
-from .names import pid_of, string_values
+from .names import PROFILER_THREAD_PREFIX, pid_of, string_values
 from .reads import Columns
 from .sampling import Samples
 from .scheduling import sampling_period_ns
@@ -128,6 +128,9 @@ class Gathered:
     wait_samples: int             # the thread's samples inside a function that waits for the GPU
     life: tuple[int, int]         # the part of the span the thread was seen in (it may start late, end early)
     sample: Sample                # what of it the attribution reads
+    # with a software renderer, the process's other busiest threads on a CPU (context switches): who ran while the
+    # thread waited for the renderer (Mesa's compute threads have no name)
+    beside: dict[int, Spans] = field(default_factory=dict)
 
 
 def display_in_capture(trace: Trace) -> bool:
@@ -350,8 +353,29 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                       on_cpu=None if on_cpu is None else _picked(on_cpu, sample, disjoint=True),
                       calls_traced=_osrt_rows(trace),
                       samples=mine_samples, sample_period_ns=period)
+    beside = _threads_beside(intervals, gtid, names, sample) if renderer else {}
     return Gathered(time, os_calls, kinds, _wakers(trace, os_calls, kinds, gtid, span), api, recorded,
-                    tuple(names[t] for t in renderer), has_display, _wait_samples(samples, gtid), life, sample)
+                    tuple(names[t] for t in renderer), has_display, _wait_samples(samples, gtid), life, sample, beside)
+
+
+BESIDE = 8  # the process's threads busiest on a CPU that the evidence weighs
+
+
+def _threads_beside(intervals: pd.DataFrame | None, gtid: int, names: dict[int, str],
+                    sample: Sample) -> dict[int, Spans]:
+    """The focus thread's process's other threads (nsys's left out), the busiest on a CPU first, their times on
+    one, as the sample reads them."""
+    if intervals is None or not len(intervals):
+        return {}
+    tids = intervals["globalTid"].to_numpy()
+    mine = ((tids >> 24) & 0xFFFFFF) == pid_of(gtid)
+    mine &= tids != gtid
+    if not mine.any():
+        return {}
+    starts, ends, tids = intervals["start"].to_numpy()[mine], intervals["end"].to_numpy()[mine], tids[mine]
+    busy = pd.Series(ends - starts).groupby(tids).sum().sort_values(ascending=False)
+    chosen = [int(t) for t in busy.index if not names.get(int(t), "").startswith(PROFILER_THREAD_PREFIX)][:BESIDE]
+    return {tid: _picked(Spans(starts[tids == tid], ends[tids == tid]), sample, disjoint=True) for tid in chosen}
 
 
 def _life(span: tuple[int, int], seen: list[Spans], samples: np.ndarray | None) -> tuple[int, int]:

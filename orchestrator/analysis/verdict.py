@@ -90,12 +90,20 @@ def _share_detail(name: str, share: Share, found: Attribution, context: Context)
     return f"{in_calls}{within}"
 
 
+def ordinal(n: int) -> str:
+    """2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _amount(share: Share, found: Attribution) -> str:
-    """'53 % (0.45 ms of each 0.848 ms frame)', or of the window the thread lived in."""
+    """'53 % (0.45 ms of each 0.848 ms frame)', or of the window the thread lived in; of the frames (slices) read
+    when it read every k-th."""
+    read = f", every {ordinal(found.sampled_every)} read" if found.sampled_every > 1 else ""
     if found.frame_count:
         return (f"{share.pct:.0f} % ({_ms(share.ns / found.frame_count)} of each "
-                f"{_ms(found.window_ns / found.frame_count)} frame)")
-    return f"{share.pct:.0f} % ({_ms(share.ns)} of {_ms(found.window_ns)})"
+                f"{_ms(found.window_ns / found.frame_count)} frame{read})")
+    return f"{share.pct:.0f} % ({_ms(share.ns)} of {_ms(found.window_ns)}{read})"
 
 
 def _kind(largest: str, found: Attribution, context: Context) -> str:

@@ -50,6 +50,14 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Area:
+    """A filled shape ("x,y x,y ..."), e.g. one share stacked under the others."""
+    points: str
+    cls: str
+    tip: str = ""
+
+
+@dataclass(frozen=True)
 class Chart:
     name: str                  # what the chart shows: the page's data-chart attribute
     width: float
@@ -60,6 +68,7 @@ class Chart:
     polyline: str = ""         # "x,y x,y ..." of a series
     polyline_tip: str = ""
     index_axis: str = ""       # "x of the first, x of the last, count": a chart whose x axis counts frames
+    areas: list[Area] = field(default_factory=list)  # drawn under the rects
 
     @property
     def marks(self) -> int:

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.verdict import ordinal
 from ..documents.summary import SHARES, Attribution
-from .charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
+from .charts import WIDTH, Area, Chart, Line, Rect, Text, nice_ticks
 from .units import format_ms
 
-MAX_BARS = 400  # past this many frames, a bar stands for consecutive frames (their mean)
-MIN_SHOWN_PX = 0.1
+MAX_BARS = 240  # past this many frames, a bar stands for consecutive frames (their mean)
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,9 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
                              made_of(found, key)))
     frames = found.frame_count
     every = found.sampled_every
-    what = (f"{frames:,} frames" + (f" (every {every}th frame of the window: the rest were not read)"
+    what = (f"{frames:,} frames" + (f" (every {ordinal(every)} frame of the window: the rest were not read)"
                                     if every > 1 else "")) if frames else \
-        (f"the window, every {every}th of its slices" if every > 1 else "the window")
+        (f"the window, every {ordinal(every)} of its slices" if every > 1 else "the window")
     chart = frame_shares_chart(found) if frames else None
     legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns and found.share(k).pct >= 0.05]
     group = math.ceil(frames / MAX_BARS) if frames else 1
@@ -69,9 +69,10 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
 
 
 def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart | None:
-    """A stacked bar per frame (or per run of consecutive frames past MAX_BARS), one colour per share."""
+    """The shares stacked, a bar per frame (past MAX_BARS frames, per run of consecutive frames read: their
+    mean): one filled shape per share, bar by bar, and a see-through mark per bar that says its figures."""
     first, count, every = found.first_frame, found.frame_count, found.sampled_every
-    present = [k for k in SHARES if len(found.share(k).per_frame_ns) == count]
+    present = [k for k in SHARES if len(found.share(k).per_frame_ns) == count and found.share(k).pct >= 0.05]
     if first is None or not count or not present:
         return None
     values = np.array([found.share(k).per_frame_ns for k in present], dtype=np.float64) / 1e6  # (shares, frames)
@@ -92,21 +93,24 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
         chart.texts.append(Text(left - 6, y + 4, f"{tick:g}", "axis", "end"))
     chart.texts.append(Text(4, top + 8, "ms", "axis"))
     width = plot_w / bars
+    xs = left + np.arange(bars + 1) * width
+    below = np.zeros(bars)
+
+    def y_of(ms: np.ndarray) -> np.ndarray:
+        return top + plot_h * (1 - ms / top_ms)
+    for i, key in enumerate(present):
+        above = below + means[i]
+        upper = " ".join(f"{x:.1f},{y:.1f}" for b, y in enumerate(y_of(above)) for x in (xs[b], xs[b + 1]))
+        lower = " ".join(f"{x:.1f},{y:.1f}" for b, y in reversed(list(enumerate(y_of(below))))
+                         for x in (xs[b + 1], xs[b]))
+        chart.areas.append(Area(f"{upper} {lower}", f"share share-{key}", f"{key}: {found.share(key).pct:.1f} %"))
+        below = above
     for bar in range(bars):
         low, high = first + bar * group * every, first + (bar * group + int(sizes[bar]) - 1) * every
-        frames = f"frame {low}" if low == high else f"frames {low} to {high} (mean of {int(sizes[bar])})"
-        tip = f"{frames}: " + ", ".join(f"{k} {format_ms(means[i, bar] * 1e6)}" for i, k in enumerate(present)
-                                         if means[i, bar] > 0)
-        base = 0.0
-        for i, key in enumerate(present):
-            ms = float(means[i, bar])
-            if plot_h * ms / top_ms < MIN_SHOWN_PX:  # too thin to see: said in the bar's tooltip only
-                base += ms
-                continue
-            y = top + plot_h * (1 - (base + ms) / top_ms)
-            chart.rects.append(Rect(left + bar * width, y, max(width - (1 if width > 3 else 0), 0.5),
-                                    plot_h * ms / top_ms, f"mark share-{key}", tip))
-            base += ms
+        frames = f"frame {low}" if low == high else f"frames {low}-{high} (mean)"
+        tip = f"{frames}: " + ", ".join(f"{k} {means[i, bar]:.3g}" for i, k in enumerate(present)
+                                         if means[i, bar] > 0) + " ms"
+        chart.rects.append(Rect(float(xs[bar]), top, width, plot_h, "mark bar-hit", tip))
     for tick in nice_ticks(0, bars - 1, 6) if bars > 1 else [0.0]:
         index = first + int(tick) * group * every
         chart.texts.append(Text(left + (tick + 0.5) * width, height - 10, f"{index}", "axis", "middle"))

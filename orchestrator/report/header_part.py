@@ -1,0 +1,98 @@
+"""The header of a run's page: what ran where, with which nsys, how long, the report and the command that opens
+it, how the run went wrong when it did, and why its figures are doubtful. Pure."""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..documents.summary import Summary
+from .render import Fact
+from .run_data import RunData
+from .units import format_ns
+
+
+@dataclass(frozen=True)
+class Header:
+    title: str
+    facts: list[Fact]
+    report_href: str | None   # the .nsys-rep, relative to the page
+    open_command: str | None  # the nsys-ui command that opens it
+    problems: list[str]       # how the run went wrong, when it did
+    doubts: list[str] = field(default_factory=list)  # why the board was not in a fit state to be measured
+
+
+
+def header_section(run: RunData) -> Header:
+    document, summary = run.document, run.summary or Summary()
+    facts_in = (document.facts if document else None) or {}
+    board, system, nsys = facts_in.get("board", {}), facts_in.get("system", {}), facts_in.get("nsys", {})
+    capture = summary.get("capture", {})
+    facts: list[Fact] = []
+
+    def add(label: str, value) -> None:
+        if value not in (None, "", []):
+            facts.append(Fact(label, str(value)))
+    if document is not None:
+        address = f"({document.target.address})" if document.target.address else ""
+        add("target", " ".join(filter(None, [document.target.name, address])))
+    cpu = capture.get("platform", {}).get("CpuDescription")
+    add("board", board.get("model") or (f"not a Jetson ({cpu})" if cpu else None))
+    if board.get("l4t"):
+        add("L4T / JetPack", f"{board['l4t']} / {board.get('jetpack') or 'unknown'}")
+    add("power mode", (board.get("power_mode") or {}).get("name"))
+    add("clocks", clock_words(board.get("clocks")))
+    add("system", " · ".join(filter(None, [system.get("os") or capture.get("platform", {}).get("OsDescription"),
+                                          system.get("kernel"), system.get("arch")])))
+    app = document.app if document else {}
+    add("app", app.get("name"))
+    add("command", " ".join(shlex.quote(a) for a in app.get("command", [])))
+    add("nsys", nsys.get("version") or capture.get("nsys_version"))
+    add("date", _when(document.started_at if document else None))
+    if capture.get("duration_ns"):
+        add("capture", format_ns(capture["duration_ns"]))
+    phases = document.phases if document else {}
+    if phases:
+        add("run took", f"{sum(phases.values()):.1f} s, capture {phases.get('capture', 0):.1f} s")
+    add("report", run.report_name)
+    problems = []
+    if document and document.error_message:
+        problems.append(document.error_message)
+    if document and document.app_ending and document.status != "ok":
+        problems.append(f"the app {document.app_ending} (exit status {document.app_exit_status})")
+    if run.analysis_error:
+        problems.append(f"the report could not be analysed: {run.analysis_error}")
+    command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None
+    doubts = [flag["what"] for flag in (document.stored_flags if document else None) or []]
+    return Header(page_title(run), facts, run.report_href, command, problems, doubts)
+
+
+def _when(iso: str | None) -> str | None:
+    """'2026-11-30T03:20:51.238+00:00' -> '2026-11-30 03:20:51 UTC'."""
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return iso
+
+
+def clock_words(clocks: dict | None) -> str | None:
+    if not clocks:
+        return None
+    parts = []
+    if clocks.get("cpu_mhz"):
+        low, high = min(clocks["cpu_mhz"]), max(clocks["cpu_mhz"])
+        parts.append(f"CPU {low}-{high} MHz" if low != high else f"CPU {low} MHz")
+    if clocks.get("gpu_mhz"):
+        parts.append(f"GPU {clocks['gpu_mhz']} MHz")
+    if clocks.get("emc_mhz"):
+        parts.append(f"EMC {clocks['emc_mhz']} MHz")
+    return ", ".join(parts) or None
+
+
+def page_title(run: RunData) -> str:
+    document = run.document
+    app = (document.app.get("name") if document else None) or run.source.stem
+    target = document.target.name if document and document.target.name != "unknown" else None
+    return f"{app} on {target}" if target else app
