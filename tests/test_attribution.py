@@ -164,3 +164,28 @@ def test_a_window_without_frames_is_read_whole_or_in_even_slices():
     assert slices.every == 3 and slices.frames is None
     assert slices.starts[:3].tolist() == [0, 3000, 6000] and (slices.ends - slices.starts == 1000).all()
     assert isinstance(slices, Sample)
+
+
+def test_calls_are_counted_only_inside_the_spans_read():
+    """A call reaching over two frames read and the gap between them counts only its time inside the frames."""
+    time = ThreadTime(display=Spans.of([0], [100]), calls_traced=True)
+    frames = Sample(np.array([0, 60]), np.array([20, 80]), 3, np.array([0, 3]))
+    split = Split(time, (0, 100), frames)
+    [by_name] = split.by_code(np.array([0]), np.array([100]), (np.array([0]), 1))
+    assert by_name[0, DISPLAY] == 40 and split.totals(frames.starts, frames.ends).sum() == 40
+
+
+def test_a_window_holding_no_whole_frame_is_read_as_a_window():
+    frames = np.array([0, 1000]), np.array([1000, 2000])
+    assert sample_of((200, 800), 5, *frames, limit=10).frames is None       # no frame inside: the window whole
+    sliced = sample_of((200, 800), 50, *frames, limit=10)
+    assert sliced.frames is None and sliced.every == 5 and len(sliced.starts) > 0  # or its slices, never nothing
+
+
+def test_the_threads_life_takes_in_the_frames_inside_the_window():
+    from orchestrator.analysis.frames import Frames
+    from orchestrator.analysis.thread_time import _life
+    frames = Frames("eglSwapBuffers", "opengl", 1, np.array([100, 200]), np.array([200, 300]), 0)
+    calls = Spans.of([150], [160])  # the first call it made lies inside the first frame
+    assert _life((100, 300), [calls], None, frames) == (100, 300)
+    assert _life((0, 1000), [calls], None, None) == (150, 160)

@@ -106,3 +106,24 @@ def test_a_summary_is_its_json_with_the_figures_other_layers_read(tmp_path):
     assert (back.cores_busy, back.verdict_kind, back.top_function, back.energy_median_mj) == (0.75, "cpu_bound",
                                                                                               "gemm", 3.0)
     assert read_summary(Path(tmp_path / "elsewhere")) is None
+
+
+def test_an_attribution_edited_by_hand_reads_what_is_of_the_right_kind():
+    from orchestrator.documents.summary import Attribution, Summary
+    from orchestrator.figures.next_steps import next_steps
+    from orchestrator.report.share_parts import shares_part
+    edited = {"thread": "app (1)", "window_ns": 1000, "frames": {"first": 0, "count": 2, "every": 1},
+              "largest": "cpu", "sources": {"software_renderer": "llvmpipe-0"}, "confidence": 3,
+              "shares": {"cpu": {"ns": 900, "pct": 90, "per_frame_ns": [450, "x"], "calls": ["f", 7, None],
+                                 "frames": [{"index": 0}, "frame"]}, "io": "not a share"}}
+    found = Attribution.from_json(edited)
+    assert found is not None and found.confidence == "low" and found.unknown["confidence"] == 3
+    assert found.software_threads == [] and found.share("cpu").calls == ["f"]
+    assert found.share("cpu").per_frame_ns == [] and found.share("cpu").frames == [{"index": 0}]
+    assert found.share("io").ns == 0 and found.as_json()["shares"]["cpu"]["pct"] == 90
+    part = shares_part(found)
+    assert part is not None and part.chart is None and [row.key for row in part.rows] == ["cpu"]
+    steps = next_steps(Summary({"attribution": edited, "hotspots": {"self": [{"symbol": "[x]", "pct": "a lot"}]},
+                                "capture_gaps": "none"}), None, "r")
+    assert [step.rule for step in steps] == ["context_switches"]  # no sources said: none of them assumed
+    assert Attribution.from_json(["not", "an", "object"]) is None

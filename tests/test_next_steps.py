@@ -82,12 +82,16 @@ def test_samples_in_a_gpu_wait_without_recorded_gpu_work_ask_for_the_gpu_trace()
     assert "gpu_trace" not in rules(summary({"cpu": 90.0, "io": 10.0}), run())
 
 
-def test_vsync_off_is_offered_for_frames_the_refresh_paces():
+def test_vsync_off_is_offered_for_frames_the_refresh_paces_keeping_the_apps_display_and_environment():
     paced = summary({"display": 80.0, "cpu": 20.0}, verdict="vsync")
-    command = rules(paced, run(command=["./gl2posenet", "--camera", "0"]))["vsync_off"]
-    assert shlex.split(command)[:6] == ["orchestrate", "profile", "--target", "nano01", "--app-cmd",
-                                        "env vblank_mode=0 __GL_SYNC_TO_VBLANK=0 ./gl2posenet --camera 0"]
-    off = run(env=[["vblank_mode", "0"], ["__GL_SYNC_TO_VBLANK", "0"]])
+    app = run(command=["./gl2posenet", "--camera", "0"], needs_display=True, env=[["CAMERA", "csi"]],
+              duration_s=30.0)
+    words = shlex.split(rules(paced, app)["vsync_off"])
+    assert words[:6] == ["orchestrate", "profile", "--target", "nano01", "--app-cmd",
+                         "env CAMERA=csi vblank_mode=0 __GL_SYNC_TO_VBLANK=0 ./gl2posenet --camera 0"]
+    assert words[6:] == ["--needs-display", "--trace", "osrt,nvtx", "--sample", "cpu", "--duration", "30",
+                         "--inventory", "fleet.yaml"]
+    off = run(env=[["vblank_mode", "0"]])
     assert "vsync_off" not in rules(paced, off)
     assert "vsync_off" not in rules(summary({"display": 80.0, "cpu": 20.0}, verdict="display_wait"), run())
 

@@ -39,6 +39,8 @@ def test_pacing_finds_a_refresh_only_where_the_frames_cluster_at_its_periods():
     assert refresh_pacing(rng.uniform(5e6, 25e6, 200)) is None   # spread: no refresh explains them
     assert refresh_pacing(np.full(500, 848_000.0)) is None        # es2gears under Xvfb: far faster than any display
     assert refresh_pacing(at_60[:5]) is None                      # too few frames to tell
+    for steady_ms in (25.0, 14.0, 12.5, 8.3):  # an app's own steady pace, at no 60 or 50 Hz multiple
+        assert refresh_pacing(steady_ms * 1e6 + rng.normal(0, 100_000, 200)) is None, steady_ms
 
 
 def test_the_largest_share_names_the_verdict_and_vsync_is_not_said_when_the_frames_are_not_paced():
@@ -60,7 +62,9 @@ def test_vsync_is_said_when_a_refresh_paces_the_frames_and_the_wait_is_in_the_sw
     from orchestrator.analysis.pacing import Pacing
     found = attribution({"display": 70.0, "cpu": 30.0}, display={"calls": ["poll"], "inside": ["eglSwapBuffers"]})
     verdict = decide(found, Context(WINDOW, pacing=Pacing(60.0, 1, 0.98)))
-    assert verdict["kind"] == "vsync" and "60 Hz display's refresh (vsync) paces them" in verdict["summary"]
+    assert verdict["kind"] == "vsync" and "60 Hz display's refresh (vsync) likely paces them" in verdict["summary"]
+    busy_gpu = decide(found, Context(WINDOW, pacing=Pacing(60.0, 1, 0.98), gpu_busy_pct=95.0))
+    assert busy_gpu["kind"] == "display_wait"  # a GPU busy all the time sets the pace itself
     elsewhere = attribution({"display": 70.0, "cpu": 30.0}, display={"calls": ["poll"], "inside": ["glClear"]})
     assert decide(elsewhere, Context(WINDOW, pacing=Pacing(60.0, 1, 0.98)))["kind"] == "display_wait"
 

@@ -75,7 +75,7 @@ class ThreadTime:
 # even sample of the window (every k-th frame, else every k-th of SLICES slices of it), so that a capture of
 # millions of events costs the analysis a bounded time (bench/analysis_speed.py) while the shares of a frame
 # it reads stay exact
-LIMIT = 1 << 18
+LIMIT = 1 << 17
 SLICES = 1024
 
 
@@ -90,12 +90,14 @@ class Sample:
 
 def sample_of(window: tuple[int, int], intervals: int, frame_starts: np.ndarray | None = None,
               frame_ends: np.ndarray | None = None, limit: int = LIMIT) -> Sample:
-    """Every frame inside the window (else the window) when the intervals are within the limit; else every k-th."""
+    """Every frame inside the window (else, without one, the window) when the intervals are within the limit; else
+    every k-th."""
     every = max(1, -(-intervals // limit))
     lo, hi = window
     if frame_starts is not None and frame_ends is not None:
         inside = np.flatnonzero((frame_starts >= lo) & (frame_ends <= hi))[::every]
-        return Sample(frame_starts[inside], frame_ends[inside], every, inside)
+        if len(inside):
+            return Sample(frame_starts[inside], frame_ends[inside], every, inside)
     if every == 1:
         return Sample(np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64), 1, None)
     edges = np.linspace(lo, hi, SLICES + 1).astype(np.int64)
@@ -156,6 +158,7 @@ class Split:
         edges = [np.array([lo, hi], dtype=np.int64)]
         if sample is not None:  # no piece straddles the edge of a span read
             edges += [np.clip(sample.starts, lo, hi), np.clip(sample.ends, lo, hi)]
+        self.sample = sample
         for spans in layers + ([on_cpu] if on_cpu is not None else []):
             edges += [spans.starts, spans.ends]
         bounds = np.sort(np.concatenate(edges))  # np.unique hashes: far slower on millions of times
@@ -171,6 +174,9 @@ class Split:
         self.share = np.select([sleep, display, api & busy & (sync | io | waits | off), sync, io, off, ran],
                                [SLEEP, DISPLAY, GPU, THREADS, IO, UNEXPLAINED, CPU], _UNSEEN).astype(np.int64)
         self.lengths = np.diff(bounds)
+        # the pieces inside the spans read: what the calls' and threads' shares are counted over
+        self.read = (_span_of(sample.starts, sample.ends, bounds[:-1]) >= 0 if sample is not None
+                     else np.ones(len(bounds) - 1, dtype=bool))
         self.samples = np.empty(0, dtype=np.int64)
         if time.samples is not None and len(time.samples):
             times = np.asarray(time.samples, dtype=np.int64)
@@ -200,13 +206,13 @@ class Split:
 
     def by_code(self, starts: np.ndarray, ends: np.ndarray, *groupings: tuple[np.ndarray, int]) -> list[np.ndarray]:
         """ns per share of calls grouped by code, for each grouping (codes per call, how many codes): a
-        (codes, len(SHARES)) array each. The calls are one thread's: where two overlap, a piece counts for the one
-        begun last."""
+        (codes, len(SHARES)) array each, counted inside the spans read. The calls are one thread's: where two
+        overlap, a piece counts for the one begun last."""
         order = np.argsort(starts, kind="stable") if len(starts) > 1 and (starts[1:] < starts[:-1]).any() else None
         if order is not None:
             starts, ends = starts[order], ends[order]
         of_piece = _span_of(starts, ends, self.bounds[:-1])
-        inside = of_piece >= 0
+        inside = (of_piece >= 0) & self.read
         call, share, length = of_piece[inside], self.share[inside], self.lengths[inside]
         found = []
         for codes, size in groupings:

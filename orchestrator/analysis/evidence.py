@@ -105,7 +105,7 @@ def leaf_times(samples: Samples, symbol: str) -> np.ndarray | None:
 
 def verdict_context(trace: Trace, window: Window, frames: Frames | None, use: CpuUse | None,
                     samples: Samples | None, hotspots: dict | None, renderer: str | None,
-                    gaps: list[dict]) -> Context:
+                    gaps: list[dict], vsync_off: bool = False) -> Context:
     """What the verdict weighs beside the shares, over the window."""
     span = window.as_tuple()
     busy = gpu_busy_ns(trace, span)
@@ -121,5 +121,6 @@ def verdict_context(trace: Trace, window: Window, frames: Frames | None, use: Cp
         busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
         hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None,
         hottest_where=hottest_where,
-        pacing=refresh_pacing(frames.durations[inside]) if frames is not None and inside is not None else None,
+        pacing=refresh_pacing(frames.durations[inside]) if frames is not None and inside is not None and not vsync_off
+        else None,
         gaps=gaps)

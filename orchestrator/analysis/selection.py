@@ -19,6 +19,7 @@ class AnalysisOptions:
     renderer: str | None = None     # the GPU by name (the app's GL_RENDERER, the board's GPU), for the verdict
     traces: tuple[str, ...] | None = None  # what the capture was asked to trace (None: not known), to check it holds
     sampled: bool = False                  # whether it was asked to sample the CPU
+    vsync_off: bool = False                # the app's environment turned vsync off (vblank_mode=0...)
 
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")

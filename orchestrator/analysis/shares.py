@@ -128,12 +128,8 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
     """The section: the shares of the window (the part of it the thread lived in) and of each frame inside it,
     named and weighed."""
     span, sample = gathered.life, gathered.sample
-    rows = split.totals(sample.starts, sample.ends)
-    if sample.every == 1 and sample.frames is not None:  # the window whole, and each frame inside it
-        [total] = split.totals([span[0]], [span[1]])
-        window_ns = span[1] - span[0]
-    else:  # the window (one span), or every k-th frame or slice of it
-        total, window_ns = rows.sum(axis=0), int((sample.ends - sample.starts).sum())
+    rows = split.totals(sample.starts, sample.ends)  # the frames read, else the window (or its slices read)
+    total, window_ns = rows.sum(axis=0), int((sample.ends - sample.starts).sum())
     inside = sample.frames if sample.frames is not None else np.empty(0, dtype=np.int64)
     per_frame = rows if sample.frames is not None else np.zeros((0, len(SHARES)))
     made = made_of(split, gathered, names)

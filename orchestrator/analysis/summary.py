@@ -122,7 +122,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         attribution = attribution_section(split, gathered, gtid, threads_by_tid, frames, samples, options.renderer)
     threads = _threads_section(use, samples, threads_by_tid)
     gaps = capture_gaps(trace, options.traces, options.sampled) if options.traces is not None else []
-    context = verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps)
+    context = verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps,
+                              options.vsync_off)
     return {
         "summary_version": SUMMARY_VERSION,
         "capture": capture,

@@ -255,8 +255,10 @@ def recorded_spans(work: dict[str, Columns], span: tuple[int, int]) -> Spans:
     return Spans.of(np.clip(starts, *span), np.clip(ends, *span))
 
 
-def gpu_work_count(trace: Trace) -> int:
-    return sum(len(rows["start"]) for table in GPU_WORK_TABLES if (rows := trace.events(table)) is not None)
+def gpu_work_count(trace: Trace, span: tuple[int, int]) -> int:
+    """How many pieces of GPU work overlap the span."""
+    return sum(int(((rows["start"] < span[1]) & (rows["start"] + rows["dur"] > span[0])).sum())
+               for table in GPU_WORK_TABLES if (rows := trace.events(table)) is not None)
 
 
 def within(spans: Spans, pieces: tuple[np.ndarray, np.ndarray]) -> Spans:
@@ -331,8 +333,8 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                        and SOFTWARE_GPU_THREAD.match(n)), key=lambda t: (names[t], t))
     rendering = renderer_busy(trace, renderer, span, intervals, samples, period)
     calls_seen = [Spans(c["start"], c["end"]) for c in raw.values() if c is not None and len(c["start"])]
-    life = _life(span, calls_seen + ([on_cpu] if on_cpu is not None else []), mine_samples)
-    count = sum(len(c) for c in calls_seen) + len(rendering) + len(on_cpu or ()) + gpu_work_count(trace)
+    life = _life(span, calls_seen + ([on_cpu] if on_cpu is not None else []), mine_samples, frames)
+    count = sum(len(c) for c in calls_seen) + len(rendering) + len(on_cpu or ()) + gpu_work_count(trace, life)
     sample = sample_of(life, count, *((frames.starts, frames.ends) if frames is not None else ()))
     found = {table: calls_from(trace, raw[table], span, sample)[0] for table in API_TABLES}
     os_calls, chains = calls_from(trace, raw["OSRT_API"], span, sample)
@@ -378,10 +380,17 @@ def _threads_beside(intervals: pd.DataFrame | None, gtid: int, names: dict[int, 
     return {tid: _picked(Spans(starts[tids == tid], ends[tids == tid]), sample, disjoint=True) for tid in chosen}
 
 
-def _life(span: tuple[int, int], seen: list[Spans], samples: np.ndarray | None) -> tuple[int, int]:
-    """The part of the span between the thread's first and last sign of life."""
+def _life(span: tuple[int, int], seen: list[Spans], samples: np.ndarray | None,
+          frames: Frames | None = None) -> tuple[int, int]:
+    """The part of the span between the thread's first and last sign of life, the frames inside the span (which the
+    thread's calls end) included whole."""
     firsts = [int(part.starts.min()) for part in seen if len(part)]
     lasts = [int(part.ends.max()) for part in seen if len(part)]
+    if frames is not None:
+        inside = (frames.starts >= span[0]) & (frames.ends <= span[1])
+        if inside.any():
+            firsts.append(int(frames.starts[inside].min()))
+            lasts.append(int(frames.ends[inside].max()))
     if samples is not None and len(samples):
         firsts.append(int(samples.min()))
         lasts.append(int(samples.max()))

@@ -4,8 +4,9 @@ against its own evidence.
 - The kind is the largest share's: cpu_bound, gpu_wait (gpu_bound when the GPU's recorded work also covers
   >= 85 % of the window), software_renderer (the "GPU" a thread waits for is a software renderer: the CPU),
   display_wait, thread_wait, io_wait, sleep, or unexplained; vsync when the frames are paced by a display's refresh
-  (pacing.py) and the largest share is a wait in a buffer swap (on the display or the GPU). Only then is vsync
-  named: a swap that blocks is no proof of it.
+  (pacing.py), the largest share is a wait in a buffer swap (on the display or the GPU), the GPU's recorded work
+  does not cover 85 % of the window and the app's environment does not turn vsync off. Only then is vsync named:
+  a swap that blocks is no proof of it.
 - A software renderer is said to be the CPU, and the verdict says the figures do not represent the board's GPU.
 - A trace asked for that recorded nothing (content.py) leads the summary, and the confidence is low.
 - Confidence: the split's own (shares.py: its sources, unexplained time, how clear the lead is).
@@ -43,7 +44,7 @@ class Context:
     hottest_self: str | None = None
     hottest_self_pct: float | None = None
     hottest_where: Where | None = None
-    pacing: Pacing | None = None                # the display's refresh pacing the steady frames
+    pacing: Pacing | None = None                # the display's refresh pacing the steady frames (None with vsync off)
     gaps: list[dict] = field(default_factory=list)  # traces asked for that recorded nothing
 
 
@@ -61,7 +62,7 @@ def _list(names: list[str] | tuple[str, ...], count: int = 3) -> str:
 def _renderer_words(found: Attribution, context: Context) -> str:
     """'llvmpipe (LLVM 15.0.6, 256 bits), a software renderer: its work runs on the CPU (llvmpipe-0, llvmpipe-1),
     so these figures do not represent the board's GPU'"""
-    threads = found.sources.get("software_renderer") or []
+    threads = found.software_threads
     on = f" ({_list(threads, 4)})" if threads else ""
     name = f"{context.renderer}, a software renderer" if context.renderer else "a software renderer"
     return f"{name}: its work runs on the CPU{on}, so these figures do not represent the board's GPU"
@@ -109,7 +110,8 @@ def _amount(share: Share, found: Attribution) -> str:
 def _kind(largest: str, found: Attribution, context: Context) -> str:
     share = found.share(largest)
     in_swaps = set(share.inside + share.calls) & set(SWAP_CALLS)
-    if context.pacing is not None and largest in ("display", "gpu") and in_swaps:
+    gpu_sets_pace = (context.gpu_busy_pct or 0.0) >= GPU_BUSY_SHARE * 100
+    if context.pacing is not None and largest in ("display", "gpu") and in_swaps and not gpu_sets_pace:
         return "vsync"
     if largest == "gpu" and found.software_renderer:
         return "software_renderer"

@@ -52,7 +52,7 @@ def _shares(summary: Summary) -> Table:
     found = summary.attribution
     assert found is not None
     per = "per frame ms" if found.frame_count else "ms"
-    table = Table("share", "%", per, "in", title=f"Where {found.thread}'s time goes ({found.confidence} confidence)")
+    table = Table("share", "%", per, "in", title=f"Where {found.thread}'s time goes")
     for name in sorted(SHARES, key=lambda n: -found.share(n).ns):
         share = found.share(name)
         if share.pct < 0.05:

@@ -38,7 +38,14 @@ class Share:
 
     @classmethod
     def from_json(cls, value: Any) -> Share:
-        return from_json_fields(cls, value if isinstance(value, dict) else {}, {})
+        """Lists read item by item: an item of the wrong kind (a hand-edited file) reads as missing."""
+        found = from_json_fields(cls, value if isinstance(value, dict) else {}, {})
+        found.calls, found.inside, found.threads = (
+            [item for item in items if isinstance(item, str)] for items in (found.calls, found.inside, found.threads))
+        found.frames = [item for item in found.frames if isinstance(item, dict)]
+        if not all(isinstance(ns, int) and not isinstance(ns, bool) for ns in found.per_frame_ns):
+            found.per_frame_ns = []
+        return found
 
     def as_json(self) -> dict[str, Any]:
         return as_json_fields(self, {})
@@ -77,6 +84,12 @@ class Attribution:
 
     def share(self, name: str) -> Share:
         return self.shares.get(name) or Share()
+
+    @property
+    def software_threads(self) -> list[str]:
+        """The software renderer's named threads the capture holds (llvmpipe-0...)."""
+        found = self.sources.get("software_renderer")
+        return [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
 
     @property
     def largest_share(self) -> Share:

@@ -32,7 +32,18 @@ WAIT_SHARE_PCT = 10.0       # of the thread's time waiting on threads or unexpla
 UNEXPLAINED_PCT = 10.0
 # frames nsys names in brackets that no symbol file can name
 NAMELESS_FOR_GOOD = re.compile(r"^\[(JIT|vdso|kernel\.kallsyms|Unknown|Max depth|Broken backtraces)")
-VSYNC_OFF = ("vblank_mode=0", "__GL_SYNC_TO_VBLANK=0")
+VSYNC_OFF = {"vblank_mode": "0", "__GL_SYNC_TO_VBLANK": "0"}  # Mesa's and NVIDIA's drivers' switches
+
+
+def env_pairs(env: object) -> list[tuple[str, str]]:
+    """An app spec's environment ([[name, value], ...]) as pairs, what is not one left out."""
+    return [(str(p[0]), str(p[1])) for p in env if isinstance(p, list) and len(p) == 2] if isinstance(env, list) \
+        else []
+
+
+def vsync_off_in(env: object) -> bool:
+    """Whether an app spec's environment turns vsync off."""
+    return any(VSYNC_OFF.get(name) == value for name, value in env_pairs(env))
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,9 @@ class Evidence:
 
 
 def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> str:
-    """The run's own profile command with more options; without run.json, one with TARGET and APP to fill in."""
+    """The run's own profile command with more options; without run.json, one with TARGET and APP to fill in. An
+    app given by its command (--app-cmd, or ``command`` in place of the spec's) keeps its environment, display,
+    traces, sampling and capture length."""
     run = evidence.run
     words = ["orchestrate", "profile"]
     if run is None:
@@ -66,12 +79,17 @@ def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> 
     app = run.app
     source = str(app.get("source") or "")
     if command is not None or source == APP_CMD_SOURCE:
-        words += ["--app-cmd", shlex.join(command or [str(w) for w in app.get("command") or []])]
-        for option, key in (("--trace", "trace"),):
-            if app.get(key):
-                words += [option, ",".join(app[key])]
-        if app.get("sample"):
-            words += ["--sample", str(app["sample"])]
+        env = [f"{name}={value}" for name, value in env_pairs(app.get("env"))]
+        argv = command or [str(w) for w in app.get("command") or []]
+        words += ["--app-cmd", shlex.join((["env", *env] if env and argv[:1] != ["env"] else []) + argv)]
+        if app.get("needs_display"):
+            words.append("--needs-display")
+        for option, key in (("--trace", "trace"), ("--sample", "sample"), ("--duration", "duration_s"),
+                            ("--delay", "delay_s")):
+            value = app.get(key)
+            if value and option not in extra:
+                words += [option, ",".join(value) if isinstance(value, list) else f"{value:g}"
+                          if isinstance(value, float) else str(value)]
     else:
         words += ["--app", run.app_name]
         folder = Path(source).parent if source and source != "<built-in>" else None
@@ -103,7 +121,8 @@ def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
     run = ev.run
-    dropped = [flag for flag in (run.stored_flags or []) if flag.get("code") == "clocks_dropped"] if run else []
+    dropped = [flag for flag in (run.stored_flags or []) if isinstance(flag, dict)
+               and flag.get("code") == "clocks_dropped"] if run else []
     if not dropped or run is None or run.request.get("lock_clocks"):
         return None
     return 90.0, NextStep("lock_clocks", f"{dropped[0]['what']}: the figures drift with the clocks",
@@ -159,23 +178,23 @@ def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
     verdict = ev.summary.get("verdict") or {}
-    if verdict.get("kind") != "vsync" or ev.run is None:
+    if verdict.get("kind") != "vsync" or ev.run is None or vsync_off_in(ev.run.app.get("env")):
         return None
-    env = dict(pair for pair in (ev.run.app.get("env") or []) if isinstance(pair, list) and len(pair) == 2)
-    if all(env.get(k) == v for k, v in (setting.split("=") for setting in VSYNC_OFF)):
-        return None
-    command = ["env", *VSYNC_OFF, *[str(w) for w in ev.run.app.get("command") or []]]
+    env = dict(env_pairs(ev.run.app.get("env")), **VSYNC_OFF)
+    command = ["env", *(f"{k}={v}" for k, v in env.items()), *[str(w) for w in ev.run.app.get("command") or []]]
     share = (ev.attribution.share(verdict.get("share") or "").pct if ev.attribution else 0.0)
-    return share, NextStep("vsync_off", "the display's refresh paces the frames: with vsync off, the frame time is the "
-                           "app's own", rerun(ev, command=command))
+    return share, NextStep("vsync_off", "the display's refresh likely paces the frames: with vsync off, the frame "
+                           "time is the app's own", rerun(ev, command=command))
 
 
 def symbols(ev: Evidence) -> tuple[float, NextStep] | None:
     hotspots = ev.summary.get("hotspots") or {}
     if not hotspots or hotspots.get("symbols") is not None:
         return None
-    unnamed = [row for row in hotspots.get("self") or [] if _unnamed(str(row.get("symbol", "")))]
-    share = sum(float(row.get("pct") or 0.0) for row in unnamed)
+    rows = [row for row in hotspots.get("self") or [] if isinstance(row, dict)
+            and isinstance(row.get("pct"), (int, float))]
+    unnamed = [row for row in rows if _unnamed(str(row.get("symbol", "")))]
+    share = sum(float(row["pct"]) for row in unnamed)
     if share < UNNAMED_PCT:
         return None
     names = ", ".join(str(row["symbol"]) for row in unnamed[:3])

@@ -10,7 +10,7 @@ from ..analysis import AnalysisOptions, analyze_report
 from ..analysis.report_input import report_of
 from ..documents.run import RunDocument, read_run_or_none
 from ..documents.summary import Summary
-from .next_steps import next_steps
+from .next_steps import next_steps, vsync_off_in
 from .renderer import run_renderer
 
 
@@ -23,7 +23,8 @@ def run_options(run_dir: Path, run: RunDocument | None, options: AnalysisOptions
     return replace(options, frame_range=options.frame_range or app.get("frame_delimiter"),
                    renderer=options.renderer or run_renderer(run_dir, run.facts),
                    traces=traces if options.traces is None and app.get("nsys", True) else options.traces,
-                   sampled=options.sampled or app.get("sample") not in (None, "none"))
+                   sampled=options.sampled or app.get("sample") not in (None, "none"),
+                   vsync_off=options.vsync_off or vsync_off_in(app.get("env")))
 
 
 def with_next_steps(summary: Summary, run: RunDocument | None, folder: Path) -> Summary:
