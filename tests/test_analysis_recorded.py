@@ -206,9 +206,13 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
     assert metrics["steady_mean_ns"]["deltas"][1]["direction"] == "better"
     assert metrics["cores_busy"]["deltas"][1]["direction"] == "more"
     assert metrics["first_frame_ns"]["values"] == [summaries[t]["frames"]["first_ns"] for t in (1, 2)]
+    # which share of the frame the second thread changed: the time the pipeline's thread runs on a CPU
+    [change] = document["share_changes"]
+    assert (change["label"], change["share"]) == ("2 threads", "cpu") and change["change_ns"] < 0
     opened = open_page(browser, tmp_path / "threads.html")
     assert_clean(opened, tmp_path / "threads.html")
     assert "better" in opened.page.locator("table.compare tr", has_text="steady mean").inner_text()
+    assert "running on a CPU changed most" in opened.page.locator("[data-share-change]").inner_text()
     opened.screenshot("recorded-pose-threads-compare")
     for threads, run_dir in run_dirs.items():
         opened = open_page(browser, run_dir / "report.html")

@@ -13,7 +13,7 @@ from jinja2 import UndefinedError
 
 from orchestrator.analysis.timeline import Event, representative_frame, stack_levels
 from orchestrator.documents.run import RunDocument
-from orchestrator.documents.summary import Summary
+from orchestrator.documents.summary import SHARES, Summary
 from orchestrator.errors import UsageError
 from orchestrator.report import charts
 from orchestrator.report.compare import comparison, delta, variant_labels
@@ -255,3 +255,16 @@ def test_the_only_script_allowed_is_the_pages_own():
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
     assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy
     assert "http://" not in html and "https://" not in html
+
+
+def test_compare_says_which_share_of_the_frame_changed_most():
+    from orchestrator.report.compare import change_words, share_changes
+    base = {"steady_mean_ns": 20e6, **{f"share_{n}_ns": 0.0 for n in SHARES}, "share_cpu_ns": 15e6,
+            "share_threads_ns": 5e6}
+    other = {**base, "steady_mean_ns": 12e6, "share_cpu_ns": 9e6, "share_threads_ns": 3e6}
+    [change] = share_changes([{"label": "1 thread", "values": base}, {"label": "2 threads", "values": other}])
+    assert (change["share"], change["change_ns"], change["frame_change_ns"]) == ("cpu", -6e6, -8e6)
+    assert change_words(change) == ("2 threads: the frame is 8.00 ms shorter; running on a CPU changed most "
+                                    "(−6.00 ms per frame)")
+    assert share_changes([{"label": "a", "values": base}, {"label": "b", "values": {**base, **{
+        f"share_{n}_ns": None for n in SHARES}}}]) == []  # a run without the split: nothing to say

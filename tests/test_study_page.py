@@ -71,3 +71,20 @@ def test_close_values_keep_a_linear_scale():
     assert not any("log" in t.text for t in chart.texts) and chart.marks == 2
     bars = [r for r in chart.rects if r.cls.startswith("mark")]
     assert abs(bars[1].w / bars[0].w - 165 / 80) < 0.01
+
+
+def test_the_shares_of_each_cells_frame_are_one_table_not_a_table_each():
+    def metric(value):
+        return {"values": [value], "median": value, "ci95": [value, value], "unit": "ms", "faster_when": "lower"}
+    cells = [{"index": 0, "label": "delegate=gl", "variables": {"delegate": "gl"}, "runs": ["a"],
+              "metrics": {"share_gpu_ms": metric(473.0), "share_cpu_ms": metric(16.2), "share_display_ms": metric(0.0),
+                          "steady_mean_ms": metric(494.0)}},
+             {"index": 1, "label": "delegate=xnnpack", "variables": {"delegate": "xnnpack"}, "runs": ["b"],
+              "metrics": {"share_gpu_ms": metric(0.0), "share_cpu_ms": metric(9.2), "steady_mean_ms": metric(9.5)}}]
+    page = study_page(StudyDocument.from_json({"study": "gpu", "target": "local", "repeat": 1,
+                                               "variables": ["delegate"], "status": "complete", "cells": cells}))
+    assert [t.key for t in page.tables] == ["steady_mean_ms"]  # the shares are not a table each
+    assert page.shares is not None and page.shares.keys == ["cpu", "gpu"]  # a share no cell has is left out
+    assert page.shares.titles[1] == "waiting for the GPU (or a software renderer)"
+    assert [(label, [c.text for c in found]) for label, found in page.shares.rows] == [
+        ("delegate=gl", ["16.2", "473"]), ("delegate=xnnpack", ["9.2", "0"])]

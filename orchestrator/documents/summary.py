@@ -22,6 +22,8 @@ SHARES = ("cpu", "gpu", "display", "threads", "io", "sleep", "unexplained")
 SHARE_TITLES = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "display": "waiting on the display server",
                 "threads": "waiting on other threads", "io": "I/O and other blocking calls", "sleep": "sleeping",
                 "unexplained": "unexplained (off a CPU outside traced calls)"}
+# the same, for tables of several runs, which may have a GPU or a software renderer (studies, compare)
+SHARE_TITLES_OF_RUNS = {**SHARE_TITLES, "gpu": "waiting for the GPU (or a software renderer)"}
 
 
 @dataclass

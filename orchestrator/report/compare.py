@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents.summary import SHARE_TITLES, SHARES, Summary
+from ..documents.summary import SHARE_TITLES_OF_RUNS, SHARES, Summary
 from ..errors import UsageError
 from . import charts
 from .charts import Chart
@@ -31,7 +31,8 @@ METRICS = (("first_frame_ns", "first frame (first inference)", "ns", "lower"),
            ("frames", "frames captured", "count", None),
            ("cores_busy", "cores busy", "cores", None))
 # the focus thread's time per frame by what it waits for: which share a change came from
-SHARE_METRICS = tuple((f"share_{name}_ns", f"per frame: {SHARE_TITLES[name]}", "ns", "lower") for name in SHARES)
+SHARE_METRICS = tuple((f"share_{name}_ns", f"per frame: {SHARE_TITLES_OF_RUNS[name]}", "ns", "lower")
+                      for name in SHARES)
 
 
 def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[str]:
@@ -98,7 +99,7 @@ def share_changes(variants: list[dict]) -> list[dict]:
         name = max(changes, key=lambda n: (abs(changes[n]), -SHARES.index(n)))
         frame = (values["steady_mean_ns"] - base["steady_mean_ns"]
                  if values["steady_mean_ns"] is not None and base["steady_mean_ns"] is not None else None)
-        found.append({"label": variant["label"], "share": name, "title": SHARE_TITLES[name],
+        found.append({"label": variant["label"], "share": name, "title": SHARE_TITLES_OF_RUNS[name],
                       "change_ns": changes[name], "frame_change_ns": frame})
     return found
 

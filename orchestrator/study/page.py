@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..documents.study import StudyCell, StudyDocument
-from ..documents.summary import SHARE_TITLES, SHARES
+from ..documents.summary import SHARE_TITLES_OF_RUNS, SHARES
 from ..figures.run_metrics import SHARE_PREFIX, share_metric
 from ..report import charts
 from ..report.charts import Chart, Interval
@@ -141,11 +141,11 @@ def study_page(document: StudyDocument) -> StudyPage:
 
 
 def shares_table(cells: list[StudyCell]) -> SharesTable | None:
-    present = [name for name in SHARES if any(c.metric(share_metric(name)) for c in cells)]
+    present = [name for name in SHARES if any(c.metric(share_metric(name)).get("median") for c in cells)]
     if not present:
         return None
     rows = [(cell.label or "the cell", [_table_cell(cell, share_metric(name)) for name in present]) for cell in cells]
-    return SharesTable([SHARE_TITLES[name] for name in present], present, rows)
+    return SharesTable([SHARE_TITLES_OF_RUNS[name] for name in present], present, rows)
 
 
 def _status(document: StudyDocument) -> str:
