@@ -106,9 +106,11 @@ def test_a_fleet_ci_job_gates_every_board_against_its_own_kind(lab, tmp_path):
     assert "regressed" in error
     found = cases(suite)
     metric = "infer app.inference_mean_ms"
-    # the PCs' kind has ten jobs of main: the slowdown is a regression on both; the Nano's has five, the fewest
-    # that judge at all, and the gate may stay not sure after the most runs rather than call it (never a pass)
-    assert found[(f"{here}.pc1", metric)] == found[(f"{here}.pc2", metric)] == "failure", done.stdout
+    # the PCs' kind has ten jobs of main: the slowdown is a regression there; the Nano's has five, the fewest that
+    # judge at all. A board whose runs spread (one a PC's job once took 4 runs at p = 0.012, its runs slowed
+    # unevenly on 2 shared cores) may leave the gate not sure after the most runs rather than call it: never a pass
+    pcs = [found[(f"{here}.{name}", metric)] for name in ("pc1", "pc2")]
+    assert "failure" in pcs and set(pcs) <= {"failure", "skipped"}, done.stdout
     assert found[(f"{NANO}.nano", metric)] in ("failure", "skipped"), done.stdout
     nano_line = next(line for line in done.stdout.splitlines() if line.startswith("| nano"))
     assert "**regression**" in nano_line or "not sure after" in nano_line, nano_line
