@@ -59,6 +59,9 @@ def build_export(source: str, events: int, folder: Path) -> tuple[Path, int, int
     start, stop = conn.execute("SELECT startTime, stopTime FROM ANALYSIS_DETAILS").fetchone()
     span = stop - start
     max_id = conn.execute("SELECT max(id) FROM COMPOSITE_EVENTS").fetchone()[0] if "COMPOSITE_EVENTS" in counts else 0
+    linked = {t: [c for c in ("correlationId", "endCorrelationId") if c in _columns(conn, t)] for t in tables}
+    max_link = max([conn.execute(f"SELECT max({c}) FROM {t}").fetchone()[0] or 0 for t, cs in linked.items()
+                    for c in cs], default=0)  # each copy's calls and GPU work get ids of their own, as in one long run
     copies = -(-events // sum(counts.values()))
     for table in tables:
         columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
@@ -68,17 +71,23 @@ def build_export(source: str, events: int, folder: Path) -> tuple[Path, int, int
                 shifted.append(f'"{column}" + :shift')
             elif column == "id" and table in ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS"):
                 shifted.append("id + :ids")
+            elif column in linked[table]:
+                shifted.append(f'CASE WHEN "{column}" > 0 THEN "{column}" + :links ELSE "{column}" END')
             else:
                 shifted.append(f'"{column}"')
         names = ", ".join(f'"{c}"' for c in columns)
         for copy in range(1, copies):
             conn.execute(f"INSERT INTO {table} ({names}) SELECT {', '.join(shifted)} FROM {table} WHERE rowid <= :n",
-                         {"shift": copy * span, "ids": copy * max_id, "n": counts[table]})
+                         {"shift": copy * span, "ids": copy * max_id, "links": copy * max_link, "n": counts[table]})
     conn.execute("UPDATE ANALYSIS_DETAILS SET stopTime = startTime + :d, duration = :d", {"d": copies * span})
     conn.commit()
     counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
     conn.close()
     return path, sum(counts.values()), sum(n for t, n in counts.items() if t in NSYS_COVERED)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
 def run_measured(argv: list[str]) -> tuple[float, int]:

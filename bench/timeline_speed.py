@@ -5,8 +5,10 @@ Grows the es2gears export in tests/data/nsys along the time axis (as bench/analy
 size, its copies' times jittered by a few microseconds (copies alone compress far better than a real run),
 plus any real capture's run folder given with --run. Writes each page with `orchestrate report`, then per
 page and round opens it in headless Chromium (Debian's, through Playwright) and takes the time from
-navigation to the timeline's first paint; then zooms with the wheel at the pointer (10 steps in, 10 out) and
-pans (10 drags, 10 A/D keys), each timed from the input to the end of its repaint. Prints medians, the worst
+navigation to the timeline's first paint; then 40 inputs (INPUTS): Ctrl+wheel zooms at the pointer (8 steps in,
+8 out), pans (6 drags, 6 A/D keys), searches (a name's matches highlighted and counted in view, "gl" among them:
+most of the run's events), span selections (each name's statistics, two of them over the whole run), each timed
+from the input to the end of its repaint. Prints medians, the worst
 repaint, the page's size per million events, and the targets: first paint within 1 s, each repaint within
 100 ms.
 
@@ -38,15 +40,22 @@ JITTERED = ("OPENGL_API", "OSRT_API", "OPENGL_WORKLOAD", "COMPOSITE_EVENTS")
 FIRST_PAINT_S, REPAINT_MS = 1.0, 100.0
 READY = "() => window.orchestrateTimeline && window.orchestrateTimeline.paints > 0"
 
-# one input, timed in the page from its dispatch to the end of the repaint it causes
+# one input, timed in the page from its dispatch to the end of the repaint it causes: a Ctrl+wheel (zoom), a
+# drag, a key, a search (the box's query, its matches highlighted and counted in view) or a selection (a span's
+# statistics per name: "whole" selects the whole run, every row)
 TIMED_INPUT = """async ([kind, x, y, amount]) => {
   const t = window.orchestrateTimeline, canvas = document.querySelector('#run-timeline canvas');
   const box = canvas.getBoundingClientRect(), before = t.paints, began = performance.now();
   const at = {clientX: box.left + x, clientY: box.top + y, bubbles: true};
   if (kind === 'wheel') {
-    canvas.dispatchEvent(new WheelEvent('wheel', {...at, deltaY: amount, cancelable: true}));
+    canvas.dispatchEvent(new WheelEvent('wheel', {...at, deltaY: amount, ctrlKey: true, cancelable: true}));
   } else if (kind === 'key') {
     canvas.dispatchEvent(new KeyboardEvent('keydown', {key: amount, bubbles: true}));
+  } else if (kind === 'search') {
+    t.find(amount);
+  } else if (kind === 'select') {
+    const [low, high] = amount === 'whole' ? [t.origin, t.origin + t.span] : t.view;
+    t.select(low + (high - low) * 0.2, high - (high - low) * 0.2);
   } else {
     canvas.dispatchEvent(new MouseEvent('mousedown', at));
     canvas.dispatchEvent(new MouseEvent('mousemove', {...at, clientX: at.clientX - amount}));
@@ -55,6 +64,11 @@ TIMED_INPUT = """async ([kind, x, y, amount]) => {
   while (t.paints === before) { await new Promise(r => requestAnimationFrame(r)); }
   return performance.now() - began;
 }"""
+# the 40 inputs: zoom in, search, select, drag and keys there, zoom out, search and select the whole run
+INPUTS = ([("wheel", 700, 40, -240)] * 8 + [("search", 0, 0, q) for q in ("gl", "pthread_cond", "swap", "")]
+          + [("select", 0, 0, "view")] * 2 + [("drag", 700, 40, 120)] * 6 + [("key", 0, 0, "d")] * 3
+          + [("key", 0, 0, "a")] * 3 + [("wheel", 900, 40, 240)] * 8 + [("search", 0, 0, q) for q in ("gl", "poll")]
+          + [("select", 0, 0, "whole")] * 2 + [("search", 0, 0, "")] * 2)
 
 
 def roughen(export: Path, first_copy_rows: dict[str, int]) -> None:
@@ -102,10 +116,8 @@ def measure(browser, page: Path) -> tuple[float, list[tuple[str, float]], dict]:
     counts = tab.evaluate("({rows: window.orchestrateTimeline.rows.length, shapes: window.orchestrateTimeline.shapes, "
                           "events: Number(document.getElementById('run-timeline').dataset.events)})")
     repaints = []
-    inputs = ([("wheel", 700, 40, -240)] * 10 + [("drag", 700, 40, 120)] * 10 + [("key", 0, 0, "d")] * 5
-              + [("key", 0, 0, "a")] * 5 + [("wheel", 900, 40, 240)] * 10)
     tab.wait_for_function("() => window.orchestrateTimeline.detailLoaded", timeout=60_000)
-    for kind, x, y, amount in inputs:
+    for kind, x, y, amount in INPUTS:
         repaints.append((kind, tab.evaluate(TIMED_INPUT, [kind, x, y, amount])))
     counts["shapes_max"] = tab.evaluate("window.orchestrateTimeline.shapes")
     tab.close()

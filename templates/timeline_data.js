@@ -3,7 +3,7 @@
 // Pure: no page, no drawing (templates/timeline.js draws it).
 var orchestrateTimelineData = (function () {
   "use strict";
-  var ESCAPE = 0xFFFFFFFF;
+  var ESCAPE = 0xFFFFFFFF, NESTING = {nvtx: true, opengl: true, cuda_api: true, osrt: true};
 
   function bytesOf(text) {
     if (Uint8Array.fromBase64) { return Uint8Array.fromBase64(text); }
@@ -40,7 +40,8 @@ var orchestrateTimelineData = (function () {
   }
 
   // a row's events from their deltas and durations: starts, ends, their lanes (each event in the first lane free
-  // at its start), and the furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
+  // at its start), their self time where they nest (less the events nested in them, on the same row), and the
+  // furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
   // range around the whole app, a thread's long wait) are kept apart in "long": otherwise one of them would hold
   // the furthest end, and every view after its start would begin its search at it.
   function setEvents(row, deltas, durations, names, value) {
@@ -59,6 +60,7 @@ var orchestrateTimelineData = (function () {
     }
     row.starts = starts;
     row.ends = ends;
+    row.self = row.lanes > 1 && NESTING[row.kind] ? selfTimes(starts, ends) : null;  // GPU work overlaps, never nests
     row.reach = reach;
     row.long = long;
     row.depths = depths;
@@ -66,14 +68,27 @@ var orchestrateTimelineData = (function () {
     row.loaded = true;
   }
 
+  // each event's time less that of the events directly inside it (starts ascending, an enclosing event first)
+  function selfTimes(starts, ends) {
+    var n = starts.length, own = new Float64Array(n), stack = new Int32Array(n), depth = 0;
+    for (var i = 0; i < n; i++) {
+      own[i] = ends[i] - starts[i];
+      while (depth && ends[stack[depth - 1]] <= starts[i]) { depth--; }
+      if (depth) { var p = stack[depth - 1]; own[p] -= Math.min(ends[i], ends[p]) - starts[i]; }
+      stack[depth++] = i;
+    }
+    return own;
+  }
+
   function parse(buffer) {
     var length = new DataView(buffer).getUint32(0, true);
     var header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
-    var read = reader(buffer, 4 + length);
+    var read = reader(buffer, 4 + length), offset = 0;
     var rows = header.rows.map(function (meta) {
       var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
                  span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
-                 reach: new Float64Array(0), long: []};
+                 reach: new Float64Array(0), long: [], self: null, offset: offset};
+      offset += meta.count;
       var events = meta.detail ? null : [read.u32(meta.count), read.u32(meta.count), read.u32(meta.count)];
       var runs = meta.levels.map(function (level) {
         return {width: level.width, deltas: read.u32(level.runs), lengths: read.u32(level.runs),
@@ -89,7 +104,7 @@ var orchestrateTimelineData = (function () {
       });
       return row;
     });
-    return {header: header, rows: rows};
+    return {header: header, rows: rows, links: null};
   }
 
   // the events of the rows with levels (parse's data: header and rows), from the detail binary
@@ -100,6 +115,21 @@ var orchestrateTimelineData = (function () {
       var n = row.count, deltas = read.u32(n), durations = read.u32(n), names = read.u32(n);
       setEvents(row, deltas, durations, names, unescaper(read.f64(data.header.rows[index].detail_escapes)));
     });
+    var n = data.header.links || 0, first = new Float64Array(n), last = new Float64Array(n), at = 0;
+    if (n) {
+      var deltas = read.u32(n), lengths = read.u32(n), steps = read.u32(n), gpu = new Uint32Array(n), g = 0;
+      for (var k = 0; k < n; k++) {
+        at += deltas[k];
+        first[k] = at;
+        last[k] = at + lengths[k];
+        g += steps[k] & 1 ? -(steps[k] + 1) / 2 : steps[k] / 2;  // zigzag
+        gpu[k] = g;
+      }
+      var byGpu = Array.from(gpu.keys()).sort(function (a, b) { return gpu[a] - gpu[b]; });
+      var reach = new Float64Array(n), furthest = -1;  // the furthest last place of the stretches so far
+      for (k = 0; k < n; k++) { furthest = Math.max(furthest, last[k]); reach[k] = furthest; }
+      data.links = {first: first, last: last, reach: reach, gpu: gpu, byGpu: Uint32Array.from(byGpu)};
+    }
   }
 
   // the first index whose value in (ascending) array is > t, or >= t with orEqual
@@ -112,5 +142,34 @@ var orchestrateTimelineData = (function () {
     return lo;
   }
 
-  return {bytesOf: bytesOf, inflate: inflate, parse: parse, parseDetail: parseDetail, search: search};
+  // the links of one event by its place among all rows' events: those whose API stretch holds it (back from the
+  // last stretch that starts at or before it, while some stretch so far reaches it; one call may queue many
+  // kernels) and those whose GPU event it is
+  function linksOf(data, place) {
+    var links = data.links, found = [], k;
+    if (!links) { return found; }
+    for (k = search(links.first, place, false) - 1; k >= 0 && links.reach[k] >= place; k--) {
+      if (links.last[k] >= place) { found.push(k); }
+    }
+    var lo = 0, hi = links.byGpu.length;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      if (links.gpu[links.byGpu[mid]] < place) { lo = mid + 1; } else { hi = mid; }
+    }
+    for (k = lo; k < links.byGpu.length && links.gpu[links.byGpu[k]] === place; k++) { found.push(links.byGpu[k]); }
+    return found;
+  }
+
+  // the row (its index) and the event's index in it, of a place among all rows' events
+  function rowOf(data, place) {
+    var lo = 0, hi = data.rows.length;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      if (data.rows[mid].offset <= place) { lo = mid + 1; } else { hi = mid; }
+    }
+    return [lo - 1, place - data.rows[lo - 1].offset];
+  }
+
+  return {bytesOf: bytesOf, inflate: inflate, parse: parse, parseDetail: parseDetail, search: search,
+          linksOf: linksOf, rowOf: rowOf};
 }());

@@ -15,7 +15,7 @@ from orchestrator.analysis.timeline import Event, representative_frame, stack_le
 from orchestrator.documents.run import RunDocument
 from orchestrator.documents.summary import SHARES, Summary
 from orchestrator.errors import UsageError
-from orchestrator.report import charts
+from orchestrator.report import charts, frame_chart
 from orchestrator.report.compare import comparison, delta, variant_labels
 from orchestrator.report.header_part import clock_words, header_section
 from orchestrator.report.page import report_page, tree_items
@@ -43,14 +43,47 @@ def test_nice_ticks(low, high, expected):
 
 def test_frame_series_draws_one_point_per_frame_and_marks_warmup():
     per_frame = [50_000_000, 30_000_000, 25_000_000] + [10_000_000] * 97
-    chart = charts.frame_series(per_frame, 2, {"p50": 10e6, "p90": 10e6, "p99": 10e6})
+    chart = frame_chart.frame_series(per_frame, 2, {"p50": 10e6, "p90": 10e6, "p99": 10e6})
     assert chart.marks == 100 and len(chart.polyline.split()) == 100
     warmup = [r for r in chart.rects if r.cls == "warmup"]
     assert len(warmup) == 1 and warmup[0].tip == "warm-up: frames 1 to 2"
     first = [r for r in chart.rects if r.cls == "first"][0]
-    assert first.tip == "first frame: 50.0 ms"
+    assert first.tip == "first frame: 50.0 ms, above the scale"
     x, y = map(float, chart.polyline.split()[0].split(","))
     assert y < float(chart.polyline.split()[-1].split(",")[1])  # the slow first frame is drawn higher
+
+
+def test_frame_series_fits_the_steady_frames_and_marks_a_slow_first_frame_apart():
+    """The seed's first inference is ten times a steady one: scaled to it, the steady frames would be flat."""
+    rng = np.random.default_rng(3)
+    steady = rng.normal(16.6e6, 0.4e6, 400)
+    per_frame = [74_500_000] + steady.astype(int).tolist()
+    levels = {"p50": float(np.median(steady)), "p90": float(np.quantile(steady, 0.9)),
+              "p99": float(np.quantile(steady, 0.99))}
+    chart = frame_chart.frame_series(per_frame, 0, levels)
+    ticks = [float(t.text) for t in chart.texts if t.cls == "axis" and t.anchor == "end" and t.x < 56]
+    assert max(ticks) < 25  # ms up to the steady frames, not to 74.5
+    ys = [float(p.split(",")[1]) for p in chart.polyline.split()[1:]]
+    assert min(ys) > 14 + 5  # no steady frame at the top edge (the plot starts at 14)
+    assert min(ys) < 14 + 0.1 * 216  # the slowest steady frame reaches near the top: the scale is theirs
+    assert any(t.text == "first frame 74.5 ms ↑" for t in chart.texts)
+    labels = sorted((t for t in chart.texts if t.cls.startswith("level-label")), key=lambda t: t.y)
+    assert [t.text.split()[0] for t in labels] == ["p99", "p90", "p50"]
+    assert all(b.y - a.y >= frame_chart.LABEL_GAP for a, b in zip(labels, labels[1:]))  # never on top of each other
+    assert all(t.x >= charts.WIDTH - 96 for t in labels)  # right of the plot: no data under them
+
+
+def test_frame_series_takes_the_unit_its_values_read_in():
+    per_frame = [40_000] + [2_000 + k for k in range(50)]  # the GPU's time per frame of a light app: about 2 us
+    chart = frame_chart.frame_series(per_frame, 0, {"p50": 2_025.0}, name="gpu-frame-series")
+    assert [t.text for t in chart.texts if t.x < 20] == ["µs"]
+    assert [t.text for t in chart.texts if t.cls.startswith("level-label")] == ["p50 2.02 µs"]
+    assert format_ms(2_025) == "2.02 µs" and format_ms(0) == "0.00 ms" and format_ms(150_000) == "0.15 ms"
+
+
+def test_spread_keeps_labels_apart_and_in_order():
+    assert frame_chart.spread([100.0, 101.0, 50.0, 102.0]) == [100.0, 112.0, 50.0, 124.0]
+    assert frame_chart.spread([5.0], low=20.0) == [20.0]
 
 
 def test_histogram_counts_every_frame_and_folds_far_hitches_into_the_last_bar():

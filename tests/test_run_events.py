@@ -83,7 +83,8 @@ def test_an_opengl_row_names_its_calls_as_the_export_does(export):
 
 
 def read_back(data) -> tuple[dict, list[dict]]:
-    """The page's reading of the two binaries (templates/timeline.js's parse and detail), in Python."""
+    """The page's reading of the two binaries (templates/timeline_data.js's parse and parseDetail), in Python;
+    the header gets the flows read back as "flows": (GPU places, first API places, last API places)."""
     overview = zlib.decompress(base64.b64decode(data.overview))
     detail = zlib.decompress(base64.b64decode(data.detail)) if data.detail else b""
     length = struct.unpack_from("<I", overview)[0]
@@ -125,6 +126,11 @@ def read_back(data) -> tuple[dict, list[dict]]:
         rows.append({"starts": starts, "ends": starts + np.array(events[1]), "names": names,
                      "levels": [(width, np.cumsum(levels[2 * i]), levels[2 * i + 1], vals)
                                 for i, (width, vals) in enumerate(values)]})
+    n = header["links"]
+    first = np.cumsum(take("detail", "<u4", n)).astype(np.int64) if n else np.empty(0, dtype=np.int64)
+    lengths, steps = (np.array(take("detail", "<u4", n), dtype=np.int64) for _ in range(2))
+    gpu = np.cumsum(np.where(steps & 1, -(steps + 1) // 2, steps // 2))  # zigzag'd steps
+    header["flows"] = (gpu, first, first + lengths)
     assert offsets["detail"] == len(detail)
     return header, rows
 

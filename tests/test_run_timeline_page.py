@@ -1,6 +1,6 @@
 """The whole-run timeline of report.html in a real headless Chromium: drawn offline from the page's own data,
 each row's events in view equal to SQL's count over the same window, zoom, pan, hover and the frame chart's
-click doing what they say."""
+click doing what they say (tests/test_timeline_viewer.py holds its axis, search, selection and links)."""
 from __future__ import annotations
 
 import math
@@ -34,10 +34,12 @@ def opened_timeline(browser, page):
 
 
 def after_paint(opened, action) -> dict:
-    """Do ``action`` and return the timeline once it painted again."""
-    paints = timeline(opened)["paints"]
+    """Do ``action`` and return the timeline once a paint showed every change it made (a paint of an earlier
+    change, a pointer's move the browser made up after a scroll, does not count)."""
+    inputs = opened.page.evaluate("window.orchestrateTimeline.inputs")
     action()
-    opened.page.wait_for_function(f"() => window.orchestrateTimeline.paints > {paints}")
+    opened.page.wait_for_function(f"() => {{ const t = window.orchestrateTimeline; "
+                                  f"return t.inputs > {inputs} && t.painted === t.inputs; }}")
     return timeline(opened)
 
 
@@ -97,7 +99,7 @@ def test_zoomed_to_a_frame_each_row_shows_the_calls_sql_finds_there(es2gears_pag
     assert sum(expected.values()) + sum(drawn.values()) > 0
 
 
-def test_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browser):
+def test_ctrl_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browser):
     source, page, summary = es2gears_page
     opened = opened_timeline(browser, page)
     canvas = opened.page.locator("#run-timeline canvas")
@@ -107,8 +109,10 @@ def test_wheel_zooms_at_the_pointer_and_keys_and_drags_pan(es2gears_page, browse
     before = timeline(opened)["view"]
     x = box["x"] + label_w + (box["width"] - label_w) * 0.25
     at = before[0] + (before[1] - before[0]) * 0.25  # the time under the pointer
-    opened.page.mouse.move(x, box["y"] + 30)
+    after_paint(opened, lambda: opened.page.mouse.move(x, box["y"] + 30))  # the pointer's line and time
+    opened.page.keyboard.down("Control")
     after = after_paint(opened, lambda: opened.page.mouse.wheel(0, -500))["view"]
+    opened.page.keyboard.up("Control")
     assert (after[1] - after[0]) == pytest.approx((before[1] - before[0]) * math.exp(-1.0), rel=1e-3)
     assert after[0] + (after[1] - after[0]) * 0.25 == pytest.approx(at, abs=(before[1] - before[0]) * 1e-3)
     canvas.focus()
@@ -224,3 +228,7 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     assert seen["rows"][0]["mode"] == "events" and seen["rows"][0]["visible"] == 21
     layout = opened.page.evaluate("window.orchestrateTimeline.layout")
     assert layout[0]["kind"] == "nvtx" and layout[0]["h"] > 14  # the ranges inside the outer one: a lane below it
+    opened.page.evaluate("window.orchestrateTimeline.select(0, 2200000)")  # the whole run: its own time per range
+    stats = {e["name"]: e for e in opened.page.evaluate("window.orchestrateTimeline.selection.stats")}
+    assert stats["main"]["total"] == 2_100_000 and stats["main"]["self"] == 2_100_000 - 20_000 * 50
+    assert stats["step"]["count"] == 20_000 and stats["step"]["self"] == stats["step"]["total"] == 20_000 * 50

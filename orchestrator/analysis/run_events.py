@@ -4,11 +4,12 @@ A row is one thread's events of one kind (OpenGL, OS runtime, NVTX, CUDA API cal
 instants) or one GPU lane's (a CUDA stream's kernels and memory operations, an OpenGL context's GPU work).
 The rows hold the same events the report's tables do (OS runtime calls of eventClass 27, NVTX ranges, rows
 with an end), read by the same decoder as the analysis, so a row's count is the count SQL gives.
-Events are in start order; names are indexes into one list of the names used.
+Events are in start order; names are indexes into one list of the names used. An API call and the GPU work it
+queued carry their correlation ids (analysis/flows.py links them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from .api_summaries import MEMCPY_KINDS, memop_name
 from .exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
 from .frame_names import name_frames
 from .frames import NVTX_RANGE_TYPES
-from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from .names import ID_MASK, PID_SHIFT, PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from .reads import OSRT_CALL_CLASS, Read
 from .trace import Trace
 
@@ -29,6 +30,8 @@ LANE_SHIFT = 32  # a GPU lane's key: device << 32 | stream (or context)
 MEMORY_IDS = 1 << 20  # memory operations' names: -MEMORY_IDS - copyKind, memsets -MEMORY_IDS + 1
 NO_STACK = -(1 << 22)  # a sample without a leaf function
 SAMPLE_NAMES = -(1 << 23)  # the samples' leaf functions: SAMPLE_NAMES - their code in frame_names' list
+NO_ID = -1  # an event without a correlation id
+EMPTY = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,26 @@ class EventRow:
     starts: np.ndarray  # int64 ns on the report's clock, ascending
     ends: np.ndarray    # int64 ns (a sample's end is its start)
     names: np.ndarray   # int32 indexes into RunEvents.names
+    # correlation: an API call's id, or the first and last ids of the API calls whose work a GPU event is (a CUDA
+    # kernel's are one id; an OpenGL workload's span the calls from its first to its last); NO_ID where none;
+    # the process each id belongs to. Empty arrays for rows of other kinds.
+    correlation: np.ndarray = field(default_factory=lambda: EMPTY)
+    correlation_last: np.ndarray = field(default_factory=lambda: EMPTY)
+    pids: np.ndarray = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """One table's events before they are cut into rows."""
+    kind: str
+    gpu: bool
+    starts: np.ndarray
+    ends: np.ndarray
+    keys: np.ndarray      # the thread or GPU lane
+    names: np.ndarray     # name ids
+    correlation: np.ndarray = field(default_factory=lambda: EMPTY)
+    correlation_last: np.ndarray = field(default_factory=lambda: EMPTY)
+    pids: np.ndarray = field(default_factory=lambda: EMPTY)
 
 
 @dataclass(frozen=True)
@@ -54,13 +77,17 @@ def run_events(trace: Trace) -> RunEvents:
     """Every row of the capture, threads first (in order of their first event), then the GPU's lanes."""
     conn, schema = trace.conn, trace.schema
     threads = thread_names(conn, schema)
-    raw: list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # kind, ..., name ids
+    raw: list[_Raw] = []
     texts: dict[int, str] = {}  # name id -> text, for ids that are not StringIds (NVTX texts, memory operations)
     for kind, table in THREAD_TABLES.items():
-        columns = _read(trace, kind, table, {"tid": Col("globalTid"), "name": Col("nameId")},
+        linked = kind != "osrt" and trace.has(table, "correlationId")
+        correlation = {"correlation": Coalesce(Col("correlationId"), NO_ID)} if linked else {}
+        columns = _read(trace, kind, table, {"tid": Col("globalTid"), "name": Col("nameId"), **correlation},
                         (NotNull(Col("globalTid")), NotNull(Col("nameId"))))
         if columns is not None:
-            raw.append((kind, 0, columns["start"], columns["end"], columns["tid"], columns["name"]))
+            tids = columns["tid"]
+            raw.append(_Raw(kind, False, columns["start"], columns["end"], tids, columns["name"],
+                            *((columns["correlation"], columns["correlation"], _pids(tids)) if linked else ())))
     nvtx = _nvtx(trace, texts)
     if nvtx is not None:
         raw.append(nvtx)
@@ -68,19 +95,26 @@ def run_events(trace: Trace) -> RunEvents:
     if samples is not None:
         raw.append(samples)
     raw += _gpu(trace, texts)
-    ids = np.unique(np.concatenate([r[5] for r in raw])) if raw else np.empty(0, dtype=np.int64)
+    ids = np.unique(np.concatenate([r.names for r in raw])) if raw else EMPTY
     strings = string_values(conn, [i for i in ids.tolist() if i not in texts and i >= 0])
-    names = [texts.get(i) or strings.get(i) or "[unnamed]" for i in ids.tolist()]
+    texts_of_ids = [texts.get(i) or strings.get(i) or "[unnamed]" for i in ids.tolist()]
+    names = list(dict.fromkeys(texts_of_ids))  # one entry per text: a workload and its call share one name
+    place = {name: k for k, name in enumerate(names)}
+    name_of_id = np.array([place[text] for text in texts_of_ids], dtype=np.int32)
     rows = []
-    for kind, gpu, starts, ends, keys, name_ids in raw:
-        index = np.searchsorted(ids, name_ids).astype(np.int32)
+    for part in raw:
+        index = name_of_id[np.searchsorted(ids, part.names)] if len(ids) else np.empty(0, dtype=np.int32)
+        starts, ends, keys = part.starts, part.ends, part.keys
         for key in np.unique(keys).tolist():
-            group = _lane(key, kind) if gpu else _thread(key, threads)
+            group = _lane(key, part.kind) if part.gpu else _thread(key, threads)
             if group.startswith(PROFILER_THREAD_PREFIX):
                 continue
             mine = np.flatnonzero(keys == key)
             order = mine[np.lexsort((-ends[mine], starts[mine]))]  # of equal starts the longest first: the parent
-            rows.append(EventRow(group, kind, starts[order], ends[order], index[order]))
+            linked = len(part.correlation) > 0
+            rows.append(EventRow(group, part.kind, starts[order], ends[order], index[order],
+                                 *((part.correlation[order], part.correlation_last[order], part.pids[order])
+                                   if linked else ())))
     return RunEvents(_ordered(rows), names)
 
 
@@ -95,7 +129,7 @@ def _read(trace: Trace, kind: str, table: str, exprs: dict[str, Expr],
     return trace.get(Read(("run-events", kind), table, {"start": Col("start"), "end": Col("end"), **exprs}, where))
 
 
-def _nvtx(trace: Trace, texts: dict[int, str]) -> tuple | None:
+def _nvtx(trace: Trace, texts: dict[int, str]) -> _Raw | None:
     """NVTX ranges (push/pop and start/end): a text inline or a StringIds id; inline texts get ids of their own
     below zero."""
     if not trace.has("NVTX_EVENTS", "start", "end", "globalTid", "eventType"):
@@ -118,10 +152,10 @@ def _nvtx(trace: Trace, texts: dict[int, str]) -> tuple | None:
             texts[key] = value or "[unnamed range]"
             name_ids.append(key)
     starts, ends, gtids = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
-    return "nvtx", 0, starts, ends, gtids, np.array(name_ids, dtype=np.int64)
+    return _Raw("nvtx", False, starts, ends, gtids, np.array(name_ids, dtype=np.int64))
 
 
-def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
+def _samples(trace: Trace, texts: dict[int, str]) -> _Raw | None:
     """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf), as
     the hotspots name it (an unresolved address grouped under its module's name)."""
     events = trace.events("COMPOSITE_EVENTS")
@@ -130,7 +164,7 @@ def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
     names = np.full(len(events["id"]), NO_STACK, dtype=np.int64)
     texts[NO_STACK] = "[no stack]"
     if not trace.has("SAMPLING_CALLCHAINS", "id", "symbol", "stackDepth"):
-        return "sample", 0, events["start"], events["start"], events["tid"], names
+        return _Raw("sample", False, events["start"], events["start"], events["tid"], names)
     module = Coalesce(Col("module"), -1) if trace.has("SAMPLING_CALLCHAINS", "module") else Const(-1)
     leaf = trace.get(Read(("run-events", "leaves"), "SAMPLING_CALLCHAINS",
                           {"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1), "module": module},
@@ -143,14 +177,15 @@ def _samples(trace: Trace, texts: dict[int, str]) -> tuple | None:
         at = np.clip(np.searchsorted(leaf["id"], events["id"], sorter=order), 0, len(order) - 1)
         found = leaf["id"][order[at]] == events["id"]
         names[found] = SAMPLE_NAMES - named.symbols[order[at[found]]]
-    return "sample", 0, events["start"], events["start"], events["tid"], names
+    return _Raw("sample", False, events["start"], events["start"], events["tid"], names)
 
 
-def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
+def _gpu(trace: Trace, texts: dict[int, str]) -> list[_Raw]:
     """The GPU's lanes: kernels, memory operations (copies and sets in one row per stream) and OpenGL work, named
-    as the analysis names them, rows without a name or of a copy kind nsys leaves out skipped as it skips them."""
+    as the analysis names them, rows without a name or of a copy kind nsys leaves out skipped as it skips them;
+    each event with the correlation ids of the calls that queued it."""
     found = []
-    memory = []
+    memory: list[_Raw] = []
     for kind, table in GPU_TABLES.items():
         device = _optional(trace, table, "gpu" if kind == "opengl_gpu" else "deviceId")
         lane = _optional(trace, table, "contextId" if kind == "opengl_gpu" else "streamId")
@@ -165,7 +200,13 @@ def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
                 (c for c in ("shortName", "demangledName") if trace.has(table, c)), "shortName")
             name = Col(column)
             where = (NotNull(name),)
-        columns = _read(trace, kind, table, {"device": device, "lane": lane, "name": name}, where)
+        owner_column = "globalTid" if kind == "opengl_gpu" else "globalPid"
+        owner = _optional(trace, table, owner_column)
+        # an id means something within its process only: without the process, no links
+        first = _optional(trace, table, "correlationId", NO_ID) if trace.has(table, owner_column) else Const(NO_ID)
+        last = _optional(trace, table, "endCorrelationId", NO_ID) if kind == "opengl_gpu" else first
+        columns = _read(trace, kind, table, {"device": device, "lane": lane, "name": name, "first": first,
+                                             "last": last, "owner": owner}, where)
         if columns is None or not len(columns["start"]):
             continue
         names = columns["name"]
@@ -174,19 +215,27 @@ def _gpu(trace: Trace, texts: dict[int, str]) -> list[tuple]:
             texts.update({int(i): memop_name(int(-MEMORY_IDS - i)) if kind == "memcpy" else "[CUDA memset]"
                           for i in np.unique(names).tolist()})
         keys = (columns["device"] << LANE_SHIFT) | columns["lane"]
-        part = (columns["start"], columns["end"], keys, names)
+        last_ids = np.where(columns["last"] == NO_ID, columns["first"], columns["last"])
+        part = _Raw(kind, True, columns["start"], columns["end"], keys, names, columns["first"], last_ids,
+                    _pids(columns["owner"]))
         if kind in ("memcpy", "memset"):
             memory.append(part)
         else:
-            found.append((kind, 1, *part))
+            found.append(part)
     if memory:
-        starts, ends, keys, names = (np.concatenate([part[i] for part in memory]) for i in range(4))
-        found.append(("memcpy", 1, starts, ends, keys, names))
+        merged = [np.concatenate([getattr(part, name) for part in memory])
+                  for name in ("starts", "ends", "keys", "names", "correlation", "correlation_last", "pids")]
+        found.append(_Raw("memcpy", True, *merged))
     return found
 
 
-def _optional(trace: Trace, table: str, column: str) -> Expr:
-    return Coalesce(Col(column), 0) if trace.has(table, column) else Const(0)
+def _pids(global_ids: np.ndarray) -> np.ndarray:
+    """The process of each global thread (or process) id."""
+    return (np.asarray(global_ids, dtype=np.int64) >> PID_SHIFT) & ID_MASK
+
+
+def _optional(trace: Trace, table: str, column: str, default: int = 0) -> Expr:
+    return Coalesce(Col(column), default) if trace.has(table, column) else Const(default)
 
 
 def _thread(gtid: int, threads: dict[int, str]) -> str:

@@ -106,54 +106,6 @@ def decimate(values: np.ndarray, max_points: int = MAX_SERIES_POINTS) -> np.ndar
     return np.unique(np.array(keep, dtype=np.int64))
 
 
-def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float],
-                 findings: dict[int, list[str]] | None = None, name: str = "frame-series") -> Chart:
-    """Frame time over the run: one point per frame (decimated), warm-up shaded, first frame marked,
-    horizontal lines at the given levels (p50, p90, p99), and a marker on each frame that carries most of
-    a verdict finding (``findings``: frame index -> the findings' kinds)."""
-    height, left, right, top, bottom = 260.0, 56.0, 16.0, 12.0, 30.0
-    values = np.asarray(per_frame_ns, dtype=np.float64) / 1e6
-    kept = decimate(values)
-    top_ms = float(values.max()) * 1.05 if len(values) else 1.0
-    ticks = nice_ticks(0.0, top_ms)
-    top_ms = max(top_ms, ticks[-1])
-    plot_w, plot_h = WIDTH - left - right, height - top - bottom
-
-    def x_of(index: float) -> float:
-        return left + plot_w * (index / max(len(values) - 1, 1))
-
-    def y_of(ms: float) -> float:
-        return top + plot_h * (1 - ms / top_ms)
-    chart = Chart(name, WIDTH, height)
-    for tick in ticks:
-        chart.lines.append(Line(left, y_of(tick), WIDTH - right, y_of(tick), "grid"))
-        chart.texts.append(Text(left - 6, y_of(tick) + 4, f"{tick:g}", "axis", "end"))
-    chart.texts.append(Text(4, top + 8, "ms", "axis"))
-    for tick in nice_ticks(0, max(len(values) - 1, 1), 6):
-        chart.texts.append(Text(x_of(tick), height - 10, f"{tick:g}", "axis", "middle"))
-    chart.texts.append(Text(WIDTH - right, height - 10, "frame", "axis", "end"))
-    if warmup:
-        chart.rects.append(Rect(x_of(1), top, x_of(1 + warmup) - x_of(1), plot_h, "warmup",
-                                f"warm-up: frames 1 to {warmup}"))
-    for name, level in lines_ns.items():
-        y = y_of(level / 1e6)
-        chart.lines.append(Line(left, y, WIDTH - right, y, f"level level-{name}", f"{name} {format_ns(level)}"))
-        chart.texts.append(Text(WIDTH - right - 2, y - 3, name, f"level-label level-{name}", "end"))
-    chart = Chart(chart.name, chart.width, chart.height, chart.rects, chart.lines, chart.texts,
-                  " ".join(f"{x_of(i):.1f},{y_of(values[i]):.1f}" for i in kept),
-                  f"{len(values)} frames" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""),
-                  f"{x_of(0):.2f},{x_of(max(len(values) - 1, 1)):.2f},{len(values)}")
-    if len(values):
-        chart.rects.append(Rect(x_of(0) - 3, y_of(values[0]) - 3, 6, 6, "first",
-                                f"first frame: {format_ns(per_frame_ns[0])}"))
-    for index, kinds in sorted((findings or {}).items()):
-        if 0 <= index < len(values):
-            chart.rects.append(Rect(x_of(index) - 4, y_of(values[index]) - 4, 8, 8, "finding",
-                                    f"frame {index} ({format_ns(per_frame_ns[index])}): most of "
-                                    + ", ".join(k.replace("_", " ") for k in kinds)))
-    return chart
-
-
 def board_line(name: str, points_ns: list[list[float]], unit: str, span_ns: tuple[int, int]) -> Chart:
     """One of the board's figures during the capture (a clock, a load, a temperature, the power) over the
     report's time in seconds: a small chart drawn under the frame chart (its title carries the unit)."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import charts
 from .charts import Chart
+from .frame_chart import frame_series
 from .render import Fact
 from .units import format_ms
 
@@ -34,7 +34,7 @@ def gpu_frames_part(gpu: dict | None, warmup: int) -> GpuFrames | None:
         stats.append(Fact("not recorded", f"{gpu['unrecorded_calls']:,} calls queued after nsys's last GPU record "
                                           f"(frame {frames}): left out of the medians"))
     level = {"p50": float(gpu["steady_median_ns"])}
-    return GpuFrames(stats, charts.frame_series(gpu["per_frame_ns"], warmup, level, name="gpu-frame-series"))
+    return GpuFrames(stats, frame_series(gpu["per_frame_ns"], warmup, level, name="gpu-frame-series"))
 
 
 def gpu_metrics_facts(section: dict | None) -> list[Fact] | None:

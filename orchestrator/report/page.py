@@ -15,6 +15,7 @@ from ..figures.next_steps import next_steps
 from . import charts
 from .board_part import BoardSection, board_part
 from .charts import Chart
+from .frame_chart import frame_series
 from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .header_part import Header, header_section, page_title
 from .render import Fact
@@ -234,7 +235,7 @@ def frames_section(frames: dict | None, findings: list[dict] | None = None,
     per_frame = frames["per_frame_ns"]
     stats = [Fact("frames", f"{frames['count']:,} ({frames['source']})"),
              Fact("first frame", format_ms(frames["first_ns"])),
-             Fact("warm-up", f"{warmup} frames" if warmup else "none"),
+             Fact("warm-up", f"{warmup} frame{'s' if warmup != 1 else ''}" if warmup else "none"),
              Fact("steady mean", format_ms(steady["mean_ns"])),
              Fact("p50", format_ms(steady["p50_ns"])), Fact("p90", format_ms(steady["p90_ns"])),
              Fact("p99", format_ms(steady["p99_ns"])), Fact("max", format_ms(steady["max_ns"]))]
@@ -246,7 +247,7 @@ def frames_section(frames: dict | None, findings: list[dict] | None = None,
     if len(per_frame) > charts.MAX_SERIES_POINTS:
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
-    series = charts.frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
+    series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
     return FramesSection(stats, series, charts.histogram(steady_values), notes, gpu_frames_part(gpu, warmup))
 
 

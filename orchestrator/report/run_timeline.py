@@ -10,8 +10,11 @@ padded to 4 bytes: its events when it has no levels (start deltas from the previ
 uint32; name indexes, uint32), per level its runs (start deltas in bins, uint32; lengths, uint32; values,
 uint8), then its float64 escapes. Every uint32 array is byte-planed: the n values' lowest bytes, then their
 second bytes, then their third, then their highest. The detail: per row with levels, its events and escapes as
-above. A delta or length that does not fit 32 bits is 0xFFFFFFFF and its value is the next of the row's escapes
-in that binary (in the order met: starts, durations, then each level's starts and lengths).
+above, then the flows (analysis/flows.py; the header's "links" of them): the first API events' places (deltas from
+the previous), each stretch's length less one, and the GPU events' places (steps from the previous, zigzag: a
+step s is 2s, or -2s - 1 below zero), uint32. A delta or length that does not
+fit 32 bits is 0xFFFFFFFF and its value is the next of the row's escapes in that binary (in the order met: starts,
+durations, then each level's starts and lengths).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.flows import flows
 from ..analysis.run_events import EventRow, RunEvents
 from .levels import level_runs, level_widths, nesting
 
@@ -40,6 +44,7 @@ class TimelineData:
     rows: int
     bytes: int            # both binaries' size before compression
     compressed: int       # after
+    kinds: tuple[str, ...] = ()  # the kinds of its rows, in the order rows first have them
 
     @property
     def size(self) -> int:
@@ -76,7 +81,13 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
         header_rows.append({"group": row.group, "kind": row.kind, "count": len(row.starts), "escapes": len(escapes),
                             "levels": levels, "detail": bool(widths), "lanes": nesting(row.starts, row.ends),
                             "detail_escapes": len(detail_escapes) if widths else 0})
-    header = {"origin": origin, "span": span, "rows": header_rows, "names": events.names,
+    links = flows(rows)
+    if len(links):
+        no_escapes: list[float] = []  # places and stretches are below 2**32: a capture never has that many events
+        gpu_steps = np.diff(links.gpu, prepend=0)  # the GPU event mostly follows the previous link's: small steps
+        detail += [_u32(np.diff(links.first, prepend=0), no_escapes), _u32(links.last - links.first, no_escapes),
+                   _u32((gpu_steps << 1) ^ (gpu_steps >> 63), no_escapes)]  # zigzag: -1 -> 1, 1 -> 2
+    header = {"origin": origin, "span": span, "rows": header_rows, "names": events.names, "links": len(links),
               "frames": [[int(s) - origin, int(e) - int(s)] for s, e in frames],
               "findings": [{**f, "start_ns": int(f["start_ns"]) - origin, "end_ns": int(f["end_ns"]) - origin}
                            for f in findings],
@@ -89,7 +100,7 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
     packed = [zlib.compress(binary, COMPRESSION) if binary else b"" for binary in (first, second)]
     overview_text, detail_text = (base64.b64encode(part).decode("ascii") for part in packed)
     return TimelineData(overview_text, detail_text, sum(len(row.starts) for row in rows), len(header_rows),
-                        len(first) + len(second), sum(map(len, packed)))
+                        len(first) + len(second), sum(map(len, packed)), tuple(dict.fromkeys(row.kind for row in rows)))
 
 
 def _events(row: EventRow, origin: int, escapes: list[float]) -> list[bytes]:

@@ -13,8 +13,11 @@ def format_ns(ns: float | int | None) -> str:
 
 
 def format_ms(ns: float | int | None) -> str:
-    """Frame times: always in ms, as the seeds' tables give them."""
-    return "–" if ns is None else f"{float(ns) / 1e6:.2f} ms"
+    """Frame times in ms, as the seeds' tables give them; below 0.1 ms (the GPU's time per frame of a light app)
+    in the unit that suits them, so that no figure reads 0.00 ms."""
+    if ns is None:
+        return "–"
+    return f"{float(ns) / 1e6:.2f} ms" if abs(float(ns)) >= 100_000 or not ns else format_ns(ns)
 
 
 def format_pct(pct: float | None) -> str:

@@ -1,0 +1,392 @@
+// The whole-run timeline's drawing on its canvas: the time axis, frames, each row's events (named and coloured by
+// name where they are wide enough; a per-pixel summary where too many are in view), the board's series, the
+// verdict's findings, search marks, the selected span and the links from a call to its GPU work; and what lies
+// under the pointer (hit). ``tl`` is the page's state (templates/timeline.js): data, view [t0, t1) in ns from the origin, layout, search, selection.
+var orchestrateTimelineDraw = (function () {
+  "use strict";
+  var tools = orchestrateTimelineTools, search = orchestrateTimelineData.search;
+  var EXACT = 16384, INK = "#1d2330", CHAR_W = 6.1, MIN_LABEL_W = 34;
+  var kindColours = {}, style = getComputedStyle(document.documentElement);
+  ["nvtx", "opengl", "osrt", "cuda_api", "cuda_kernel", "memcpy", "opengl_gpu"].forEach(function (k) {
+    kindColours[k] = style.getPropertyValue("--" + k).trim() || "#2f6fde";
+  });
+  kindColours.sample = "#5b6475";
+
+  function kindColour(kind) { return kindColours[kind] || "#888"; }
+
+  function paint(tl, ctx, cssW, cssH) {
+    var width = cssW - tl.LABEL_W, out = {rows: [], shapes: 0, inView: 0, ticks: []};
+    var v = {tl: tl, width: width, nsPerPx: (tl.t1 - tl.t0) / width, out: out, cssH: cssH,
+             x: function (t) { return tl.LABEL_W + (t - tl.t0) / (tl.t1 - tl.t0) * width; }};
+    ctx.clearRect(0, 0, cssW, cssH);
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    paintGrid(ctx, v);
+    tl.layout.forEach(function (place) {
+      if (place.type === "frames") { out.shapes += paintFrames(ctx, v, place); return; }
+      if (place.type === "board") { out.shapes += paintBoard(ctx, v, place); return; }
+      var row = place.row, s = tools.stretch(row, tl.t0, tl.t1), n = Math.max(0, s.hi - s.lo);
+      var exact = row.loaded && (!row.levels.length || n <= EXACT);
+      var drawn = exact ? paintEvents(ctx, v, place, s) : paintLevel(ctx, v, place);
+      out.shapes += drawn.shapes;
+      out.inView += drawn.matches;
+      out.rows.push({group: row.group, kind: row.kind, visible: exact ? drawn.visible : n, matches: drawn.matches,
+                     mode: exact ? "events" : "level", width: exact ? null : levelFor(row, v.nsPerPx).width});
+    });
+    out.shapes += paintFindings(ctx, v);
+    paintSelection(ctx, v);
+    paintFlows(ctx, v);
+    paintAxis(ctx, v);
+    paintLabels(ctx, tl, cssH);
+    return out;
+  }
+
+  function paintGrid(ctx, v) {
+    var tl = v.tl, found = tools.ticks(tl.origin + tl.t0, tl.origin + tl.t1, v.width);
+    v.ticks = found.ticks;
+    ctx.fillStyle = "#eef1f6";
+    found.ticks.forEach(function (tick) { ctx.fillRect(Math.round(v.x(tick.t - tl.origin)), tl.AXIS_H, 1, v.cssH); });
+  }
+
+  // the axis strip: tick labels, the selected span's length (the ruler) and the pointer's time
+  function paintAxis(ctx, v) {
+    var tl = v.tl, h = tl.AXIS_H, last = -Infinity;
+    ctx.fillStyle = "#f7f8fb";
+    ctx.fillRect(tl.LABEL_W, 0, v.width, h);
+    ctx.fillStyle = "#c9d1de";
+    ctx.fillRect(tl.LABEL_W, h - 1, v.width, 1);
+    ctx.font = "10px system-ui, sans-serif";
+    v.ticks.forEach(function (tick) {
+      var x = v.x(tick.t - tl.origin), w = ctx.measureText(tick.label).width;
+      ctx.fillStyle = "#8791a3";
+      ctx.fillRect(Math.round(x), h - 6, 1, 6);
+      if (x + 3 + w > tl.LABEL_W + v.width || x + 3 < last) { tick.shown = false; return; }
+      ctx.fillStyle = INK;
+      ctx.fillText(tick.label, x + 3, h / 2 - 2);
+      tick.shown = true;
+      last = x + 3 + w + 8;
+      v.out.ticks.push({t: tick.t, x: x, label: tick.label});
+    });
+    var sel = tl.selecting || tl.selection;  // the ruler: the span being dragged, else the one selected
+    if (sel) {
+      var a = Math.max(tl.LABEL_W, v.x(sel.t0)), b = Math.min(tl.LABEL_W + v.width, v.x(sel.t1));
+      if (b > a) {
+        var text = "\u2194 " + tools.duration(sel.t1 - sel.t0), tw = ctx.measureText(text).width + 10;
+        var mid = Math.max(tl.LABEL_W, Math.min(tl.LABEL_W + v.width - tw, (a + b) / 2 - tw / 2));
+        ctx.fillStyle = "#2f6fde";
+        ctx.fillRect(a, h - 4, b - a, 3);
+        ctx.fillRect(mid, 2, tw, h - 8);
+        ctx.fillStyle = "#fff";
+        ctx.fillText(text, mid + 5, h / 2 - 2);
+      }
+    }
+    if (tl.pointer && tl.pointer[0] >= tl.LABEL_W) {
+      var px = tl.pointer[0], t = tl.t0 + (px - tl.LABEL_W) * v.nsPerPx;
+      var label = tools.seconds(tl.origin + t) + " s", lw = ctx.measureText(label).width + 8;
+      var lx = Math.min(px + 1, tl.LABEL_W + v.width - lw);
+      ctx.fillStyle = "rgba(29, 35, 48, 0.55)";
+      ctx.fillRect(Math.round(px), h, 1, v.cssH - h);
+      ctx.fillStyle = INK;
+      ctx.fillRect(lx, 2, lw, h - 8);
+      ctx.fillStyle = "#fff";
+      ctx.fillText(label, lx + 4, h / 2 - 2);
+    }
+  }
+
+  // each depth of nesting a lane of its own; within a lane, events narrower than two pixels that touch are one
+  // shape (the row kind's colour), wider ones keep a pixel's gap at their end and take their name's colour and,
+  // where it fits, their name; under a search, the events it does not find are faint
+  function paintEvents(ctx, v, place, s) {
+    var tl = v.tl, row = place.row, names = row.names, flags = tl.search ? tl.search.flags : null;
+    var h = (place.h - 2) / row.lanes, lanes = [], result = {shapes: 0, visible: 0, matches: 0};
+    var right = tl.LABEL_W + v.width, sample = row.kind === "sample", words = tl.data.header.names;
+    for (var d = 0; d < row.lanes; d++) { lanes.push({x0: -1, x1: -1, wide: false, first: -1, n: 0, match: false}); }
+    function flush(lane, d) {
+      if (lane.x1 <= lane.x0) { return; }
+      var y = place.y + 1 + d * h, w = lane.x1 - lane.x0, one = lane.n === 1;
+      ctx.globalAlpha = flags && !lane.match ? 0.22 : 1;
+      ctx.fillStyle = one && !sample ? tools.colourOf(words[names[lane.first]]) : kindColour(row.kind);
+      if (sample) { ctx.fillRect(lane.x0, y + h / 2, w, h / 2); } else {
+        ctx.fillRect(lane.x0, y, lane.wide && w >= 3 ? w - 1 : w, Math.max(1, h - 1));
+      }
+      ctx.globalAlpha = 1;
+      if (flags && lane.match) {
+        ctx.fillStyle = INK;
+        ctx.fillRect(lane.x0, y, Math.max(1, w - 1), 2);
+      }
+      if (one && !sample && w >= MIN_LABEL_W && h >= 9) {
+        var text = words[names[lane.first]], fits = Math.floor((w - 6) / CHAR_W);
+        if (fits >= 2) {
+          ctx.fillStyle = INK;
+          ctx.fillText(text.length > fits ? text.slice(0, fits - 1) + "\u2026" : text, lane.x0 + 3, y + h / 2);
+        }
+      }
+      result.shapes++;
+    }
+    function add(i) {
+      var x0 = Math.max(tl.LABEL_W, v.x(row.starts[i])), x1 = Math.min(right, v.x(row.ends[i]));
+      var match = flags ? flags[names[i]] === 1 : false, lane = lanes[row.depths[i]];
+      result.visible++;
+      if (match) { result.matches++; }
+      if (x1 - x0 < 1) { x1 = x0 + 1; }
+      var wide = x1 - x0 >= 2;
+      if (!wide && !lane.wide && x0 <= lane.x1 + 0.5) {
+        lane.x1 = Math.max(lane.x1, x1);
+        lane.n++;
+        lane.match = lane.match || match;
+        return;
+      }
+      flush(lane, row.depths[i]);
+      lane.x0 = x0;
+      lane.x1 = x1;
+      lane.wide = wide;
+      lane.first = i;
+      lane.n = 1;
+      lane.match = match;
+    }
+    s.before.forEach(add);
+    for (var i = s.lo; i < s.hi; i++) {
+      if (sample ? row.starts[i] >= tl.t0 : row.ends[i] > tl.t0) { add(i); }
+    }
+    lanes.forEach(flush);
+    return result;
+  }
+
+  function levelFor(row, nsPerPx) {
+    var chosen = row.levels[0];
+    row.levels.forEach(function (level) { if (level.width <= nsPerPx) { chosen = level; } });
+    return chosen;
+  }
+
+  // a level's runs in view folded into the pixels they fall in (each pixel the highest value in it), then drawn as
+  // stretches of pixels of one shade: at most one shape per pixel, whatever the events; under a search, the
+  // pixels that hold an event it finds are marked (the events are read for it once loaded)
+  function paintLevel(ctx, v, place) {
+    var tl = v.tl, row = place.row, level = levelFor(row, v.nsPerPx), w = level.width, pixels = Math.ceil(v.width);
+    var result = {shapes: 0, visible: 0, matches: 0}, t0 = tl.t0, t1 = tl.t1;
+    var lo = Math.max(0, search(level.first, t0 / w, true) - 1), hi = search(level.first, t1 / w, true);
+    var columns = new Uint8Array(pixels + 1), scale = 1 / v.nsPerPx;
+    for (var i = lo; i < hi; i++) {
+      if (level.last[i] * w <= t0) { continue; }
+      var p0 = Math.max(0, Math.floor((level.first[i] * w - t0) * scale));
+      var p1 = Math.min(pixels, Math.max(p0 + 1, Math.ceil((level.last[i] * w - t0) * scale)));
+      for (var p = p0; p < p1; p++) { if (level.values[i] > columns[p]) { columns[p] = level.values[i]; } }
+    }
+    var dim = tl.search ? 0.3 : 1;
+    ctx.fillStyle = kindColour(row.kind);
+    result.shapes += shades(ctx, columns, pixels, tl.LABEL_W, place.y + 1, place.h - 2, dim,
+                            function (value) { return value ? Math.min(3, value >> 6) : -1; });
+    if (tl.search && row.loaded) {
+      var marks = new Uint8Array(pixels + 1), flags = tl.search.flags, names = row.names, sample = row.kind === "sample";
+      var s = tools.stretch(row, t0, t1);
+      var mark = function (j) {
+        if (!flags[names[j]]) { return; }
+        result.matches++;
+        var a = Math.max(0, Math.floor((row.starts[j] - t0) * scale));
+        var b = Math.min(pixels, Math.max(a + 1, Math.ceil((row.ends[j] - t0) * scale)));
+        for (var q = a; q < b; q++) { marks[q] = 1; }
+      };
+      s.before.forEach(mark);
+      for (var j = s.lo; j < s.hi; j++) { if (sample ? row.starts[j] >= t0 : row.ends[j] > t0) { mark(j); } }
+      ctx.fillStyle = INK;
+      result.shapes += shades(ctx, marks, pixels, tl.LABEL_W, place.y + 1, 3, 1,
+                              function (value) { return value ? 3 : -1; });
+    }
+    return result;
+  }
+
+  // stretches of pixels of one shade (0-3, -1 none) as one path per shade
+  function shades(ctx, columns, pixels, left, y, h, alpha, shadeOf) {
+    var buckets = [[], [], [], []], shade = -1, from = 0, shapes = 0;
+    for (var x = 0; x <= pixels; x++) {
+      var b = x < pixels ? shadeOf(columns[x]) : -1;
+      if (b === shade) { continue; }
+      if (shade >= 0) { buckets[shade].push(left + from, x - from); }
+      shade = b;
+      from = x;
+    }
+    buckets.forEach(function (rects, bucket) {
+      if (!rects.length) { return; }
+      ctx.globalAlpha = alpha * (0.3 + 0.7 * (bucket + 1) / 4);
+      ctx.beginPath();
+      for (var j = 0; j < rects.length; j += 2) { ctx.rect(rects[j], y, rects[j + 1], h); }
+      ctx.fill();
+      shapes += rects.length / 2;
+    });
+    ctx.globalAlpha = 1;
+    return shapes;
+  }
+
+  function paintFrames(ctx, v, place) {
+    var tl = v.tl, frames = tl.data.header.frames, shapes = 0, last = -1, right = tl.LABEL_W + v.width;
+    var lo = Math.max(0, search(tl.frameStarts, tl.t0, true) - 1);
+    for (var i = lo; i < frames.length && frames[i][0] < tl.t1; i++) {
+      var x0 = v.x(frames[i][0]), x1 = v.x(frames[i][0] + frames[i][1]);
+      if (x1 < tl.LABEL_W) { continue; }
+      if (Math.floor(x0) === last && x1 - x0 < 1) { continue; }
+      last = Math.floor(x0);
+      var a = Math.max(tl.LABEL_W, x0), w = Math.max(1, Math.min(right, x1) - a);
+      ctx.fillStyle = i % 2 ? "#c7d3e8" : "#9fb3d6";
+      ctx.fillRect(a, place.y + 2, w, place.h - 4);
+      if (w >= 40) {
+        ctx.fillStyle = INK;
+        ctx.fillText(clipText(ctx, "frame " + i + " \u00b7 " + tools.duration(frames[i][1]), w - 6), a + 3, place.y + place.h / 2);
+      }
+      shapes++;
+    }
+    return shapes;
+  }
+
+  function paintBoard(ctx, v, place) {
+    var tl = v.tl, points = tl.data.header.board[place.name], top = 0, started = false;
+    points.forEach(function (p) { top = Math.max(top, p[1]); });
+    top = top || 1;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(tl.LABEL_W, place.y, v.width, place.h);
+    ctx.clip();
+    ctx.strokeStyle = "#2f6fde";
+    ctx.beginPath();
+    points.forEach(function (p) {
+      var x = v.x(p[0]), y = place.y + place.h - 2 - (place.h - 4) * p[1] / top;
+      if (started) { ctx.lineTo(x, y); } else { ctx.moveTo(x, y); started = true; }
+    });
+    ctx.stroke();
+    ctx.restore();
+    return started ? 1 : 0;
+  }
+
+  function paintFindings(ctx, v) {
+    var tl = v.tl, shapes = 0;
+    ctx.fillStyle = "rgba(201, 71, 90, 0.14)";
+    tl.data.header.findings.forEach(function (finding) {
+      if (finding.end_ns < tl.t0 || finding.start_ns > tl.t1) { return; }
+      var x0 = Math.max(tl.LABEL_W, v.x(finding.start_ns)), x1 = Math.min(tl.LABEL_W + v.width, v.x(finding.end_ns));
+      ctx.fillRect(x0, tl.AXIS_H, Math.max(2, x1 - x0), v.cssH - tl.AXIS_H);
+      shapes++;
+    });
+    return shapes;
+  }
+
+  // the selected span (its rows' part darker) while it is dragged and once made
+  function paintSelection(ctx, v) {
+    var tl = v.tl, sel = tl.selecting || tl.selection;
+    if (!sel) { return; }
+    var a = Math.max(tl.LABEL_W, v.x(sel.t0)), b = Math.min(tl.LABEL_W + v.width, v.x(sel.t1));
+    if (b <= a) { return; }
+    ctx.fillStyle = "rgba(47, 111, 222, 0.08)";
+    ctx.fillRect(a, tl.AXIS_H, b - a, v.cssH - tl.AXIS_H);
+    ctx.fillStyle = "rgba(47, 111, 222, 0.14)";
+    ctx.fillRect(a, sel.y0, b - a, sel.y1 - sel.y0);
+    ctx.fillStyle = "#2f6fde";
+    ctx.fillRect(Math.round(a), tl.AXIS_H, 1, v.cssH - tl.AXIS_H);
+    ctx.fillRect(Math.round(b) - 1, tl.AXIS_H, 1, v.cssH - tl.AXIS_H);
+  }
+
+  // the selected event outlined, and each link from a call to the GPU work it queued as a curve with an arrow
+  function paintFlows(ctx, v) {
+    var tl = v.tl, picked = tl.selected;
+    if (!picked) { return; }
+    function box(at) {
+      var place = tl.placeOfRow[at[0]], row = place.row, h = (place.h - 2) / row.lanes;
+      var x0 = v.x(row.starts[at[1]]), x1 = Math.max(x0 + 1, v.x(row.ends[at[1]]));
+      return {x0: x0, x1: x1, y: place.y + 1 + row.depths[at[1]] * h, h: Math.max(1, h - 1)};
+    }
+    var own = box([picked.row, picked.index]);
+    ctx.strokeStyle = INK;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(own.x0, own.y, own.x1 - own.x0, own.h);
+    ctx.strokeStyle = "#c9475a";
+    ctx.fillStyle = "#c9475a";
+    ctx.lineWidth = 1.5;
+    (tl.flows || []).forEach(function (flow) {
+      var from = box(flow.from), to = box(flow.to);
+      var x0 = from.x0, y0 = from.y + from.h / 2, x1 = to.x0, y1 = to.y + to.h / 2, bend = Math.max(20, Math.abs(y1 - y0) / 2);
+      ctx.strokeRect(to.x0, to.y, to.x1 - to.x0, to.h);
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      ctx.bezierCurveTo(x0, y0 + (y1 > y0 ? bend : -bend), x1, y1 - (y1 > y0 ? bend : -bend), x1, y1);
+      ctx.stroke();
+      var dir = y1 > y0 ? -1 : 1;
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 4, y1 + dir * 7);
+      ctx.lineTo(x1 + 4, y1 + dir * 7);
+      ctx.fill();
+    });
+    ctx.lineWidth = 1;
+  }
+
+  function paintLabels(ctx, tl, height) {
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, tl.LABEL_W - 4, height);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = "#8791a3";
+    ctx.fillText("time (s, the report's clock)", 4, tl.AXIS_H / 2 - 2);
+    var previous = null;
+    tl.layout.forEach(function (place) {
+      var label = place.type === "row" ? (place.row.group === previous ? "" : place.row.group) : place.label;
+      var x = 4;
+      if (place.type === "row") {
+        previous = place.row.group;
+        ctx.fillStyle = kindColour(place.row.kind);
+        ctx.fillRect(4, place.y + 3, 8, Math.min(8, place.h - 6));
+        x = 16;
+      }
+      var kind = place.type === "row" ? (label ? " \u00b7 " : "") + place.kindName : "";
+      ctx.fillStyle = INK;
+      ctx.fillText(clipText(ctx, label + kind, tl.LABEL_W - x - 6), x, place.y + Math.min(place.h, 14) / 2 + 1);
+    });
+  }
+
+  function clipText(ctx, text, width) {
+    if (ctx.measureText(text).width <= width) { return text; }
+    while (text.length > 1 && ctx.measureText(text + "\u2026").width > width) { text = text.slice(0, -1); }
+    return text + "\u2026";
+  }
+
+  function placeAt(tl, y) {
+    for (var i = 0; i < tl.layout.length; i++) {
+      if (y >= tl.layout[i].y && y < tl.layout[i].y + tl.layout[i].h) { return tl.layout[i]; }
+    }
+    return null;
+  }
+
+  // what is under the pointer (x, y on the canvas; width: the plot's): a frame, a board sample, or the event with
+  // the most time under the pointer's pixel (within 3 pixels when none covers it), in the lane under it first
+  function hit(tl, x, y, width) {
+    var place = placeAt(tl, y), px = (tl.t1 - tl.t0) / width, t = tl.t0 + (x - tl.LABEL_W) * px, slop = 3 * px;
+    var clock = function (ns) { return tools.seconds(tl.origin + ns); };
+    if (!place || x < tl.LABEL_W) { return null; }
+    if (place.type === "frames") {
+      var f = search(tl.frameStarts, t, false) - 1, frame = tl.data.header.frames[f];
+      return frame && t <= frame[0] + frame[1] + slop ? {frame: f, text: "frame " + f + "\n" + clock(frame[0]) +
+        " s, " + tools.duration(frame[1])} : null;
+    }
+    if (place.type === "board") {
+      var points = tl.data.header.board[place.name], near = null;
+      points.forEach(function (p) { if (p[0] <= t) { near = p; } });
+      return near ? {text: place.name + ": " + near[1] + " at " + clock(near[0]) + " s"} : null;
+    }
+    var row = place.row, best = -1, bestScore = -1;
+    if (!row.loaded) { return {text: row.group + "\n" + row.count + " events, still being read"}; }
+    var lane = Math.max(0, Math.min(row.lanes - 1, Math.floor((y - place.y - 1) / ((place.h - 2) / row.lanes))));
+    var s = tools.stretch(row, t - slop, t + slop);
+    if (s.hi - s.lo > EXACT) { return {text: row.group + "\n" + (s.hi - s.lo) + " events here: zoom in to see them"}; }
+    var a = t - px / 2, b = t + px / 2;
+    function consider(i) {
+      if (row.starts[i] > t + slop || row.ends[i] + slop < t) { return; }
+      var under = Math.max(0, Math.min(b, row.ends[i]) - Math.max(a, row.starts[i]));
+      var score = (row.depths[i] === lane ? 4 : 0) + (under > 0 ? 2 + under / px : 1 / (1 + Math.abs(row.starts[i] - t)));
+      if (score > bestScore) { best = i; bestScore = score; }
+    }
+    s.before.forEach(consider);
+    for (var i = s.lo; i < s.hi; i++) { consider(i); }
+    if (best < 0) { return null; }
+    return {row: place.index, index: best, start: row.starts[best], end: row.ends[best],
+            text: tl.data.header.names[row.names[best]] + "\n" + row.group + " \u00b7 " + place.kindName + "\nstart " +
+              clock(row.starts[best]) + " s, " + tools.duration(row.ends[best] - row.starts[best])};
+  }
+
+  return {paint: paint, hit: hit, kindColour: kindColour, EXACT: EXACT};
+}());

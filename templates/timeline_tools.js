@@ -1,0 +1,233 @@
+// The whole-run timeline's figures, apart from its drawing and its page: times as text, the axis's ticks, a
+// name's colour, the events of a row in a span, search, a span's statistics per name, and the links from a call
+// to the GPU work it queued. Pure: data in (templates/timeline_data.js's), numbers and text out.
+var orchestrateTimelineTools = (function () {
+  "use strict";
+  var codec = orchestrateTimelineData, search = codec.search;
+  var API_KINDS = {opengl: true, cuda_api: true};
+  var BINS = 82;  // durations' bins: half an octave each ([4, 6), [6, 8) ns...) from 1 ns to 2^40 ns (18 minutes)
+  var MAX_FLOWS = 256;
+
+  function duration(ns) {
+    var a = Math.abs(ns);
+    if (a >= 1e9) { return (ns / 1e9).toFixed(a >= 1e10 ? 2 : 3) + " s"; }
+    if (a >= 1e6) { return (ns / 1e6).toFixed(a >= 1e7 ? 2 : 3) + " ms"; }
+    if (a >= 1e3) { return (ns / 1e3).toFixed(a >= 1e4 ? 1 : 2) + " \u00b5s"; }
+    return ns.toFixed(0) + " ns";
+  }
+
+  // ns on the report's clock as seconds, to the ns
+  function seconds(ns) { return (ns / 1e9).toFixed(9).replace(/0{1,3}$/, "").replace(/0{1,3}$/, ""); }
+
+  var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "\u00b5s"], [1, "ns"]];
+
+  // ticks over [t0, t1) (ns on the report's clock) about every 110 pixels of width, at 1, 2 or 5 times a power
+  // of ten, labelled with their time in seconds; below a microsecond's step (a deep zoom) the first tick keeps
+  // its time and the others their distance from it ("+250 ns"), as Nsight Systems and Perfetto label it
+  function ticks(t0, t1, width) {
+    var raw = (t1 - t0) / Math.max(2, Math.floor(width / 110));
+    var power = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1))));
+    var step = [1, 2, 5, 10].map(function (m) { return m * power; }).filter(function (v) { return v >= raw; })[0];
+    var first = Math.ceil(t0 / step) * step, found = [];
+    var unit = UNITS.filter(function (u) { return step >= u[0]; })[0] || UNITS[3];
+    var decimals = Math.max(0, Math.ceil(-Math.log10(step / 1e9) - 1e-9)), relative = step < 1e3;
+    for (var t = first, k = 0; t < t1 && k < 200; k++, t = first + k * step) {
+      var label = k === 0 || !relative ? (t / 1e9).toFixed(decimals) + " s" : "+" + fixed(k * step / unit[0]) + " " + unit[1];
+      found.push({t: t, label: label});
+    }
+    return {step: step, ticks: found};
+  }
+
+  function fixed(value) { return String(Math.round(value * 1000) / 1000); }
+
+  // a name's colour: the same name the same colour on every row and every page (FNV-1a of its text); light
+  // enough for dark text on it
+  var colours = {};
+  function colourOf(name) {
+    var found = colours[name];
+    if (found) { return found; }
+    var h = 0x811c9dc5;
+    for (var i = 0; i < name.length; i++) { h ^= name.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
+    found = "hsl(" + (h % 360) + "," + (45 + (h >>> 9) % 25) + "%," + (62 + (h >>> 17) % 12) + "%)";
+    colours[name] = found;
+    return found;
+  }
+
+  function overlaps(row, i, a, b) {  // as SQL has it: end > a and start < b (a sample: a <= start < b)
+    return row.kind === "sample" ? row.starts[i] >= a && row.starts[i] < b : row.ends[i] > a && row.starts[i] < b;
+  }
+
+  // the events of a row in [a, b): the long ones that began before the stretch, then the stretch [lo, hi),
+  // whose events may still end before a (callers check with overlaps)
+  function stretch(row, a, b) {
+    var lo = search(row.reach, a, row.kind === "sample"), hi = search(row.starts, b, true), before = [];
+    for (var k = 0; k < row.long.length && row.long[k] < lo; k++) {
+      if (overlaps(row, row.long[k], a, b)) { before.push(row.long[k]); }
+    }
+    return {lo: lo, hi: hi, before: before};
+  }
+
+  // which names hold the query (case-insensitive): a flag per name, and how many names
+  function matchNames(names, query) {
+    var flags = new Uint8Array(names.length), q = query.trim().toLowerCase(), n = 0;
+    if (!q) { return {flags: flags, names: 0}; }
+    for (var i = 0; i < names.length; i++) {
+      if (names[i].toLowerCase().indexOf(q) >= 0) { flags[i] = 1; n++; }
+    }
+    return {flags: flags, names: n};
+  }
+
+  // a row's events in [a, b) whose names are flagged
+  function countMatches(row, flags, a, b) {
+    if (!row.loaded) { return 0; }
+    var s = stretch(row, a, b), n = 0, names = row.names, i;
+    for (i = 0; i < s.before.length; i++) { if (flags[names[s.before[i]]]) { n++; } }
+    for (i = s.lo; i < s.hi; i++) { if (flags[names[i]] && overlaps(row, i, a, b)) { n++; } }
+    return n;
+  }
+
+  // the next (direction 1) or previous (-1) flagged event after ``at`` ({start, row, index}; rows in the page's
+  // order break ties of start), over every loaded row; wraps around the run's ends; null when none
+  function stepMatch(data, flags, at, direction) {
+    var best = null;
+    data.rows.forEach(function (row, r) {
+      if (!row.loaded || !row.count) { return; }
+      var starts = row.starts, names = row.names, i;
+      if (direction > 0) {
+        for (i = search(starts, at.start, true); i < starts.length; i++) {
+          if (starts[i] === at.start && (r < at.row || (r === at.row && i <= at.index))) { continue; }
+          if (flags[names[i]]) { break; }
+        }
+        if (i < starts.length && (!best || starts[i] < best.start || (starts[i] === best.start && r < best.row))) {
+          best = {start: starts[i], row: r, index: i};
+        }
+      } else {
+        for (i = search(starts, at.start, false) - 1; i >= 0; i--) {
+          if (starts[i] === at.start && (r > at.row || (r === at.row && i >= at.index))) { continue; }
+          if (flags[names[i]]) { break; }
+        }
+        if (i >= 0 && (!best || starts[i] > best.start || (starts[i] === best.start && r > best.row))) {
+          best = {start: starts[i], row: r, index: i};
+        }
+      }
+    });
+    if (best || at.wrapped) { return best; }
+    var around = direction > 0 ? {start: -Infinity, row: -1, index: -1} : {start: Infinity, row: 1e9, index: 1e9};
+    around.wrapped = true;
+    return stepMatch(data, flags, around, direction);
+  }
+
+  // a duration's bin: the octave from its highest bit, the half of it from the next (no logarithm: a span's
+  // statistics bin millions of durations)
+  function binOf(ns) {
+    if (ns < 1) { return 0; }
+    if (ns >= 4294967296) {  // past 32 bits (4.3 s): rare, the slow way
+      var high = Math.floor(Math.log2(ns)) + 1;
+      return Math.min(BINS - 1, 2 * high - 1 + (Math.floor(ns / Math.pow(2, high - 2)) & 1));
+    }
+    var b = 32 - Math.clz32(ns);
+    return 2 * b - 1 + (b >= 2 ? (ns >>> (b - 2)) & 1 : 0);
+  }
+
+  function binEdges(bin) {
+    if (bin === 0) { return [0, 1]; }
+    if (bin <= 2) { return [1, 2]; }
+    var base = Math.pow(2, ((bin + 1) >> 1) - 1), half = (bin + 1) & 1;
+    return [base * (1 + half / 2), base * (1 + (half + 1) / 2)];
+  }
+
+  // per (kind, name), the events of the given rows in [a, b) (as SQL: end > a and start < b): count, total, self
+  // (less what nests in them on their row), mean, min, max, and their durations' bins (binOf); samples
+  // are counted only. Heaviest first.
+  function rangeStats(data, rowIndexes, a, b) {
+    var slotsOf = {}, found = [], unread = 0, names = data.header.names;
+    rowIndexes.forEach(function (r) {
+      var row = data.rows[r];
+      if (!row.loaded) { unread++; return; }
+      var s = stretch(row, a, b), slots = slotsOf[row.kind];
+      if (!slots) { slots = slotsOf[row.kind] = new Int32Array(names.length).fill(-1); }
+      var starts = row.starts, ends = row.ends, own = row.self, keys = row.names, sample = row.kind === "sample";
+      // one loop for the long events that began before the stretch and the stretch itself, its body inline:
+      // a selection of the whole run reads every event once
+      var nb = s.before.length, bins = null, e = null;
+      for (var k = s.lo - nb; k < s.hi; k++) {
+        var i = k;
+        if (k < s.lo) { i = s.before[k - s.lo + nb]; } else if (sample ? starts[i] < a : ends[i] <= a) { continue; }
+        var key = keys[i], slot = slots[key];
+        if (slot < 0) {
+          slots[key] = found.length;
+          e = {kind: row.kind, name: names[key], count: 0, total: 0, self: 0, min: Infinity, max: -Infinity,
+               bins: new Uint32Array(BINS)};
+          found.push(e);
+        } else {
+          e = found[slot];
+        }
+        e.count++;
+        if (sample) { continue; }
+        var d = ends[i] - starts[i];
+        e.total += d;
+        e.self += own ? own[i] : d;
+        if (d < e.min) { e.min = d; }
+        if (d > e.max) { e.max = d; }
+        bins = e.bins;
+        bins[binOf(d)]++;
+      }
+    });
+    found.forEach(function (e) {
+      var sample = e.kind === "sample";
+      e.mean = sample ? null : e.total / e.count;
+      if (sample) { e.total = e.self = e.min = e.max = null; }
+    });
+    found.sort(function (x, y) { return (y.total || 0) - (x.total || 0) || y.count - x.count; });
+    return {stats: found, unread: unread};
+  }
+
+  // the statistics as tab-separated values, times in ns
+  function tsv(stats) {
+    var lines = ["kind\tname\tcount\ttotal_ns\tself_ns\tmean_ns\tmin_ns\tmax_ns"];
+    stats.forEach(function (e) {
+      var cells = [e.kind, e.name.replace(/[\t\r\n]/g, " "), e.count].concat(
+        [e.total, e.self, e.mean, e.min, e.max].map(function (v) { return v === null ? "" : String(Math.round(v)); }));
+      lines.push(cells.join("\t"));
+    });
+    return lines.join("\n") + "\n";
+  }
+
+  // the links of an event (row index, event index) to the work it queued or that queued it: an API call to its
+  // GPU work, GPU work to the calls that queued it, an NVTX range to the GPU work its thread's calls in it queued
+  function flowsOf(data, r, index) {
+    var row = data.rows[r], found = [], seen = {};
+    if (!data.links) { return found; }
+    function linked(from, place, api) {
+      codec.linksOf(data, place).forEach(function (k) {
+        if (found.length >= MAX_FLOWS) { return; }
+        var gpu = codec.rowOf(data, data.links.gpu[k]);
+        if (api) {
+          if (seen[data.links.gpu[k]]) { return; }
+          seen[data.links.gpu[k]] = true;
+          found.push({from: from, to: gpu, first: null, last: null});
+        } else {
+          var first = codec.rowOf(data, data.links.first[k]), last = codec.rowOf(data, data.links.last[k]);
+          found.push({from: first, to: gpu, first: first, last: last});
+        }
+      });
+    }
+    if (row.kind === "nvtx") {
+      var a = row.starts[index], b = row.ends[index];
+      data.rows.forEach(function (other, o) {
+        if (other.group !== row.group || !API_KINDS[other.kind] || !other.loaded) { return; }
+        var s = stretch(other, a, b);
+        for (var i = s.lo; i < s.hi && found.length < MAX_FLOWS; i++) {
+          if (other.starts[i] >= a && other.ends[i] <= b) { linked([o, i], other.offset + i, true); }
+        }
+      });
+      return found;
+    }
+    linked([r, index], row.offset + index, Boolean(API_KINDS[row.kind]));
+    return found;
+  }
+
+  return {duration: duration, seconds: seconds, ticks: ticks, colourOf: colourOf, overlaps: overlaps,
+          stretch: stretch, matchNames: matchNames, countMatches: countMatches, stepMatch: stepMatch,
+          rangeStats: rangeStats, binOf: binOf, binEdges: binEdges, tsv: tsv, flowsOf: flowsOf, BINS: BINS};
+}());
