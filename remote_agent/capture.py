@@ -17,6 +17,7 @@ import time
 
 from . import boardfs
 from .capture_machine import CaptureMachine, Emit, NsysEnded, SignalApp, Tick
+from .messages import CaptureResult
 from .watchdog import (
     Watchdog,
     folder_bytes,
@@ -148,40 +149,40 @@ def capture(request, emit, should_stop=None):
     """Run the capture; should_stop() may return a reason to end it early (the host asked, the host is
     gone, the disk is nearly full): the app is then stopped as at the planned end, and nsys writes the
     report of what it has. What to do and when is capture_machine's to decide; this observes and acts."""
-    run_dir = request["run_dir"]
+    run_dir = request.run_dir
     scratch = os.path.join(run_dir, "scratch")
     os.makedirs(scratch, mode=0o700, exist_ok=True)
     env = os.environ.copy()
-    env.update(request.get("env") or {})
+    env.update(request.env)
     # nsys writes its raw stream under TMPDIR first; /tmp on a board may be a small tmpfs.
     env["TMPDIR"] = scratch
     # every process the run starts carries this mark, so that a leftover can always be traced to its run
     env[RUN_MARK] = run_dir
     xvfb = None
-    display = request.get("display") or {}
-    if display.get("mode") == "xvfb":
+    display = request.display
+    if display.mode == "xvfb":
         xvfb, env["DISPLAY"] = start_xvfb(os.path.join(run_dir, "xvfb.log"), {RUN_MARK: run_dir})
-    elif display.get("mode") == "use":
-        env["DISPLAY"] = display["display"]
-        if display.get("xauthority"):
-            env["XAUTHORITY"] = display["xauthority"]
+    elif display.mode == "use" and display.display:
+        env["DISPLAY"] = display.display
+        if display.xauthority:
+            env["XAUTHORITY"] = display.xauthority
     machine = CaptureMachine.from_request(request, time.time())
     started = machine.started
     emit("capture_started", display=env.get("DISPLAY"), deadline_s=machine.budget)
-    cwd = boardfs.expand_login_home(request["cwd"]) if request.get("cwd") else None
+    cwd = boardfs.expand_login_home(request.cwd) if request.cwd else None
     try:  # a retried capture reuses the run folder: the last try's pid file names an app long gone
-        os.remove(request["pid_file"])
+        os.remove(request.pid_file)
     except OSError:
         pass
-    with_nsys = request.get("with_nsys", True)
+    with_nsys = request.with_nsys
     # without nsys (--no-nsys) the launch wrapper runs alone and exec's the app: the process is the app
     log_path = os.path.join(run_dir, "nsys.log" if with_nsys else "launch.log")
     tmp_before = set(glob.glob(NSYS_TMP_LEFTOVERS))
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(request["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+        proc = subprocess.Popen(request.argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     output = NsysLog(log_path)
-    watchdog = Watchdog(proc, request["pid_file"])
+    watchdog = Watchdog(proc, request.pid_file)
     try:
         while proc.poll() is None:
             now, seen = observe(machine, watchdog, output, should_stop, scratch)
@@ -193,7 +194,7 @@ def capture(request, emit, should_stop=None):
         nsys_ended = time.time()
         app = watchdog.app_session()
         app_alive = session_alive(app) if app and machine.app_gone is None else None
-        report_written = bool(find_reports(request["report_base"]))
+        report_written = bool(find_reports(request.report_base))
         now = time.time()
         ended = NsysEnded(nsys_ended, app, app_alive, report_written, proc.pid if with_nsys else None,
                           nsys_daemons(proc.pid) if with_nsys else [], list(watchdog.actions))
@@ -202,7 +203,7 @@ def capture(request, emit, should_stop=None):
             leftovers += perform(action, watchdog, emit)
     finally:
         if proc.poll() is None:
-            watchdog.stop_nsys("agent interrupted", signal.SIGKILL)
+            watchdog.stop_nsys("interrupted", signal.SIGKILL)
         if xvfb is not None:
             stop_process_group(xvfb)
     output.poll()
@@ -213,11 +214,11 @@ def capture(request, emit, should_stop=None):
         "nsys_exit": nsys_exit,
         "nsys_elapsed_s": round(nsys_ended - started, 3),
         "elapsed_s": round(time.time() - started, 3),
-        "watchdog": watchdog.actions,
+        "watchdog": [action.to_wire() for action in watchdog.actions],
         "leftover_pids": leftovers,
         "program_not_found": output.program_not_found,
         "generated": output.generated,
-        "reports": find_reports(request["report_base"]),
+        "reports": find_reports(request.report_base),
         "display": env.get("DISPLAY"),
         "env_added": dict({k: env[k] for k in ("DISPLAY", "XAUTHORITY") if env.get(k)}, TMPDIR=scratch),
         "app_pid": watchdog.app_session(),
@@ -225,7 +226,7 @@ def capture(request, emit, should_stop=None):
         # left running) when a capture follows another closely: it never started the app, so a capture again
         # costs nothing
         "failed_to_start": nsys_exit is not None and watchdog.app_session() is None
-        and not find_reports(request["report_base"]) and not output.program_not_found
+        and not find_reports(request.report_base) and not output.program_not_found
         and nsys_ended - started < 10,
         "started_at": round(started, 3),
     }
@@ -236,7 +237,7 @@ def capture(request, emit, should_stop=None):
         result["nsys_last_lines"] = list(output.last_lines)
     result.update(machine.summary())  # app_stopped_after_s, stalled, stop_signals, app_gone_after_s, ended_early
     result["ended_at"] = round(time.time(), 3)
-    return result
+    return CaptureResult.from_wire(result, strict=True)
 
 
 def without_nsys(exit_status, elapsed_s):

@@ -39,7 +39,7 @@ CALM_LOOK_S = 0.5
 # What the capture sees at a tick while nsys runs. app: the app's PID, which is its session id (None until
 # the launch wrapper wrote it); app_started_at: when /proc says it started (measured when it first appears);
 # app_alive: whether its session has a live process (measured while it is not known to be over, else None);
-# stop_reason: why the host, its silence or the disk asks for an early end (asked while none was given);
+# stop_reason: (kind, words): why the host, its silence or the disk asks for an early end (an EarlyEnd's kind);
 # generated_at: when nsys printed "Generated:" (None before); scratch_bytes: the size of nsys's scratch folder
 # (measured when watches_scratch says so, else None).
 Tick = collections.namedtuple("Tick", "app app_started_at app_alive stop_reason generated_at scratch_bytes")
@@ -54,29 +54,37 @@ NsysEnded = collections.namedtuple("NsysEnded", "ended_at app app_alive report_w
 # session's label; signals go out in turn, each followed by its wait, not before not_before (None: at once).
 Emit = collections.namedtuple("Emit", "event fields")
 SignalApp = collections.namedtuple("SignalApp", "sid sig")
-Stop = collections.namedtuple("Stop", "target sid reason signals waits not_before")
+Stop = collections.namedtuple("Stop", "target sid reason signals waits not_before kind")
+# Why the watchdog stops nsys: a WatchdogStep's kind (messages.py) and its words.
+NSYS_STOPS = {
+    "stalled": "nsys stalled while generating the report",
+    "hung_after_report": "nsys hung after writing the report",
+    "unfinished": "nsys did not finish after the app was gone",
+    "interrupted": "agent interrupted",
+}
 # What an Escalation asks for: a signal to its target, or a wait until a time (or until the target is gone).
 Send = collections.namedtuple("Send", "sig")
 Wait = collections.namedtuple("Wait", "until")
 
 
-def stop_nsys(reason, first_signal=signal.SIGINT):
-    """SIGINT lets nsys stop collecting and write the report; TERM and KILL follow if it lingers."""
+def stop_nsys(kind, first_signal=signal.SIGINT):
+    """SIGINT lets nsys stop collecting and write the report; TERM and KILL follow if it lingers. kind: one of
+    NSYS_STOPS."""
     sequence = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
     signals = sequence[sequence.index(first_signal):]
-    return Stop("nsys", None, reason, signals, (SIGNAL_STEP_S,) * len(signals), None)
+    return Stop("nsys", None, NSYS_STOPS[kind], signals, (SIGNAL_STEP_S,) * len(signals), None, kind)
 
 
 def stop_session(label, sid, not_before):
     """A session still there at not_before is terminated, then killed."""
     return Stop(label, sid, "{} outlived the capture".format(label), (signal.SIGTERM, signal.SIGKILL),
-                (SIGNAL_STEP_S, KILL_WAIT_S), not_before)
+                (SIGNAL_STEP_S, KILL_WAIT_S), not_before, "outlived")
 
 
 def leftover_grace_s(actions, report_written):
     """How long nsys's daemon and helpers may outlive nsys: they may still be finishing its report when the
     CLI ends, unless the watchdog had to stop nsys and there is no report to finish."""
-    stopped_nsys = any(action["target"] == "nsys" for action in actions)
+    stopped_nsys = any(action.target == "nsys" for action in actions)
     return ORPHAN_GRACE_S if stopped_nsys and not report_written else AFTER_REPORT_GRACE_S
 
 
@@ -147,8 +155,8 @@ class CaptureMachine(object):
 
     @classmethod
     def from_request(cls, request, started):
-        return cls(started, float(request.get("delay_s") or 0), float(request["duration_s"]),
-                   float(request["grace_s"]), float(request.get("heartbeat_s", 1.0)))
+        settings = request.settings
+        return cls(started, settings.delay_s, settings.duration_s, settings.grace_s, settings.heartbeat_s)
 
     def watches_scratch(self, app_alive, generated_at):
         """Whether a tick needs the scratch folder's size: once the app is gone (seen so now or before),
@@ -184,7 +192,8 @@ class CaptureMachine(object):
         if self.ended_early is None and seen.stop_reason:
             # seconds of capture: from the app's start, as the user counts them
             since = self.app_started if self.app_started is not None else self.started
-            self.ended_early = {"reason": seen.stop_reason, "after_s": round(now - since, 3)}
+            kind, reason = seen.stop_reason
+            self.ended_early = {"kind": kind, "reason": reason, "after_s": round(now - since, 3)}
         planned_stop = self.app_started is not None and self.app_stopped is None and (
             now - self.app_started >= self.capture_s or self.ended_early is not None)
         # a SIGTERM that arrives while nsys's injection holds the app's signals can be lost: resend it
@@ -204,16 +213,16 @@ class CaptureMachine(object):
             self.progress = self.progress or WriteProgress(now, seen.scratch_bytes)
             if self.progress.stalled(now, seen.scratch_bytes):
                 self.stalled = True
-                actions.append(stop_nsys("nsys stalled while generating the report"))
+                actions.append(stop_nsys("stalled"))
         if seen.generated_at is not None and now - seen.generated_at > AFTER_REPORT_GRACE_S:
-            actions.append(stop_nsys("nsys hung after writing the report", signal.SIGTERM))
+            actions.append(stop_nsys("hung_after_report", signal.SIGTERM))
         elif now > self.deadline and not self.app_stop_asked:
             # nsys writes its report once the app is gone: stop the app first, nsys only if need be
             if app:
                 actions.append(stop_session("app", app, now))
             self.app_stop_asked = True
         elif self.nsys_deadline is not None and now > self.nsys_deadline:
-            actions.append(stop_nsys("nsys did not finish after the app was gone"))
+            actions.append(stop_nsys("unfinished"))
         return actions
 
     def _leftovers(self, now, seen):

@@ -20,6 +20,7 @@ import traceback
 
 from . import capture as capture_mod
 from . import clocks, facts, files, sampler, watchdog
+from .messages import ClocksUsed, HostLine, LaunchAnswer, LockHolder, StatusAnswer
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -120,14 +121,14 @@ class BoardLock(object):
 
 
 def launch(request):
-    """Start the supervisor; returns {'pid', 'run_dir'} or {'busy': holder} when the lock is taken."""
-    run_dir = request["run_dir"]
-    lock = BoardLock(request["work_dir"])
-    busy = lock.acquire(request.get("wait_lock_s", 0), {
-        "run": os.path.basename(run_dir), "host": request.get("requested_by"), "since": time.time()})
+    """Start the supervisor of a LaunchRequest; answers with its pid, or with who holds the board's lock."""
+    run_dir = request.run_dir
+    lock = BoardLock(request.work_dir)
+    busy = lock.acquire(request.settings.wait_lock_s, {
+        "run": os.path.basename(run_dir), "host": request.requested_by, "since": time.time()})
     if busy is not None:
-        return {"busy": busy}
-    recovered = clocks.recover_stale(request["work_dir"], pid_alive)  # a lock whose supervisor was killed
+        return LaunchAnswer(busy=LockHolder.from_wire(busy))
+    recovered = clocks.recover_stale(request.work_dir, pid_alive)  # a lock whose supervisor was killed
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     for name in (STATE, STOP):
         try:
@@ -158,7 +159,7 @@ def launch(request):
     while time.time() < deadline:
         state = read_state(run_dir)
         if state is not None:
-            return {"pid": state["pid"], "run_dir": run_dir, "state": state, "recovered_clocks": recovered}
+            return LaunchAnswer(pid=state["pid"], run_dir=run_dir, state=state, recovered_clocks=recovered)
         time.sleep(0.05)
     raise RuntimeError("the capture supervisor did not start (see {})".format(os.path.join(run_dir, LOG)))
 
@@ -180,6 +181,13 @@ def _become_daemon(run_dir):
     # must work). In a session of its own, without a terminal, nothing sends the supervisor SIGHUP or SIGINT.
 
 
+def _json_or_none(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def touch(path):
     with open(path, "a"):
         os.utime(path, None)
@@ -188,7 +196,7 @@ def touch(path):
 class Supervisor(object):
     def __init__(self, request):
         self.request = request
-        self.run_dir = request["run_dir"]
+        self.run_dir = request.run_dir
         self.started = time.time()
         self.state = {"stage": "starting", "pid": os.getpid(), "started_at": self.started,
                       "heartbeat_timeout_s": self.heartbeat_timeout}
@@ -198,7 +206,7 @@ class Supervisor(object):
 
     @property
     def heartbeat_timeout(self):
-        return float(self.request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
+        return self.request.settings.heartbeat_timeout_s or DEFAULT_HEARTBEAT_TIMEOUT_S
 
     def save(self, **changes):
         self.state.update(changes)
@@ -219,24 +227,26 @@ class Supervisor(object):
             self.save(capture_elapsed_s=fields.get("elapsed_s"), app_s=fields.get("app_s"))
 
     def should_stop(self):
+        """(an EarlyEnd's kind, its words) when the capture should end now, else None."""
         stop_file = os.path.join(self.run_dir, STOP)
         if os.path.exists(stop_file):
             with open(stop_file) as handle:
-                return handle.read().strip() or "the host asked to end the capture"
+                asked = HostLine.from_wire(_json_or_none(handle.read()))
+            return asked.stop or "interrupted", asked.reason or "the host asked to end the capture"
         try:
             silent = time.time() - os.path.getmtime(os.path.join(self.run_dir, HEARTBEAT))
         except OSError:
             silent = 0
         if silent > self.heartbeat_timeout:
             self.state["host_gone"] = True
-            return "no heartbeat from the host for {:.0f} s".format(silent)
+            return "host_gone", "no heartbeat from the host for {:.0f} s".format(silent)
         free = files.free_bytes(self.run_dir)
         # nsys turns its scratch into the report when the capture ends, and needs about as much room again
         scratch = watchdog.folder_bytes(os.path.join(self.run_dir, "scratch")) if free < self.roomy else 0
         if free < LOW_DISK_BYTES + scratch:
             self.state["disk_low"] = {"free": free, "scratch": scratch}
-            return "the disk is nearly full ({} MB free in {}, nsys needs about {} MB to write its report)".format(
-                free // 2**20, self.run_dir, (scratch + LOW_DISK_BYTES) // 2**20)
+            return "disk_low", ("the disk is nearly full ({} MB free in {}, nsys needs about {} MB to write its "
+                                "report)").format(free // 2**20, self.run_dir, (scratch + LOW_DISK_BYTES) // 2**20)
         return None
 
 
@@ -245,14 +255,13 @@ def capture_with_retries(request, sup):
     the app; a second capture usually works. The retries happen here, under the board's lock, so that no
     other run slips in between; never after an early end (the user, the host or the disk asked for an
     end, not for more)."""
-    retries = int(request.get("retries") or 0)
     attempts = []  # type: list
     while True:
         sup.save(stage="capturing", attempt=len(attempts) + 1)
         result = capture_mod.capture(request, sup.on_event, sup.should_stop)
-        again = not result["reports"] and (result.get("stalled") or result.get("failed_to_start"))
-        if not again or result.get("ended_early") or len(attempts) >= retries:
-            result["previous_attempts"] = attempts
+        again = not result.reports and (result.stalled or result.failed_to_start)
+        if not again or result.ended_early or len(attempts) >= request.settings.retries:
+            result.previous_attempts = attempts
             return result
         attempts.append(result)
         time.sleep(2)  # let the failed attempt's nsys processes go
@@ -264,34 +273,37 @@ def supervise(request):
     sampling = sampler.BoardSampler(sup.run_dir, env=dict(os.environ, **{capture_mod.RUN_MARK: sup.run_dir}))
     locked = None
     try:
-        if request.get("lock_clocks"):  # restored below on every way out of the capture
+        lock_clocks = request.settings.lock_clocks
+        if lock_clocks:  # restored below on every way out of the capture
             sup.save(stage="locking clocks")
-            locked = clocks.lock(request["work_dir"], request["lock_clocks"].get("nvpmodel"), os.getpid())
+            locked = clocks.lock(request.work_dir, lock_clocks.nvpmodel, os.getpid())
         sampling.start()
         try:
             result = capture_with_retries(request, sup)
         finally:
             samples = sampling.stop()
-            restored = clocks.restore(request["work_dir"]) if locked else None
+            restored = clocks.restore(request.work_dir) if locked else None
             if locked:
                 sup.save(clocks={"locked": locked, "restore": restored})
-        result["board_samples"] = samples
-        result["board_state_after"] = facts.board_state_now()  # the board after the run: one round trip less
+        result.settings = request.settings  # what the board ran with, as it read it
+        result.board_samples = samples
+        result.board_state_after = facts.board_state_now()  # the board after the run: one round trip less
         if locked:
-            result["clocks"] = {"locked": locked, "restore": restored}
-        importer = request.get("importer")
-        if ".qdstrm" in result["reports"] and not (set(result["reports"]) & {".nsys-rep", ".qdrep"}) and importer:
-            sup.save(stage="importing", capture=result)
-            result["import"] = files.import_qdstrm(importer, result["reports"][".qdstrm"])
-            result["reports"] = capture_mod.find_reports(request["report_base"])
+            result.clocks = ClocksUsed.from_wire({"locked": locked, "restore": restored}, strict=True)
+        importer = request.importer
+        if ".qdstrm" in result.reports and not (set(result.reports) & {".nsys-rep", ".qdrep"}) and importer:
+            sup.save(stage="importing", capture=result.to_wire())
+            result.import_ = files.import_qdstrm(importer, result.reports[".qdstrm"])
+            result.reports = capture_mod.find_reports(request.report_base)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)  # nsys's, not needed now
         files.release_reserve(sup.run_dir)
-        result["sizes"] = files.sizes(sup.run_dir)  # the run's files as they stay: the pull asks no more
-        sup.save(stage=ENDED, result=result, free_bytes=files.free_bytes(sup.run_dir))
+        result.sizes = files.sizes(sup.run_dir)  # the run's files as they stay: the pull asks no more
+        sup.save(stage=ENDED, result=result.to_wire(), free_bytes=files.free_bytes(sup.run_dir))
     except BaseException as exc:  # noqa: B036 (recorded for the host, then re-raised)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)
         files.release_reserve(sup.run_dir)
-        sup.save(stage=ENDED, result=result, error="{}: {}".format(type(exc).__name__, exc),
+        sup.save(stage=ENDED, result=result.to_wire() if result is not None else None,
+                 error="{}: {}".format(type(exc).__name__, exc),
                  trace=traceback.format_exc()[-4000:])
         raise
 
@@ -318,13 +330,13 @@ def attach(request, emit, stdin_fd=0):
     """Keep the host company: renew the heartbeat on every 'beat' line, turn 'stop' into a stop
     request, report progress every second, answer with the final state once the capture ended.
     Returns None when the host went away (end of input, or silence past the heartbeat timeout)."""
-    run_dir = request["run_dir"]
+    run_dir = request.run_dir
     heartbeat = os.path.join(run_dir, HEARTBEAT)
-    timeout_s = float(request.get("heartbeat_timeout_s") or DEFAULT_HEARTBEAT_TIMEOUT_S)
+    timeout_s = request.heartbeat_timeout_s or DEFAULT_HEARTBEAT_TIMEOUT_S
     last_input, last_report = time.time(), 0.0
     pending = b""
     stamp = state = None  # the state is read again only once the supervisor wrote a new one
-    planned_s = request.get("planned_s")
+    planned_s = request.planned_s
     while True:
         ready, _, _ = select.select([stdin_fd], [], [], follow_look_s(state, planned_s, time.time()))
         now = time.time()
@@ -336,12 +348,12 @@ def attach(request, emit, stdin_fd=0):
             pending += data
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                word = line.strip().decode("utf-8", "replace")
-                if word == "beat":
+                said = HostLine.from_wire(_json_or_none(line.decode("utf-8", "replace")))
+                if said.beat:
                     touch(heartbeat)
-                elif word.startswith("stop"):
+                elif said.stop:
                     with open(os.path.join(run_dir, STOP), "w") as handle:
-                        handle.write(word[4:].strip() or "the host asked to end the capture")
+                        json.dump(said.to_wire(), handle)
         seen = state_stamp(run_dir)
         if seen is None or seen != stamp:
             stamp, state = seen, read_state(run_dir)
@@ -365,7 +377,7 @@ def attach(request, emit, stdin_fd=0):
 
 def status(request):
     """Where a run stands on the board: its state (None when unknown) and whether its supervisor lives."""
-    run_dir = request["run_dir"]
+    run_dir = request.run_dir
     state = read_state(run_dir)
     alive = bool(state) and state.get("stage") != ENDED and pid_alive(state["pid"])
-    return {"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive}
+    return StatusAnswer.from_wire({"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive})

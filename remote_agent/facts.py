@@ -11,52 +11,7 @@ import socket
 import sys
 
 from . import board, boardfs, files, nsys_locate
-
-# L4T release -> JetPack release, for the releases boards are commonly seen with.
-L4T_TO_JETPACK = {
-    "32.2.1": "4.2.2", "32.3.1": "4.3", "32.4.3": "4.4", "32.4.4": "4.4.1", "32.5.0": "4.5",
-    "32.5.1": "4.5.1", "32.5.2": "4.5.1", "32.6.1": "4.6", "32.7.1": "4.6.1", "32.7.2": "4.6.2",
-    "32.7.3": "4.6.3", "32.7.4": "4.6.4", "32.7.5": "4.6.5", "32.7.6": "4.6.6",
-    "35.1.0": "5.0.2", "35.2.1": "5.1", "35.3.1": "5.1.1", "35.4.1": "5.1.2", "35.5.0": "5.1.3",
-    "35.6.0": "5.1.4", "35.6.1": "5.1.5", "36.2.0": "6.0 DP", "36.3.0": "6.0", "36.4.0": "6.1",
-    "36.4.3": "6.2", "36.4.4": "6.2.1",
-}
-
-_TEGRA_RE = re.compile(r"R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)\.(\d+)")
-_L4T_CORE_RE = re.compile(r"nvidia-l4t-core\s+(\d+)\.(\d+)\.(\d+)")
-
-
-def parse_nv_tegra_release(text):
-    """'# R32 (release), REVISION: 7.1, GCID: ...' -> '32.7.1' (None when it is not such a line).
-
-    The leading '#' may be missing or escaped ('\\#' in copies pasted from markdown)."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    match = _TEGRA_RE.search(first)
-    if not match:
-        return None
-    return "{}.{}.{}".format(*match.groups())
-
-
-def parse_l4t_core_version(text):
-    """dpkg-query's 'nvidia-l4t-core<TAB>32.7.1-20220219090432' -> '32.7.1' (the fallback source)."""
-    match = _L4T_CORE_RE.search(text or "")
-    return "{}.{}.{}".format(*match.groups()) if match else None
-
-
-def parse_nvpmodel_query(text):
-    """'nvpmodel -q' -> {'name': 'MAXN', 'id': 0}; older Xavier adds a 'NV Fan Mode:cool' line first."""
-    name, mode_id = None, None
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if "NV Power Mode:" in line:  # verbose output prefixes it: 'NVPM VERB: Current mode: NV Power Mode: 25W'
-            name = line.split("NV Power Mode:", 1)[1].strip()
-        elif line.isdigit() and name is not None and mode_id is None:
-            mode_id = int(line)
-    return {"name": name, "id": mode_id} if name else None
-
-
-def jetpack_for_l4t(l4t):
-    return L4T_TO_JETPACK.get(l4t) if l4t else None
+from .board_text import jetpack_for_l4t, parse_l4t_core_version, parse_nv_tegra_release, parse_nvpmodel_query
 
 
 def parse_device_tree_string(raw):

@@ -13,11 +13,31 @@ import sys
 import traceback
 
 from . import AGENT_VERSION
+from .messages import (
+    AttachRequest,
+    FactsRequest,
+    Failure,
+    LaunchRequest,
+    Message,
+    PreflightRequest,
+    RemoveAnswer,
+    RemoveRequest,
+    SendRequest,
+    StatusRequest,
+    VersionAnswer,
+)
 from .protocol import emit, fail
 
 COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove", "board_state")
 MODULES = {"facts": "facts", "board_state": "facts", "preflight": "preflight", "launch": "daemon", "attach": "daemon",
            "status": "daemon", "remove": "files", "send": "send"}
+# each command's request (read strictly: a field of the wrong kind is a bad_request failure)
+REQUESTS = {"facts": FactsRequest, "preflight": PreflightRequest, "launch": LaunchRequest, "attach": AttachRequest,
+            "status": StatusRequest, "remove": RemoveRequest, "send": SendRequest}  # type: dict
+
+
+class BadRequest(ValueError):
+    """The host's request could not be read as the command's message."""
 
 
 def own_sha256():
@@ -29,9 +49,14 @@ def own_sha256():
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def read_request():
-    raw = sys.stdin.read()
-    return json.loads(raw) if raw.strip() else {}
+def read_request(command, raw):
+    """The command's request message from its JSON text (empty: every field at its default)."""
+    try:
+        wire = json.loads(raw) if raw.strip() else {}
+        message = REQUESTS.get(command)
+        return message.from_wire(wire, strict=True) if message is not None else None
+    except ValueError as exc:
+        raise BadRequest("{} request: {}".format(command, exc)) from None
 
 
 def command_module(command):
@@ -41,25 +66,34 @@ def command_module(command):
 
 
 def handle(command, request):
+    """The command's answer, as a message or (facts, board_state, preflight) the JSON object it documents."""
     if command == "version":
-        return {"version": AGENT_VERSION, "sha256": own_sha256(),
-                "python": "{}.{}.{}".format(*sys.version_info[:3])}
-    if command not in MODULES:
-        raise ValueError("unknown command " + command)
+        return VersionAnswer(version=AGENT_VERSION, sha256=own_sha256(),
+                             python="{}.{}.{}".format(*sys.version_info[:3]))
     module = command_module(command)
     if command == "facts":
-        return module.collect(request.get("nsys"), request.get("work_dir"), request.get("with_nsys", True))
+        return module.collect(request.nsys, request.work_dir, request.with_nsys)
     if command == "board_state":
         return module.board_state()
     if command == "preflight":
         return module.run(request)
     if command == "launch":
         return module.launch(request)
-    if command == "attach":
-        return module.attach(request, emit)
     if command == "status":
         return module.status(request)
-    return {"removed": module.remove(request["paths"], request["root"])}
+    return RemoveAnswer(removed=module.remove(request.paths, request.root))
+
+
+def answer(command, data):
+    emit("result", command=command, agent_version=AGENT_VERSION,
+         data=data.to_wire() if isinstance(data, Message) else data)
+
+
+def failed(command, exc):
+    kind = "bad_request" if isinstance(exc, BadRequest) else "error"
+    failure = Failure(kind=kind, msg="{}: {}".format(type(exc).__name__, exc), command=command,
+                      trace=traceback.format_exc()[-4000:] if kind == "error" else None)
+    fail(failure.msg, **{key: value for key, value in failure.to_wire().items() if key != "msg"})
 
 
 def main(argv=None):
@@ -69,15 +103,10 @@ def main(argv=None):
     if args.command == "send":
         return _send(sys.stdin.readline())
     if args.command == "attach":  # its input is the host's heartbeat lines, after one line of request
-        return _answer("attach", lambda: command_module("attach").attach(json.loads(_raw_line(0) or b"{}"), emit))
-    try:
-        request = read_request() if args.command != "version" else {}
-        emit("result", command=args.command, agent_version=AGENT_VERSION, data=handle(args.command, request))
-        return 0
-    except Exception as exc:  # the agent answers in JSON, never with a bare traceback
-        fail("{}: {}".format(type(exc).__name__, exc), command=args.command,
-             trace=traceback.format_exc()[-4000:])
-        return 1
+        return _answer("attach", lambda: command_module("attach").attach(
+            read_request("attach", _raw_line(0).decode("utf-8", "replace")), emit))
+    return _answer(args.command, lambda: handle(args.command, read_request(args.command, sys.stdin.read())
+                                                 if args.command != "version" else None))
 
 
 def _raw_line(fd):
@@ -92,20 +121,22 @@ def _raw_line(fd):
 
 
 def _answer(command, work):
+    """One result line with work()'s answer, or one failure line: the agent answers in JSON, never with a bare
+    traceback."""
     try:
-        emit("result", command=command, agent_version=AGENT_VERSION, data=work())
+        answer(command, work())
         return 0
     except BrokenPipeError:  # the host went away: nobody to answer
         return 0
     except Exception as exc:
-        fail("{}: {}".format(type(exc).__name__, exc), command=command, trace=traceback.format_exc()[-4000:])
+        failed(command, exc)
         return 1
 
 
 def _send(request_line):
     try:
-        files = json.loads(request_line or "{}")["files"]
-    except (ValueError, KeyError, TypeError) as exc:
-        sys.stderr.write(json.dumps({"failed": True, "msg": "{}: {}".format(type(exc).__name__, exc)}) + "\n")
+        files = read_request("send", request_line or "{}").files
+    except BadRequest as exc:
+        sys.stderr.write(json.dumps(Failure(kind="bad_request", msg=str(exc), command="send").to_wire()) + "\n")
         return 1
     return command_module("send").send_files(files)

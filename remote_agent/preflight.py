@@ -7,6 +7,7 @@ import shutil
 
 from . import boardfs, files, nsys_locate, power_modes, xdisplay
 from . import facts as facts_mod
+from .messages import PreflightAnswer
 
 MIN_NSYS_VERSION = (2019, 5)
 # 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
@@ -31,7 +32,7 @@ def nsys_findings(request, facts, probes):
     its importer, the GPU metrics asked for. A run without nsys (--no-nsys) needs none of it."""
     found = []
     system, nsys = facts["system"], facts["nsys"]
-    sampling = request.get("sample", "cpu") not in ("none", None)
+    sampling = request.sample not in ("none", None)
 
     if system["uid"] != 0:
         paranoid = system.get("perf_event_paranoid")
@@ -50,11 +51,11 @@ def nsys_findings(request, facts, probes):
                 "run as root, or 'sysctl -w kernel.perf_event_paranoid=2', or use --sample none"))
 
     if not nsys["path"]:
-        if request.get("nsys"):
+        if request.nsys:
             elsewhere = nsys_locate.candidate_nsys_paths()
             fix = "fix orchestrate_nsys in the inventory" + (
                 " (nsys found at {})".format(", ".join(elsewhere)) if elsewhere else "")
-            what = "no runnable nsys at {} (orchestrate_nsys)".format(request["nsys"])
+            what = "no runnable nsys at {} (orchestrate_nsys)".format(request.nsys)
         else:
             fix = ("JetPack 5/6: apt install nsight-systems-<version> (it lands in /opt/nvidia/nsight-systems); "
                    "JetPack 4: apt install nsight-systems-cli, or from the host: orchestrate nsys deploy --target "
@@ -78,13 +79,14 @@ def nsys_findings(request, facts, probes):
                 "nsys leaves a raw .qdstrm when host-linux-* is not beside its target-linux-* folder; " + detail,
                 "nothing to do; install the full Nsight Systems host package to import where nsys runs"))
 
-    found += gpu_metrics_findings(request.get("gpu_metrics"), nsys, probes.get("gpu_metrics"))
+    found += gpu_metrics_findings(request.gpu_metrics, nsys, probes.get("gpu_metrics"))
     return found
 
 
 def evaluate(request, facts, probes):
-    """request: what the run needs; facts: facts.collect(); probes: app/display/disk look-ups."""
-    found = nsys_findings(request, facts, probes) if request.get("with_nsys", True) else []
+    """request: what the run needs (a PreflightRequest); facts: facts.collect(); probes: app/display/disk
+    look-ups."""
+    found = nsys_findings(request, facts, probes) if request.with_nsys else []
 
     app = probes.get("app")
     if app is not None and not app["found"]:
@@ -92,39 +94,39 @@ def evaluate(request, facts, probes):
             "error", "app_not_found", "the app '{}' was not found on the target".format(app["argv0"]),
             "looked in {} and on PATH".format(app["cwd"] or "the working directory"),
             "build or install the app there, or fix 'command'/'workdir' in the app spec"))
-    if request.get("cwd") and not os.path.isdir(request["cwd"]):
+    if request.cwd and not os.path.isdir(request.cwd):
         found.append(finding(
-            "error", "workdir_missing", "the app's working directory {} does not exist".format(request["cwd"]),
+            "error", "workdir_missing", "the app's working directory {} does not exist".format(request.cwd),
             "the app is started from there (relative model paths)",
             "create it or fix 'workdir' in the app spec"))
 
-    if request.get("lock_clocks") and not probes.get("jetson_clocks"):
+    if request.lock_clocks and not probes.get("jetson_clocks"):
         found.append(finding(
             "error", "cannot_lock_clocks", "--lock-clocks asked, but jetson_clocks is not on the target",
             "the clocks are locked with jetson_clocks (JetPack installs it), and restored with it afterwards",
             "run without --lock-clocks on a board that is not a Jetson"))
-    if request.get("nvpmodel_mode") is not None and not probes.get("nvpmodel"):
+    if request.nvpmodel_mode is not None and not probes.get("nvpmodel"):
         found.append(finding(
             "error", "cannot_set_power_mode", "--nvpmodel asked, but nvpmodel is not on the target",
             "the power mode is set with nvpmodel (JetPack installs it), and set back with it afterwards",
             "run without --nvpmodel on a board that is not a Jetson"))
     conf = probes.get("power_modes")
-    if request.get("nvpmodel_mode") is not None and probes.get("nvpmodel") and conf:
+    if request.nvpmodel_mode is not None and probes.get("nvpmodel") and conf:
         current = (facts["board"].get("power_mode") or {}).get("id")
-        unknown = power_modes.unknown_mode(conf, request["nvpmodel_mode"])
-        problem = power_modes.switch_problem(conf, current, request["nvpmodel_mode"])
+        unknown = power_modes.unknown_mode(conf, request.nvpmodel_mode)
+        problem = power_modes.switch_problem(conf, current, request.nvpmodel_mode)
         if unknown:
             found.append(finding("error", "power_mode_unknown", "--nvpmodel {}: {}".format(
-                request["nvpmodel_mode"], unknown), "nvpmodel sets only the modes its configuration defines",
+                request.nvpmodel_mode, unknown), "nvpmodel sets only the modes its configuration defines",
                 "pick one of those modes"))
         elif problem:
             reachable = power_modes.switchable_modes(conf, current)
             found.append(finding(
-                "error", "power_mode_needs_reboot", "--nvpmodel {}: {}".format(request["nvpmodel_mode"], problem),
+                "error", "power_mode_needs_reboot", "--nvpmodel {}: {}".format(request.nvpmodel_mode, problem),
                 "nvpmodel would ask on the board, where no one answers, and keep the mode it has",
                 "set it once by hand (sudo nvpmodel -m {} and reboot), then --lock-clocks without --nvpmodel; or "
                 "pick a mode this board switches to as it runs: {}".format(
-                    request["nvpmodel_mode"], ", ".join(str(i) for i in reachable) or "none")))
+                    request.nvpmodel_mode, ", ".join(str(i) for i in reachable) or "none")))
 
     display = probes.get("display")
     if display is not None and display["mode"] == "missing":
@@ -141,8 +143,8 @@ def evaluate(request, facts, probes):
             found.append(finding(
                 "error" if blocking else "warning", "low_disk",
                 "only {} MB free in {} ({})".format(place["free"] // 2**20, place["path"], place["role"]),
-                "a {} s capture needs about {} MB there{}".format(
-                    request.get("duration_s"), place["needed"] // 2**20,
+                "a {:g} s capture needs about {} MB there{}".format(
+                    request.capture_s, place["needed"] // 2**20,
                     "" if blocking else "; if the disk fills up, the capture is ended early and its report kept"),
                 "free space there, shorten --duration, or set orchestrate_work_dir to a larger disk"))
     return found
@@ -213,27 +215,30 @@ def _probe_gpu_metrics(nsys):
 
 
 def run(request):
-    request = dict(request, work_dir=request.get("work_dir") or os.getcwd())  # the deploy's call: its folder
-    if request.get("cwd"):
-        request = dict(request, cwd=boardfs.expand_login_home(request["cwd"]))
-    facts = facts_mod.collect(request.get("nsys"), request.get("work_dir"), request.get("with_nsys", True))
-    if request.get("xvfb") == "always":
-        display = probe_display(request.get("needs_display"), None, "always", facts["system"]["xvfb"])
+    """Preflight's answer to a PreflightRequest: the facts, the findings, the display chosen, the board now."""
+    if not request.work_dir:  # the deploy's call: its folder
+        request.work_dir = os.getcwd()
+    if request.cwd:
+        request.cwd = boardfs.expand_login_home(request.cwd)
+    facts = facts_mod.collect(request.nsys, request.work_dir, request.with_nsys)
+    if request.xvfb == "always":
+        display = probe_display(request.needs_display, None, "always", facts["system"]["xvfb"])
     else:
-        display = probe_display(request.get("needs_display"), request.get("display") or facts["system"]["display_env"],
-                                request.get("xvfb", "auto"), facts["system"]["xvfb"])
-    needed = required_bytes(request.get("duration_s"))
-    work_dir = request["work_dir"]
+        display = probe_display(request.needs_display, request.display or facts["system"]["display_env"],
+                                request.xvfb, facts["system"]["xvfb"])
+    needed = required_bytes(request.capture_s)
+    work_dir = request.work_dir
     disk = [{"path": work_dir, "role": "report and nsys scratch", "needed": needed,
              "free": files.free_bytes(work_dir)}]
     probes = {
-        "app": probe_app(request.get("argv0"), request.get("cwd")),
+        "app": probe_app(request.argv0, request.cwd),
         "display": display,
         "disk": disk,
         "jetson_clocks": boardfs.tool("jetson_clocks"),
         "nvpmodel": boardfs.tool("nvpmodel"),
-        "power_modes": power_modes.read_conf() if request.get("nvpmodel_mode") is not None else None,
-        "gpu_metrics": _probe_gpu_metrics(facts["nsys"]) if request.get("gpu_metrics") else None,
+        "power_modes": power_modes.read_conf() if request.nvpmodel_mode is not None else None,
+        "gpu_metrics": _probe_gpu_metrics(facts["nsys"]) if request.gpu_metrics else None,
     }
-    return {"facts": facts, "findings": evaluate(request, facts, probes), "display": display,
-            "board_state": facts_mod.board_state_now()}  # the board before the run: one round trip less
+    return PreflightAnswer.from_wire({
+        "facts": facts, "findings": evaluate(request, facts, probes), "display": display,
+        "board_state": facts_mod.board_state_now()}, strict=True)  # the board before the run: one round trip less

@@ -92,16 +92,16 @@ def send(path, offset, size, out_fd=1):
 
 
 def send_files(files, out_fd=1, err=None):
-    """Each of files ({"path", "offset", "size"}) in turn; an answer line per file. Returns the exit status."""
+    """Each of files (messages.FileRange) in turn; an answer line per file. Returns the exit status."""
     err = err or sys.stderr
     for item in files:
         try:
-            answer = send(item["path"], item.get("offset", 0), int(item["size"]), out_fd)
+            answer = send(item.path, item.offset, item.size, out_fd)
         except Exception as exc:  # said in the file's answer; the files after it are not sent
-            err.write(json.dumps({"path": item.get("path"), "failed": True,
+            err.write(json.dumps({"path": item.path, "failed": True,
                                   "msg": "{}: {}".format(type(exc).__name__, exc)}) + "\n")
             err.flush()
             return 1
-        err.write(json.dumps(dict(answer, path=item["path"]), sort_keys=True) + "\n")
+        err.write(json.dumps(dict(answer, path=item.path), sort_keys=True) + "\n")
         err.flush()
     return 0

@@ -9,6 +9,7 @@ import time
 from .capture_machine import Escalation, Wait
 from .capture_machine import stop_nsys as nsys_stop
 from .capture_machine import stop_session as session_stop
+from .messages import WatchdogStep
 
 # Seconds between two looks at a session that is given time to end.
 SESSION_POLL_S = 0.2
@@ -123,13 +124,13 @@ class Watchdog(object):
             self._app_pid = read_pid_file(self.pid_file)
         return self._app_pid
 
-    def record(self, reason, sig, target):
-        self.actions.append({"reason": reason, "signal": signal.Signals(sig).name, "target": target,
-                             "at": time.time()})
+    def record(self, stop, sig):
+        self.actions.append(WatchdogStep(kind=stop.kind, reason=stop.reason, signal=signal.Signals(sig).name,
+                                         target=stop.target, at=time.time()))
 
-    def stop_nsys(self, reason, first_signal=signal.SIGINT):
+    def stop_nsys(self, kind, first_signal=signal.SIGINT):
         """SIGINT lets nsys stop collecting and write the report; TERM and KILL follow if it lingers."""
-        return self.stop(nsys_stop(reason, first_signal))
+        return self.stop(nsys_stop(kind, first_signal))
 
     def stop_session(self, label, sid, deadline):
         """A session still there at the deadline is terminated, then killed; returns the PIDs left."""
@@ -146,7 +147,7 @@ class Watchdog(object):
             if isinstance(step, Wait):
                 self._wait(stop, step.until)
             else:
-                self.record(stop.reason, step.sig, stop.target)
+                self.record(stop, step.sig)
                 self._send(stop, step.sig)
 
     def _alive(self, stop):

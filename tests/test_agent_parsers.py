@@ -182,12 +182,13 @@ def test_nsys_counts_as_stalled_once_its_scratch_stops_growing_by_megabytes():
 
 def test_a_stopped_nsys_without_a_report_leaves_its_daemon_only_a_short_grace():
     from remote_agent.capture_machine import AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S, leftover_grace_s
-    stalled = [{"reason": "nsys stalled while generating the report", "signal": "SIGINT", "target": "nsys"}]
+    from remote_agent.messages import WatchdogStep
+    stalled = [WatchdogStep(kind="stalled", signal="SIGINT", target="nsys")]
     assert (AFTER_REPORT_GRACE_S, ORPHAN_GRACE_S) == (20.0, 2.0)
     # as seen in the suite: stalled, one SIGINT, nsys exits 0 without a report; its daemon spins on
     assert leftover_grace_s(stalled, report_written=False) == ORPHAN_GRACE_S
     # a report to finish, or an nsys that ended by itself: the daemon may still be writing
     assert leftover_grace_s(stalled, report_written=True) == AFTER_REPORT_GRACE_S
     assert leftover_grace_s([], report_written=False) == AFTER_REPORT_GRACE_S
-    app_only = [{"reason": "app outlived the capture", "signal": "SIGTERM", "target": "app"}]
+    app_only = [WatchdogStep(kind="outlived", signal="SIGTERM", target="app")]
     assert leftover_grace_s(app_only, report_written=False) == AFTER_REPORT_GRACE_S

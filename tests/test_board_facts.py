@@ -105,9 +105,14 @@ def test_thermal_trip_points_are_the_lowest_passive_one_per_zone(tmp_path, monke
 
 
 def test_fingerprints_follow_the_board_kind_and_its_software(on_board):
-    from orchestrator.targets.facts import board_fingerprint, board_kind
+    from orchestrator.targets.facts import board_fingerprint as of_wire
+    from orchestrator.targets.facts import board_kind
+    from remote_agent.messages import Facts
+
+    def board_fingerprint(found: dict) -> dict:  # each board's facts read strictly: the message fits the agent's
+        return of_wire(Facts.from_wire(found, strict=True))
     nano, orin = on_board("nano"), on_board("orin_nano")
-    assert board_kind(nano) == "NVIDIA Jetson Nano Developer Kit"
+    assert board_kind(Facts.from_wire(nano)) == "NVIDIA Jetson Nano Developer Kit"
     assert board_fingerprint(nano) == board_fingerprint(json_copy(nano))         # stable: same facts, same digest
     assert board_fingerprint(nano)["kind"] != board_fingerprint(orin)["kind"]
     reflashed = json_copy(nano)

@@ -11,7 +11,7 @@ from conftest import run_cli
 from orchestrator.errors import ParseError
 from orchestrator.parsers.board_text import parse_board_text, parse_nv_tegra_release
 from orchestrator.parsers.tegrastats import parse_line, parse_tegrastats
-from remote_agent.clocks import parse_jetson_clocks_show
+from remote_agent.board_text import parse_jetson_clocks_show
 
 SAMPLES = {s["id"]: s for s in json.loads((Path(__file__).parent / "data" / "jetson_samples.json").read_text())}
 KEYS = {"time", "ram_used_mb", "ram_total_mb", "swap_used_mb", "swap_total_mb", "cpus", "emc_pct", "emc_freq_mhz",

@@ -9,6 +9,7 @@ from remote_agent.capture_machine import (
     CALM_LOOK_S,
     KILL_WAIT_S,
     LOOK_S,
+    NSYS_STOPS,
     ORPHAN_GRACE_S,
     RESEND_TERM_S,
     SIGNAL_STEP_S,
@@ -24,6 +25,7 @@ from remote_agent.capture_machine import (
     Wait,
 )
 from remote_agent.daemon import CALM_FOLLOW_LOOK_S, FOLLOW_LOOK_S, follow_look_s
+from remote_agent.messages import WatchdogStep
 
 T0 = 1000.0
 TICK = 0.125
@@ -50,7 +52,7 @@ class Board:
         app = APP if now >= self.seen_at else None
         started_at = self.started_at if app and machine.app_started is None else None
         alive = (self.ends_at is None or now < self.ends_at) if app and machine.app_gone is None else None
-        reason = "the host asked" if self.stop_at is not None and now >= self.stop_at \
+        reason = ("interrupted", "the host asked") if self.stop_at is not None and now >= self.stop_at \
             and machine.ended_early is None else None
         generated = self.generated_at if self.generated_at is not None and now >= self.generated_at else None
         written = self.scratch(now) if machine.watches_scratch(alive, generated) else None
@@ -90,9 +92,9 @@ def of(log, kind):
     return [(t, a) for t, a in log if isinstance(a, kind)]
 
 
-def nsys_stop(reason, first=INT):
+def nsys_stop(kind, first=INT):
     signals = (INT, TERM, KILL)[(INT, TERM, KILL).index(first):]
-    return Stop("nsys", None, reason, signals, NSYS_STEPS[:len(signals)], None)
+    return Stop("nsys", None, NSYS_STOPS[kind], signals, NSYS_STEPS[:len(signals)], None, kind)
 
 
 def test_constants_are_the_measured_ones():
@@ -119,9 +121,10 @@ def test_the_sigterm_is_sent_again_every_5_s_then_the_deadline_stops_the_app_and
     log = run(m, board)
     assert [t - T0 for t, _ in of(log, SignalApp)] == [3.5, 3.5 + RESEND_TERM_S]
     stops = [(t - T0, a) for t, a in of(log, Stop)]
-    app_stop = Stop("app", APP, "app outlived the capture", (TERM, KILL), (SIGNAL_STEP_S, KILL_WAIT_S), T0 + 13.125)
+    app_stop = Stop("app", APP, "app outlived the capture", (TERM, KILL), (SIGNAL_STEP_S, KILL_WAIT_S), T0 + 13.125,
+                    "outlived")
     # nsys's 20 s count from when stopping the app was over (13.125 + 12 s), not from the deadline
-    assert stops == [(13.125, app_stop), (45.25, nsys_stop("nsys did not finish after the app was gone"))]
+    assert stops == [(13.125, app_stop), (45.25, nsys_stop("unfinished"))]
     assert m.nsys_deadline == T0 + 13.125 + 12.0 + AFTER_REPORT_GRACE_S
     assert m.summary()["stop_signals"] == 2 and not m.stalled
 
@@ -140,7 +143,7 @@ def test_nsys_counts_as_stalled_when_its_scratch_grows_by_less_than_1_mb_in_15_s
     log = run(m, Board(ends_at=T0 + 2.0, scratch=scratch))
     assert m.app_gone == T0 + 2.0
     assert [(t - T0, a) for t, a in of(log, Stop)] == [
-        (stalled_at, nsys_stop("nsys stalled while generating the report"))]
+        (stalled_at, nsys_stop("stalled"))]
     assert m.stalled and not of(log, SignalApp)
     assert m.summary()["app_gone_after_s"] == 1.5 and m.summary()["app_stopped_after_s"] is None
 
@@ -156,7 +159,7 @@ def test_the_scratch_folder_is_measured_only_from_the_app_s_end_until_generated(
 def test_nsys_that_lingers_20_s_after_generated_is_terminated():
     m = machine(duration_s=30.0, grace_s=30.0)
     log = run(m, Board(ends_at=T0 + 2.0, generated_at=T0 + 4.0))
-    assert [(t - T0, a) for t, a in of(log, Stop)] == [(24.125, nsys_stop("nsys hung after writing the report", TERM))]
+    assert [(t - T0, a) for t, a in of(log, Stop)] == [(24.125, nsys_stop("hung_after_report", TERM))]
     assert not m.stalled
 
 
@@ -169,8 +172,8 @@ def test_a_stall_and_the_deadline_in_the_same_tick_stop_nsys_first_then_the_app(
         actions = [a for a in m.decide(now, board.look(m, now)) if isinstance(a, Stop)]
         now += TICK
     assert now - TICK == T0 + 17.125
-    assert actions == [nsys_stop("nsys stalled while generating the report"),
-                       Stop("app", APP, "app outlived the capture", (TERM, KILL), (10.0, 5.0), T0 + 17.125)]
+    assert actions == [nsys_stop("stalled"),
+                       Stop("app", APP, "app outlived the capture", (TERM, KILL), (10.0, 5.0), T0 + 17.125, "outlived")]
     assert m.nsys_deadline is None
     m.acted(T0 + 18.0)
     assert m.nsys_deadline == T0 + 38.0
@@ -184,15 +187,15 @@ def test_a_host_stop_request_stops_the_app_as_at_the_planned_end(stop_at, term_a
     m = machine(duration_s=30.0, grace_s=30.0)
     log = run(m, Board(stop_at=T0 + stop_at, ends_on_term=1, scratch=lambda t: int(t * 8 * MB)), until=T0 + 10)
     assert [(t - T0, a) for t, a in of(log, SignalApp)] == [(term_at, SignalApp(APP, TERM))]
-    assert m.ended_early == {"reason": "the host asked", "after_s": after_s}
+    assert m.ended_early == {"kind": "interrupted", "reason": "the host asked", "after_s": after_s}
     assert not of(log, Stop)
 
 
 def test_only_the_first_reason_to_end_early_counts():
     m = machine()
-    m.decide(T0, Tick(APP, T0, True, "no heartbeat from the host for 31 s", None, None))
-    m.decide(T0 + 1, Tick(APP, None, True, "the disk is nearly full", None, None))
-    assert m.ended_early == {"reason": "no heartbeat from the host for 31 s", "after_s": 0.0}
+    m.decide(T0, Tick(APP, T0, True, ("host_gone", "no heartbeat from the host for 31 s"), None, None))
+    m.decide(T0 + 1, Tick(APP, None, True, ("disk_low", "the disk is nearly full"), None, None))
+    assert m.ended_early == {"kind": "host_gone", "reason": "no heartbeat from the host for 31 s", "after_s": 0.0}
     assert m.terms_sent == 1
 
 
@@ -212,8 +215,8 @@ def ended(signals=(), report_written=True, app=APP, app_alive=None, daemons=(515
     return NsysEnded(ended_at, app, app_alive, report_written, 777, list(daemons), list(signals))
 
 
-STALL_SIGINT = {"reason": "nsys stalled while generating the report", "signal": "SIGINT", "target": "nsys", "at": 0}
-APP_TERM = {"reason": "app outlived the capture", "signal": "SIGTERM", "target": "app", "at": 0}
+STALL_SIGINT = WatchdogStep(kind="stalled", reason=NSYS_STOPS["stalled"], signal="SIGINT", target="nsys", at=0)
+APP_TERM = WatchdogStep(kind="outlived", reason="app outlived the capture", signal="SIGTERM", target="app", at=0)
 
 
 @pytest.mark.parametrize("case, seen, app_until, nsys_until", [
@@ -280,7 +283,7 @@ def test_a_clean_nsys_exit_leaves_a_lingering_daemon_the_full_grace():
     (INT, 0.0, []),                                               # already gone: nothing sent
 ])
 def test_nsys_is_stopped_step_by_step_10_s_apart(first, gone_at, sent):
-    got, left, end = drive(nsys_stop("why", first), None if gone_at is None else T0 + gone_at)
+    got, left, end = drive(nsys_stop("unfinished", first), None if gone_at is None else T0 + gone_at)
     assert got == sent
     assert left == ([APP] if gone_at is None else [])
     assert end - T0 == (10.0 * len(sent) if gone_at is None else gone_at)

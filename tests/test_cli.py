@@ -48,13 +48,6 @@ def test_listing_commands(command, capsys, tmp_path, monkeypatch):
     assert ("es2gears" if command == "apps" else "local") in out
 
 
-def test_readme_lists_every_exit_code_as_the_code_defines_it():
-    from pathlib import Path
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    for code, meaning in EXIT_CODES.items():
-        assert f"| {code} | {meaning} |" in readme
-
-
 def test_readme_opens_with_the_two_commands_ci_runs():
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent

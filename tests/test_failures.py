@@ -24,6 +24,7 @@ from orchestrator.runs import remote_capture
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
+from remote_agent.messages import CaptureSettings, LaunchRequest
 
 pytestmark = pytest.mark.integration
 
@@ -287,15 +288,14 @@ def test_a_retried_capture_ignores_the_last_tries_pid_file(tmp_path):
     Path(paths.pid_file).write_text("4194000\n")  # no such process
     spec = with_overrides(adhoc_app("sh -c 'while true; do sleep 0.2; done'", False), 2, trace="osrt", sample="none",
                           cpuctxsw="none")
-    request = {
-        "argv": profile_argv("/usr/bin/nsys", spec, paths), "cwd": None, "env": {}, "run_dir": paths.run_dir,
-        "work_dir": agent.work_dir, "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": 2,
-        "delay_s": 0, "grace_s": 30, "display": {"mode": "none"}}
+    request = LaunchRequest(argv=profile_argv("/usr/bin/nsys", spec, paths), run_dir=paths.run_dir,
+                            work_dir=agent.work_dir, pid_file=paths.pid_file, report_base=paths.report_base,
+                            settings=CaptureSettings(duration_s=2, grace_s=30))
     remote_capture.launch(agent, request)
-    capture = remote_capture.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None)["result"]
+    capture = remote_capture.follow(agent, paths.run_dir, 30, lambda e: None, lambda: None).result
     transport.close()
-    assert capture["app_pid"] != 4194000
-    assert capture["app_stopped_after_s"] == pytest.approx(2, abs=1.5)
-    assert capture["app_gone_after_s"] < 10
+    assert capture is not None and capture.app_pid != 4194000
+    assert capture.app_stopped_after_s == pytest.approx(2, abs=1.5)
+    assert capture.app_gone_after_s is not None and capture.app_gone_after_s < 10
     # the planned SIGTERM ended the app: the watchdog never had to (nsys itself may still stall now and then)
-    assert all(action["target"] != "app" for action in capture["watchdog"])
+    assert all(action.target != "app" for action in capture.watchdog)

@@ -9,6 +9,7 @@ import pytest
 from orchestrator.documents.run import RunDocument, RunTarget
 from orchestrator.documents.summary import SHARES, Attribution, Share, Summary
 from orchestrator.figures.next_steps import MAX_STEPS, next_steps
+from remote_agent.messages import Facts
 
 
 def summary(pcts: dict[str, float] | None = None, sources: dict | None = None, software: bool = False,
@@ -39,7 +40,7 @@ def rules(found: Summary, document: RunDocument | None = None) -> dict[str, str]
 def test_software_renderer_off_a_jetson_asks_for_the_board():
     assert rules(summary(software=True), run())["on_the_board"] == "orchestrate profile --target BOARD --app posebench"
     jetson = run()
-    jetson.facts = {"board": {"model": "NVIDIA Jetson Orin Nano Developer Kit"}}
+    jetson.facts = Facts.from_wire({"board": {"model": "NVIDIA Jetson Orin Nano Developer Kit"}})
     assert "on_the_board" not in rules(summary(software=True), jetson)
     assert "on_the_board" not in rules(summary(), run())
 

@@ -24,6 +24,7 @@ from orchestrator.runs.outcome import capture_summary, classify_capture
 from orchestrator.study.spec import cell_app, cells, load_study, without_nsys
 from remote_agent import facts as agent_facts
 from remote_agent import preflight
+from remote_agent.messages import CaptureResult, PreflightRequest
 
 APP = AppSpec(name="bench", command=("./bench", "--frames", "40"), duration_s=30)
 
@@ -68,13 +69,14 @@ def test_without_nsys_the_wrapper_starts_the_app_itself():
 def test_preflight_without_nsys_asks_for_neither_nsys_nor_root():
     system = {"uid": 1000, "user": "ubuntu", "perf_event_paranoid": 4}
     no_nsys = dict(agent_facts.NO_NSYS)
-    found = preflight.evaluate({"sample": "cpu", "nsys": "/opt/nsys"}, {"system": system, "nsys": no_nsys}, {})
+    found = preflight.evaluate(PreflightRequest(sample="cpu", nsys="/opt/nsys"), {"system": system, "nsys": no_nsys},
+                               {})
     assert [f["code"] for f in found] == ["not_root", "perf_event_paranoid", "nsys_missing"]
-    assert preflight.evaluate({"sample": "cpu", "with_nsys": False, "gpu_metrics": "ga10b"},
+    assert preflight.evaluate(PreflightRequest(sample="cpu", with_nsys=False, gpu_metrics="ga10b"),
                               {"system": system, "nsys": no_nsys}, {}) == []
     app_missing = {"app": {"argv0": "./bench", "cwd": "/w", "found": False}}
-    assert [f["code"] for f in preflight.evaluate({"with_nsys": False}, {"system": system, "nsys": no_nsys},
-                                                  app_missing)] == ["app_not_found"]
+    found = preflight.evaluate(PreflightRequest(with_nsys=False), {"system": system, "nsys": no_nsys}, app_missing)
+    assert [f["code"] for f in found] == ["app_not_found"]
 
 
 def run_result(**changes):
@@ -82,7 +84,7 @@ def run_result(**changes):
             "app_exit": 0, "app_elapsed_s": 12.25, "app_pid": 42, "app_stopped_after_s": None,
             "app_gone_after_s": 12.2}
     base.update(changes)
-    return base
+    return CaptureResult.from_wire(base, strict=True)
 
 
 def test_without_nsys_the_apps_own_exit_says_how_the_run_went():
@@ -98,8 +100,8 @@ def test_without_nsys_the_apps_own_exit_says_how_the_run_went():
     assert status == "app_not_found" and isinstance(error, AppNotFoundError)
     assert error.message == "the board's shell could not start './bench'"
     killed = run_result(app_exit=-9, app_stopped_after_s=30.0, watchdog=[
-        {"target": "app", "signal": "SIGTERM", "reason": "app outlived the capture"},
-        {"target": "app", "signal": "SIGKILL", "reason": "app outlived the capture"}])
+        {"kind": "outlived", "target": "app", "signal": "SIGTERM", "reason": "app outlived the capture"},
+        {"kind": "outlived", "target": "app", "signal": "SIGKILL", "reason": "app outlived the capture"}])
     status, error = classify_capture(killed, APP)
     assert status == "watchdog" and isinstance(error, WatchdogError)
     assert error.message == "watchdog: the app outlived its run (SIGTERM to app, SIGKILL to app)"

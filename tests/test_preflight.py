@@ -13,6 +13,8 @@ from orchestrator.errors import (
 from orchestrator.inventory.catalog import AppSpec
 from orchestrator.runs.outcome import classify_capture, nudged_warning, raise_for_findings
 from remote_agent import nsys_locate, preflight
+from remote_agent.capture_machine import NSYS_STOPS
+from remote_agent.messages import CaptureResult, Finding, PreflightRequest
 
 NSYS_OK = {"path": "/usr/bin/nsys", "version": "2022.4.2.1", "tried": ["/usr/bin/nsys"],
            "importer": "/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter", "imports_itself": True}
@@ -28,25 +30,26 @@ def codes(found):
 
 
 def test_a_ready_root_target_has_no_findings():
-    assert preflight.evaluate({"sample": "cpu"}, facts(), {"disk": []}) == []
+    assert preflight.evaluate(PreflightRequest(sample="cpu"), facts(), {"disk": []}) == []
 
 
 def test_non_root_with_high_paranoid_blocks_sampling():
-    found = preflight.evaluate({"sample": "cpu"}, facts(uid=1000, paranoid=3), {})
+    found = preflight.evaluate(PreflightRequest(sample="cpu"), facts(uid=1000, paranoid=3), {})
     assert codes(found) == [("error", "not_root"), ("error", "perf_event_paranoid")]
     assert "PermitRootLogin prohibit-password" in found[0]["fix"]
-    assert codes(preflight.evaluate({"sample": "none"}, facts(uid=1000, paranoid=3), {})) == [("warning", "not_root")]
+    found = preflight.evaluate(PreflightRequest(sample="none"), facts(uid=1000, paranoid=3), {})
+    assert codes(found) == [("warning", "not_root")]
 
 
 def test_nsys_missing_too_old_and_no_importer():
     missing = {"path": None, "version": None, "tried": ["/usr/bin/nsys"], "importer": None, "imports_itself": False}
-    found = preflight.evaluate({}, facts(nsys=missing), {})
+    found = preflight.evaluate(PreflightRequest(), facts(nsys=missing), {})
     assert codes(found) == [("error", "nsys_missing")]
     assert found[0]["what"] == "nsys not found (looked on PATH and in {})".format(", ".join(nsys_locate.NSYS_GLOBS))
     assert "/opt/nvidia/nsight_systems/nsys" in found[0]["what"]
     assert "orchestrate nsys deploy --target <this board> --from" in found[0]["fix"]
     old = dict(NSYS_OK, version="2019.3.7.9", imports_itself=False, importer=None)
-    found = preflight.evaluate({}, facts(nsys=old), {})
+    found = preflight.evaluate(PreflightRequest(), facts(nsys=old), {})
     assert codes(found) == [("error", "nsys_too_old"), ("info", "importer_missing")]
     assert "imported on the host" in found[1]["why"]
 
@@ -58,7 +61,7 @@ def test_app_display_and_disk_probes():
         "disk": [{"path": "/root/.cache/orchestrate", "role": "report and nsys scratch", "free": 50 * 2**20,
                   "needed": preflight.required_bytes(10)}],
     }
-    found = preflight.evaluate({"duration_s": 10}, facts(), probes)
+    found = preflight.evaluate(PreflightRequest(capture_s=10), facts(), probes)
     assert codes(found) == [("error", "app_not_found"), ("error", "no_display"), ("error", "low_disk")]
     assert found[2]["what"] == "only 50 MB free in /root/.cache/orchestrate (report and nsys scratch)"
     assert "600 MB" in found[2]["why"]
@@ -67,7 +70,7 @@ def test_app_display_and_disk_probes():
 def test_disk_between_the_minimum_and_the_estimate_is_a_warning():
     probes = {"disk": [{"path": "/w", "role": "report and nsys scratch", "free": 300 * 2**20,
                         "needed": preflight.required_bytes(10)}]}
-    [found] = preflight.evaluate({"duration_s": 10}, facts(), probes)
+    [found] = preflight.evaluate(PreflightRequest(capture_s=10), facts(), probes)
     assert (found["level"], found["code"], found["what"]) == ("warning", "low_disk",
                                                               "only 300 MB free in /w (report and nsys scratch)")
     assert found["why"].endswith("if the disk fills up, the capture is ended early and its report kept")
@@ -89,9 +92,9 @@ def test_first_blocking_finding_becomes_its_error(code, error):
              {"level": "error", "code": code, "what": "what broke", "why": "", "fix": "do this"},
              {"level": "error", "code": "no_display", "what": "x", "why": "", "fix": ""}]
     with pytest.raises(error) as err:
-        raise_for_findings(found)
+        raise_for_findings([Finding.from_wire(f, strict=True) for f in found])
     assert err.value.one_line() == "preflight: what broke (+1 more problem(s), listed above) (do this)"
-    raise_for_findings(found[:1])  # info alone never blocks
+    raise_for_findings([Finding.from_wire(found[0], strict=True)])  # info alone never blocks
 
 
 APP = AppSpec(name="es2gears", command=("es2gears_x11",), duration_s=3)
@@ -101,7 +104,9 @@ def capture(**changes):
     base = {"program_not_found": False, "watchdog": [], "reports": {".qdstrm": "/r/report.qdstrm"},
             "nsys_exit": 143, "nsys_elapsed_s": 11.2, "app_pid": 42}
     base.update(changes)
-    return base
+    kinds = {words: kind for kind, words in NSYS_STOPS.items()}  # what the agent's watchdog says each step was
+    base["watchdog"] = [dict(step, kind=kinds.get(step["reason"], "outlived")) for step in base["watchdog"]]
+    return CaptureResult.from_wire(base, strict=True)
 
 
 def test_how_the_app_ended_in_words():

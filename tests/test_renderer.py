@@ -7,6 +7,7 @@ import pytest
 
 from orchestrator.figures.renderer import run_renderer
 from orchestrator.parsers.renderer import board_gpu, gl_renderer, is_software
+from remote_agent.messages import Facts
 
 PARSERS = Path(__file__).parent / "data" / "parsers"
 
@@ -33,13 +34,13 @@ def test_renderer_lines(line, renderer):
 
 
 def test_a_run_folder_names_the_apps_renderer_else_its_boards_gpu(tmp_path):
-    orin = {"board": {"model": "Jetson AGX Orin", "chip": "tegra234"}}
+    orin = Facts.from_wire({"board": {"model": "Jetson AGX Orin", "chip": "tegra234"}})
     assert run_renderer(tmp_path, orin) == "Ampere GPU (ga10b)"  # no app output: the chip's GPU
     (tmp_path / "app.stdout.log").write_text("frame 1\n")
     (tmp_path / "app.stderr.log").write_text("GL_RENDERER: NVIDIA Tegra Orin (nvgpu)/integrated\n")
     assert run_renderer(tmp_path, orin) == "NVIDIA Tegra Orin (nvgpu)/integrated"
     (tmp_path / "app.stderr.log").write_text("")
-    assert run_renderer(tmp_path, {"board": {"chip": "tegra999"}}) is None
+    assert run_renderer(tmp_path, Facts.from_wire({"board": {"chip": "tegra999"}})) is None
     assert run_renderer(tmp_path, None) is None
     assert [board_gpu(c) for c in ("tegra210", "tegra186", "tegra194")] == [
         "Maxwell GPU (gm20b)", "Pascal GPU (gp10b)", "Volta GPU (gv11b)"]

@@ -14,6 +14,7 @@ from orchestrator.runs.pull import pull_verified
 from orchestrator.targets.agent import deploy_agent, deploy_and_call
 from orchestrator.targets.local import LocalTransport
 from remote_agent import files
+from remote_agent.messages import CaptureProgress, CaptureResult, PreflightRequest
 
 
 class Counted(LocalTransport):
@@ -35,10 +36,8 @@ class Counted(LocalTransport):
         self.sent.append("prepare_download")
 
 
-def preflight_request(work_dir: str | None) -> dict:
-    return {"nsys": None, "with_nsys": False, "argv0": "sh", "cwd": None, "needs_display": False, "display": None,
-            "xvfb": "never", "sample": "none", "gpu_metrics": None, "duration_s": 1, "work_dir": work_dir,
-            "lock_clocks": False, "nvpmodel_mode": None}
+def preflight_request(work_dir: str | None) -> PreflightRequest:
+    return PreflightRequest(with_nsys=False, argv0="sh", xvfb="never", sample="none", capture_s=1, work_dir=work_dir)
 
 
 def test_a_deployed_agent_answers_its_first_call_in_the_command_that_finds_it(tmp_path):
@@ -77,8 +76,8 @@ def test_the_capture_results_sizes_spare_the_pull_its_look_at_the_board(tmp_path
     (run_dir / "scratch").mkdir()  # a folder is not one of the run's files
     sizes = files.sizes(str(run_dir))
     assert sizes == {name: len(data) for name, data in contents.items()}
-    known = board_files({"sizes": sizes}, RemoteRunPaths(str(run_dir)))
-    assert board_files({}, RemoteRunPaths(str(run_dir))) is None  # an agent's result without them: looked up
+    known = board_files(CaptureResult(sizes=sizes), RemoteRunPaths(str(run_dir)))
+    assert board_files(CaptureResult(), RemoteRunPaths(str(run_dir))) is None  # without them: looked up
     out = tmp_path / "run"
     out.mkdir()
     transport.sent.clear()
@@ -93,13 +92,13 @@ def test_what_comes_after_the_capture_is_made_ready_once_the_app_runs_and_never_
     remote, local = Counted(), Counted()
     on_board, here = Preparation(remote, during_capture=True), Preparation(local, during_capture=False)
     for seconds in (None, 0.0, APP_RUNNING_S / 2):  # nsys starting, the app just started
-        on_board.on_progress({"elapsed_s": 1.0, "app_s": seconds})
+        on_board.on_progress(CaptureProgress(elapsed_s=1.0, app_s=seconds))
     assert on_board.thread is None and remote.sent == []
-    on_board.on_progress({"elapsed_s": 2.0, "app_s": APP_RUNNING_S})
+    on_board.on_progress(CaptureProgress(elapsed_s=2.0, app_s=APP_RUNNING_S))
     assert on_board.thread is not None and remote.sent == ["prepare_download"]
-    on_board.on_progress({"elapsed_s": 3.0, "app_s": APP_RUNNING_S + 1})
+    on_board.on_progress(CaptureProgress(elapsed_s=3.0, app_s=APP_RUNNING_S + 1))
     assert remote.sent == ["prepare_download"]  # once
-    here.on_progress({"elapsed_s": 2.0, "app_s": 5.0})
+    here.on_progress(CaptureProgress(elapsed_s=2.0, app_s=5.0))
     assert here.thread is None and local.sent == []  # the local target: nothing while the app is measured
     here.finish()
     on_board.finish()

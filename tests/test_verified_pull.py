@@ -96,6 +96,7 @@ def test_every_file_of_a_pull_comes_in_one_call_each_resumed_and_verified(tmp_pa
 def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path):
     """The board sends each file up to the size measured before the pull: a file that changed since is
     refused (its bytes could not be told from the next file's), and nothing after it is sent."""
+    from remote_agent.messages import FileRange
     from remote_agent.send import send_files
     first, changed, last = (tmp_path / name for name in ("first", "changed", "last"))
     first.write_bytes(b"12345")
@@ -103,8 +104,8 @@ def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path
     last.write_bytes(b"never sent")
     read_end, write_end = os.pipe()
     answers = io.StringIO()
-    status = send_files([{"path": str(first), "offset": 2, "size": 5}, {"path": str(changed), "size": 4},
-                         {"path": str(last), "size": 10}], out_fd=write_end, err=answers)
+    status = send_files([FileRange(path=str(first), offset=2, size=5), FileRange(path=str(changed), size=4),
+                         FileRange(path=str(last), size=10)], out_fd=write_end, err=answers)
     os.close(write_end)
     assert status == 1 and os.read(read_end, 100) == b"345"
     done, failed = [json.loads(line) for line in answers.getvalue().splitlines()]

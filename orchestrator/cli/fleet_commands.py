@@ -12,16 +12,14 @@ from .options import (
     DAY_S,
     add_app_choice,
     add_capture_options,
-    add_clock_options,
     add_no_nsys_option,
-    add_run_options,
+    add_run_settings,
     add_ssh_options,
-    add_study_run_options,
     capture_overrides,
-    clock_request,
     connect_options,
     given_capture_options,
     output_folder,
+    run_settings,
     seconds,
     show,
     stderr,
@@ -40,15 +38,13 @@ def add_parsers(sub: Any) -> None:
     fleet.add_argument("--out", type=Path, default=Path("runs"), help="folder for fleet folders (default runs/)")
     add_capture_options(fleet)
     add_no_nsys_option(fleet)
-    add_study_run_options(fleet, "before each run (default: that board fails)")
+    add_run_settings(fleet, "before each run (default: that board fails)")
     fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
-    add_run_options(fleet)
     fleet.add_argument("--board-timeout", type=seconds(0, 7 * DAY_S, above=True), metavar="S",
                        help="end a board's capture early (its report kept) once it has taken S seconds, and count "
                             "the board as failed (default: no limit beyond the watchdog's)")
-    add_clock_options(fleet)
 
     doctor = sub.add_parser("doctor", help="check every matching board: reachable, what it is, what would fail",
                             description="Connect to every target --limit matches, --forks at a time, deploy the agent "
@@ -76,7 +72,7 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
 def cmd_fleet(args: argparse.Namespace) -> int:
     from ..fleet.runner import FleetRequest, plan_fleet, run_fleet
     from .console import FleetTable
-    clock = clock_request(args)  # a usage error before anything loads
+    settings = run_settings(args)  # a usage error before anything loads
     if not args.study and (args.repeat is not None or args.set):
         raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
                          "give --study FILE, or leave it out")
@@ -88,8 +84,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     output_folder(args.out)
     request = FleetRequest(
         plan=plan, out_dir=args.out, repeat=args.repeat, forks=args.forks, connect=connect_options(args),
-        grace_s=args.grace, retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
-        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, board_timeout_s=args.board_timeout, **clock)
+        settings=settings, board_timeout_s=args.board_timeout)
     view = FleetTable(stderr(), list(plan.targets))
     try:
         outcome = run_fleet(request, view)

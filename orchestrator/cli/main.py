@@ -30,20 +30,19 @@ from .board_commands import add_parsers as add_board_parsers
 from .board_commands import cmd_nsys
 from .fleet_commands import add_parsers as add_fleet_parsers
 from .fleet_commands import cmd_doctor, cmd_fleet, cmd_targets
+from .help_commands import add_parsers as add_help_parsers
+from .help_commands import cmd_help
 from .options import (
     add_app_choice,
     add_capture_options,
-    add_clock_options,
     add_no_nsys_option,
-    add_run_options,
+    add_run_settings,
     add_ssh_options,
-    add_study_run_options,
     capture_overrides,
-    clock_request,
     connect_options,
     existing_folder,
     output_folder,
-    seconds,
+    run_settings,
     show,
     stderr,
     whole,
@@ -66,7 +65,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orchestrate", description="Remote Nsight Systems profiling for Jetson boards.",
-                     epilog="exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()))
+                     epilog=f"exit codes: 0 success, 2 bad usage, and {len(EXIT_CODES) - 2} more, each for one kind of "
+                            "failure: 'orchestrate help exit-codes' lists them")
     parser.add_argument("--version", action="version", version=f"orchestrate {__version__}")
     parser.add_argument("--debug-log", type=Path, default=DEFAULT_DEBUG_LOG,
                         help=f"where unexpected errors write their traceback (default {DEFAULT_DEBUG_LOG})")
@@ -82,15 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
     add_capture_options(prof)
     add_no_nsys_option(prof)
-    prof.add_argument("--grace", type=seconds(0), default=30.0,
-                      help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
-    prof.add_argument("--retries", type=whole(0, 10), default=1,
-                      help="captures to try again when nsys stalls while writing its report (default 1)")
     add_ssh_options(prof)
-    add_run_options(prof)
-    prof.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
-                      help="wait up to S seconds for another run on the board to end (default: fail at once)")
-    add_clock_options(prof)
+    add_run_settings(prof, "(default: fail at once)")
 
     study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
                            description="Run every cell of the study's matrix --repeat times on one target, over "
@@ -105,9 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="other values for a matrix variable, e.g. --set frames=10 for a quick run")
     study.add_argument("--out", type=Path, default=Path("runs"), help="folder for study folders (default runs/)")
     study.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
-    add_study_run_options(study)
+    add_run_settings(study, "before each run (default 0)")
     add_no_nsys_option(study)
-    add_clock_options(study)
     add_ssh_options(study)
 
     fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
@@ -124,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parsers(sub)
 
     add_fleet_parsers(sub)
+    add_help_parsers(sub)
     add_results_parsers(sub)
     add_board_parsers(sub)
     return parser
@@ -134,16 +127,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from .console import RichProgress
-    clock = clock_request(args)  # a usage error before anything loads
+    settings = run_settings(args)  # a usage error before anything loads
     host = load_inventory(args.inventory).host(args.target)
     spec = chosen_app(load_catalog(args.apps_dir), args.app, args.app_cmd, args.needs_display,
                       **capture_overrides(args))
     output_folder(args.out)
-    request = ProfileRequest(host=host, app=spec, out_dir=args.out, grace_s=args.grace, keep_remote=args.keep_remote,
-                             retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
-                             wait_lock_s=args.wait_lock, inventory=args.inventory,
-                             connect=connect_options(args),
-                             **clock)
+    request = ProfileRequest(host=host, app=spec, out_dir=args.out, settings=settings, inventory=args.inventory,
+                             connect=connect_options(args))
     progress = RichProgress(stderr())
     try:
         outcome = profile(request, progress)
@@ -172,7 +162,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
     from ..study.spec import cells, load_study, with_values, without_nsys
     from .console import StudyView
-    clock = clock_request(args)  # a usage error before anything loads
+    settings = run_settings(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
     if args.no_nsys:
         spec = without_nsys(spec)
@@ -185,8 +175,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     request = StudyRequest(spec=spec, host=host,
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
                            connect=connect_options(args),
-                           inventory=args.inventory, grace_s=args.grace, retries=args.retries,
-                           wait_lock_s=args.wait_lock, **clock)
+                           inventory=args.inventory, settings=settings)
     view = StudyView(stderr(), len(cells(spec)) * repeat)
     try:
         outcome = run_study(request, view)
@@ -230,7 +219,7 @@ def cmd_apps(args: argparse.Namespace) -> int:
 COMMANDS = {"nsys": cmd_nsys, "profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
             "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor,
-            "results": cmd_results, "ci": cmd_ci}
+            "results": cmd_results, "ci": cmd_ci, "help": cmd_help}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..runs.run_settings import RunSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -156,35 +157,32 @@ def add_app_choice(parser: argparse.ArgumentParser, *, study: bool = False) -> N
                         help="extra folder of app specs (default ~/.config/orchestrate/apps)")
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """--keep-remote and --heartbeat-timeout of a command that runs captures on boards (profile, fleet)."""
-    parser.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")
-    parser.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
-                        help="the board ends the capture on its own after S seconds without hearing from this "
-                             "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+def add_run_settings(parser: argparse.ArgumentParser,
+                     wait_lock_help: str = "before each run (default: fail at once)") -> None:
+    """The run's settings (RunSettings), for every command that runs captures on boards: declared once."""
+    group = parser.add_argument_group("run settings")
+    group.add_argument("--grace", type=seconds(0), default=30.0,
+                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
+    group.add_argument("--retries", type=whole(0, 10), default=1,
+                       help="captures to try again when nsys stalls while writing its report (default 1)")
+    group.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
+                       help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
+    group.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")
+    group.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
+                       help="the board ends the capture on its own after S seconds without hearing from this "
+                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+    group.add_argument("--lock-clocks", action="store_true",
+                       help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
+                            "after it however it ends (the board restores them itself if this machine is gone)")
+    group.add_argument("--nvpmodel", type=whole(0, 99), metavar="MODE",
+                       help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
 
 
-def add_clock_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lock-clocks", action="store_true",
-                        help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
-                             "after it however it ends (the board restores them itself if this machine is gone)")
-    parser.add_argument("--nvpmodel", type=whole(0, 99), metavar="MODE",
-                        help="with --lock-clocks: this nvpmodel power mode for the capture, the board's own after it")
-
-
-def clock_request(args: argparse.Namespace) -> dict:
-    if args.nvpmodel is not None and not args.lock_clocks:
-        raise UsageError("--nvpmodel goes with --lock-clocks", "e.g. --lock-clocks --nvpmodel 0")
-    return {"lock_clocks": args.lock_clocks, "nvpmodel": args.nvpmodel}
-
-
-def add_study_run_options(parser: argparse.ArgumentParser,
-                          wait_lock_help: str = "before each run (default 0)") -> None:
-    """--grace, --retries and --wait-lock of a command that runs a study's cells (or an app) on boards."""
-    parser.add_argument("--grace", type=seconds(0), default=30.0, help="as for profile (default 30)")
-    parser.add_argument("--retries", type=whole(0, 10), default=1, help="as for profile (default 1)")
-    parser.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
-                        help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The run's settings as the command line gave them (a usage error before anything loads)."""
+    return RunSettings(grace_s=args.grace, retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
+                       wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, lock_clocks=args.lock_clocks,
+                       nvpmodel=args.nvpmodel)
 
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:

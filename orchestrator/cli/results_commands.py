@@ -12,15 +12,14 @@ from typing import Any
 from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .options import (
-    add_clock_options,
     add_no_nsys_option,
+    add_run_settings,
     add_ssh_options,
-    add_study_run_options,
-    clock_request,
     connect_options,
     existing_folder,
     output_file,
     output_folder,
+    run_settings,
     show,
     stderr,
     whole,
@@ -112,9 +111,8 @@ def add_parsers(sub: Any) -> None:
     ci.add_argument("--branch", help="the branch measured (default: from CI variables, else git)")
     ci.add_argument("--out", type=Path, default=Path("runs"), help="folder for the job's runs (default runs/)")
     ci.add_argument("--db", help=DB_HELP)
-    add_study_run_options(ci)
+    add_run_settings(ci, "before each run (default 0)")
     add_no_nsys_option(ci)
-    add_clock_options(ci)
     add_ssh_options(ci)
 
 
@@ -255,7 +253,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from ..study.runner import StudyRequest
     from ..study.spec import cells, without_nsys
     from .console import StudyView
-    clock = clock_request(args)
+    settings = run_settings(args)
     rules = tuple(parse_rule(text) for text in args.gate)
     catalog = load_catalog(args.apps_dir)
     study, repeat = job_study(catalog, args.app, args.study, args.set, args.repeat)
@@ -273,8 +271,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     run = StudyRequest(spec=study, host=hosts[0], catalog=catalog,
                        out_dir=args.out, repeat=repeat, fresh=True,
                        connect=connect_options(args),
-                       inventory=args.inventory, grace_s=args.grace, retries=args.retries,
-                       wait_lock_s=args.wait_lock, **clock)
+                       inventory=args.inventory, settings=settings)
     if args.min_jobs > args.baseline_jobs:
         raise UsageError(f"--min-jobs {args.min_jobs} is more than the {args.baseline_jobs} jobs a baseline holds: "
                          "no job would ever be judged", f"give --baseline-jobs {args.min_jobs} or more")

@@ -8,6 +8,8 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from remote_agent.messages import Message
+
 from ..errors import UsageError
 from ..files import write_text
 
@@ -41,7 +43,7 @@ def as_json_fields(item: Any, keys: dict[str, str]) -> dict[str, Any]:
     for spec in fields(item):
         key, value = keys.get(spec.name, spec.name), getattr(item, spec.name)
         if spec.name != "unknown" and not (key in item.unknown and value == _default(spec)):
-            found[key] = value
+            found[key] = value.to_wire(version=False) if isinstance(value, Message) else value
     return {**item.unknown, **found}
 
 
@@ -62,7 +64,8 @@ def from_json_fields(cls: Any, value: dict[str, Any], keys: dict[str, str]) -> A
     for key, item in value.items():
         spec = known.get(key)
         if spec is not None and value_fits(item, hints[spec.name]):
-            args[spec.name] = item
+            message = _message_type(hints[spec.name])
+            args[spec.name] = message.from_wire(item) if message is not None and item is not None else item
         else:
             unknown[key] = item
     return cls(**args, unknown=unknown)
@@ -74,10 +77,17 @@ def _default(spec: Any) -> Any:
     return spec.default_factory() if spec.default_factory is not MISSING else MISSING
 
 
-def value_fits(value: Any, annotation: Any) -> bool:
-    """Whether a JSON value is of the kind a field's annotation says (its outer type: a list, a dict, text, ...)."""
+def _message_type(annotation: Any) -> type[Message] | None:
+    """The message a field holds (``Facts`` or ``Facts | None``), read with the messages' own rules."""
     members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
-    kinds = tuple(get_origin(member) or member for member in members)
+    return next((m for m in members if isinstance(m, type) and issubclass(m, Message)), None)
+
+
+def value_fits(value: Any, annotation: Any) -> bool:
+    """Whether a JSON value is of the kind a field's annotation says (its outer type: a list, a dict, text, ...;
+    a message's is an object)."""
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    kinds = tuple(dict if isinstance(m, type) and issubclass(m, Message) else get_origin(m) or m for m in members)
     if Any in kinds:
         return True
     if isinstance(value, bool):

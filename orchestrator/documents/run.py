@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from remote_agent.messages import BoardState, Facts, PowerMode
+
 from ..errors import UsageError
 from ._json import as_json_fields, from_json_fields, read_object, write_object
 
@@ -59,7 +61,7 @@ class RunDocument:
     study: dict[str, Any] | None = None     # the study and cell the run belongs to
     fleet: dict[str, Any] | None = None     # the fleet run it belongs to
     agent: dict[str, Any] | None = None
-    facts: dict[str, Any] | None = None     # the board's facts from preflight
+    facts: Facts | None = None              # the board's facts from preflight
     preflight: list[dict[str, Any]] | None = None
     board_fingerprint: dict[str, str] | None = None
     board_state: dict[str, Any] | None = None   # before and after the capture
@@ -150,9 +152,17 @@ class RunDocument:
         return (self.analysis or {}).get("error")
 
     @property
+    def power_modes(self) -> tuple[PowerMode | None, PowerMode | None]:
+        """The board's power mode before and after the capture (None where not known)."""
+        state = self.board_state if isinstance(self.board_state, dict) else {}
+        found = (state.get(moment) for moment in ("before", "after"))
+        return tuple(BoardState.from_wire(each).power_mode if isinstance(each, dict) else None  # type: ignore
+                     for each in found)
+
+    @property
     def thermal_trips_c(self) -> dict[str, float]:
         """The board's thermal zones' passive trip points, as its facts said."""
-        return ((self.facts or {}).get("board") or {}).get("thermal_trips_c") or {}
+        return (self.facts.board.thermal_trips_c if self.facts else None) or {}
 
     def as_json(self) -> dict[str, Any]:
         """run.json's object: the fields that are set (the inventory even when it is not), then the keys this

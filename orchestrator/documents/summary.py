@@ -165,11 +165,33 @@ class Summary(dict[str, Any]):
 
     @property
     def warmup_frames(self) -> int:
-        return int((self.frames.get("warmup") or {}).get("frames") or 0)
+        return warmup_of(self.frames)
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        return _section(self, "verdict")
 
     @property
     def verdict_kind(self) -> str | None:
-        return (self.get("verdict") or {}).get("kind")
+        return self.verdict.get("kind")
+
+    @property
+    def hotspots(self) -> dict[str, Any]:
+        return _section(self, "hotspots")
+
+    @property
+    def capture(self) -> dict[str, Any]:
+        return _section(self, "capture")
+
+    @property
+    def board(self) -> dict[str, Any]:
+        """The board's samples during the capture (figures.board's section): source, samples, series."""
+        return _section(self, "board")
+
+    @property
+    def board_series_ns(self) -> dict[str, list[list[float]]]:
+        """Each of the board's series as [report ns, value] points ({} without the report's clock)."""
+        return _section(self.board, "series_ns")
 
     @property
     def attribution(self) -> Attribution | None:
@@ -190,7 +212,7 @@ class Summary(dict[str, Any]):
     @property
     def self_hotspots(self) -> list[dict[str, Any]]:
         """The functions by their own samples, hottest first (symbol, samples, pct, module)."""
-        return list((self.get("hotspots") or {}).get("self") or [])
+        return list(self.hotspots.get("self") or [])
 
     @property
     def top_function(self) -> str | None:
@@ -216,6 +238,17 @@ class Summary(dict[str, Any]):
     def export(self) -> Path:
         """The export the analysis read."""
         return Path(self["capture"]["export"])
+
+
+def _section(found: dict[str, Any], key: str) -> dict[str, Any]:
+    """A section that is an object, or {} (missing, or of another kind in a hand-edited file)."""
+    value = found.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def warmup_of(frames: dict[str, Any]) -> int:
+    """The warm-up frames the frames section left out of the steady ones."""
+    return int(_section(frames, "warmup").get("frames") or 0)
 
 
 def summary_file(run_dir: Path) -> Path:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..analysis.energy import energy_per_frame_mj
 from ..analysis.frames import first_steady_index
+from ..documents.summary import warmup_of
 from .board_samples import series, total_power_mw
 
 
@@ -47,7 +48,7 @@ def energy_section(samples: list[dict[str, Any]], frames: dict[str, Any] | None,
     starts = np.asarray(frames.get("frame_starts_ns") or [], dtype=np.float64)
     if not len(per_frame) or len(starts) != len(per_frame):
         return None
-    first = first_steady_index(len(per_frame), int((frames.get("warmup") or {}).get("frames") or 0))
+    first = first_steady_index(len(per_frame), warmup_of(frames))
     # on a clock that starts at the first sample: seconds since 1970 in a float lose a microsecond or so
     t0_ns = int(round(powered[0][0] * 1e9))
     begin = (utc_epoch_ns - t0_ns + starts[first:]) / 1e9

@@ -12,6 +12,7 @@ from ..parsers.tegrastats import empty_sample, parse_line
 # the rail that carries the whole module's power, by board generation; without one, every rail added up
 TOTAL_RAILS = ("VDD_IN", "POM_5V_IN")
 UNUSED_RAILS = ("NC",)
+MAPPINGS = ("temps_c", "rails_mw", "other")  # a sample's keys whose values are objects
 
 
 def parse_board_samples(text: str) -> list[dict[str, Any]]:
@@ -30,8 +31,10 @@ def parse_board_samples(text: str) -> list[dict[str, Any]]:
             sample = {**empty_sample(), **entry["record"]}
         else:
             sample = None
-        if sample is not None:
-            samples.append({**sample, "t": float(entry["t"])})
+        if sample is not None:  # the mappings are mappings, whatever a record said
+            objects = {key: value if isinstance(value, dict) else {} for key in MAPPINGS
+                       for value in (sample.get(key),)}
+            samples.append({**sample, **objects, "t": float(entry["t"])})
     return sorted(samples, key=lambda s: s["t"])
 
 
@@ -44,7 +47,7 @@ def read_board_samples(run_dir: Path) -> list[dict[str, Any]]:
 
 def total_power_mw(sample: dict[str, Any]) -> tuple[str, float] | None:
     """(which rail, mW now): the module's input rail where the board has one, else the sum of its rails."""
-    rails: dict[str, float] = {name: float(values["current"]) for name, values in (sample.get("rails_mw") or {}).items()
+    rails: dict[str, float] = {name: float(values["current"]) for name, values in sample["rails_mw"].items()
                                if isinstance(values, dict) and isinstance(values.get("current"), (int, float))}
     for name in TOTAL_RAILS:
         if name in rails:
@@ -69,7 +72,7 @@ def cpu_load_pct(sample: dict[str, Any]) -> float | None:
 
 def hottest_c(sample: dict[str, Any], skip: tuple[str, ...] = ("PMIC",)) -> tuple[str, float] | None:
     """The hottest zone, leaving out the PMIC's (the Nano's reads 100 C whatever happens)."""
-    temps = [(zone, t) for zone, t in (sample.get("temps_c") or {}).items()
+    temps = [(zone, t) for zone, t in sample["temps_c"].items()
              if isinstance(t, (int, float)) and not zone.upper().startswith(skip)]
     return max(temps, key=lambda zt: zt[1]) if temps else None
 

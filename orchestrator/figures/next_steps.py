@@ -110,8 +110,8 @@ Rule = Callable[[Evidence], "tuple[float, NextStep] | None"]
 
 def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    board = ((ev.run.facts or {}).get("board") or {}) if ev.run else {}
-    if found is None or not found.software_renderer or "jetson" in str(board.get("model") or "").lower():
+    model = ev.run.facts.board.model if ev.run and ev.run.facts else None
+    if found is None or not found.software_renderer or "jetson" in str(model or "").lower():
         return None
     app = f"--app {ev.run.app_name}" if ev.run and ev.run.app.get("source") != APP_CMD_SOURCE else "--app-cmd APP"
     return 100.0, NextStep("on_the_board", "the renderer is a software one: its GPU work runs on this machine's CPU, "
@@ -177,7 +177,7 @@ def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
 
 
 def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
-    verdict = ev.summary.get("verdict") or {}
+    verdict = ev.summary.verdict
     if verdict.get("kind") != "vsync" or ev.run is None or vsync_off_in(ev.run.app.get("env")):
         return None
     env = dict(env_pairs(ev.run.app.get("env")), **VSYNC_OFF)
@@ -188,7 +188,7 @@ def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
 
 
 def symbols(ev: Evidence) -> tuple[float, NextStep] | None:
-    hotspots = ev.summary.get("hotspots") or {}
+    hotspots = ev.summary.hotspots
     if not hotspots or hotspots.get("symbols") is not None:
         return None
     rows = [row for row in hotspots.get("self") or [] if isinstance(row, dict)

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from remote_agent.messages import Facts
 
 from ..parsers.renderer import board_gpu, gl_renderer
 
@@ -10,7 +11,7 @@ APP_LOGS = ("app.stdout.log", "app.stderr.log")
 READ_AT_MOST = 1 << 16  # apps name their renderer when they start
 
 
-def run_renderer(run_dir: Path, facts: dict[str, Any] | None) -> str | None:
+def run_renderer(run_dir: Path, facts: Facts | None) -> str | None:
     for name in APP_LOGS:
         try:
             with open(run_dir / name, "rb") as log:
@@ -20,4 +21,4 @@ def run_renderer(run_dir: Path, facts: dict[str, Any] | None) -> str | None:
         said = gl_renderer(head)
         if said:
             return said
-    return board_gpu(((facts or {}).get("board") or {}).get("chip"))
+    return board_gpu(facts.board.chip if facts else None)

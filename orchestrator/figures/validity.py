@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from remote_agent.messages import PowerMode
+
 from ..documents.run import RunDocument
 from ..documents.summary import Summary
 from .board_samples import cpu_top_mhz
@@ -23,9 +25,7 @@ def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None
     """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
     flags = [{"code": gap["code"], "what": f"{gap['what']}: {gap['why']}"} for gap in
              (summary.capture_gaps if summary is not None else [])]
-    state = run.board_state or {}
-    before, after = state.get("before") or {}, state.get("after") or {}
-    mode_before, mode_after = before.get("power_mode"), after.get("power_mode")
+    mode_before, mode_after = run.power_modes
     if mode_before and mode_after and mode_before != mode_after:
         flags.append({"code": "power_mode_changed",
                       "what": f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"})
@@ -59,7 +59,7 @@ def _drop(points: list[tuple[float, float]], name: str, when: str, t0: float) ->
 def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> list[dict[str, str]]:
     """A zone at (or within 2 C of) its passive trip point, where the kernel starts throttling."""
     for sample in samples:
-        for zone, temp in (sample.get("temps_c") or {}).items():
+        for zone, temp in sample["temps_c"].items():
             if not isinstance(temp, (int, float)) or zone.upper().startswith("PMIC"):
                 continue
             limit = _trip(zone, trips)
@@ -77,5 +77,5 @@ def _trip(zone: str, trips: dict[str, float]) -> float:
     return DEFAULT_THERMAL_LIMIT_C
 
 
-def _mode(mode: dict[str, Any]) -> str:
-    return f"{mode.get('name')} ({mode.get('id')})"
+def _mode(mode: PowerMode) -> str:
+    return f"{mode.name} ({mode.id})"

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from remote_agent.messages import PreflightAnswer, PreflightRequest
 from remote_agent.nsys_locate import version_tuple
 
 from ..errors import OrchestratorError
@@ -63,18 +64,18 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
                           error=exc.one_line())
     try:
         agent = deploy_agent(transport, host)
-        checked = agent.call("preflight", {
-            "nsys": host.nsys, "argv0": None, "cwd": None, "needs_display": False, "display": host.display,
-            "xvfb": host.xvfb, "sample": "cpu", "duration_s": DOCTOR_CAPTURE_S, "work_dir": agent.work_dir})
+        checked = PreflightAnswer.from_wire(agent.call("preflight", PreflightRequest(
+            nsys=host.nsys, display=host.display, xvfb=host.xvfb, sample="cpu", capture_s=DOCTOR_CAPTURE_S,
+            work_dir=agent.work_dir)))
     except OrchestratorError as exc:
         return BoardCheck(target, "problems", transport.description, error=exc.one_line())
     finally:
         transport.close()
-    findings = [f for f in checked["findings"] if f["level"] in ("error", "warning")]
-    readable = host_reads(checked["facts"]["nsys"].get("version"), host_nsys)
+    findings = [f.to_wire() for f in checked.findings if f.level in ("error", "warning")]
+    readable = host_reads(checked.facts.nsys.version, host_nsys)
     findings += [readable] if readable else []
     status = "problems" if any(f["level"] == "error" for f in findings) else "ok"
-    return BoardCheck(target, status, transport.description, board_summary(checked["facts"]), findings)
+    return BoardCheck(target, status, transport.description, board_summary(checked.facts), findings)
 
 
 def doctor(inventory: Inventory, targets: list[str], connect: ConnectOptions, forks: int = 5) -> list[BoardCheck]:

@@ -31,6 +31,7 @@ from ..inventory.hosts import Inventory, load_inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
 from ..runs.remote_capture import HostStop
+from ..runs.run_settings import RunSettings
 from ..study.runner import StudyProgress, StudyRequest, run_study
 from ..study.spec import StudySpec, load_study, with_values, without_nsys
 from ..targets.settings import ConnectOptions
@@ -85,14 +86,8 @@ class FleetRequest:
     repeat: int | None = None
     forks: int = 5
     connect: ConnectOptions = field(default_factory=ConnectOptions)
-    grace_s: float = 30.0
-    retries: int = 1
-    heartbeat_timeout_s: float = 30.0
-    wait_lock_s: float = 0.0
-    keep_remote: bool = False
+    settings: RunSettings = field(default_factory=RunSettings)
     board_timeout_s: float | None = None
-    lock_clocks: bool = False
-    nvpmodel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -197,11 +192,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
         host = request.plan.inventory.host(target)
         if request.plan.app is not None:
             profile_request = ProfileRequest(
-                host=host, app=request.plan.app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
-                keep_remote=request.keep_remote, retries=request.retries,
-                heartbeat_timeout_s=request.heartbeat_timeout_s, wait_lock_s=request.wait_lock_s,
-                inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop,
-                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel)
+                host=host, app=request.plan.app, out_dir=folder, connect=request.connect, settings=request.settings,
+                inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
             outcome = profile(profile_request, progress)
             result = board_result_from_run(target, outcome.run_dir, folder)
         else:
@@ -210,9 +202,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 spec=request.plan.study, host=host, catalog=request.plan.catalog,
                 out_dir=folder / safe_name_part(target),
                 repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
-                inventory=request.plan.inventory_path, grace_s=request.grace_s, retries=request.retries, stop=stop,
-                lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel, wait_lock_s=request.wait_lock_s,
-                heartbeat_timeout_s=request.heartbeat_timeout_s)
+                inventory=request.plan.inventory_path, settings=request.settings, stop=stop,
+                fleet={"folder": folder.name, "target": target})
             study = run_study(study_request, progress)
             result = board_result_from_study(target, study.folder, folder)
     except OrchestratorError as exc:
@@ -266,13 +257,13 @@ class _BoardWatch:
     def _watch(self) -> None:
         while not self.closed.wait(0.2):
             if self.fleet_stop.abandon.is_set():
-                self.stop.request(self.fleet_stop.reason)
+                self.stop.request(self.fleet_stop.reason, self.fleet_stop.kind)
                 self.stop.abandon.set()
             elif self.fleet_stop.interrupt.is_set():
-                self.stop.request(self.fleet_stop.reason)
+                self.stop.request(self.fleet_stop.reason, self.fleet_stop.kind)
             elif self.deadline is not None and time.monotonic() > self.deadline and not self.stop.interrupt.is_set():
                 self.timed_out = True
-                self.stop.request("the fleet's --board-timeout passed")
+                self.stop.request("the fleet's --board-timeout passed", "deadline")
 
     def close(self) -> None:
         self.closed.set()

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from remote_agent import clocks, facts
+from remote_agent import board_text
 
 from ..errors import ParseError
 from .tegrastats import parse_tegrastats
@@ -16,12 +16,12 @@ _RELEASE_FIELDS = re.compile(r"(BOARD|EABI|DATE|GCID):\s*([^,]+?)\s*(?:,|$)")
 
 
 def parse_nv_tegra_release(text: str) -> dict[str, Any] | None:
-    l4t = facts.parse_nv_tegra_release(text)
+    l4t = board_text.parse_nv_tegra_release(text)
     if l4t is None:
         return None
     first = text.strip().splitlines()[0]
     fields = {key.lower(): " ".join(value.split()) for key, value in _RELEASE_FIELDS.findall(first)}
-    return {"l4t": l4t, "jetpack": facts.jetpack_for_l4t(l4t), "board": fields.get("board"),
+    return {"l4t": l4t, "jetpack": board_text.jetpack_for_l4t(l4t), "board": fields.get("board"),
             "gcid": fields.get("gcid"), "date": fields.get("date")}
 
 
@@ -31,8 +31,8 @@ def _tegrastats(text: str) -> list[dict[str, Any]] | None:
 
 BOARD_PARSERS: dict[str, Callable[[str], Any]] = {
     "tegrastats": _tegrastats,
-    "nvpmodel": facts.parse_nvpmodel_query,
-    "jetson-clocks": clocks.parse_jetson_clocks_show,
+    "nvpmodel": board_text.parse_nvpmodel_query,
+    "jetson-clocks": board_text.parse_jetson_clocks_show,
     "nv-tegra-release": parse_nv_tegra_release,
 }
 WHAT = {"tegrastats": "tegrastats output", "nvpmodel": "'nvpmodel -q' output",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..documents.summary import Summary
 from . import charts
 from .charts import Chart
 from .render import Fact
@@ -23,10 +24,8 @@ BOARD_LINES = (("cpu_mhz", "CPU clock (the highest of the online cores)", "MHz")
                ("gpu_pct", "GPU load", "%"), ("temp_c", "hottest zone", "°C"), ("power_mw", "board power", "mW"))
 
 
-def board_part(summary: dict) -> BoardSection | None:
-    board = summary.get("board") or {}
-    drawn = board.get("series_ns") or {}
-    capture = summary.get("capture") or {}
+def board_part(summary: Summary) -> BoardSection | None:
+    board, drawn, capture = summary.board, summary.board_series_ns, summary.capture
     span = (int(capture.get("start_ns") or 0), int(capture.get("end_ns") or 0))
     lines = [(f"{title} ({unit})", charts.board_line(f"board-{key}", drawn[key], unit, span))
              for key, title, unit in BOARD_LINES if drawn.get(key)]

@@ -6,6 +6,8 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from remote_agent.messages import Facts
+
 from ..documents.summary import Summary
 from .render import Fact
 from .run_data import RunData
@@ -25,8 +27,8 @@ class Header:
 
 def header_section(run: RunData) -> Header:
     document, summary = run.document, run.summary or Summary()
-    facts_in = (document.facts if document else None) or {}
-    board, system, nsys = facts_in.get("board", {}), facts_in.get("system", {}), facts_in.get("nsys", {})
+    facts_in = (document.facts if document else None) or Facts()
+    board, system, nsys = facts_in.board, facts_in.system, facts_in.nsys
     capture = summary.get("capture", {})
     facts: list[Fact] = []
 
@@ -37,17 +39,17 @@ def header_section(run: RunData) -> Header:
         address = f"({document.target.address})" if document.target.address else ""
         add("target", " ".join(filter(None, [document.target.name, address])))
     cpu = capture.get("platform", {}).get("CpuDescription")
-    add("board", board.get("model") or (f"not a Jetson ({cpu})" if cpu else None))
-    if board.get("l4t"):
-        add("L4T / JetPack", f"{board['l4t']} / {board.get('jetpack') or 'unknown'}")
-    add("power mode", (board.get("power_mode") or {}).get("name"))
-    add("clocks", clock_words(board.get("clocks")))
-    add("system", " · ".join(filter(None, [system.get("os") or capture.get("platform", {}).get("OsDescription"),
-                                          system.get("kernel"), system.get("arch")])))
+    add("board", board.model or (f"not a Jetson ({cpu})" if cpu else None))
+    if board.l4t:
+        add("L4T / JetPack", f"{board.l4t} / {board.jetpack or 'unknown'}")
+    add("power mode", board.power_mode.name if board.power_mode else None)
+    add("clocks", clock_words(board.clocks))
+    add("system", " · ".join(filter(None, [system.os or capture.get("platform", {}).get("OsDescription"),
+                                          system.kernel, system.arch])))
     app = document.app if document else {}
     add("app", app.get("name"))
     add("command", " ".join(shlex.quote(a) for a in app.get("command", [])))
-    add("nsys", nsys.get("version") or capture.get("nsys_version"))
+    add("nsys", nsys.version or capture.get("nsys_version"))
     add("date", _when(document.started_at if document else None))
     if capture.get("duration_ns"):
         add("capture", format_ns(capture["duration_ns"]))

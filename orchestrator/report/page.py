@@ -184,7 +184,7 @@ def without_nsys_page(run: RunData, seen: dict) -> ReportPage:
     if not figures:
         figures = [Fact("no figures", "the app spec names no output parser (parser:)")]
     return ReportPage(page_title(run), header_section(run), None, None, None, None, None, [], [], missing,
-                      board=board_part(seen), app_figures=figures)
+                      board=board_part(Summary(seen)), app_figures=figures)
 
 
 def window_words(window: dict) -> str:

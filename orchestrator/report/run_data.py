@@ -101,7 +101,7 @@ def _without_nsys(run_dir: Path, document: RunDocument) -> dict:
     """What the page of a run without nsys shows instead of a report's analysis."""
     samples = read_board_samples(run_dir)
     board = board_section(samples, document.board_samples_source, int(samples[0]["t"] * 1e9)) if samples else None
-    end = max((at for points in ((board or {}).get("series_ns") or {}).values() for at, _ in points), default=0)
+    end = max((at for points in Summary(board=board).board_series_ns.values() for at, _ in points), default=0)
     figures = run_metrics(run_dir, document.parser)
     return {"board": board, "capture": {"start_ns": 0, "end_ns": end},
             "app_figures": [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
@@ -175,7 +175,7 @@ def whole_run_of(export: Path, summary: Summary) -> tuple[TimelineData | None, s
                 start = starts[frame["index"]]
                 spans.append({"title": str(finding["kind"]).replace("_", " "), "frame": frame["index"],
                               "start_ns": start, "end_ns": start + lengths[frame["index"]]})
-    drawn = (summary.get("board") or {}).get("series_ns") or {}
+    drawn = summary.board_series_ns
     board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
     return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board), None
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from remote_agent.messages import CaptureResult, Facts, RemoveRequest
 
 from ..analysis import AnalysisOptions, analyze_report
 from ..documents.run import RunDocument
@@ -26,40 +27,40 @@ from .remote_export import export_on_board
 from .run_log import RunLog
 
 
-def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: RemoteRunPaths, log: RunLog,
+def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: RemoteRunPaths, log: RunLog,
             keep_remote: bool, symbols: tuple[str, ...] = ()) -> OrchestratorError | None:
     """Returns the error the run ends with (None for success); raises when the report cannot be had."""
     run, progress, run_dir = log.run, log.progress, log.run_dir
     status, failure = classify_capture(capture, app)
     # nsys exits with the app's status; without nsys the app's own is there
-    exit_status = capture["app_exit"] if capture.get("with_nsys") is False else capture["nsys_exit"]
+    exit_status = capture.nsys_exit if capture.with_nsys else capture.app_exit
     run.app_exit = {"status": exit_status, "ended": app_ending(capture, status)}
-    run.capture = capture
+    run.capture = capture.to_wire()
     run.status = status
-    if status == "ok" and capture["watchdog"]:
+    if status == "ok" and capture.watchdog:
         progress.note("warning", nudged_warning(capture))
-    if capture.get("import"):
-        run.import_ = {"where": "target", "output": capture["import"].get("output", "")[-500:]}
+    if capture.import_:
+        run.import_ = {"where": "target", "output": str(capture.import_.get("output", ""))[-500:]}
     progress.finish("capture", capture_summary(capture, status))
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
-    if capture.get("board_samples"):  # the board's clocks, loads, temperatures and power during the capture
-        logs[f"{paths.run_dir}/{capture['board_samples']['file']}"] = run_dir / "board.jsonl"
-    if capture.get("with_nsys") is False:
+    if capture.board_samples:  # the board's clocks, loads, temperatures and power during the capture
+        logs[f"{paths.run_dir}/{capture.board_samples['file']}"] = run_dir / "board.jsonl"
+    if not capture.with_nsys:
         del logs[paths.nsys_log]
         logs[f"{paths.run_dir}/{LAUNCH_LOG}"] = run_dir / LAUNCH_LOG
         _pull_without_report(agent, logs, paths, log, keep_remote, board_files(capture, paths))
         with log.phase("analyze"):
             _judge_without_report(app, log)
         return failure
-    if not capture["reports"]:
+    if not capture.reports:
         pulled = pull_verified(agent, logs, known=board_files(capture, paths))
         run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
         _tidy_board(agent, paths, log, keep_remote)
         log.stage("failed")
         return failure
 
-    remote_report = _finished_report(capture["reports"], run)
+    remote_report = _finished_report(capture.reports, run)
     local_report = run_dir / ("report" + Path(remote_report).suffix)
     wanted = {remote_report: local_report, **logs}
     log.stage("on_board")
@@ -102,11 +103,12 @@ def collect(agent: RemoteAgent, capture: dict[str, Any], app: AppSpec, paths: Re
 LAUNCH_LOG = "launch.log"
 
 
-def board_files(capture: dict[str, Any], paths: RemoteRunPaths) -> dict[str, int] | None:
+def board_files(capture: CaptureResult, paths: RemoteRunPaths) -> dict[str, int] | None:
     """The sizes of the run's files on the board, as its capture's result gave them (None from an agent that
-    did not: the pull then asks for them)."""
-    sizes = capture.get("sizes")
-    return None if sizes is None else {f"{paths.run_dir}/{name}": size for name, size in sizes.items()}
+    did not, or for a capture that ended without them: the pull then asks for them)."""
+    if capture.sizes is None:
+        return None
+    return {f"{paths.run_dir}/{name}": size for name, size in capture.sizes.items()}
 
 
 def _pull_without_report(agent: RemoteAgent, logs: dict[str, Path], paths: RemoteRunPaths, log: RunLog,
@@ -158,7 +160,7 @@ def _note_importer(nsys_log: Path, run: RunDocument) -> None:
 
 def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_remote: bool) -> None:
     if not keep_remote:
-        agent.call("remove", {"paths": [paths.run_dir], "root": agent.work_dir})
+        agent.call("remove", RemoveRequest(paths=[paths.run_dir], root=agent.work_dir))
     log.run.remote_removed = not keep_remote
 
 
@@ -250,13 +252,13 @@ def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, 
             return sqlite, "host"
         except ReportError as exc:
             host_error = exc.one_line()
-    nsys = (run.facts or {})["nsys"]
+    nsys = (run.facts or Facts()).nsys
     if not remote_report.endswith((".nsys-rep", ".qdrep")):
         raise ReportError(host_error or "cannot export a raw capture on the target", "install Nsight Systems here")
     remote_sqlite = remote_report.rsplit(".", 1)[0] + ".sqlite"
-    failed = export_on_board(agent, nsys["path"], remote_report, remote_sqlite, sqlite)
+    failed = export_on_board(agent, str(nsys.path), remote_report, remote_sqlite, sqlite)
     if failed is not None:
         raise ReportError(f"exporting to SQLite failed here ({host_error or 'no nsys here'}) and on the target",
                           failed[1] or "see nsys.log")
-    run.export = {"where": "target", "nsys": nsys["path"], "nsys_version": nsys["version"], "host_error": host_error}
+    run.export = {"where": "target", "nsys": nsys.path, "nsys_version": nsys.version, "host_error": host_error}
     return sqlite, "target"

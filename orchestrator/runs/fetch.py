@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from remote_agent.messages import StatusAnswer, StatusRequest
+
 from ..documents.run import read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
@@ -61,28 +63,27 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
         try:
             agent = deploy_agent_logged(transport, host, log)
             paths = RemoteRunPaths(remote_run_dir)
-            board = agent.call("status", {"run_dir": paths.run_dir})
-            state = board["state"]
-            if not board["present"] or state is None:
+            board = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=paths.run_dir)))
+            state = board.state
+            if not board.present or state is None:
                 raise TransferError(f"{transport.description} no longer has {paths.run_dir}",
                                     "its copy was removed after a verified pull, or by hand; profile again")
-            if board["supervisor_alive"]:
+            if board.supervisor_alive:
                 progress.note("info", "the capture is still running on the board; following it")
                 with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
                     log.stage("capturing")
                     capture = follow_capture(agent, paths.run_dir, heartbeat_timeout_s, log)
-            elif state.get("result") is not None:
-                capture = state["result"]
+            elif state.result is not None:
+                capture = state.result
             else:
                 raise AgentError(f"the capture on {transport.description} ended without a result "
-                                 f"({state.get('error') or 'its supervisor died'})",
+                                 f"({state.error or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
-            run.capture_attempts = capture.pop("previous_attempts", [])
-            note_clocks(capture.get("clocks"), log)
-            early = capture.get("ended_early")
+            run.capture_attempts, capture.previous_attempts = [a.to_wire() for a in capture.previous_attempts], []
+            note_clocks(capture.clocks, log)
+            early = capture.ended_early
             if early:
-                progress.note("warning", f"the capture was ended early, after {early['after_s']:.1f} s: "
-                                         f"{early['reason']}")
+                progress.note("warning", f"the capture was ended early, after {early.after_s:.1f} s: {early.reason}")
             failure = collect(agent, capture, app, paths, log, keep_remote, host.symbols)
         finally:
             transport.close()

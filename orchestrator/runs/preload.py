@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any
+
+from remote_agent.messages import CaptureProgress
 
 from ..targets.transport import Transport
 
@@ -41,8 +42,8 @@ class Preparation:
         self.transport, self.during_capture = transport, during_capture
         self.thread: threading.Thread | None = None
 
-    def on_progress(self, event: dict[str, Any]) -> None:
-        if self.during_capture and (event.get("app_s") or 0) >= APP_RUNNING_S:
+    def on_progress(self, event: CaptureProgress) -> None:
+        if self.during_capture and (event.app_s or 0) >= APP_RUNNING_S:
             self.begin()
 
     def begin(self) -> None:

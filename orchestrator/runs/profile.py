@@ -13,6 +13,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from remote_agent.messages import (
+    CaptureProgress,
+    CaptureResult,
+    ClocksUsed,
+    LaunchRequest,
+    PreflightAnswer,
+    PreflightRequest,
+)
+
 from .. import __version__
 from ..documents.run import RunDocument, RunTarget
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
@@ -32,6 +41,7 @@ from .outcome import raise_for_findings
 from .preload import Preparation
 from .progress import Progress
 from .run_log import RunLog
+from .run_settings import RunSettings, capture_settings
 
 PYTHON_PLACEHOLDER = "{python}"
 
@@ -42,16 +52,10 @@ class ProfileRequest:
     app: AppSpec
     out_dir: Path
     connect: ConnectOptions = field(default_factory=ConnectOptions)
-    grace_s: float = 30.0
-    keep_remote: bool = False
-    retries: int = 1
-    heartbeat_timeout_s: float = 30.0
-    wait_lock_s: float = 0.0
+    settings: RunSettings = field(default_factory=RunSettings)
     inventory: str | None = None
     study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
     fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
-    lock_clocks: bool = False  # jetson_clocks for the capture, the board's own clocks restored after it
-    nvpmodel: int | None = None  # with lock_clocks: this power mode for the capture, the board's own after it
     stop: remote_capture.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
 
 
@@ -69,22 +73,12 @@ class ProfileOutcome:
     run: RunDocument
 
 
-def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str | None) -> dict[str, Any]:
-    return {
-        "nsys": request.host.nsys,
-        "with_nsys": app.nsys,
-        "argv0": app.command[0],
-        "cwd": app.workdir,
-        "needs_display": app.needs_display,
-        "display": request.host.display,
-        "xvfb": app.xvfb or request.host.xvfb,
-        "sample": app.sample,
-        "gpu_metrics": app.gpu_metrics,
-        "duration_s": app.duration_s + app.delay_s,
-        "work_dir": work_dir,
-        "lock_clocks": request.lock_clocks,
-        "nvpmodel_mode": request.nvpmodel,
-    }
+def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str | None) -> PreflightRequest:
+    return PreflightRequest(
+        nsys=request.host.nsys, with_nsys=app.nsys, argv0=app.command[0], cwd=app.workdir,
+        needs_display=app.needs_display, display=request.host.display, xvfb=app.xvfb or request.host.xvfb,
+        sample=app.sample, gpu_metrics=app.gpu_metrics, capture_s=app.delay_s + app.duration_s, work_dir=work_dir,
+        lock_clocks=request.settings.lock_clocks, nvpmodel_mode=request.settings.nvpmodel)
 
 
 def app_section(app: AppSpec) -> dict[str, Any]:
@@ -102,9 +96,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         run_id=run_dir.name, orchestrate_version=__version__, started_at=datetime.now(timezone.utc).isoformat(),
         target=RunTarget(host.name, host.connection, list(host.groups)), inventory=request.inventory,
         app=app_section(app),
-        request={"grace_s": request.grace_s, "keep_remote": request.keep_remote, "retries": request.retries,
-                 "heartbeat_timeout_s": request.heartbeat_timeout_s, "lock_clocks": request.lock_clocks,
-                 "nvpmodel": request.nvpmodel, "with_nsys": app.nsys},
+        request={**request.settings.section(), "with_nsys": app.nsys},
         study=request.study, fleet=request.fleet)
     log = RunLog(run_dir, run, progress)
     log.stage("preparing")
@@ -190,11 +182,12 @@ def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> Remote
 
 
 def deploy_and_preflight(transport: Transport, request: ProfileRequest, log: RunLog) -> tuple[RemoteAgent,
-                                                                                              dict[str, Any]]:
+                                                                                              PreflightAnswer]:
     """The agent deployed (or found there) and preflight's answer: one round trip when it is there already."""
     app = with_python(request.app, request.host.python)
     with log.phase("deploy"):  # the preflight's work dir: the work dir the agent is started in
-        agent, checked = deploy_and_call(transport, request.host, "preflight", preflight_request(request, app, None))
+        agent, answer = deploy_and_call(transport, request.host, "preflight", preflight_request(request, app, None))
+    checked = PreflightAnswer.from_wire(answer)
     log.run.agent = agent_section(agent)
     log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}"
                                   ", preflight answered")
@@ -214,77 +207,74 @@ def _write_report_page(run_dir: Path, progress: Progress) -> None:
 
 
 def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
-                   checked: dict[str, Any] | None = None) -> OrchestratorError | None:
+                   checked: PreflightAnswer | None = None) -> OrchestratorError | None:
     """The run over a deployed agent; ``checked``: preflight's answer when the deploy made it."""
     app, run, progress = with_python(request.app, agent.python), log.run, log.progress
     with log.phase("preflight"):  # 0 s when its answer came in the deploy's round trip
         if checked is None:
-            checked = agent.call("preflight", preflight_request(request, app, agent.work_dir))
-    run.facts, run.preflight = checked["facts"], checked["findings"]
-    run.board_fingerprint = board_fingerprint(checked["facts"])  # the board's kind, and its software
-    for found in checked["findings"]:  # what the run handles itself (level info) stays in run.json and doctor
-        if found["level"] != "info":
-            progress.note(found["level"], f"{found['what']}: {found['why']}. Fix: {found['fix']}")
-    raise_for_findings(checked["findings"])
-    nsys = checked["facts"]["nsys"]
-    progress.finish("preflight", f"nsys {nsys['version']} at {nsys['path']}" if app.nsys else "without nsys")
-    run.board_state = {"before": checked["board_state"]}
+            checked = PreflightAnswer.from_wire(agent.call("preflight", preflight_request(request, app,
+                                                                                          agent.work_dir)))
+    run.facts, run.preflight = checked.facts, [found.to_wire() for found in checked.findings]
+    run.board_fingerprint = board_fingerprint(checked.facts)  # the board's kind, and its software
+    for found in checked.findings:  # what the run handles itself (level info) stays in run.json and doctor
+        if found.level != "info":
+            progress.note(found.level, f"{found.what}: {found.why}. Fix: {found.fix}")
+    raise_for_findings(checked.findings)
+    nsys = checked.facts.nsys
+    progress.finish("preflight", f"nsys {nsys.version} at {nsys.path}" if app.nsys else "without nsys")
+    run.board_state = {"before": checked.board_state}
 
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
     if app.files:
         run.app_files = stage_app_files(agent, app.files, paths.run_dir)
         if app.workdir is None:
             app = replace(app, workdir=paths.run_dir)
-    argv = profile_argv(nsys["path"], app, paths, nsys.get("profile_options"), nsys["version"],
-                        nsys.get("gpu_metrics_option")) if app.nsys else launch_argv(app, paths)
+    argv = profile_argv(str(nsys.path), app, paths, nsys.profile_options, str(nsys.version),
+                        nsys.gpu_metrics_option) if app.nsys else launch_argv(app, paths)
     run.remote = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
     run.remote_command = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
-    launch = {
-        "argv": argv, "with_nsys": app.nsys, "cwd": app.workdir, "env": dict(app.env), "run_dir": paths.run_dir,
-        "work_dir": agent.work_dir,
-        "pid_file": paths.pid_file, "report_base": paths.report_base, "duration_s": app.duration_s,
-        "delay_s": app.delay_s, "grace_s": request.grace_s, "display": checked["display"],
-        "importer": None if nsys.get("imports_itself") or not app.nsys else nsys.get("importer"),
-        "heartbeat_timeout_s": request.heartbeat_timeout_s, "wait_lock_s": request.wait_lock_s,
-        "requested_by": run.target.address,
-        "lock_clocks": {"nvpmodel": request.nvpmodel} if request.lock_clocks else None,
-    }
+    launch = LaunchRequest(
+        argv=list(argv), with_nsys=app.nsys, cwd=app.workdir, env=dict(app.env), run_dir=paths.run_dir,
+        work_dir=agent.work_dir, pid_file=paths.pid_file, report_base=paths.report_base,
+        settings=capture_settings(request.settings, app), display=checked.display,
+        importer=None if nsys.imports_itself or not app.nsys else nsys.importer,
+        requested_by=run.target.address)
     if request.stop is not None and request.stop.interrupt.is_set():
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
-        launched = remote_capture.launch(agent, {**launch, "retries": request.retries})
-        if launched.get("recovered_clocks"):  # an earlier capture's supervisor died with the clocks locked
-            run.recovered_clocks = launched["recovered_clocks"]
+        launched = remote_capture.launch(agent, launch)
+        if launched.recovered_clocks:  # an earlier capture's supervisor died with the clocks locked
+            run.recovered_clocks = launched.recovered_clocks
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
                                      "died; they were restored before this one")
         log.stage("capturing")
         preparation = Preparation(agent.transport, during_capture=not request.host.is_local)
-        capture = follow_capture(agent, paths.run_dir, request.heartbeat_timeout_s, log, request.stop,
+        capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
                                  preparation.on_progress, app.delay_s + app.duration_s)
     preparation.finish()
     from .collect import collect  # loaded by now
-    after = capture.pop("board_state_after", None) or board_state(agent)  # an agent's from before it said
+    after, capture.board_state_after = capture.board_state_after or board_state(agent), None
     run.board_state = {**(run.board_state or {}), "after": after}
-    note_clocks(capture.get("clocks"), log)
-    run.capture_attempts = capture.pop("previous_attempts", [])
+    note_clocks(capture.clocks, log)
+    run.capture_attempts, capture.previous_attempts = [a.to_wire() for a in capture.previous_attempts], []
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
-    run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.get("env_added", {})}.items()))
+    run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.env_added}.items()))
     run.remote_command = ShellCommand(tuple(argv), run_env, app.workdir).render()
-    failure = collect(agent, capture, app, paths, log, request.keep_remote, request.host.symbols)
+    failure = collect(agent, capture, app, paths, log, request.settings.keep_remote, request.host.symbols)
     return interruption_outcome(capture, log, failure) or failure
 
 
-def note_clocks(clocks: dict[str, Any] | None, log: RunLog) -> None:
+def note_clocks(clocks: ClocksUsed | None, log: RunLog) -> None:
     """What --lock-clocks did on the board, in run.json; a restore that failed is said loudly."""
     if clocks is None:
         return
-    log.run.clocks = clocks
-    restore = clocks.get("restore") or {}
-    if restore.get("restored"):
+    log.run.clocks = clocks.to_wire(version=False)
+    if clocks.restore is not None and clocks.restore.restored:
         log.progress.note("info", "the board's clocks were locked for the capture and are restored")
     else:
-        stored = (clocks.get("locked") or {}).get("stored")
-        log.progress.note("error", f"the board's clocks could not be restored ({restore.get('steps')}); run "
+        stored = clocks.locked.stored if clocks.locked else None
+        steps = clocks.restore.steps if clocks.restore else None
+        log.progress.note("error", f"the board's clocks could not be restored ({steps}); run "
                                    f"'jetson_clocks --restore {stored}' on the board")
 
 
@@ -301,31 +291,31 @@ def board_state(agent: RemoteAgent) -> dict[str, Any]:
     reproduced. A board that cannot say does not fail the run: run.json says why instead."""
     now = datetime.now(timezone.utc).isoformat()
     try:
-        return {"at": now, **agent.call("board_state", {})}
+        return {"at": now, **agent.call("board_state")}
     except OrchestratorError as exc:
         return {"at": now, "error": exc.one_line()}
 
 
-def interruption_outcome(capture: dict[str, Any], log: RunLog,
+def interruption_outcome(capture: CaptureResult, log: RunLog,
                          then: OrchestratorError | None = None) -> OrchestratorError | None:
     """The user asked the board to end the capture early: the run ends as interrupted, whatever nsys did
     after the request (a stall, a watchdog), and says where the report is."""
-    early = capture.get("ended_early") or {}
-    if early.get("reason") != remote_capture.INTERRUPT_REASON:
+    early = capture.ended_early
+    if early is None or early.kind != "interrupted":
         return None
     log.run.status = "interrupted"
-    if capture.get("with_nsys") is False:
+    if not capture.with_nsys:
         kept = f"the app's output kept: {log.run_dir}"
     else:
-        kept = f"report kept: {log.run_dir}" if capture["reports"] else "nsys wrote no report"
+        kept = f"report kept: {log.run_dir}" if capture.reports else "nsys wrote no report"
     after = f" ({then.message})" if then is not None and then.message not in kept else ""
-    return InterruptedRunError(f"interrupted after {early['after_s']:.1f} s; {kept}{after}", "")
+    return InterruptedRunError(f"interrupted after {early.after_s:.1f} s; {kept}{after}", "")
 
 
 def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s: float,
                    log: RunLog, stop: remote_capture.HostStop | None = None,
-                   on_event: Callable[[dict[str, Any]], None] | None = None,
-                   planned_s: float | None = None) -> dict[str, Any]:
+                   on_event: Callable[[CaptureProgress], None] | None = None,
+                   planned_s: float | None = None) -> CaptureResult:
     """The board's capture result once it ended; stage and errors recorded when the host cannot wait."""
     progress = log.progress
 
@@ -334,12 +324,12 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
                                  "(interrupt again to stop waiting; the board then keeps the report)")
     attempt = [1]
 
-    def on_progress(event: dict[str, Any]) -> None:
-        if (event.get("attempt") or 1) > attempt[0]:
-            attempt[0] = event["attempt"]
+    def on_progress(event: CaptureProgress) -> None:
+        if event.attempt > attempt[0]:
+            attempt[0] = event.attempt
             progress.note("warning", f"nsys gave no report on attempt {attempt[0] - 1} (it stalled writing it, "
                                      "or failed before starting the app); capturing again")
-        progress.update("capture", event.get("elapsed_s") or 0)
+        progress.update("capture", event.elapsed_s)
         if on_event is not None:
             on_event(event)
     try:
@@ -356,7 +346,7 @@ def follow_capture(agent: RemoteAgent, remote_run_dir: str, heartbeat_timeout_s:
             f"lost contact with {agent.transport.description} during the capture ({lost.detail})",
             f"the board ends the capture on its own after {heartbeat_timeout_s:g} s without a heartbeat and "
             f"keeps the report: 'orchestrate fetch {log.run_dir}' gets it") from None
-    if state.get("error") and state.get("result") is None:
-        raise AgentError(f"the capture supervisor failed on the board: {state['error']}",
-                                "see agent.log in the run folder on the board")
-    return state["result"]
+    if state.result is None:
+        raise AgentError(f"the capture supervisor failed on the board: {state.error or 'it gave no result'}",
+                         "see agent.log in the run folder on the board")
+    return state.result

@@ -14,12 +14,14 @@ request to end the capture never reached the board.
 """
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+
+from remote_agent.messages import AttachRequest, CaptureProgress, CaptureState, HostLine, LaunchAnswer, LaunchRequest
 
 from ..errors import AgentError, BoardBusyError
 from ..targets.agent import RemoteAgent, parse_event
@@ -33,14 +35,16 @@ class HostStop:
     """The host's wish to end captures early, set from another thread: ``interrupt`` asks the board to end
     the capture (as a first Ctrl-C does), ``abandon`` stops following it (as a second one does)."""
 
-    def __init__(self, reason: str = INTERRUPT_REASON) -> None:
+    def __init__(self, reason: str = INTERRUPT_REASON, kind: str = "interrupted") -> None:
         self.reason = reason
+        self.kind = kind  # the early end's kind: interrupted (the user) or deadline (a board's time is up)
         self.interrupt = threading.Event()
         self.abandon = threading.Event()
 
-    def request(self, reason: str | None = None) -> None:
+    def request(self, reason: str | None = None, kind: str | None = None) -> None:
         if not self.interrupt.is_set():
             self.reason = reason or self.reason
+            self.kind = kind or self.kind
             self.interrupt.set()
 
 
@@ -56,14 +60,13 @@ class LostContact(Exception):
         self.detail = detail
 
 
-def launch(agent: RemoteAgent, request: dict[str, Any]) -> dict[str, Any]:
-    answer = agent.call("launch", request, timeout=float(request.get("wait_lock_s") or 0) + 60)
-    if "busy" in answer:
-        holder = answer["busy"]
-        since = holder.get("since")
-        age = f", for {time.time() - since:.0f} s" if isinstance(since, (int, float)) else ""
-        raise BoardBusyError(f"{agent.transport.description} is busy with run {holder.get('run')} "
-                             f"(from {holder.get('host') or 'another host'}{age})",
+def launch(agent: RemoteAgent, request: LaunchRequest) -> LaunchAnswer:
+    answer = LaunchAnswer.from_wire(agent.call("launch", request, timeout=request.settings.wait_lock_s + 60))
+    holder = answer.busy
+    if holder is not None:
+        age = f", for {time.time() - holder.since:.0f} s" if holder.since is not None else ""
+        raise BoardBusyError(f"{agent.transport.description} is busy with run {holder.run} "
+                             f"(from {holder.host or 'another host'}{age})",
                              "wait for it with --wait-lock SECONDS, or try again later")
     return answer
 
@@ -113,25 +116,25 @@ def interrupts_as_requests(stop: HostStop) -> Iterator[None]:
         signal.raise_signal(late[0])
 
 
-def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[dict], None],
+def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_progress: Callable[[CaptureProgress], None],
            on_interrupt: Callable[[], None], silence_s: float | None = None, stop: HostStop | None = None,
-           planned_s: float | None = None) -> dict:
+           planned_s: float | None = None) -> CaptureState:
     """Follow the capture in run_dir until it ends; returns the board's final state. planned_s: the capture's
     planned seconds from now (the board looks more often for its end from about then)."""
     stop = stop or HostStop()
     streams: list[Stream] = []
     try:
         with interrupts_as_requests(stop):
-            return _follow(agent, {"run_dir": run_dir, "heartbeat_timeout_s": heartbeat_timeout_s,
-                                   "planned_s": planned_s}, on_progress, on_interrupt,
+            return _follow(agent, AttachRequest(run_dir=run_dir, heartbeat_timeout_s=heartbeat_timeout_s,
+                                                planned_s=planned_s), on_progress, on_interrupt,
                            silence_s or max(heartbeat_timeout_s, 15.0), stop, streams)
     finally:
         for stream in streams:  # closed under the old handlers: a late signal cannot cut the close short
             stream.close()
 
 
-def _follow(agent: RemoteAgent, request: dict, on_progress: Callable[[dict], None], on_interrupt: Callable[[], None],
-            silence_s: float, stop: HostStop, streams: list[Stream]) -> dict:
+def _follow(agent: RemoteAgent, request: AttachRequest, on_progress: Callable[[CaptureProgress], None],
+            on_interrupt: Callable[[], None], silence_s: float, stop: HostStop, streams: list[Stream]) -> CaptureState:
     stream = agent.open("attach", request)
     streams.append(stream)
     heard = last_beat = time.monotonic()
@@ -142,10 +145,10 @@ def _follow(agent: RemoteAgent, request: dict, on_progress: Callable[[dict], Non
             raise StoppedFollowing()
         if stop.interrupt.is_set() and not interrupted:
             interrupted = True
-            stream.send(f"stop {stop.reason}\n".encode())
+            stream.send(_line(HostLine(stop=stop.kind, reason=stop.reason)))
             on_interrupt()
         if now - last_beat >= BEAT_EVERY_S:
-            stream.send(b"beat\n")
+            stream.send(BEAT)
             last_beat = now
         for line in stream.read_lines(0.25):
             event = parse_event(line)
@@ -155,13 +158,20 @@ def _follow(agent: RemoteAgent, request: dict, on_progress: Callable[[dict], Non
             if event.get("event") == "result":
                 if event.get("data") is None:
                     raise LostContact("the board stopped hearing the host's heartbeat")
-                return event["data"]
+                return CaptureState.from_wire(event["data"])
             if event.get("failed"):
                 raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
                                  f"{event.get('msg')}", "see agent.log in the run folder on the board")
-            on_progress(event)
+            on_progress(CaptureProgress.from_wire(event))
         if stream.finished:
             detail = stream.error_output().strip().splitlines()[-1:] or ["the channel closed"]
             raise LostContact(detail[0])
         if time.monotonic() - heard > silence_s:
             raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
+
+
+def _line(message: HostLine) -> bytes:
+    return json.dumps(message.to_wire()).encode() + b"\n"
+
+
+BEAT = _line(HostLine(beat=True))

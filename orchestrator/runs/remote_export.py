@@ -10,6 +10,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from remote_agent.messages import FactsRequest, RemoveRequest
+
 from ..analysis.report_input import REPORT_SUFFIXES, check_report_file
 from ..errors import OrchestratorError, ReportError, TransferError, UsageError
 from ..inventory.hosts import Host
@@ -41,7 +43,7 @@ def export_on_target(report: Path, host: Host, connect: ConnectOptions) -> Remot
     transport = open_transport(host, connect)
     try:
         agent = deploy_agent(transport, host)
-        nsys = agent.call("facts", {"nsys": host.nsys})["nsys"]
+        nsys = agent.call("facts", FactsRequest(nsys=host.nsys))["nsys"]
         if not nsys.get("path"):
             raise ReportError(f"{transport.description} has no nsys to export {report.name} with",
                               "install Nsight Systems on the board, or set orchestrate_nsys")
@@ -70,7 +72,7 @@ def _export(agent: RemoteAgent, report: Path, nsys: dict, where: str) -> RemoteE
         _remove_quietly(agent, folder)
         raise
     # the SQLite is here and verified: the board keeps nothing
-    agent.call("remove", {"paths": [folder], "root": agent.work_dir})
+    agent.call("remove", RemoveRequest(paths=[folder], root=agent.work_dir))
     return RemoteExport(sqlite, where, str(nsys["path"]), str(nsys.get("version")))
 
 
@@ -89,7 +91,7 @@ def export_on_board(agent: RemoteAgent, nsys: str, remote_report: str, remote_sq
 
 def _remove_quietly(agent: RemoteAgent, folder: str) -> None:
     try:
-        agent.call("remove", {"paths": [folder], "root": agent.work_dir})
+        agent.call("remove", RemoveRequest(paths=[folder], root=agent.work_dir))
     except OrchestratorError:
         pass  # the connection that broke the export may be gone too
 

@@ -22,6 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from remote_agent.messages import Facts, FactsRequest
+
 from .. import __version__
 from ..documents.run import read_run_or_none
 from ..documents.study import StudyCell, StudyDocument, study_file, write_study
@@ -32,10 +34,12 @@ from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
 from ..runs.profile import Board, ProfileRequest, agent_section, profile
 from ..runs.progress import Progress
-from ..runs.remote_capture import INTERRUPT_REASON, HostStop
+from ..runs.remote_capture import HostStop
+from ..runs.run_settings import RunSettings
 from ..stats.estimates import INTERVAL_METHOD, compare_rounds, estimate
 from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
+from ..targets.facts import picked
 from ..targets.settings import ConnectOptions
 from .spec import Cell, StudySpec, cell_app, cells
 
@@ -59,13 +63,9 @@ class StudyRequest:
     fresh: bool = False
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     inventory: str | None = None
-    grace_s: float = 30.0
-    retries: int = 1
+    settings: RunSettings = field(default_factory=RunSettings)
     stop: HostStop | None = None  # another thread's wish to end the study's capture early (a fleet's)
-    lock_clocks: bool = False
-    nvpmodel: int | None = None
-    wait_lock_s: float = 0.0
-    heartbeat_timeout_s: float = 30.0
+    fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in each run's run.json
     # after the planned rounds: which cells (their indices) to run once more, from the study folder and the
     # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
     more_runs: Callable[[Path, StudyDocument], list[int]] | None = None
@@ -93,9 +93,9 @@ def study_folder(out_dir: Path, name: str) -> Path:
     return folder
 
 
-def fingerprint(host: Host, address: str, facts: dict[str, Any]) -> str:
+def fingerprint(host: Host, address: str, facts: Facts) -> str:
     """The target as far as results depend on it: name, address, board, OS, kernel, nsys (not clocks)."""
-    stable = {part: {k: (facts.get(part) or {}).get(k) for k in keys} for part, keys in STABLE_FACTS.items()}
+    stable = picked(facts, STABLE_FACTS)
     return _digest({"target": host.name, "address": address, "facts": stable})
 
 
@@ -146,8 +146,8 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         agent = deploy_agent(transport, host)
         progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
         # nsys is looked for (and run for its version) only when a cell captures with it
-        facts = agent.call("facts", {"nsys": host.nsys, "with_nsys": any(
-            cell_app(spec, cell, request.catalog).nsys for cell in study_cells)})
+        facts = Facts.from_wire(agent.call("facts", FactsRequest(nsys=host.nsys, with_nsys=any(
+            cell_app(spec, cell, request.catalog).nsys for cell in study_cells))))
         document.target_fingerprint = fingerprint(host, transport.description, facts)
         document.agent = agent_section(agent)
         board = Board(transport, agent)
@@ -256,10 +256,8 @@ class _Turns:
         progress.begin_run(cell, len(self.cells), repeat, max(request.repeat, repeat), eta)
         started = time.monotonic()
         profile_request = ProfileRequest(
-            host=request.host, app=app, out_dir=folder, connect=request.connect, grace_s=request.grace_s,
-            retries=request.retries, inventory=request.inventory, study={**tag, "repeat": repeat},
-            stop=self.stop, lock_clocks=request.lock_clocks, nvpmodel=request.nvpmodel,
-            wait_lock_s=request.wait_lock_s, heartbeat_timeout_s=request.heartbeat_timeout_s)
+            host=request.host, app=app, out_dir=folder, connect=request.connect, settings=request.settings,
+            inventory=request.inventory, study={**tag, "repeat": repeat}, fleet=request.fleet, stop=self.stop)
         try:
             outcome = profile(profile_request, progress, self.board)
             entry.runs.append(outcome.run_dir.name)
@@ -272,7 +270,7 @@ class _Turns:
             if self.stop.interrupt.is_set():  # asked to stop: whatever went wrong after, the study ends here
                 _stopped_in(self.document, entry, repeat, failed)
                 progress.end_run("interrupted")
-                why = "interrupted" if self.stop.reason == INTERRUPT_REASON else f"stopped ({self.stop.reason})"
+                why = "interrupted" if self.stop.kind == "interrupted" else f"stopped ({self.stop.reason})"
                 ended = InterruptedRunError(f"{why} in run {repeat} of {entry.label or 'the study'}; then "
                                             f"{failed.message}", f"see {study_file(folder)}")
                 ended.run_dir = failed.run_dir

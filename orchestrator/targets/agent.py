@@ -8,6 +8,7 @@ status 3, and is uploaded again.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import remote_agent
+from remote_agent.messages import Failure, Message, VersionAnswer
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
@@ -93,9 +95,10 @@ class RemoteAgent:
         env = (("ORCHESTRATE_BOARD_ROOT", self.board_root),) if self.board_root else ()
         return ShellCommand((self.python, "-c", BOOTSTRAP, self.archive, self.sha256, name), env)
 
-    def call(self, command: str, request: dict[str, Any] | None = None, *, on_event: EventHandler | None = None,
+    def call(self, command: str, request: Message | None = None, *, on_event: EventHandler | None = None,
              timeout: float | None = None) -> dict[str, Any]:
-        """Run one agent command; return its result data or raise AgentError with its message."""
+        """Run one agent command; return its result data (the JSON object of the command's answer message, for
+        the caller to read as that message) or raise AgentError with its message."""
         events: list[dict[str, Any]] = []
 
         def on_line(line: str) -> None:
@@ -107,24 +110,32 @@ class RemoteAgent:
             else:
                 events.append(event)
 
-        answer = self.transport.run(self.command(command), stdin=json.dumps(request or {}).encode(),
+        answer = self.transport.run(self.command(command), stdin=_wire(request),
                                     on_stdout_line=on_line, timeout=timeout)
         return result_of(command, events, answer, self.transport)
 
-    def open(self, command: str, request: dict[str, Any]) -> Stream:
+    def open(self, command: str, request: Message) -> Stream:
         """Start a conversational command (attach): its request first, then lines as the caller sends them."""
         stream = self.transport.open_stream(self.command(command))
-        stream.send(json.dumps(request).encode() + b"\n")
+        stream.send(_wire(request) + b"\n")
         return stream
+
+
+def _wire(message: Message | None) -> bytes:
+    return json.dumps(message.to_wire() if message is not None else {}).encode()
 
 
 def result_of(command: str, events: list[dict[str, Any]], answer: CommandResult,
               transport: Transport) -> dict[str, Any]:
     """An agent command's result data from its JSON lines, or the AgentError that says why there is none."""
     raise_if_untrusted(answer, transport)
-    failure = next((event for event in reversed(events) if event.get("failed")), None)
-    if failure is not None:
-        raise AgentError(f"agent '{command}' failed on {transport.description}: {failure.get('msg')}",
+    failed = next((event for event in reversed(events) if event.get("failed")), None)
+    if failed is not None:
+        failure = Failure.from_wire(failed)
+        if failure.kind == "bad_request":
+            raise AgentError(f"the agent on {transport.description} could not read the host's '{command}' request: "
+                             f"{failure.msg}", "this is a bug in orchestrate; rerun with --debug-log and report it")
+        raise AgentError(f"agent '{command}' failed on {transport.description}: {failure.msg}",
                          "see the message above; rerun with --debug-log for the agent's trace")
     result = next((event.get("data") for event in reversed(events) if event.get("event") == "result"), None)
     if result is None:
@@ -141,7 +152,7 @@ def raise_if_untrusted(answer: CommandResult, transport: Transport) -> None:
 
 
 def _probe(transport: Transport, host: Host, archive_name: str, digest: str, command: str,
-           request: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+           request: Message | None) -> tuple[str, str, dict[str, Any] | None]:
     """Make the work dir root-only, find it and the python, and make the agent's first call there (cwd: the work
     dir), in one round trip: (work dir, python, the call's result; None when the archive is missing or not
     trusted). The fields come NUL-separated, so any path works; the call's JSON lines after them."""
@@ -152,7 +163,7 @@ def _probe(transport: Transport, host: Host, archive_name: str, digest: str, com
                           f"&& printf '%s\\0' \"$(stat -c %u .)\" \"$(id -u)\" \"$(pwd)\" "
                           f"&& py=$(command -v {ShellCommand((host.python,)).render()}) && printf '%s\\0' \"$py\" "
                           f"&& {env}exec \"$py\" {call} \"$(pwd)/agent/{archive_name}\" {digest} {command}",
-                          stdin=json.dumps(request).encode())
+                          stdin=_wire(request))
     owner, user, *fields = probe.stdout.split("\0", 4) if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
     if owner != user and len(fields) >= 2:  # the bootstrap would refuse every archive in it
         raise AgentError(f"the work dir {fields[0]} on {transport.description} belongs to uid {owner}, not to the "
@@ -174,14 +185,14 @@ def _probe(transport: Transport, host: Host, archive_name: str, digest: str, com
 
 
 def deploy_and_call(transport: Transport, host: Host, command: str = "version",
-                    request: dict[str, Any] | None = None) -> tuple[RemoteAgent, dict[str, Any]]:
+                    request: Message | None = None) -> tuple[RemoteAgent, dict[str, Any]]:
     """Put the agent archive into a root-only folder on the target unless the same one is there, and make its
     first call: one round trip when it is there (the bootstrap runs it only if its sha256 is this machine's).
     The request's work dir is the call's current folder, if it does not say one."""
     archive_bytes = build_agent_archive()
     digest = hashlib.sha256(archive_bytes).hexdigest()
     name = f"orchestrate-agent-{digest[:16]}.pyz"
-    work_dir, python, answer = _probe(transport, host, name, digest, command, request or {})
+    work_dir, python, answer = _probe(transport, host, name, digest, command, request)
     archive = f"{work_dir}/agent/{name}"
     agent = RemoteAgent(transport=transport, python=python, archive=archive, work_dir=work_dir, sha256=digest,
                         version=remote_agent.AGENT_VERSION, reused=answer is not None, board_root=host.board_root)
@@ -197,17 +208,20 @@ def deploy_and_call(transport: Transport, host: Host, command: str = "version",
     return agent, answer
 
 
-def _with_work_dir(request: dict[str, Any] | None, work_dir: str) -> dict[str, Any] | None:
+def _with_work_dir(request: Message | None, work_dir: str) -> Message | None:
     """A request whose work dir was left to the probe's folder (None) names it: a call of its own runs elsewhere."""
-    if request is None or "work_dir" not in request or request["work_dir"] is not None:
+    if request is None or not hasattr(request, "work_dir") or request.work_dir is not None:
         return request
-    return {**request, "work_dir": work_dir}
+    named = copy.copy(request)
+    named.work_dir = work_dir
+    return named
 
 
 def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
     """The agent, there and checked (its version's answer)."""
-    agent, found = deploy_and_call(transport, host)
-    if found.get("sha256") != agent.sha256:
+    agent, answer = deploy_and_call(transport, host)
+    found = VersionAnswer.from_wire(answer)
+    if found.sha256 != agent.sha256:
         raise AgentError(f"the agent does not run on {transport.description} with {agent.python}",
                          "the agent needs Python 3.6 or newer; set orchestrate_python to one")
-    return replace(agent, version=str(found.get("version")))
+    return replace(agent, version=str(found.version))

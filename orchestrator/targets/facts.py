@@ -7,46 +7,48 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from remote_agent.messages import BoardFacts, Facts, SystemFacts
+
 # what stays the same on one board from run to run (not clocks, temperatures or the host name)
 KIND_FACTS = {"board": ("model", "chip")}
 SOFTWARE_FACTS = {"board": ("l4t", "jetpack"), "system": ("os", "kernel", "arch"), "nsys": ("version",)}
 
 
-def board_kind(facts: dict[str, Any] | None) -> str:
+def board_kind(facts: Facts | None) -> str:
     """'NVIDIA Jetson Nano Developer Kit', else the chip ('tegra234'), else what the machine is
     ('not a Jetson: x86_64, Debian GNU/Linux 12 (bookworm)'), else 'unknown'."""
-    board = (facts or {}).get("board") or {}
-    system = (facts or {}).get("system") or {}
-    if board.get("model") and board.get("is_jetson", True):
-        return str(board["model"])
-    if board.get("chip"):
-        return str(board["chip"])
-    described = ", ".join(str(v) for v in (system.get("arch"), system.get("os")) if v)
+    board, system = (facts.board, facts.system) if facts else (BoardFacts(), SystemFacts())
+    if board.model and board.is_jetson is not False:
+        return board.model
+    if board.chip:
+        return board.chip
+    described = ", ".join(str(v) for v in (system.arch, system.os) if v)
     return f"not a Jetson: {described}" if described else "unknown"
 
 
-def _pick(facts: dict[str, Any], wanted: Mapping[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
-    return {part: {key: ((facts or {}).get(part) or {}).get(key) for key in keys} for part, keys in wanted.items()}
+def picked(facts: Facts | None, wanted: Mapping[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
+    """{part: {fact: value}} of the facts named (None for what they lack)."""
+    found = facts or Facts()
+    return {part: {key: getattr(getattr(found, part), key, None) for key in keys} for part, keys in wanted.items()}
 
 
-def board_fingerprint(facts: dict[str, Any] | None) -> dict[str, str]:
+def board_fingerprint(facts: Facts | None) -> dict[str, str]:
     """{'kind': digest of the board kind, 'software': digest of kind + L4T/JetPack, OS, kernel, nsys}: runs
     with the same 'software' fingerprint ran on the same kind of board with the same software."""
-    kind = _pick(facts or {}, KIND_FACTS)
-    software = {**kind, **_pick(facts or {}, SOFTWARE_FACTS)}
+    kind = picked(facts, KIND_FACTS)
+    software = {**kind, **picked(facts, SOFTWARE_FACTS)}
     return {"kind": _digest(kind), "software": _digest(software)}
 
 
-def board_summary(facts: dict[str, Any] | None) -> dict[str, Any]:
+def board_summary(facts: Facts | None) -> dict[str, Any]:
     """The few facts a fleet's recap and page show per board."""
-    facts = facts or {}
-    board, system, nsys = facts.get("board") or {}, facts.get("system") or {}, facts.get("nsys") or {}
-    power = board.get("power_mode") or {}
+    found = facts or Facts()
+    board, system, nsys = found.board, found.system, found.nsys
     return {
-        "kind": board_kind(facts), "model": board.get("model"), "chip": board.get("chip"), "l4t": board.get("l4t"),
-        "jetpack": board.get("jetpack"), "power_mode": power.get("name"), "os": system.get("os"),
-        "arch": system.get("arch"), "python": system.get("python"), "nsys": nsys.get("version"),
-        "nsys_path": nsys.get("path"), "fingerprint": board_fingerprint(facts) if facts else None,
+        "kind": board_kind(facts), "model": board.model, "chip": board.chip, "l4t": board.l4t,
+        "jetpack": board.jetpack, "power_mode": board.power_mode.name if board.power_mode else None, "os": system.os,
+        "arch": system.arch, "python": system.python, "nsys": nsys.version,
+        "nsys_path": nsys.path, "fingerprint": board_fingerprint(facts) if facts else None,
     }
 
 
