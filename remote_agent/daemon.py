@@ -220,7 +220,13 @@ class Supervisor(object):
                 raise
             files.release_reserve(self.run_dir)  # the disk is full: give back the reserve to record this
             self.state["disk_full"] = True
-            write_json_atomic(path, self.state)
+            try:
+                write_json_atomic(path, self.state)
+            except (OSError, IOError) as again:
+                # what filled the disk took the reserve too: a progress note waits for the next save (the
+                # capture is ended for the full disk meanwhile), but the capture's end is never lost unsaid
+                if again.errno != errno.ENOSPC or self.state.get("stage") == ENDED:
+                    raise
 
     def on_event(self, event, **fields):
         if event == "heartbeat":

@@ -83,3 +83,14 @@ def test_agent_refuses_to_remove_outside_its_work_dir(tmp_path):
 def test_shell_path_keeps_home_expandable():
     assert shell_path("~/.cache/orchestrate") == '"$HOME"/.cache/orchestrate'
     assert shell_path("/var/lib/my dir") == "'/var/lib/my dir'"
+
+
+def test_the_host_decides_by_the_agents_kinds_never_by_its_words():
+    """What the agent says of an early end or a watchdog step is for people; the host reads its kind."""
+    from remote_agent.capture_machine import NSYS_STOPS
+    # (documents/ reads the words of run.json files written before the kinds, once: they are its reading rules)
+    host = "\n".join(path.read_text() for path in (AGENT.parent / "orchestrator").rglob("*.py")
+                     if path.parent.name != "documents")
+    words = [*NSYS_STOPS.values(), "the disk is nearly full", "no heartbeat from the host",
+             "the host asked to end the capture"]
+    assert [said for said in words if said in host] == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.documents._json import value_fits
-from orchestrator.documents.fleet import FleetDocument, read_fleet, write_fleet
+from orchestrator.documents.fleet import FleetBoard, FleetDocument, read_fleet, write_fleet
 from orchestrator.documents.run import RunDocument, RunTarget, read_run, read_run_or_none, write_run
 from orchestrator.documents.study import StudyCell, StudyDocument, read_study, read_study_or_none, write_study
 from orchestrator.documents.summary import Summary, read_summary, write_summary
@@ -84,7 +84,7 @@ def test_a_study_cell_writes_its_figures_only_once_the_study_finished(tmp_path):
 
 
 def test_a_fleet_still_running_has_no_end_and_no_recap(tmp_path):
-    document = FleetDocument(what="es2gears", targets=["a", "b"], boards=[{"target": "a", "status": "ok"}])
+    document = FleetDocument(what="es2gears", targets=["a", "b"], boards=[FleetBoard(target="a", status="ok")])
     write_fleet(tmp_path, document)
     written = json.loads((tmp_path / "fleet.json").read_text())
     assert "finished" not in written and "recap" not in written and written["fleet_version"] == 1

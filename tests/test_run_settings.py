@@ -79,3 +79,19 @@ def test_each_commands_settings_reach_the_board_and_keep_remote_keeps_its_copy(t
         assert Path(record["remote"]["run_dir"]).is_dir(), f"{command}: the board's copy was removed"
         if command.startswith("fleet"):
             assert record["fleet"]["target"] == "local", command
+
+
+def test_a_display_asked_for_is_given_whatever_names_the_app(tmp_path):
+    """--needs-display with a catalog app, and a study's needs_display and workdir over its app's spec."""
+    from orchestrator.inventory.catalog import chosen_app, load_catalog
+    from orchestrator.study.spec import cell_app, cells, load_study
+    catalog = load_catalog(None)
+    assert not catalog["trtexec"].needs_display
+    assert chosen_app(catalog, "trtexec", None, True).needs_display is True
+    assert chosen_app(catalog, "trtexec", None).needs_display is False
+    study = tmp_path / "s.yaml"
+    study.write_text(yaml.safe_dump({"study": "s", "app": "trtexec", "needs_display": True, "workdir": "/models",
+                                     "matrix": {"batch": [1]}}))
+    spec = load_study(study)
+    app = cell_app(spec, cells(spec)[0], catalog)
+    assert (app.needs_display, app.workdir) == (True, "/models")

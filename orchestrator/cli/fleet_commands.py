@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,7 @@ def _print_recap(results: list) -> None:
     table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
         style = "green" if result.status == "ok" else "red"
-        doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.get("flags") or []))
+        doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.flags))
         table.add_row(result.target, Text(result.status, style=style), result.reason or "",
                       Text(doubts, style="yellow"), str(result.folder or ""))
     show(table, err=True)
@@ -128,7 +127,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                     connect_options(args), args.forks)
     if args.json:
         for check in checks:
-            print(json.dumps(asdict(check)))
+            print(json.dumps(check.as_json()))
     else:
         _print_checks(checks)
     blocked = [c for c in checks if c.blocking]
@@ -149,9 +148,8 @@ def _print_checks(checks: list) -> None:
         problems = [Text.assemble((f["what"], "red" if f["level"] == "error" else "yellow"), f": {f['fix']}")
                     for f in check.findings] + ([Text(check.error, style="red")] if check.error else [])
         table.add_row(check.target, Text(check.status, style="green" if check.status == "ok" else "red"),
-                      board.get("kind") or "–", " / ".join(str(board.get(k) or "–") for k in ("l4t", "jetpack")),
-                      board.get("power_mode") or "–",
-                      f"{board['nsys']} ({board['nsys_path']})" if board.get("nsys") else "–",
+                      board.kind or "–", " / ".join(str(v or "–") for v in (board.l4t, board.jetpack)),
+                      board.power_mode or "–", f"{board.nsys} ({board.nsys_path})" if board.nsys else "–",
                       Text("\n").join(problems) if problems else "nothing")
     show(table)
 

@@ -135,8 +135,17 @@ def add_no_nsys_option(parser: argparse.ArgumentParser) -> None:
                              "samples and facts, the same run folder, page and results; no trace (nor root) needed")
 
 
+NSYS_OPTIONS = ("trace", "sample", "cpuctxsw", "gpu_metrics")  # what only nsys records
+
+
 def capture_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The capture options given, as ``inventory.catalog.with_overrides`` takes them."""
+    """The capture options given, as ``inventory.catalog.with_overrides`` takes them; an nsys option with
+    --no-nsys is a usage error (nothing would record it)."""
+    given = [name for name in NSYS_OPTIONS if getattr(args, name) is not None]
+    if args.no_nsys and given:
+        option = "--" + given[0].replace("_", "-")
+        raise UsageError(f"{option} sets what nsys records, and --no-nsys runs the app without nsys",
+                         f"leave {option} out, or --no-nsys")
     return {"duration_s": args.duration, "delay_s": args.delay, "trace": args.trace, "sample": args.sample,
             "cpuctxsw": args.cpuctxsw, "gpu_metrics": args.gpu_metrics, "nsys": False if args.no_nsys else None}
 
@@ -152,7 +161,8 @@ def add_app_choice(parser: argparse.ArgumentParser, *, study: bool = False) -> N
     which.add_argument("--app-cmd", help="profile this command line instead of a catalog app")
     if study:
         which.add_argument("--study", type=Path, metavar="FILE", help="run this study file on every board")
-    parser.add_argument("--needs-display", action="store_true", help="with --app-cmd: the app opens a window")
+    parser.add_argument("--needs-display", action="store_true",
+                        help="the app opens a window (over its spec's, with --app)")
     parser.add_argument("--apps-dir", type=existing_folder,
                         help="extra folder of app specs (default ~/.config/orchestrate/apps)")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remote_agent.messages import BoardState, Facts, PowerMode
+from remote_agent.messages import BoardState, CaptureResult, Facts, PowerMode
 
 from ..errors import UsageError
 from ._json import as_json_fields, from_json_fields, read_object, write_object
@@ -71,7 +71,7 @@ class RunDocument:
     recovered_clocks: dict[str, Any] | None = None
     clocks: dict[str, Any] | None = None
     lost_contact: str | None = None
-    capture: dict[str, Any] | None = None   # the agent's capture result
+    capture: CaptureResult | None = None    # the agent's capture result
     capture_attempts: list[dict[str, Any]] | None = None
     app_exit: dict[str, Any] | None = None
     import_: dict[str, Any] | None = None   # where the raw capture was imported, with what
@@ -136,7 +136,8 @@ class RunDocument:
 
     @property
     def board_samples_source(self) -> str | None:
-        return ((self.capture or {}).get("board_samples") or {}).get("source")
+        samples = self.capture.board_samples if self.capture else None
+        return samples.get("source") if samples else None
 
     @property
     def app_ending(self) -> str:
@@ -178,6 +179,8 @@ class RunDocument:
                                     _KEYS)
         if not isinstance(value.get("status"), str):
             document.status = "unknown"
+        if document.capture is not None:
+            _kinds_of_old_steps(document.capture)
         raw = value.get("target")
         target: dict[str, Any] = raw if isinstance(raw, dict) else {}
         groups, address = target.get("groups"), target.get("address")
@@ -185,6 +188,20 @@ class RunDocument:
                                     [str(g) for g in groups] if isinstance(groups, list) else [],
                                     address if isinstance(address, str) else None)
         return document
+
+
+# What the watchdog's steps were before the agent said their kind (a run.json of this release's predecessors), by
+# the words it said instead: read once here, so that nothing above matches the agent's words.
+_OLD_STEP_WORDS = {"nsys stalled while generating the report": "stalled",
+                   "nsys hung after writing the report": "hung_after_report",
+                   "nsys did not finish after the app was gone": "unfinished", "agent interrupted": "interrupted"}
+
+
+def _kinds_of_old_steps(capture: CaptureResult) -> None:
+    for step in capture.watchdog:
+        if not step.kind:
+            step.kind = _OLD_STEP_WORDS.get(step.reason, "outlived" if step.reason.endswith("outlived the capture")
+                                            else "")
 
 
 def run_file(run_dir: Path) -> Path:

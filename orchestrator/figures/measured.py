@@ -8,19 +8,20 @@ from ..documents.summary import Summary, summary_file
 from .validity import validity_flags
 
 NSYS_TARGETS = ("nsys", "nsys daemon", "nsys helpers")
-NSYS_STALLS = ("nsys stalled while generating the report", "nsys hung after writing the report",
-               "nsys did not finish after the app was gone")
+NSYS_STALLS = ("stalled", "hung_after_report", "unfinished")  # the watchdog's steps for nsys's stalls, by kind
 
 
 def nsys_alone_stalled(run: RunDocument) -> bool:
     """The run's watchdog stopped nsys alone, for one of nsys 2022.4's stalls around its report, after the
     app had been stopped as planned (whether nsys had written a report or not)."""
-    capture = run.capture or {}
-    actions = capture.get("watchdog") or []
+    capture = run.capture
+    if capture is None:
+        return False
+    actions = capture.watchdog
     return (run.status == "watchdog" and bool(actions)
-            and all(a.get("target") in NSYS_TARGETS for a in actions)
-            and any(a.get("reason") in NSYS_STALLS for a in actions)
-            and capture.get("app_stopped_after_s") is not None)
+            and all(a.target in NSYS_TARGETS for a in actions)
+            and any(a.kind in NSYS_STALLS for a in actions)
+            and capture.app_stopped_after_s is not None)
 
 
 def measured_despite_nsys(run: RunDocument) -> bool:

@@ -4,12 +4,13 @@ One result per board, a value or its error (one dead board never hides the other
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from remote_agent.messages import PreflightAnswer, PreflightRequest
 from remote_agent.nsys_locate import version_tuple
 
+from ..documents.fleet import BoardSummary
 from ..errors import OrchestratorError
 from ..inventory.hosts import Inventory
 from ..nsys.host import HostNsys, find_host_nsys
@@ -28,9 +29,13 @@ class BoardCheck:
     target: str
     status: str                 # "ok" (nothing blocks a capture), "problems" or "unreachable"
     address: str | None = None
-    board: dict[str, Any] = field(default_factory=dict)
+    board: BoardSummary = field(default_factory=BoardSummary)
     findings: list[dict[str, str]] = field(default_factory=list)
     error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """doctor --json's line for the board."""
+        return {**asdict(self), "board": self.board.as_json()}
 
     @property
     def blocking(self) -> bool:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..documents.fleet import FleetDocument
+from ..documents.fleet import BoardSummary, FleetBoard, FleetCell, FleetDocument
 from ..report import charts
 from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
@@ -54,58 +53,56 @@ class FleetPage:
     interval: str
 
 
-def _software(board: dict[str, Any]) -> str:
-    parts = [f"L4T {board['l4t']}" if board.get("l4t") else None,
-             f"JetPack {board['jetpack']}" if board.get("jetpack") else None,
-             board.get("power_mode"), f"nsys {board['nsys']}" if board.get("nsys") else None]
+def _software(board: BoardSummary) -> str:
+    parts = [f"L4T {board.l4t}" if board.l4t else None, f"JetPack {board.jetpack}" if board.jetpack else None,
+             board.power_mode, f"nsys {board.nsys}" if board.nsys else None]
     return ", ".join(p for p in parts if p) or "–"
 
 
-def _cell(found: dict[str, Any] | None) -> GridCell:
+def _cell(found: FleetCell | None) -> GridCell:
     if found is None:
         return GridCell("–", "", "missing", "", [], None)
-    frame = found.get("frame_ms")
-    flags = [flag["what"] for flag in found.get("flags") or []]
+    frame = found.frame_ms
+    flags = [flag["what"] for flag in found.flags]
+    failed = found.status not in ("ok", None)
     if frame and frame.get("median") is not None:
         low, high = frame.get("low"), frame.get("high")
         interval = f"{low:.4g}–{high:.4g}" if low is not None and high is not None else ""
-        energy = f"{found['energy_mj']:.4g} mJ per frame" if found.get("energy_mj") is not None else ""
+        energy = f"{found.energy_mj:.4g} mJ per frame" if found.energy_mj is not None else ""
         return GridCell(f"{frame['median']:.4g} ms", interval, "flagged" if flags else "ok",
-                        found.get("verdict") or "", flags, found.get("report"), energy)
-    return GridCell("failed" if found.get("status") not in ("ok", None) else "no frames", "",
-                    "failed" if found.get("status") not in ("ok", None) else "missing",
-                    found.get("reason") or found.get("verdict") or "", flags, found.get("report"))
+                        found.verdict or "", flags, found.report, energy)
+    return GridCell("failed" if failed else "no frames", "", "failed" if failed else "missing",
+                    found.reason or found.verdict or "", flags, found.report)
 
 
 def fleet_page(document: FleetDocument) -> FleetPage:
     boards = document.boards
-    recap = [RecapRow(b["target"], b["status"], b.get("reason") or "", (b.get("board") or {}).get("kind") or "–",
-                      _software(b.get("board") or {}), f"{b.get('seconds', 0):.0f} s", b.get("folder"),
-                      list(dict.fromkeys(f["what"] for c in b.get("cells") or [] for f in c.get("flags") or [])))
+    recap = [RecapRow(b.target, b.status, b.reason or "", b.board.kind or "–",
+                      _software(b.board), f"{b.seconds:.0f} s", b.folder,
+                      list(dict.fromkeys(f["what"] for c in b.cells for f in c.flags)))
              for b in boards]
-    by_kind: dict[str, list[dict[str, Any]]] = {}
+    by_kind: dict[str, list[FleetBoard]] = {}
     for board in boards:
-        facts = board.get("board") or {}
-        kind = facts["kind"] if facts.get("fingerprint") else "kind unknown (not reached)"
+        kind = board.board.kind if board.board.fingerprint else "kind unknown (not reached)"
         by_kind.setdefault(kind, []).append(board)
     groups: list[KindGroup] = []
     interval = ""
     for kind, members in sorted(by_kind.items()):
-        columns = list(dict.fromkeys(c["label"] for b in members for c in b.get("cells") or []))
+        columns = list(dict.fromkeys(c.label for b in members for c in b.cells))
         rows = []
         values: dict[tuple[str, str], Interval | str] = {}
         for board in members:
-            mine = {c["label"]: c for c in board.get("cells") or []}
-            rows.append((board["target"], [_cell(mine.get(label)) for label in columns]))
+            mine = {c.label: c for c in board.cells}
+            rows.append((board.target, [_cell(mine.get(label)) for label in columns]))
             for label, found in mine.items():
-                interval = interval or found.get("interval", "")
-                frame = found.get("frame_ms")
+                interval = interval or found.interval
+                frame = found.frame_ms
                 if frame and frame.get("median") is not None and frame.get("low") is not None:
-                    values[(board["target"], label)] = Interval(frame["median"], frame["low"], frame["high"])
-                elif found.get("status") not in ("ok", None):
-                    values[(board["target"], label)] = found.get("reason") or "failed"
+                    values[(board.target, label)] = Interval(frame["median"], frame["low"], frame["high"])
+                elif found.status not in ("ok", None):
+                    values[(board.target, label)] = found.reason or "failed"
         measured = any(isinstance(v, Interval) for v in values.values())
-        drawn = charts.grouped_bars(f"fleet-{len(groups)}", [b["target"] for b in members], columns,
+        drawn = charts.grouped_bars(f"fleet-{len(groups)}", [b.target for b in members], columns,
                                     values, "ms", interval or "interval") if measured else None
         groups.append(KindGroup(kind, columns, rows, drawn))
     return FleetPage(

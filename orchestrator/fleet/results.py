@@ -3,10 +3,9 @@ cell the frame time, the verdict and the run's validity flags. Pure over the fol
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ..documents.fleet import FleetBoard, FleetCell
 from ..documents.run import read_run_or_none
 from ..documents.study import read_study
 from ..documents.summary import Summary, read_summary
@@ -15,51 +14,31 @@ from ..figures.measured import frame_spread_ms, run_flags
 from ..targets.facts import board_summary
 
 
-@dataclass
-class BoardResult:
-    """One board's line of the recap and its row of the page: small, whatever the run measured."""
-
-    target: str
-    status: str                 # "ok", "failed" or "unreachable"
-    reason: str | None = None   # one line: the run's own error, or why a cell failed
-    exit_code: int = 0
-    folder: str | None = None   # the run (or study) folder, relative to the fleet folder
-    seconds: float = 0.0
-    board: dict[str, Any] = field(default_factory=dict)   # kind, model, L4T, JetPack, nsys, fingerprint
-    cells: list[dict[str, Any]] = field(default_factory=list)  # per app or study cell: figures, verdict, flags
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> dict[str, Any]:
+def run_cell(run_dir: Path, label: str, fleet_folder: Path) -> FleetCell:
     run = read_run_or_none(run_dir)
     try:
         summary = read_summary(run_dir) or Summary()
     except UsageError:
         summary = Summary()
     first = summary.first_frame_ns
-    return {
-        "label": label, "status": run.status if run else None, "reason": run.error_message if run else None,
-        "frame_ms": frame_spread_ms(summary),
-        "interval": "p10-p90 of the steady frames",
-        "first_frame_ms": round(first / 1e6, 4) if first is not None else None,
-        "verdict": summary.verdict_kind, "flags": run_flags(run) if run else [],
-        "energy_mj": summary.energy_median_mj,
-        "report": os.path.relpath(run_dir / "report.html", fleet_folder),
-    }
+    return FleetCell(
+        label=label, status=run.status if run else None, reason=run.error_message if run else None,
+        frame_ms=frame_spread_ms(summary), interval="p10-p90 of the steady frames",
+        first_frame_ms=round(first / 1e6, 4) if first is not None else None,
+        verdict=summary.verdict_kind, flags=run_flags(run) if run else [], energy_mj=summary.energy_median_mj,
+        report=os.path.relpath(run_dir / "report.html", fleet_folder))
 
 
-def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> BoardResult:
+def board_result_from_run(target: str, run_dir: Path, fleet_folder: Path) -> FleetBoard:
     run = read_run_or_none(run_dir)
     cell = run_cell(run_dir, run.app_name if run else "app", fleet_folder)
     status = "ok" if run and run.status == "ok" else "failed"
-    return BoardResult(target, status, run.error_message if run else None, run.exit_code if run else 0,
-                       os.path.relpath(run_dir, fleet_folder), board=board_summary(run.facts if run else None),
-                       cells=[cell])
+    return FleetBoard(target, status, run.error_message if run else None, run.exit_code if run else 0,
+                      os.path.relpath(run_dir, fleet_folder), board=board_summary(run.facts if run else None),
+                      cells=[cell])
 
 
-def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) -> BoardResult:
+def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) -> FleetBoard:
     """One cell per study cell: the median of its runs' steady means with its 95 % interval."""
     study = read_study(study_dir)
     cells, facts = [], None
@@ -73,17 +52,15 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
             facts = facts or run.facts
             flags.extend(f for f in run_flags(run) if f not in flags)
         interval = metric.get("ci95") or [None, None]
-        cells.append({
-            "label": entry.label or study.name or "cell", "status": entry.status,
-            "reason": entry.reason,
-            "frame_ms": {"median": metric["median"], "low": interval[0], "high": interval[1],
-                         "runs": len(metric.get("values") or [])} if metric.get("median") is not None else None,
-            "interval": "95 % interval of the median over the runs", "verdict": entry.verdict,
-            "flags": flags, "report": os.path.relpath(study_dir / "study.html", fleet_folder),
-        })
-    failed = [c for c in cells if c["status"] != "ok"]
-    reason = f"{len(failed)} of {len(cells)} cells failed; the first: {failed[0]['reason']}" if failed else None
-    return BoardResult(target, "failed" if failed or not cells else "ok", reason or (None if cells else "no cell ran"),
-                       20 if failed else 0, os.path.relpath(study_dir, fleet_folder), board=board_summary(facts),
-                       cells=cells)
+        cells.append(FleetCell(
+            label=entry.label or study.name or "cell", status=entry.status, reason=entry.reason,
+            frame_ms={"median": metric["median"], "low": interval[0], "high": interval[1],
+                      "runs": len(metric.get("values") or [])} if metric.get("median") is not None else None,
+            interval="95 % interval of the median over the runs", verdict=entry.verdict,
+            flags=flags, report=os.path.relpath(study_dir / "study.html", fleet_folder)))
+    failed = [c for c in cells if c.status != "ok"]
+    reason = f"{len(failed)} of {len(cells)} cells failed; the first: {failed[0].reason}" if failed else None
+    return FleetBoard(target, "failed" if failed or not cells else "ok", reason or (None if cells else "no cell ran"),
+                      20 if failed else 0, os.path.relpath(study_dir, fleet_folder), board=board_summary(facts),
+                      cells=cells)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import __version__
-from ..documents.fleet import FleetDocument, write_fleet
+from ..documents.fleet import FleetBoard, FleetDocument, write_fleet
 from ..documents.run import is_run_folder, read_run_or_none
 from ..documents.study import study_folders
 from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
@@ -36,7 +36,7 @@ from ..study.runner import StudyProgress, StudyRequest, run_study
 from ..study.spec import StudySpec, load_study, with_values, without_nsys
 from ..targets.settings import ConnectOptions
 from .patterns import select_hosts
-from .results import BoardResult, board_result_from_run, board_result_from_study
+from .results import board_result_from_run, board_result_from_study
 
 # Ansible's word for a host it could not reach or log in to; such a board ran nothing
 UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
@@ -47,7 +47,7 @@ class FleetView(Protocol):
 
     def board(self, target: str) -> StudyProgress: ...
 
-    def ended(self, result: BoardResult) -> None: ...
+    def ended(self, result: FleetBoard) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -93,11 +93,11 @@ class FleetRequest:
 @dataclass(frozen=True)
 class FleetOutcome:
     folder: Path
-    results: list[BoardResult]
+    results: list[FleetBoard]
     interrupted: bool = False
 
     @property
-    def failed(self) -> list[BoardResult]:
+    def failed(self) -> list[FleetBoard]:
         return [r for r in self.results if r.status != "ok"]
 
 
@@ -123,28 +123,28 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
         orchestrate_version=__version__, folder=folder.name, kind="app" if request.plan.app else "study", what=what,
         limit=request.plan.limit or "all", inventory=request.plan.inventory_path or request.plan.inventory.source,
         forks=request.forks, targets=list(request.plan.targets), started=datetime.now(timezone.utc).isoformat())
-    results: dict[str, BoardResult] = {}
+    results: dict[str, FleetBoard] = {}
     lock = threading.Lock()
     stop = HostStop()
 
-    def ended(result: BoardResult) -> None:
+    def ended(result: FleetBoard) -> None:
         with lock:
             results[result.target] = result
             with open(folder / "boards.jsonl", "a", encoding="utf-8") as stream:
                 stream.write(json.dumps(result.as_json(), default=str) + "\n")
-            document.boards = [results[t].as_json() for t in request.plan.targets if t in results]
+            document.boards = [results[t] for t in request.plan.targets if t in results]
             write_fleet(folder, document)
         view.ended(result)
 
     write_fleet(folder, document)
     with ThreadPoolExecutor(max_workers=max(1, request.forks), thread_name_prefix="board") as pool:
-        futures: dict[Future[BoardResult], str] = {
+        futures: dict[Future[FleetBoard], str] = {
             pool.submit(_one_board, request, target, folder, view, stop): target for target in request.plan.targets}
         _wait_for_boards(futures, stop, ended)
     document.status = "interrupted" if stop.interrupt.is_set() else "complete"
     document.finished = datetime.now(timezone.utc).isoformat()
     ordered = [results[t] for t in request.plan.targets if t in results]
-    document.boards = [r.as_json() for r in ordered]
+    document.boards = ordered
     document.recap = recap_counts(ordered)
     write_fleet(folder, document)
     from .page import write_fleet_page
@@ -152,25 +152,25 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
     return FleetOutcome(folder, ordered, stop.interrupt.is_set())
 
 
-def recap_counts(results: list[BoardResult]) -> dict[str, int]:
+def recap_counts(results: list[FleetBoard]) -> dict[str, int]:
     counts = {"ok": 0, "failed": 0, "unreachable": 0}
     for result in results:
         counts[result.status] = counts.get(result.status, 0) + 1
     return counts
 
 
-def _wait_for_boards(futures: dict[Future[BoardResult], str], stop: HostStop,
-                     ended: Callable[[BoardResult], None]) -> None:
+def _wait_for_boards(futures: dict[Future[FleetBoard], str], stop: HostStop,
+                     ended: Callable[[FleetBoard], None]) -> None:
     """Collect each board's result as it ends. Ctrl-C (only this thread hears it): the first asks every
     board to end its capture and keeps the boards not yet started from starting, the second stops
     waiting for the boards' captures (each board keeps its report for 'orchestrate fetch')."""
-    reported: set[Future[BoardResult]] = set()
+    reported: set[Future[FleetBoard]] = set()
     while len(reported) < len(futures):
         try:
             wait([f for f in futures if f not in reported], timeout=0.25, return_when=FIRST_COMPLETED)
             for future in [f for f in futures if f.done() and f not in reported]:
                 if future.cancelled():
-                    ended(BoardResult(futures[future], "failed", "interrupted before it started", 16))
+                    ended(FleetBoard(futures[future], "failed", "interrupted before it started", 16))
                 else:
                     ended(future.result())
                 reported.add(future)
@@ -182,7 +182,7 @@ def _wait_for_boards(futures: dict[Future[BoardResult], str], stop: HostStop,
                 future.cancel()  # those not started yet; the others run on and end their captures early
 
 
-def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView, fleet_stop: HostStop) -> BoardResult:
+def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView, fleet_stop: HostStop) -> FleetBoard:
     """Never raises for the board's own failures: they become its result."""
     started = time.monotonic()
     progress = view.board(target)
@@ -212,7 +212,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
         log = folder / "internal-errors.log"
         with open(log, "a", encoding="utf-8") as stream:
             stream.write(f"{target}:\n{traceback.format_exc()}\n")
-        result = BoardResult(target, "failed", f"internal error: {exc!r} (traceback in {log}; please report it)", 1)
+        result = FleetBoard(target, "failed", f"internal error: {exc!r} (traceback in {log}; please report it)", 1)
     finally:
         watcher.close()
     if watcher.timed_out and result.status == "ok":
@@ -222,7 +222,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
     return result
 
 
-def _failure(target: str, exc: OrchestratorError, folder: Path) -> BoardResult:
+def _failure(target: str, exc: OrchestratorError, folder: Path) -> FleetBoard:
     """A board whose run or study raised: its figures as far as they came back, and the error's one line."""
     status = "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed"
     measured = None
@@ -236,7 +236,7 @@ def _failure(target: str, exc: OrchestratorError, folder: Path) -> BoardResult:
     except UsageError:  # a study.json the failure left unreadable: the board's error says what happened
         measured = None
     if measured is None:
-        return BoardResult(target, status, exc.one_line(), exc.exit_code)
+        return FleetBoard(target, status, exc.one_line(), exc.exit_code)
     run = read_run_or_none(exc.run_dir) if exc.run_dir is not None else None
     if run is not None and measured_despite_nsys(run):
         # nsys alone stalled after a complete capture and its report came back: measured, as a study counts it

@@ -215,8 +215,11 @@ def with_overrides(spec: AppSpec, duration_s: float | None = None, delay_s: floa
 
 def chosen_app(catalog: dict[str, AppSpec], name: str | None, command_line: str | None, needs_display: bool = False,
                **overrides: Any) -> AppSpec:
-    """The catalog's app ``name``, else one made of ``command_line``, with the command line's capture values."""
+    """The catalog's app ``name``, else one made of ``command_line``, with the command line's capture values
+    (``needs_display`` gives either a display)."""
     spec = find_app(name, catalog) if name else adhoc_app(command_line or "", needs_display)
+    if needs_display and not spec.needs_display:
+        spec = replace(spec, needs_display=True)
     return with_overrides(spec, **overrides)
 
 

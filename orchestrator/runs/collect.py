@@ -35,7 +35,7 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
     # nsys exits with the app's status; without nsys the app's own is there
     exit_status = capture.nsys_exit if capture.with_nsys else capture.app_exit
     run.app_exit = {"status": exit_status, "ended": app_ending(capture, status)}
-    run.capture = capture.to_wire()
+    run.capture = capture
     run.status = status
     if status == "ok" and capture.watchdog:
         progress.note("warning", nudged_warning(capture))

@@ -219,8 +219,10 @@ def cells(spec: StudySpec) -> list[Cell]:
 
 def cell_app(spec: StudySpec, cell: Cell, catalog: dict[str, AppSpec]) -> AppSpec:
     """The app one cell runs: the catalog app (or the study's command) with the cell's args and env."""
-    if spec.app:
-        base = find_app(spec.app, catalog)
+    if spec.app:  # the study's workdir and needs_display over the app spec's
+        found = find_app(spec.app, catalog)
+        base = replace(found, workdir=spec.workdir or found.workdir,
+                       needs_display=spec.needs_display or found.needs_display)
     else:
         base = replace(adhoc_app("true", spec.needs_display),
                        command=tuple(fill(t, cell.variables) for t in spec.command), source=spec.source,

@@ -9,6 +9,8 @@ from typing import Any
 
 from remote_agent.messages import BoardFacts, Facts, SystemFacts
 
+from ..documents.fleet import BoardSummary
+
 # what stays the same on one board from run to run (not clocks, temperatures or the host name)
 KIND_FACTS = {"board": ("model", "chip")}
 SOFTWARE_FACTS = {"board": ("l4t", "jetpack"), "system": ("os", "kernel", "arch"), "nsys": ("version",)}
@@ -40,16 +42,15 @@ def board_fingerprint(facts: Facts | None) -> dict[str, str]:
     return {"kind": _digest(kind), "software": _digest(software)}
 
 
-def board_summary(facts: Facts | None) -> dict[str, Any]:
+def board_summary(facts: Facts | None) -> BoardSummary:
     """The few facts a fleet's recap and page show per board."""
     found = facts or Facts()
     board, system, nsys = found.board, found.system, found.nsys
-    return {
-        "kind": board_kind(facts), "model": board.model, "chip": board.chip, "l4t": board.l4t,
-        "jetpack": board.jetpack, "power_mode": board.power_mode.name if board.power_mode else None, "os": system.os,
-        "arch": system.arch, "python": system.python, "nsys": nsys.version,
-        "nsys_path": nsys.path, "fingerprint": board_fingerprint(facts) if facts else None,
-    }
+    return BoardSummary(
+        kind=board_kind(facts), model=board.model, chip=board.chip, l4t=board.l4t, jetpack=board.jetpack,
+        power_mode=board.power_mode.name if board.power_mode else None, os=system.os, arch=system.arch,
+        python=system.python, nsys=nsys.version, nsys_path=nsys.path,
+        fingerprint=board_fingerprint(facts) if facts else None)
 
 
 def _digest(value: Any) -> str:
