@@ -357,9 +357,8 @@ def attach(request, emit, stdin_fd=0):
                 said = HostLine.from_wire(_json_or_none(line.decode("utf-8", "replace")))
                 if said.beat:
                     touch(heartbeat)
-                elif said.stop:
-                    with open(os.path.join(run_dir, STOP), "w") as handle:
-                        json.dump(said.to_wire(), handle)
+                elif said.stop:  # whole or not at all: the supervisor may read it at any moment
+                    write_json_atomic(os.path.join(run_dir, STOP), said.to_wire())
         seen = state_stamp(run_dir)
         if seen is None or seen != stamp:
             stamp, state = seen, read_state(run_dir)

@@ -137,6 +137,7 @@ def _send(request_line):
     try:
         files = read_request("send", request_line or "{}").files
     except BadRequest as exc:
-        sys.stderr.write(json.dumps(Failure(kind="bad_request", msg=str(exc), command="send").to_wire()) + "\n")
+        failure = Failure(kind="bad_request", msg=str(exc), command="send")
+        sys.stderr.write(json.dumps(dict(failure.to_wire(), failed=True)) + "\n")
         return 1
     return command_module("send").send_files(files)

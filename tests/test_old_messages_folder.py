@@ -82,3 +82,14 @@ def test_report_compare_and_results_import_open_it(old, tmp_path):
     stored = json.loads(run_cli("results", "list", "--db", db, "--json").stdout)
     assert [(r["run_id"], r["app"], r["status"]) for r in stored] == [(RUN, "es2gears", "ok")]
     assert stored[0]["metrics"]["steady_mean_ms"] == pytest.approx(STEADY_MEAN_NS / 1e6)
+
+
+def test_a_capture_of_before_gets_its_kinds_from_its_words():
+    from orchestrator.documents.run import RunDocument
+    run = RunDocument.from_json({"capture": {
+        "ended_early": {"reason": "the disk is nearly full (40 MB free in /w)", "after_s": 3.0},
+        "watchdog": [{"reason": "nsys hung after writing the report", "signal": "SIGTERM", "target": "nsys"},
+                     {"reason": "nsys daemon outlived the capture", "signal": "SIGTERM", "target": "nsys daemon"}]}})
+    assert run.capture is not None and run.capture.ended_early is not None
+    assert run.capture.ended_early.kind == "disk_low"
+    assert [step.kind for step in run.capture.watchdog] == ["hung_after_report", "outlived"]

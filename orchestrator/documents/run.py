@@ -180,7 +180,7 @@ class RunDocument:
         if not isinstance(value.get("status"), str):
             document.status = "unknown"
         if document.capture is not None:
-            _kinds_of_old_steps(document.capture)
+            kinds_of_old_capture(document.capture)
         raw = value.get("target")
         target: dict[str, Any] = raw if isinstance(raw, dict) else {}
         groups, address = target.get("groups"), target.get("address")
@@ -197,7 +197,17 @@ _OLD_STEP_WORDS = {"nsys stalled while generating the report": "stalled",
                    "nsys did not finish after the app was gone": "unfinished", "agent interrupted": "interrupted"}
 
 
-def _kinds_of_old_steps(capture: CaptureResult) -> None:
+_OLD_END_WORDS = {"the disk is nearly full": "disk_low", "no heartbeat from the host": "host_gone",
+                  "the user interrupted orchestrate on the host": "interrupted",
+                  "the fleet's --board-timeout passed": "deadline"}
+
+
+def kinds_of_old_capture(capture: CaptureResult) -> None:
+    """The early end's and the watchdog steps' kinds where an agent of before said only their words (its run.json,
+    or the state a board kept for 'orchestrate fetch')."""
+    early = capture.ended_early
+    if early is not None and not early.kind:
+        early.kind = next((kind for words, kind in _OLD_END_WORDS.items() if early.reason.startswith(words)), "")
     for step in capture.watchdog:
         if not step.kind:
             step.kind = _OLD_STEP_WORDS.get(step.reason, "outlived" if step.reason.endswith("outlived the capture")

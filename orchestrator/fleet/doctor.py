@@ -76,7 +76,7 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
         return BoardCheck(target, "problems", transport.description, error=exc.one_line())
     finally:
         transport.close()
-    findings = [f.to_wire() for f in checked.findings if f.level in ("error", "warning")]
+    findings = [f.to_wire(version=False) for f in checked.findings if f.level in ("error", "warning")]
     readable = host_reads(checked.facts.nsys.version, host_nsys)
     findings += [readable] if readable else []
     status = "problems" if any(f["level"] == "error" for f in findings) else "ok"

@@ -75,7 +75,7 @@ def run_record(run_dir: Path, study: StudyDocument | None = None) -> RunRecord |
     from ..figures.run_metrics import run_metrics
     from ..targets.facts import board_fingerprint, board_kind
     run = read_run_or_none(run_dir)
-    if run is None or not run.run_id or not run.started_at or not run.facts:
+    if run is None or not run.run_id or not run.started_at or not run.facts or not run.facts.to_wire(version=False):
         return None
     fingerprint = run.board_fingerprint or board_fingerprint(run.facts)
     variables = run.study_variables

@@ -11,7 +11,7 @@ from typing import Any
 
 from remote_agent.messages import StatusAnswer, StatusRequest
 
-from ..documents.run import read_run_or_none
+from ..documents.run import kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import load_inventory
@@ -79,7 +79,9 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
                 raise AgentError(f"the capture on {transport.description} ended without a result "
                                  f"({state.error or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
-            run.capture_attempts, capture.previous_attempts = [a.to_wire() for a in capture.previous_attempts], []
+            kinds_of_old_capture(capture)  # a capture an agent of before started
+            run.capture_attempts = [a.to_wire(version=False) for a in capture.previous_attempts]
+            capture.previous_attempts = []
             note_clocks(capture.clocks, log)
             early = capture.ended_early
             if early:

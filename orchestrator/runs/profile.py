@@ -214,7 +214,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         if checked is None:
             checked = PreflightAnswer.from_wire(agent.call("preflight", preflight_request(request, app,
                                                                                           agent.work_dir)))
-    run.facts, run.preflight = checked.facts, [found.to_wire() for found in checked.findings]
+    run.facts, run.preflight = checked.facts, [found.to_wire(version=False) for found in checked.findings]
     run.board_fingerprint = board_fingerprint(checked.facts)  # the board's kind, and its software
     for found in checked.findings:  # what the run handles itself (level info) stays in run.json and doctor
         if found.level != "info":
@@ -256,7 +256,8 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None
     run.board_state = {**(run.board_state or {}), "after": after}
     note_clocks(capture.clocks, log)
-    run.capture_attempts, capture.previous_attempts = [a.to_wire() for a in capture.previous_attempts], []
+    run.capture_attempts = [a.to_wire(version=False) for a in capture.previous_attempts]
+    capture.previous_attempts = []
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.env_added}.items()))
     run.remote_command = ShellCommand(tuple(argv), run_env, app.workdir).render()

@@ -1,0 +1,146 @@
+"""What a message is: a record of typed fields, its JSON object (``to_wire``) and how one is read (``from_wire``).
+
+Standard library only, Python 3.6 syntax (the agent's). A message is a class whose annotated attributes are its
+fields. Read, it is lenient as run folders are: keys it does not know are kept (``extra``), a value of the wrong
+kind reads as missing (the field's default), a nested message or list of them is read the same way down; read
+``strict``, a value of the wrong kind is an error (what a side builds itself, or the agent's requests). The messages
+themselves are in messages.py.
+"""
+import copy
+import typing
+from typing import Any, Dict, List
+
+if typing.TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_):
+        return lambda cls: cls
+
+PROTOCOL = 1
+
+
+@dataclass_transform()
+class Message(object):
+    """A record of typed fields; subclasses declare them as annotated class attributes with defaults."""
+    _field_types = None  # type: Any
+
+    def __init__(self, **values):
+        for name, default in self._defaults().items():
+            setattr(self, name, values.pop(name) if name in values else copy.deepcopy(default))
+        if values:
+            raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(values))))
+        self.extra = {}  # type: typing.Dict[str, Any]
+        self.read_keys = None  # type: typing.Optional[frozenset]  # the keys from_wire found (None: made here)
+
+    @classmethod
+    def _fields(cls):
+        """Each field's name and type, the base classes' first (forward references resolved once)."""
+        if "_field_types" not in cls.__dict__:
+            cls._field_types = typing.get_type_hints(cls)
+        return cls._field_types
+
+    @classmethod
+    def _defaults(cls):
+        return {name: getattr(cls, name, None) for name in cls._fields()}
+
+    def to_wire(self, version=True):
+        """The JSON object; version: with ``v`` (what a side sends). A message read from_wire writes back the
+        keys it read, and the others only once they differ from their default: a stored document read and
+        written again loses nothing and gains nothing."""
+        wire = dict(self.extra)
+        defaults = self._defaults()
+        for name in self._fields():
+            key, value = name.rstrip("_"), getattr(self, name)
+            if key in self.extra and value == defaults[name]:
+                continue  # read with a value of the wrong kind: written back as it was
+            if self.read_keys is None or key in self.read_keys or value != defaults[name]:
+                wire[key] = _to_wire(value, version)
+        if version:
+            wire["v"] = PROTOCOL
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire, strict=False):
+        """The message a JSON object holds (None or not an object: every field at its default). strict: a
+        value of the wrong kind is a ValueError, for what a side builds itself rather than reads."""
+        if strict and not isinstance(wire, dict):
+            raise ValueError("{} needs a JSON object, not {!r}".format(cls.__name__, wire))
+        wire = wire if isinstance(wire, dict) else {}
+        message = cls()
+        known = {"v"}
+        wrong = {}
+        for name, kind in cls._fields().items():
+            key = name.rstrip("_")  # a field named after a Python keyword (import_) is the keyword on the wire
+            if key in wire:
+                ok, value = _read(kind, wire[key], strict)
+                if ok:
+                    setattr(message, name, value)
+                    known.add(key)
+                elif strict:
+                    raise ValueError("{}.{} cannot be {!r}".format(cls.__name__, key, wire[key]))
+                else:
+                    wrong[key] = wire[key]
+            else:
+                known.add(key)
+        message.extra = {key: value for key, value in wire.items() if key not in known}  # unknown, or wrong
+        message.read_keys = frozenset(known & set(wire))
+        return message
+
+    def __eq__(self, other):
+        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in self._fields()) \
+            and self.extra == other.extra
+
+    def __repr__(self):
+        shown = ", ".join("{}={!r}".format(name, getattr(self, name)) for name in self._fields())
+        return "{}({})".format(type(self).__name__, shown)
+
+
+def _to_wire(value, version=True):
+    if isinstance(value, Message):
+        return value.to_wire(version)
+    if isinstance(value, (list, tuple)):
+        return [_to_wire(item, version) for item in value]
+    if isinstance(value, dict):
+        return {key: _to_wire(item, version) for key, item in value.items()}
+    return value
+
+
+_PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+
+
+def _read(kind, value, strict=False):
+    """(whether value is of kind, the value read as kind): the rules of from_wire, for one field; strict, the
+    items of a list or dict of the wrong kind are a ValueError rather than left out."""
+    if kind is Any:
+        return True, value
+    if isinstance(kind, type) and issubclass(kind, Message):
+        return isinstance(value, dict), kind.from_wire(value, strict) if isinstance(value, dict) else None
+    if kind in _PLAIN:
+        fits = isinstance(value, _PLAIN[kind]) and (kind is bool or not isinstance(value, bool))
+        return fits, (float(value) if kind is float and fits else value)
+    args = getattr(kind, "__args__", None) or ()  # type: Any
+    origin = getattr(kind, "__origin__", None)
+    if origin is typing.Union:  # Optional[X]
+        return (True, None) if value is None else _read(args[0], value, strict)
+    if origin in (list, List):
+        if not isinstance(value, list):
+            return False, None
+        return True, [item for item in (_item(args[0], item, strict) for item in value) if item is not _SKIP]
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            return False, None
+        items = ((key, _item(args[1], item, strict)) for key, item in value.items())
+        return True, {key: item for key, item in items if item is not _SKIP}
+    return isinstance(value, kind), value
+
+
+_SKIP = object()
+
+
+def _item(kind, value, strict):
+    ok, read = _read(kind, value, strict)
+    if ok:
+        return read
+    if strict:
+        raise ValueError("{!r} is not a {}".format(value, getattr(kind, "__name__", kind)))
+    return _SKIP
