@@ -46,6 +46,11 @@ class AppSpec:
     nsys: bool = True  # False: the app runs as a benchmark, without nsys (--no-nsys)
     source: str = "<built-in>"
 
+    @property
+    def capture_s(self) -> float:
+        """The seconds the capture records the app: its delay, then its duration."""
+        return self.delay_s + self.duration_s
+
 
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
            "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "gpu_metrics", "parser", "files",

@@ -70,7 +70,7 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
                                     "its copy was removed after a verified pull, or by hand; profile again")
             if board.supervisor_alive:
                 progress.note("info", "the capture is still running on the board; following it")
-                with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
+                with log.phase("capture", total=app.capture_s, unit="s"):
                     log.stage("capturing")
                     capture = follow_capture(agent, paths.run_dir, heartbeat_timeout_s, log)
             elif state.result is not None:

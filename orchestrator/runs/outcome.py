@@ -86,7 +86,7 @@ def classify_capture(capture: CaptureResult, app: AppSpec) -> tuple[str, Orchest
             return "nsys_failed", ReportError(f"nsys exited with {code} before starting the app", log_hint)
         return "no_report", ReportError("nsys wrote no report", log_hint)
     elapsed = capture.nsys_elapsed_s or 0.0
-    ran_full = capture.app_stopped_after_s is not None or elapsed >= app.delay_s + app.duration_s - 0.5
+    ran_full = capture.app_stopped_after_s is not None or elapsed >= app.capture_s - 0.5
     if code != 0 and not (ran_full and code in STOPPED_AT_END):
         return "app_failed", AppFailedError(
             f"the app exited with status {code} after {elapsed:.1f} s",

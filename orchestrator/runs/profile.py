@@ -77,7 +77,7 @@ def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str | Non
     return PreflightRequest(
         nsys=request.host.nsys, with_nsys=app.nsys, argv0=app.command[0], cwd=app.workdir,
         needs_display=app.needs_display, display=request.host.display, xvfb=app.xvfb or request.host.xvfb,
-        sample=app.sample, gpu_metrics=app.gpu_metrics, capture_s=app.delay_s + app.duration_s, work_dir=work_dir,
+        sample=app.sample, gpu_metrics=app.gpu_metrics, capture_s=app.capture_s, work_dir=work_dir,
         lock_clocks=request.settings.lock_clocks, nvpmodel_mode=request.settings.nvpmodel)
 
 
@@ -241,7 +241,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         requested_by=run.target.address)
     if request.stop is not None and request.stop.interrupt.is_set():
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
-    with log.phase("capture", total=app.delay_s + app.duration_s, unit="s"):
+    with log.phase("capture", total=app.capture_s, unit="s"):
         launched = remote_capture.launch(agent, launch)
         if launched.recovered_clocks:  # an earlier capture's supervisor died with the clocks locked
             run.recovered_clocks = launched.recovered_clocks
@@ -250,7 +250,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         log.stage("capturing")
         preparation = Preparation(agent.transport, during_capture=not request.host.is_local)
         capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
-                                 preparation.on_progress, app.delay_s + app.duration_s)
+                                 preparation.on_progress, app.capture_s)
     preparation.finish()
     from .collect import collect  # loaded by now
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None
