@@ -2,9 +2,12 @@
 
 Every answer ends with one ``result`` line, or one ``error`` line with ``failed: true`` and ``msg``
 instead of a traceback. ``send`` is the exception: its stdout is files' bytes, its answer a JSON line per
-file on stderr.
+file on stderr. ``session`` answers a run's commands in turn in one process (one channel, one Python start
+on the board instead of one each): a ``SessionCall`` line per command, each answered as a call of its own
+would be (``attach`` reads the host's lines until its capture ended), until ``end`` or the input's end.
 """
 import argparse
+import functools
 import hashlib
 import importlib
 import json
@@ -23,12 +26,14 @@ from .messages import (
     RemoveAnswer,
     RemoveRequest,
     SendRequest,
+    SessionCall,
     StatusRequest,
     VersionAnswer,
 )
 from .protocol import emit, fail
 
-COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove", "board_state")
+COMMANDS = ("version", "facts", "preflight", "launch", "attach", "status", "send", "remove", "board_state", "session")
+IN_SESSION = ("version", "facts", "preflight", "launch", "attach", "status", "remove", "board_state")
 MODULES = {"facts": "facts", "board_state": "facts", "preflight": "preflight", "launch": "daemon", "attach": "daemon",
            "status": "daemon", "remove": "files", "send": "send"}
 # each command's request (read strictly: a field of the wrong kind is a bad_request failure)
@@ -50,9 +55,10 @@ def own_sha256():
 
 
 def read_request(command, raw):
-    """The command's request message from its JSON text (empty: every field at its default)."""
+    """The command's request message from its JSON text (empty: every field at its default), or from the
+    JSON object a session's call holds."""
     try:
-        wire = json.loads(raw) if raw.strip() else {}
+        wire = raw if isinstance(raw, dict) else json.loads(raw) if raw.strip() else {}
         message = REQUESTS.get(command)
         return message.from_wire(wire, strict=True) if message is not None else None
     except ValueError as exc:
@@ -69,7 +75,7 @@ def handle(command, request):
     """The command's answer, as a message or (facts, board_state, preflight) the JSON object it documents."""
     if command == "version":
         return VersionAnswer(version=AGENT_VERSION, sha256=own_sha256(),
-                             python="{}.{}.{}".format(*sys.version_info[:3]))
+                             python="{}.{}.{}".format(*sys.version_info[:3]), pid=os.getpid())
     module = command_module(command)
     if command == "facts":
         return module.collect(request.nsys, request.work_dir, request.with_nsys)
@@ -102,11 +108,43 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "send":
         return _send(sys.stdin.readline())
+    if args.command == "session":
+        return _session()
     if args.command == "attach":  # its input is the host's heartbeat lines, after one line of request
-        return _answer("attach", lambda: command_module("attach").attach(
-            read_request("attach", _raw_line(0).decode("utf-8", "replace")), emit))
-    return _answer(args.command, lambda: handle(args.command, read_request(args.command, sys.stdin.read())
-                                                 if args.command != "version" else None))
+        return _answer("attach", lambda: _attach(_raw_line(0).decode("utf-8", "replace")))
+    return _answer(args.command, lambda: _handle(args.command, sys.stdin.read()))
+
+
+def _handle(command, raw):
+    return handle(command, read_request(command, raw) if command != "version" else None)
+
+
+def _attach(raw):
+    return command_module("attach").attach(read_request("attach", raw), emit)
+
+
+def _session():
+    """A run's commands in turn, until ``end`` or the input's end. A line that is no call (a heartbeat the host
+    sent as an attach ended) is passed over."""
+    while True:
+        line = _raw_line(0)
+        if not line:
+            return 0
+        try:
+            wire = json.loads(line.decode("utf-8", "replace"))
+            call = SessionCall.from_wire(wire, strict=True) if isinstance(wire, dict) and "command" in wire else None
+        except ValueError as exc:
+            failed("session", BadRequest("session call: {}".format(exc)))
+            continue
+        if call is None:
+            continue
+        if call.command == "end":
+            return 0
+        if call.command not in IN_SESSION:
+            failed(call.command, BadRequest("'{}' is not a command of a session".format(call.command)))
+            continue
+        _answer(call.command, functools.partial(_attach, call.request) if call.command == "attach" else
+                functools.partial(_handle, call.command, call.request))
 
 
 def _raw_line(fd):

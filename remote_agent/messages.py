@@ -94,6 +94,14 @@ class HostLine(Message):
     reason: Optional[str] = None
 
 
+class SessionCall(Message):
+    """One command of a session (``session``: one agent process answering a run's calls in turn, on one
+    channel): the command's name and its request, as a call of its own would read it on stdin. ``end`` ends
+    the session."""
+    command: str = ""
+    request: Dict[str, Any] = {}
+
+
 class StatusRequest(Message):
     run_dir: str = ""
 
@@ -198,6 +206,7 @@ class VersionAnswer(Message):
     version: Optional[str] = None
     sha256: Optional[str] = None
     python: Optional[str] = None
+    pid: Optional[int] = None  # the process that answered (a session's answers all come from one)
 
 
 class Finding(Message):

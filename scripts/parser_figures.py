@@ -1,30 +1,32 @@
-"""How many figures the parsers read from the published tool output in tests/data/parsers (and how many runs
-they call failed): `python scripts/parser_figures.py [--each]`. Each file's parser is named by its prefix."""
+"""How much of the published tool output in tests/data/parsers the parsers read: for each tool, the figures its
+logs hold (labelled by hand in each log's .truth.json, see tests/parser_truth.py) and how many of them the parser
+returns, and how many runs it calls failed. `python scripts/parser_figures.py [--each]`: --each adds a line per log
+and the figures missed."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from orchestrator.parsers import PARSERS  # noqa: E402
-
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "parsers"
-PREFIXES = {"trtexec": "trtexec", "jetson-inference": "jetson-inference", "glmark2": "glmark2",
-            "tftrt": "tftrt-bench", "benchmark_model": "benchmark_model"}
+from parser_truth import DATA, PARSERS, scores, shares, tool_of  # noqa: E402
 
 
 def main() -> int:
-    figures = failures = files = 0
-    for path in sorted(DATA.glob("*.txt")):
-        tool = next((name for prefix, name in PREFIXES.items() if path.name.startswith(prefix)), None)
-        if tool is None or tool not in PARSERS:
-            continue
-        parsed = PARSERS[tool](path.read_text())
-        files, figures, failures = files + 1, figures + len(parsed.figures), failures + (parsed.failure is not None)
-        if "--each" in sys.argv:
-            print(f"{len(parsed.figures):4d}  {'failed' if parsed.failure else '      '}  {path.name}")
-    print(f"{files} logs, {figures} figures read, {failures} runs said to have failed")
+    found = scores()
+    if "--each" in sys.argv:
+        for s in found:
+            print(f"{s.read:4d} of {s.labelled:4d}  {s.log}")
+            for missed in s.missed:
+                print(f"            missed: {missed}")
+    failed = sum(PARSERS[tool_of(log)](log.read_text(errors="replace")).failure is not None
+                 for log in sorted(DATA.glob("*.txt")))
+    for tool, (read, labelled) in shares(found).items():
+        share = f"{100 * read / labelled:.1f} %" if labelled else "-"
+        logs = sum(s.tool == tool for s in found) if tool != "all" else len(found)
+        print(f"{tool:17s} {logs:3d} logs  {read:5d} of {labelled:5d} figures read  {share}")
+    print(f"{failed} runs said to have failed")
     return 0
 
 

@@ -87,10 +87,16 @@ def test_bad_selection_is_a_usage_error(export, args, message):
 @pytest.mark.machine
 @pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")
 def test_an_empty_capture_says_so(tmp_path):
-    """A real capture with every trace off: nsys writes a report with no events in it."""
-    subprocess.run(["nsys", "profile", "--trace=none", "--sample=none", "--cpuctxsw=none", "--output",
-                    str(tmp_path / "empty"), "--export=sqlite", "true"], cwd=tmp_path, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    """A real capture with every trace off: nsys writes a report with no events in it. nsys 2022.4 now and then
+    ends a capture with status 1 while a board's capture runs beside it (the other worker's): such a capture is
+    taken again, twice at most, and a third failure shows what nsys said."""
+    for _attempt in range(3):
+        done = subprocess.run(["nsys", "profile", "--trace=none", "--sample=none", "--cpuctxsw=none",
+                               "--force-overwrite=true", "--output", str(tmp_path / "empty"), "--export=sqlite",
+                               "true"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        if done.returncode == 0:
+            break
+    assert done.returncode == 0, f"nsys failed 3 times (status {done.returncode}): {done.stdout}{done.stderr}"
     report = next(p for p in tmp_path.glob("empty.*") if p.suffix in (".sqlite", ".nsys-rep", ".qdstrm"))
     if report.suffix == ".qdstrm":  # Debian's nsys leaves the raw capture: import it like the agent does
         from orchestrator.nsys.host import find_host_nsys, import_on_host

@@ -44,7 +44,13 @@ def test_trtexec_8_summary_with_the_99th_percentile_only():
         **stats("h2d", 0.801147, 0.830566, 0.818888, 0.818848, 0.822998),
         **stats("gpu_compute", 1.20691, 61.7889, 1.30893, 1.26953, 1.33472),
         **stats("d2h", 0.00537109, 0.0314941, 0.00687307, 0.0065918, 0.00878906),
-        "total_host_walltime_s": 3.00461, "total_gpu_compute_s": 2.98828}
+        "total_host_walltime_s": 3.00461, "total_gpu_compute_s": 2.98828, "trace_average_runs": 1000}
+    parsed = parse("trtexec", (DATA / "trtexec-8-p99-only.txt").read_text())
+    assert [(r.label, {k: f.value for k, f in r.figures.items()}) for r in parsed.records] == [
+        ("trace average 1", {"runs": 1000, "gpu_latency_ms": 1.29198, "host_latency_ms": 2.1176,
+                             "enqueue_ms": 0.710162}),
+        ("trace average 2", {"runs": 1000, "gpu_latency_ms": 1.33715, "host_latency_ms": 2.16307,
+                             "enqueue_ms": 0.796356})]
 
 
 def test_trtexec_6_average_over_runs():

@@ -2,9 +2,12 @@
 log holds, asserted; a figure a log does not hold is absent, never 0; a tool that crashed is a failure."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
+from parser_truth import scores, shares
 
 from orchestrator.parsers import PARSERS, parse
 
@@ -29,11 +32,13 @@ TRT7 = {
     "trtexec-7.1-host-latency-resnet50-int8-b1.txt": trt7(
         (55.1414, 57.542, 55.3094, 55.2737, 57.542), (55.1486, 57.561, 55.3221, 55.2913, 57.561),
         (55.0791, 57.4766, 55.2468, 55.2111, 57.4766), (3.87885, 5.10864, None, 4.06059, None),
-        throughput_qps=18.0758, total_host_walltime_s=3.09807, total_gpu_compute_s=3.09382),
+        throughput_qps=18.0758, total_host_walltime_s=3.09807, total_gpu_compute_s=3.09382, warmup_queries=4,
+        warmup_ms=200, trace_queries=56, trace_s=3.09807, trace_average_runs=3),
     "trtexec-7.1.0-host-latency-lowercase-resnet50-int8-b64-dla-era.txt": trt7(
         (73.1875, 79.78, 73.515, 73.5, 73.75), (73.1875, 79.7888, 73.5256, 73.5119, 73.75),
         (71.5625, 78.0872, 71.8974, 71.875, 72.125),
-        throughput_qps=870.434, total_host_walltime_s=735.265, total_gpu_compute_s=718.974),
+        throughput_qps=870.434, total_host_walltime_s=735.265, total_gpu_compute_s=718.974, warmup_queries=192,
+        warmup_ms=200, trace_queries=640000, trace_s=735.265, trace_average_runs=100),
     "trtexec-7.1-host-latency-xaviernx-yolov4-fp16.txt": trt7(
         (4.34442, 7.12915, 4.52398, 4.49951, 5.46606), (4.35388, 7.14398, 4.53851, 4.51025, 6.10291),
         (4.2439, 7.02356, 4.42492, 4.40088, 5.36792), (2.3894, 4.89722, None, 2.64331, None),
@@ -47,7 +52,8 @@ TRT7 = {
     "trtexec-7.1-host-latency-resnet50-fp16-7runs-clock2018.txt": trt7(  # the last of its 7 runs (batch 128)
         (2668.07, 2689.09, 2679.05, 2679.98, 2689.09), (2668.07, 2689.09, 2679.05, 2679.99, 2689.09),
         (2660.1, 2680.99, 2670.99, 2671.88, 2680.99), (2.10245, 2.85181, None, 2.84375, None),
-        throughput_qps=47.7781, total_host_walltime_s=8.03716, total_gpu_compute_s=8.01297),
+        throughput_qps=47.7781, total_host_walltime_s=8.03716, total_gpu_compute_s=8.01297, warmup_queries=128,
+        warmup_ms=200, trace_queries=384, trace_s=8.03716, trace_average_runs=3),
 }
 
 
@@ -140,7 +146,7 @@ def test_tf_trt_benchmarks_of_both_generations():
     assert values("tftrt-bench", "tftrt-tf1-ngc19.09-image_classification-mobilenet_v2-p100.txt") == {
         "images_per_s": 1798, "p99_ms": 4.48, "total_s": 0.1, "latency_mean_ms": 4.45, "latency_median_ms": 4.45,
         "latency_min_ms": 4.41, "step_mean_ms": pytest.approx((4.4785 + 4.4987 + 4.4539 + 4.4658 + 4.4386) / 5),
-        "steps_printed": 5}
+        "steps_printed": 5, "graph_native_mb": 23.6, "graph_trt_mb": 36.0, "conversion_s": 43.7}
     assert values("tftrt-bench", "tftrt-tf2-notebook-resnet50-fp32-bs16.txt") == {
         "images_per_s": 2108, "step_mean_ms": pytest.approx((7.6 * 18 + 7.5 * 2) / 20), "steps_printed": 20}
 
@@ -171,3 +177,93 @@ def test_glmark2_whose_output_just_stops_is_no_failure_and_a_whole_run_has_its_s
     assert (whole["build[use-vbo=false]_fps"], whole["build[use-vbo=false]_frame_ms"]) == (600, 1.667)
     assert (whole["terrain_fps"], whole["terrain_frame_ms"]) == (94, 10.693)
     assert len(whole) == 2 * 33 + 2
+
+
+def test_every_labelled_figure_is_a_number_its_log_prints():
+    """The hand labelling (tests/parser_truth.py) holds no typo: each value is one of the log's printed numbers."""
+    for log in sorted(DATA.glob("*.txt")):
+        truth = log.with_suffix(".truth.json")
+        assert truth.is_file(), f"{log.name} has no labelling"
+        printed = {float(n) for n in re.findall(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", log.read_text(), re.I)}
+        for figure in json.loads(truth.read_text())["figures"]:
+            if figure["value"] is None:  # printed as inf (glmark2's frame time of a scene that drew nothing)
+                assert figure["printed"] == "inf"
+                continue
+            assert float(figure["value"]) in printed, f"{log.name}: {figure}"
+
+
+def test_the_parsers_read_95_percent_of_each_tools_labelled_figures_as_the_docs_say():
+    found = shares(scores())
+    for tool, (read, labelled) in found.items():
+        assert labelled >= 100 and read / labelled >= 0.95, (tool, read, labelled)
+    said = (Path(__file__).parent.parent / "docs" / "statistics.md").read_text()
+    for tool, (read, labelled) in found.items():
+        assert f"| {tool} | {read} of {labelled} | {100 * read / labelled:.1f} % |" in said, tool
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())  # lines wrapped anywhere
+    read, labelled = found.pop("all")
+    assert f"{100 * read / labelled:.1f} % of the {labelled:,} figures" in readme
+    assert all(f"{tool} {100 * read / labelled:.1f} %" in readme for tool, (read, labelled) in found.items())
+
+
+def records(tool: str, name: str) -> list[tuple[str, dict[str, float]]]:
+    return [(r.label, {k: f.value for k, f in r.figures.items()})
+            for r in parse(tool, (DATA / name).read_text()).records]
+
+
+def test_every_timing_report_is_a_record_in_order_and_a_report_without_its_head_stands_apart():
+    seven = records("jetson-inference", "jetson-inference-timing-report-xaviernx-ssd-mobilenet-7frames.txt")
+    assert [label for label, _ in seven] == [f"report {n}" for n in range(1, 8)]
+    assert [found["network_cuda_ms"] for _, found in seven] == [9.24570, 6.43939, 3.04947, 3.45616, 5.96934, 3.36922,
+                                                                3.13037]
+    assert all(len(found) == 10 for _, found in seven)
+    cut = records("jetson-inference", "jetson-inference-timing-report-u2net-ros-partial-cudaerr-1789.txt")
+    assert [label for label, _ in cut] == ["report 1 (its head is not in the log)", "report 2", "report 3"]
+    assert cut[0][1]["total_cpu_ms"] == 271.25882 and len(cut[2][1]) == 4  # the last: cut after its Network row
+
+
+def test_a_trtexec_log_of_seven_runs_has_each_runs_figures_and_trace_averages():
+    found = records("trtexec", "trtexec-7.1-host-latency-resnet50-fp16-7runs-clock2018.txt")
+    runs = [(label, figures) for label, figures in found if ":" not in label]
+    assert [label for label, _ in runs] == [f"run {n}" for n in range(1, 8)]
+    assert [figures["trace_queries"] for _, figures in runs] == [113, 136, 144, 176, 192, 4096, 384]
+    first = [figures for label, figures in found if label.startswith("run 1: trace average")]
+    assert first[0] == {"runs": 3, "gpu_latency_ms": 26.9138, "host_latency_ms": 26.9751, "end_to_end_ms": 26.9875,
+                        "enqueue_ms": 1.83366}
+
+
+def test_trtexec_of_tensorrt_5_every_average_line_and_their_summary():
+    text = ("[I] Average over 10 runs is 5.2 ms (host walltime is 5.4 ms, 99% percentile time is 6.0).\n"
+            "Average over 10 runs is 5.0 ms (host walltime is 5.2 ms, 99% percentile time is 7.5).\n"
+            "Average over 10 runs is 4.9 ms.\n")
+    parsed = parse("trtexec", text)
+    assert [(r.label, {k: f.value for k, f in r.figures.items()}) for r in parsed.records] == [
+        ("average 1", {"runs": 10, "gpu_mean_ms": 5.2, "host_walltime_mean_ms": 5.4, "p99_ms": 6.0}),
+        ("average 2", {"runs": 10, "gpu_mean_ms": 5.0, "host_walltime_mean_ms": 5.2, "p99_ms": 7.5}),
+        ("average 3", {"runs": 10, "gpu_mean_ms": 4.9})]
+    assert {k: f.value for k, f in parsed.figures.items()} == {
+        "gpu_mean_ms": pytest.approx(5.0333333), "host_walltime_mean_ms": pytest.approx(5.3), "p99_ms": 7.5,
+        "average_lines": 3}
+
+
+def test_benchmark_model_count_lines_are_records():
+    assert records("benchmark_model", "benchmark_model-2.20-ti-am62x-xnnpack.txt") == [
+        ("warm-up", {"runs": 1, "last_ms": 905.463, "p5_ms": 905.463, "median_ms": 905.463, "p95_ms": 905.463}),
+        ("timed", {"runs": 50, "first_ms": 900.416, "last_ms": 898.333, "min_ms": 898.007, "max_ms": 906.121,
+                   "mean_ms": 899.641, "std_ms": 1.549, "p5_ms": 898.333, "median_ms": 899.281, "p95_ms": 904.305})]
+
+
+def test_tf_trt_lab_and_tutorial_lines():
+    lab = parse("tftrt-bench", (DATA / "tftrt-tf1.15-xaviernx-w251-lab-mobilenetv2-keras-frozen-trt-3runs.txt")
+                .read_text())
+    assert [(r.label, {k: f.value for k, f in r.figures.items()}) for r in lab.records] == [
+        ("average 1", {"average_s": 0.07, "fps": 13.65}), ("average 2", {"average_s": 0.02, "fps": 40.59}),
+        ("average 3", {"average_s": 0.0, "fps": 216.24})]
+    assert {k: f.value for k, f in lab.figures.items()} == {"average_s": 0.0, "fps": 216.24}
+    needed = values("tftrt-bench", "tftrt-tf1-trt4-ardianumam-lenet-mnist-per-iteration-needed-time.txt")
+    assert needed["first_inference_ms"] == pytest.approx(0.782012939453125)
+    assert 0.5 < needed["inference_mean_ms"] < 0.7 and "average_inference_s" in needed
+    frames = parse("tftrt-bench", (DATA / "tftrt-tf2-xaviernx-yolov4-fp16-detect-video-per-frame-fps-tail-excerpt.txt")
+                   .read_text())
+    assert len(frames.records) == 118 and frames.figures["first_fps"].value == 1.90
+    steps = values("tftrt-bench", "tftrt-tf2-trt7-v100-dli-workshop-vgg19-fp16-steps-average-throughput.txt")
+    assert steps == {"step_mean_ms": pytest.approx((10.1 + 9.8 + 10.0) / 3), "steps_printed": 3, "images_per_s": 1616}

@@ -6,6 +6,10 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+from conftest import run_cli, write_inventory
+from scenarios import board, ssh_args
+
 from orchestrator.inventory.hosts import Host
 from orchestrator.nsys.commands import RemoteRunPaths
 from orchestrator.runs.collect import board_files
@@ -104,3 +108,24 @@ def test_what_comes_after_the_capture_is_made_ready_once_the_app_runs_and_never_
     on_board.finish()
     assert local.sent == ["prepare_download"] and not here.thread.is_alive()
     assert "orchestrator.report" in sys.modules and "orchestrator.runs.collect" in sys.modules
+
+
+@pytest.mark.integration
+def test_a_run_on_a_board_starts_python_there_three_times(sshd, tmp_path):
+    """A board's Python starts for the preflight (in the command that finds the agent), for the session that takes
+    the run's other calls (launch, attach, remove) and for the pull's send: three, where each call was once a
+    Python of its own (five: preflight, launch, attach, send, remove). The board's python is a wrapper that
+    writes down the agent command it was started for."""
+    started = tmp_path / "python-starts"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nfor last; do :; done\necho "$last" >> {started}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(
+        sshd, tmp_path / "work", orchestrate_python=str(python))})
+    for run in ("first", "second"):
+        done = run_cli("profile", "--target", "board", "--app-cmd", "sh -c 'echo frame 1; sleep 0.5'", "--no-nsys",
+                       "--duration", "2", "--inventory", str(inventory), "--out", str(tmp_path / run), *ssh_args(sshd))
+        assert done.returncode == 0, done.stderr
+        calls, _ = started.read_text().split(), started.unlink()
+        # the first run found no agent: its probe's Python refused the missing archive, then preflight ran again
+        assert calls == (["preflight"] if run == "first" else []) + ["preflight", "session", "send"]

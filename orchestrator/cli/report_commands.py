@@ -192,6 +192,13 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for name, figure in parsed.figures.items():
         table.add_row(name, f"{figure.value:g} {figure.unit}")
     show(table)
+    if parsed.records:
+        names = list(dict.fromkeys(name for record in parsed.records for name in record.figures))
+        records = Table("record", *names, title=f"{len(parsed.records)} records, in the order printed")
+        for record in parsed.records:
+            cells = (record.figures.get(name) for name in names)
+            records.add_row(record.label, *(f"{cell.value:g} {cell.unit}" if cell else "" for cell in cells))
+        show(records)
     if parsed.failure:
         show(f"failed: {parsed.failure}")
     return 0

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import ParseError
 from .benchmark_model import parse_benchmark_model
-from .common import Figure, Parsed
+from .common import Figure, Parsed, Record
 from .glmark2 import parse_glmark2
 from .jetson_inference import parse_jetson_inference
 from .tftrt_bench import parse_tftrt_bench
@@ -24,7 +24,7 @@ PARSERS: dict[str, Callable[[str], Parsed]] = {
     "benchmark_model": parse_benchmark_model,
 }
 
-__all__ = ["PARSERS", "Figure", "Parsed", "parse"]
+__all__ = ["PARSERS", "Figure", "Parsed", "Record", "parse"]
 
 
 def parse(name: str, text: str, source: str = "the text") -> Parsed:

@@ -38,8 +38,10 @@ class Preparation:
     loading: the run imports LATER on its own thread after ``finish`` (a capture that failed before it leaves
     the loading thread to end on its own: Python's import locks keep the two apart)."""
 
-    def __init__(self, transport: Transport, during_capture: bool) -> None:
-        self.transport, self.during_capture = transport, during_capture
+    def __init__(self, transport: Transport, during_capture: bool, large_pull: bool = True) -> None:
+        """large_pull: the run pulls a report (megabytes: through a connection of its own, begun now); without
+        nsys its logs come through the connection that is there."""
+        self.transport, self.during_capture, self.large_pull = transport, during_capture, large_pull
         self.thread: threading.Thread | None = None
 
     def on_progress(self, event: CaptureProgress) -> None:
@@ -49,7 +51,8 @@ class Preparation:
     def begin(self) -> None:
         if self.thread is None:
             try:
-                self.transport.prepare_download()  # its process started before the loading thread
+                if self.large_pull:
+                    self.transport.prepare_download()  # its process started before the loading thread
             except OSError:  # no process to spare now: the pull opens its connection itself
                 pass
             self.thread = threading.Thread(target=_load, name="orchestrate-preload", daemon=True)

@@ -223,7 +223,13 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
     nsys = checked.facts.nsys
     progress.finish("preflight", f"nsys {nsys.version} at {nsys.path}" if app.nsys else "without nsys")
     run.board_state = {"before": checked.board_state}
+    with agent.session():  # the run's further calls: one agent process on the board, one channel
+        return _capture_and_collect(request, agent, log, app, checked)
 
+
+def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLog, app: AppSpec,
+                         checked: PreflightAnswer) -> OrchestratorError | None:
+    run, progress, nsys = log.run, log.progress, checked.facts.nsys
     paths = RemoteRunPaths(f"{agent.work_dir}/runs/{log.run_dir.name}")
     if app.files:
         run.app_files = stage_app_files(agent, app.files, paths.run_dir)
@@ -248,7 +254,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
                                      "died; they were restored before this one")
         log.stage("capturing")
-        preparation = Preparation(agent.transport, during_capture=not request.host.is_local)
+        preparation = Preparation(agent.transport, during_capture=not request.host.is_local, large_pull=app.nsys)
         capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
                                  preparation.on_progress, app.capture_s)
     preparation.finish()

@@ -14,8 +14,9 @@ import io
 import json
 import tempfile
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from remote_agent.messages import Failure, Message, VersionAnswer
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
+from .agent_session import UNTRUSTED_EXIT, AgentSession, EventHandler, parse_event
 from .shell import ShellCommand, shell_path
 from .streams import CommandResult
 from .transport import Stream, Transport
@@ -31,8 +33,6 @@ from .transport import Stream, Transport
 AGENT_SOURCE = Path(remote_agent.__file__).parent
 ZIP_ENTRY_TIME = (2020, 1, 1, 0, 0, 0)
 ARCHIVE_MAIN = b"import sys\nfrom remote_agent.main import main\nsys.exit(main())\n"
-EventHandler = Callable[[dict], None]
-UNTRUSTED_EXIT = 3
 # Python 3.6+, standard library only: argv is archive, expected sha256, agent command.
 BOOTSTRAP = (
     "import hashlib,os,runpy,stat,sys\n"
@@ -69,16 +69,6 @@ def build_agent_archive() -> bytes:
     return buffer.getvalue()
 
 
-def parse_event(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
-
-
 @dataclass(frozen=True)
 class RemoteAgent:
     transport: Transport
@@ -89,6 +79,7 @@ class RemoteAgent:
     version: str
     reused: bool
     board_root: str | None = None  # the agent reads the board's files under this folder (orchestrate_board_root)
+    sessions: list[AgentSession] = field(default_factory=list, compare=False, repr=False)  # the open one, if any
 
     def command(self, name: str) -> ShellCommand:
         """The checked invocation of one agent command."""
@@ -110,15 +101,36 @@ class RemoteAgent:
             else:
                 events.append(event)
 
+        session = self._session()
+        if session is not None:
+            return result_of(command, session.call(command, request, on_event, timeout), session.result(),
+                             self.transport)
         answer = self.transport.run(self.command(command), stdin=_wire(request),
                                     on_stdout_line=on_line, timeout=timeout)
         return result_of(command, events, answer, self.transport)
 
     def open(self, command: str, request: Message) -> Stream:
         """Start a conversational command (attach): its request first, then lines as the caller sends them."""
+        session = self._session()
+        if session is not None:
+            return session.attach(request)
         stream = self.transport.open_stream(self.command(command))
         stream.send(_wire(request) + b"\n")
         return stream
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """The calls made inside go to one agent process on the board, on one channel (agent_session)."""
+        opened = AgentSession(self.transport.open_stream(self.command("session")), self.transport.description)
+        self.sessions.append(opened)
+        try:
+            yield
+        finally:
+            self.sessions.remove(opened)
+            opened.end()
+
+    def _session(self) -> AgentSession | None:
+        return next((session for session in self.sessions if session.usable), None)
 
 
 def _wire(message: Message | None) -> bytes:

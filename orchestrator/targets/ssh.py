@@ -97,6 +97,9 @@ def _close(connection: Connection) -> None:
         hop.close()
 
 
+SMALL_PULL_BYTES = 4 * 2**20
+
+
 class SSHTransport:
     """SSH through Fabric's Connection (paramiko underneath) for commands and uploads; downloads through
     OpenSSH's client over a master connection of its own, as fast as scp (see ``download``). The verbs of
@@ -162,8 +165,12 @@ class SSHTransport:
     def download(self, command: ShellCommand, parts: Sequence[Part], stdin: bytes,
                  on_progress: ProgressHandler | None = None) -> CommandResult:
         """The command's stdout into the parts: through OpenSSH's client over the run's master connection
-        where it can (as fast as scp), else through paramiko."""
-        if openssh.usable() and not self._jumps:
+        where it can (as fast as scp), else through paramiko; a few MB with no master connection begun (a run
+        without nsys pulls its logs) through paramiko too, on the connection that is there: a new connection's
+        handshake would cost the host and the board more than the rate saves."""
+        sizes = [count for _, count in parts]
+        small = None not in sizes and sum(count or 0 for count in sizes) < SMALL_PULL_BYTES
+        if openssh.usable() and not self._jumps and not (small and self._master is None):
             if self._master is not None and not (self._master.alive() or self._master.connecting()):
                 self._master.stop()  # it died (a link cut): a new one
                 self._master = None
