@@ -88,14 +88,17 @@ def test_an_attach_given_up_before_its_end_closes_the_session(agent):
     with agent.session():
         first = pid_of(agent)
         remote_capture.launch(agent, LaunchRequest(
-            argv=["sh", "-c", "sleep 30"], with_nsys=False, run_dir=run_dir, work_dir=agent.work_dir,
-            pid_file=f"{run_dir}/app.pid", report_base=f"{run_dir}/report",
+            # the app writes its pid file as the launch wrapper does, so that the capture sees it and stops it
+            argv=["sh", "-c", f"echo $$ > {run_dir}/app.pid; exec sleep 30"], with_nsys=False, run_dir=run_dir,
+            work_dir=agent.work_dir, pid_file=f"{run_dir}/app.pid", report_base=f"{run_dir}/report",
             settings=CaptureSettings(duration_s=1, grace_s=5, wait_lock_s=60)))
         stream = agent.open("attach", remote_capture.AttachRequest(run_dir=run_dir, heartbeat_timeout_s=30))
         stream.read_lines(0.5)
         stream.close()  # as the host does when it stops following (a second Ctrl-C, a lost link)
         assert pid_of(agent) != first
-        remote_capture.follow(agent, run_dir, 30, lambda e: None, lambda: None)  # the capture ends on its own
+        state = remote_capture.follow(agent, run_dir, 30, lambda e: None, lambda: None)  # it ends on its own
+    assert state.result is not None and state.result.app_stopped_after_s is not None  # stopped at its planned end
+    assert state.result.app_stopped_after_s < 5 and not state.result.watchdog
 
 
 def test_the_agent_reads_a_sessions_lines_strictly_and_passes_over_what_is_no_call(tmp_path):
