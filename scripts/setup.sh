@@ -8,6 +8,8 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# Ansible's own reading of inventories: a program of its own, licensed as Ansible is (ansible_helper/COPYING)
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ./ansible_helper
 # the sources' bytecode written once, as installing a package does (an editable install does not, and where
 # PYTHONDONTWRITEBYTECODE is set every command would compile them again: 0.1 s of each start)
 .venv/bin/python -m compileall -q orchestrator remote_agent

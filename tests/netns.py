@@ -31,12 +31,15 @@ class BoardLink:
         subprocess.run(["ip", "link", "del", self.host_side], capture_output=True)
 
 
-def make_board_link(rate: str = "8mbit") -> BoardLink:
+def make_board_link(rate: str = "8mbit", kind: str = "board") -> BoardLink:
+    """kind: 'board' (a board behind a slow link) or 'lab' (a lab network behind a bastion): each its own names
+    and subnet, so that one worker may have both up at once."""
     tag = f"{os.getpid() % 10000}"
+    letter, network = {"board": ("r", "10.251"), "lab": ("l", "10.252")}[kind]
     # each test worker (gw0, gw1, ...) a subnet of its own: two workers' links are up at once
     subnet = 7 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-    link = BoardLink(name=f"orch-board-{tag}", host_side=f"orh{tag}", board_side=f"orb{tag}",
-                     host_address=f"10.251.{subnet}.1", board_address=f"10.251.{subnet}.2")
+    link = BoardLink(name=f"orch-{kind}-{tag}", host_side=f"o{letter}h{tag}", board_side=f"o{letter}b{tag}",
+                     host_address=f"{network}.{subnet}.1", board_address=f"{network}.{subnet}.2")
     link.remove()  # what a crashed run of the same pid left
     _ip("netns", "add", link.name)
     _ip("link", "add", link.host_side, "type", "veth", "peer", "name", link.board_side)

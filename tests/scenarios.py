@@ -212,9 +212,9 @@ def es2gears_here(folder: Path) -> dict[str, Any]:
     spec = yaml.safe_load((BUILTIN_DIR / "es2gears.yaml").read_text())
     (apps / "es2gears-fps.yaml").write_text(yaml.safe_dump({**spec, "name": "es2gears-fps",
                                                             "command": ["stdbuf", "-oL", *spec["command"]]}))
-    inventory = write_inventory(folder / "inventory.yaml", {"local": {
+    inventory = write_inventory(folder / "inventory.yaml", {"here": {
         "ansible_connection": "local", "orchestrate_work_dir": str(folder / "work")}})
-    done = run_cli("profile", "--target", "local", "--app", "es2gears-fps", "--apps-dir", str(apps), "--duration",
+    done = run_cli("profile", "--target", "here", "--app", "es2gears-fps", "--apps-dir", str(apps), "--duration",
                    "7", "--retries", "3", "--inventory", str(inventory), "--out", str(folder / "runs"))
     return {**completed(done, done.stdout, done.stderr), "runs": str(folder / "runs")}
 

@@ -67,10 +67,15 @@ class Sshd:
             MACHINES.append(self)
         deadline = time.time() + 10
         while time.time() < deadline:
-            with socket.socket() as probe:
-                probe.settimeout(1)
-                if probe.connect_ex((self.address, self.port)) == 0:
+            if self.netns and self.address.startswith("127."):  # the namespace's own loopback: its log says
+                said = (self.root / "sshd.log").read_text(errors="replace")
+                if f"Server listening on {self.address} port {self.port}" in said:
                     return
+            else:
+                with socket.socket() as probe:
+                    probe.settimeout(1)
+                    if probe.connect_ex((self.address, self.port)) == 0:
+                        return
             if self.process.poll() is not None:
                 break
             time.sleep(0.05)
@@ -205,8 +210,10 @@ def descendants(root: int) -> list[int]:
 
 
 def make_sshd(root: Path, port: int | None = None, client_key: Path | None = None, address: str = "127.0.0.1",
-              netns: str | None = None, own_machine: bool = False, setup: tuple[str, ...] = ()) -> Sshd:
-    """Write keys and config under root; the caller starts and stops it."""
+              netns: str | None = None, own_machine: bool = False, setup: tuple[str, ...] = (),
+              log_level: str = "ERROR") -> Sshd:
+    """Write keys and config under root; the caller starts and stops it. log_level VERBOSE logs each login (user,
+    key, the port it came to) in sshd.log."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
     port = port or free_port()
@@ -224,7 +231,7 @@ def make_sshd(root: Path, port: int | None = None, client_key: Path | None = Non
         f"Port {port}\nListenAddress {address}\nHostKey {host_key}\nPidFile {root}/sshd.pid\n"
         f"AuthorizedKeysFile {authorized} .ssh/authorized_keys\nPermitRootLogin prohibit-password\n"
         "PasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n"
+        f"KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel {log_level}\n"
         f"Subsystem sftp {sftp_server}\n")
     known_hosts = root / "known_hosts"
     known_hosts.write_text(f"[{address}]:{port} {' '.join(host_public.split()[:2])}\n")

@@ -33,11 +33,11 @@ CPYTHON_LOOP = {"_PyEval_EvalFrameDefault", "math_sqrt", "PyFloat_FromDouble", "
 
 def profile_locally(tmp_path: Path, *args: str) -> tuple[Path, dict]:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"local": {
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"here": {
         "ansible_connection": "local", "orchestrate_work_dir": str(tmp_path / "work")}})
     # these captures need context switches (cores busy), with which nsys 2022.4 stalls now and then while
     # writing its report: a third and fourth capture make a run with no report at all rare
-    done = run_cli("profile", "--target", "local", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+    done = run_cli("profile", "--target", "here", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
                    "--retries", "3", *args)
     run_dir = profiled_run(done, tmp_path / "runs")
     assert "analyze" in done.stderr

@@ -179,8 +179,9 @@ def test_a_become_password_in_the_inventory_is_refused_without_echoing_it(tmp_pa
     app_dir(tmp_path, user)
     done = profile(tmp_path, sshd, user, ansible_become_password="in-a-file-pw")
     assert done.returncode == 3
-    assert "'ansible_become_password' is refused: a password is never kept in a file" in done.stderr
-    assert "--ask-become-pass" in done.stderr and "in-a-file-pw" not in done.stderr
+    assert "ansible_become_password: " in done.stderr
+    assert "a password is never kept in a file as plain text; vault it (ansible-vault encrypt_string) or give " \
+           "--ask-become-pass" in done.stderr and "in-a-file-pw" not in done.stderr
 
 
 @pytest.mark.machine
@@ -285,3 +286,71 @@ def test_a_work_dir_of_the_login_user_under_become_is_one_clear_line(tmp_path, s
     [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert f"the work dir {work} on {user.name}@127.0.0.1:{sshd.port} belongs to uid {user.home.stat().st_uid}, " \
            "not to the user the agent works as (uid 0)" in line
+
+
+def test_a_vaulted_become_password_opens_with_the_vault_password_typed_and_neither_is_anywhere(tmp_path, sshd,
+                                                                                               login_users):
+    """The team's inventory keeps sudo's password vaulted; --ask-vault-pass takes the vault password at a prompt
+    (a pseudo-terminal here). sudo gets the opened password; neither password is in a file, a log, an argument
+    or another process's environment."""
+    import pty
+    import secrets
+    import select
+    import signal
+    import time
+    user = login_users["password"]
+    vault_password = secrets.token_urlsafe(15)
+    with __import__("tempfile").TemporaryDirectory() as scratch:  # the team's own copy, gone before the run
+        password_file = Path(scratch) / "vault-password"
+        password_file.write_text(vault_password)
+        vaulted = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string",
+                                  "--vault-password-file", str(password_file), "--stdin-name",
+                                  "ansible_become_password"], input=user.password, capture_output=True, text=True,
+                                 env=dict(os.environ, PYTHONWARNINGS="ignore"), check=True).stdout
+    host = user.inventory_host(sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / "work"))
+    lines = ["all:", "  hosts:", "    board:", *(f"      {k}: {json.dumps(v)}" for k, v in host.items()),
+             *("      " + line for line in vaulted.splitlines())]
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("\n".join(lines) + "\n")
+    watch = ProcessWatch(user.password.encode())
+    vault_watch = ProcessWatch(vault_password.encode())
+    watch.start()
+    vault_watch.start()
+    argv = [sys.executable, "-m", "orchestrator", "doctor", "--inventory", str(inventory), "--json",
+            "--ask-vault-pass", *ssh_args(sshd)]
+    pid, terminal = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, argv, dict(os.environ, PYTHONPATH=str(REPO)))
+    seen, typed, deadline = b"", False, time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([terminal], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                os.kill(pid, signal.SIGKILL)
+                break
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not typed and b"Vault password: " in seen:
+                os.write(terminal, vault_password.encode() + b"\n")
+                typed = True
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(terminal)
+        for watcher in (watch, vault_watch):
+            watcher.done.set()
+            watcher.join()
+    text = seen.decode(errors="replace")
+    assert typed and os.waitstatus_to_exitcode(status) == 0, text
+    [check] = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert check["status"] == "ok" and check["error"] is None  # sudo took the opened password
+    assert vault_password not in text and user.password not in text
+    assert watch.reads > 5 and vault_watch.reads > 5
+    for watcher in (watch, vault_watch):
+        # in no process's arguments; in no environment but orchestrate's own, which never had it there either
+        assert {(part, words) for _, part, words in watcher.seen} == set()
+    for secret in (vault_password.encode(), user.password.encode()):
+        assert files_holding(secret, tmp_path, user.home, sshd.root) == []

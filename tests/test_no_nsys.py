@@ -183,14 +183,14 @@ def test_a_study_without_nsys_gives_the_apps_figures_and_the_boards_samples(sshd
 
 def local_inventory(tmp_path: Path) -> Path:
     nsys, _ = tripwire(tmp_path)
-    return write_inventory(tmp_path / "inventory.yaml", {"local": {
+    return write_inventory(tmp_path / "inventory.yaml", {"here": {
         "ansible_connection": "local", "orchestrate_work_dir": str(tmp_path / "work"), "orchestrate_nsys": str(nsys)}})
 
 
 @pytest.mark.integration
 def test_without_nsys_an_app_that_fails_or_outlives_its_run_is_said(tmp_path):
     inventory = local_inventory(tmp_path)
-    common = ("--target", "local", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), "--no-nsys")
+    common = ("--target", "here", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), "--no-nsys")
     failed = run_cli("profile", "--app-cmd", "sh -c 'echo half-done; exit 3'", *common)
     assert failed.returncode == 10 and failed.stderr.count("error:") == 1, failed.stderr
     assert "error: the app exited with status 3 after" in failed.stderr

@@ -23,11 +23,11 @@ SETTINGS = RunSettings(grace_s=7, retries=2, heartbeat_timeout_s=41, wait_lock_s
 # what the board reads of them (keep-remote is the host's to honour: it removes the board's copy, or not)
 ON_BOARD = {"grace_s": 7.0, "retries": 2, "heartbeat_timeout_s": 41.0, "wait_lock_s": 3.0, "lock_clocks": None}
 COMMANDS = {
-    "profile": ["profile", "--target", "local", "--app", "infer"],
-    "study": ["study", "STUDY", "--target", "local", "--repeat", "1"],
-    "fleet --app": ["fleet", "--app", "infer", "--limit", "local"],
-    "fleet --study": ["fleet", "--study", "STUDY", "--limit", "local", "--repeat", "1"],
-    "ci": ["ci", "--app", "infer", "--target", "local", "--repeat", "1", "--db", "DB"],
+    "profile": ["profile", "--target", "here", "--app", "infer"],
+    "study": ["study", "STUDY", "--target", "here", "--repeat", "1"],
+    "fleet --app": ["fleet", "--app", "infer", "--limit", "here"],
+    "fleet --study": ["fleet", "--study", "STUDY", "--limit", "here", "--repeat", "1"],
+    "ci": ["ci", "--app", "infer", "--target", "here", "--repeat", "1", "--db", "DB"],
 }
 
 
@@ -53,7 +53,7 @@ def test_the_board_gets_the_capture_settings_of_the_run_and_of_its_app():
 @pytest.mark.machine
 def test_each_commands_settings_reach_the_board_and_keep_remote_keeps_its_copy(tmp_path):
     work = tmp_path / "work"
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"local": {
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"here": {
         "ansible_connection": "local", "orchestrate_work_dir": str(work), "orchestrate_python": sys.executable}})
     apps = tmp_path / "apps"
     apps.mkdir()
@@ -78,7 +78,7 @@ def test_each_commands_settings_reach_the_board_and_keep_remote_keeps_its_copy(t
         assert record["request"]["keep_remote"] is True and record["remote_removed"] is False, command
         assert Path(record["remote"]["run_dir"]).is_dir(), f"{command}: the board's copy was removed"
         if command.startswith("fleet"):
-            assert record["fleet"]["target"] == "local", command
+            assert record["fleet"]["target"] == "here", command
 
 
 def test_a_display_asked_for_is_given_whatever_names_the_app(tmp_path):

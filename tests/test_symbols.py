@@ -91,10 +91,10 @@ def test_symbol_folders_match_by_build_id_and_by_name_and_cache_the_tables(hotli
 @pytest.mark.alone  # CPU sampling: see test_profile_e2e
 @pytest.mark.skipif(not shutil.which("nsys"), reason="needs nsys (the README's test command installs it)")
 def test_a_stripped_library_profiled_for_real_gets_its_names_back(hotlib, tmp_path, browser):
-    inventory = write_inventory(tmp_path / "inventory.yaml", {"local": {
+    inventory = write_inventory(tmp_path / "inventory.yaml", {"here": {
         "ansible_connection": "local", "orchestrate_work_dir": str(tmp_path / "work"),
         "orchestrate_symbols": [str(hotlib["full"].parent)]}})
-    done = run_cli("profile", "--target", "local", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+    done = run_cli("profile", "--target", "here", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
                    "--app-cmd", f"{hotlib['app']} 400", "--trace", "osrt", "--sample", "cpu", "--cpuctxsw", "none",
                    "--duration", "30", "--retries", "3")
     run_dir = profiled_run(done, tmp_path / "runs")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .options import add_ssh_options, connect_options, existing_folder, stderr
+from .options import add_inventory_options, add_ssh_options, connect_options, existing_folder, stderr, vault_options
 
 
 def add_parsers(sub: Any) -> None:
@@ -22,14 +22,14 @@ def add_parsers(sub: Any) -> None:
     deploy.add_argument("--from", dest="source", required=True, type=existing_folder,
                         help="the host's Nsight Systems folder (e.g. /opt/nvidia/nsight-systems/2024.5.4) or its "
                              "target-linux-tegra-armv8 folder")
-    deploy.add_argument("--inventory", help="inventory YAML (as for profile)")
+    add_inventory_options(deploy, "Ansible inventory (as for profile)")
     add_ssh_options(deploy)
 
 
 def cmd_nsys(args: argparse.Namespace) -> int:
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import find_host
     from ..runs.nsys_deploy import deploy_nsys
-    host = load_inventory(args.inventory).host(args.target)
+    host = find_host(args.inventory, args.target, vault_options(args))
     done = deploy_nsys(host, connect_options(args), args.source)
     kept = done.files - done.sent
     stderr().print(f"{done.folder} on {args.target}: {done.sent} files sent ({done.sent_bytes / 2**20:.1f} MB), "

@@ -11,6 +11,7 @@ from .options import (
     DAY_S,
     add_app_choice,
     add_capture_options,
+    add_inventory_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
@@ -22,6 +23,7 @@ from .options import (
     seconds,
     show,
     stderr,
+    vault_options,
     whole,
 )
 
@@ -52,15 +54,19 @@ def add_parsers(sub: Any) -> None:
     _add_fleet_options(doctor)
     doctor.add_argument("--json", action="store_true", help="print one JSON object per board instead of the table")
 
-    targets = sub.add_parser("targets", help="list the inventory's targets, groups and resolved variables",
-                             description="List the hosts of the inventory: their groups and every variable as it "
-                                         "resolves for each (group vars, then host vars).")
-    targets.add_argument("--inventory", help="inventory YAML")
+    targets = sub.add_parser("targets", help="list the inventory's hosts as a play would connect to them",
+                             description="Read the inventory with Ansible's own code and list each host's groups, the "
+                                         "values a play would connect with (address, port, user, key, python, become, "
+                                         "ssh arguments), its variables (secrets masked), and every value orchestrate "
+                                         "cannot honour.")
+    add_inventory_options(targets, "Ansible inventory (as for profile)")
     targets.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches")
+    targets.add_argument("--json", action="store_true",
+                         help="print one JSON document: hosts, groups, refused and defaulted values")
 
 
 def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--inventory", help="inventory YAML (as for profile)")
+    add_inventory_options(parser, "Ansible inventory (as for profile)")
     parser.add_argument("--limit", metavar="PATTERN",
                         help="Ansible's host pattern: group, host1:host2, group:!host, group1:&group2, globs, ~regex "
                              "(default: all)")
@@ -78,8 +84,9 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     app_only = given_capture_options(args) + (["--needs-display"] if args.needs_display else [])
     if args.study and app_only:  # a study sets these per cell, in its file
         raise UsageError(f"{app_only[0]} goes with --app or --app-cmd", "set it in the study file, or leave it out")
-    plan = plan_fleet(args.inventory, args.limit, args.apps_dir, study=args.study, study_values=args.set,
-                      app=args.app, app_cmd=args.app_cmd, needs_display=args.needs_display, **capture_overrides(args))
+    plan = plan_fleet(args.inventory, args.limit, args.apps_dir, vault=vault_options(args), study=args.study,
+                      study_values=args.set, app=args.app, app_cmd=args.app_cmd, needs_display=args.needs_display,
+                      **capture_overrides(args))
     output_folder(args.out)
     request = FleetRequest(
         plan=plan, out_dir=args.out, repeat=args.repeat, forks=args.forks, connect=connect_options(args),
@@ -122,7 +129,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..fleet.doctor import doctor
     from ..fleet.patterns import select_hosts
     from ..inventory.hosts import load_inventory
-    inventory = load_inventory(args.inventory)
+    inventory = load_inventory(args.inventory, vault_options(args))
     checks = doctor(inventory, select_hosts(inventory, args.limit),
                     connect_options(args), args.forks)
     if args.json:
@@ -157,27 +164,41 @@ def _print_checks(checks: list) -> None:
 def cmd_targets(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from ..inventory.hosts import load_inventory, resolved_variables
-    inventory = load_inventory(args.inventory)
+    from ..inventory.hosts import load_inventory
+    from ..inventory.listing import targets_document
+    inventory = load_inventory(args.inventory, vault_options(args))
     chosen = None
     if args.limit:
         from ..fleet.patterns import select_hosts
         chosen = set(select_hosts(inventory, args.limit))
-    table = Table("target", "connection", "address", "groups", "variables (resolved)", title=inventory.source)
-    for host in inventory.hosts.values():
-        if chosen is not None and host.name not in chosen:
+    document = targets_document(inventory, chosen)
+    if args.json:
+        print(json.dumps(document, indent=1))
+        return 0
+    table = Table("target", "connection", "address", "port", "user", "key", "become", "python", "ssh arguments",
+                  "groups", title=inventory.source)
+    for name, host in document["hosts"].items():
+        if name in document["refused"]:
             continue
-        variables = " ".join(f"{k}={v}" for k, v in resolved_variables(host).items())
-        table.add_row(host.name, host.connection, host.address or host.name, ",".join(host.groups), variables)
+        defaults = document["defaulted"].get(name, [])
+        shown = {k: f"{host[k]} (default)" if k in defaults else host[k] for k in ("port", "user", "python")}
+        become = f"sudo to {host['become_user']}" if host["become"] else "no"
+        table.add_row(name, host["connection"], host["address"] or "", str(shown["port"] or ""), shown["user"] or "",
+                      host["key_file"] or "", become, shown["python"], " ".join(host["ssh_args"]),
+                      ",".join(host["groups"]))
     show(table)
+    teams = Table("target", "variables (the team's own and Ansible's; secrets masked)", title="variables")
+    for name, host in document["hosts"].items():
+        teams.add_row(name, " ".join(f"{k}={json.dumps(v)}" for k, v in host["vars"].items()))
+    show(teams)
     groups = Table("group", "hosts (with its child groups')", "child groups", title="groups")
-    for group in sorted(set(inventory.groups) | set(inventory.children)):
-        groups.add_row(group, ",".join(inventory.group_hosts(group)), ",".join(inventory.children.get(group, ())))
+    for group, members in document["groups"].items():
+        groups.add_row(group, ",".join(members), ",".join(inventory.children.get(group, ())))
     show(groups)
-    for name, error in sorted(inventory.broken.items()):
-        show(f"unusable: {name}: {error.one_line()}")
-    for group, error in sorted(inventory.broken_groups.items()):
-        show(f"unreadable group: {group}: {error.one_line()}")
+    for name, reason in document["refused"].items():
+        show(f"refused: {name}: {reason}")
+    for warning in inventory.warnings:
+        show(f"Ansible warned: {warning}", err=True)
     return 0
 
 

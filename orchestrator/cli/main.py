@@ -35,6 +35,7 @@ from .help_commands import cmd_help
 from .options import (
     add_app_choice,
     add_capture_options,
+    add_inventory_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
@@ -45,6 +46,7 @@ from .options import (
     run_settings,
     show,
     stderr,
+    vault_options,
     whole,
 )
 from .report_commands import add_parsers as add_report_parsers
@@ -77,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "verified report and export it to SQLite. Prints the run folder.")
     prof.add_argument("--target", required=True, help="host name from the inventory ('local' needs no board)")
     add_app_choice(prof)
-    prof.add_argument("--inventory", help="inventory YAML (default $ORCHESTRATE_INVENTORY, ./inventory.yaml, "
-                                          "else a built-in one with just 'local')")
+    add_inventory_options(prof, "Ansible inventory: a file, a folder or a script (default $ORCHESTRATE_INVENTORY, "
+                                "./inventory.yaml, else a built-in one with just 'local')")
     prof.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default runs/)")
     add_capture_options(prof)
     add_no_nsys_option(prof)
@@ -91,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "the same study already has (unless --fresh). Prints the study folder.")
     study.add_argument("file", type=Path, help="the study file (YAML; see 'Studies' in the README)")
     study.add_argument("--target", help="host name from the inventory (default: the study's 'target')")
-    study.add_argument("--inventory", help="inventory YAML (as for profile)")
+    add_inventory_options(study, "Ansible inventory (as for profile)")
     study.add_argument("--repeat", type=whole(1, 1000), help="runs per cell (default: the study's 'repeat')")
     study.add_argument("--fresh", action="store_true", help="run every cell again, reusing nothing")
     study.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
@@ -107,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "pull the report the board kept (resuming a partial download), verify its "
                                        "sha256, export and analyse it. Safe to run again.")
     fetch.add_argument("run_dir", type=Path, help="the run folder (runs/<run>)")
-    fetch.add_argument("--inventory", help="inventory YAML (default: the one the run used, else as for profile)")
+    add_inventory_options(fetch, "Ansible inventory (default: the one the run used, else as for profile)")
     add_ssh_options(fetch)
 
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
@@ -124,11 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from ..inventory.catalog import chosen_app, load_catalog
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import find_host
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from .console import RichProgress
     settings = run_settings(args)  # a usage error before anything loads
-    host = load_inventory(args.inventory).host(args.target)
+    host = find_host(args.inventory, args.target, vault_options(args))
     spec = chosen_app(load_catalog(args.apps_dir), args.app, args.app_cmd, args.needs_display,
                       **capture_overrides(args))
     output_folder(args.out)
@@ -158,7 +160,7 @@ def show_next_steps(run_dir: Path) -> None:
 
 def cmd_study(args: argparse.Namespace) -> int:
     from ..inventory.catalog import load_catalog
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import find_host
     from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
     from ..study.spec import cells, load_study, with_values, without_nsys
     from .console import StudyView
@@ -170,7 +172,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     if not target:
         raise UsageError(f"{args.file} names no target", "add 'target:' to the study, or give --target")
     repeat = spec.repeat if args.repeat is None else args.repeat
-    host = load_inventory(args.inventory).host(target)
+    host = find_host(args.inventory, target, vault_options(args))
     output_folder(args.out)
     request = StudyRequest(spec=spec, host=host,
                            catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
@@ -196,7 +198,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     from .console import RichProgress
     progress = RichProgress(stderr())
     try:
-        outcome = fetch(args.run_dir, args.inventory, connect_options(args), progress)
+        outcome = fetch(args.run_dir, args.inventory, connect_options(args), progress, vault_options(args))
     finally:
         progress.close()
     print(outcome.run_dir)

@@ -14,6 +14,7 @@ from ..runs.run_settings import RunSettings
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..inventory.ansible_source import VaultOptions
     from ..targets.settings import ConnectOptions
 
 
@@ -193,6 +194,40 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     return RunSettings(grace_s=args.grace, retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
                        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, lock_clocks=args.lock_clocks,
                        nvpmodel=args.nvpmodel)
+
+
+def add_inventory_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """Which inventory, and how Ansible opens its vaulted values."""
+    parser.add_argument("--inventory", action=_Sources, metavar="SOURCE",
+                        help=help_text + "; repeatable: Ansible reads every source, as with several -i")
+    parser.add_argument("--vault-password-file", action="append", default=[], type=existing_file, metavar="FILE",
+                        help="a file holding the vault password (or a script printing it), as Ansible's; repeatable")
+    parser.add_argument("--ask-vault-pass", action="store_true",
+                        help="ask for the vault password that opens the inventory's vaulted values")
+
+
+class _Sources(argparse.Action):
+    """--inventory given again adds a source: kept as one comma-joined text, as run.json records it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{given},{values}" if given else values)
+
+
+def vault_options(args: argparse.Namespace) -> VaultOptions:
+    """How the inventory's vaulted values are opened: the files given, or the password typed at the prompt (it
+    reaches Ansible's reader through a pipe, never a command line or a file)."""
+    from ..inventory.ansible_source import VaultOptions
+    password = None
+    if getattr(args, "ask_vault_pass", False):
+        import getpass
+        try:
+            password = getpass.getpass("Vault password: ")
+        except EOFError:
+            raise UsageError("--ask-vault-pass found no terminal to ask on",
+                             "give --vault-password-file instead (for CI)") from None
+    return VaultOptions(tuple(str(p) for p in getattr(args, "vault_password_file", ())), password)
 
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .options import add_ssh_options, connect_options, existing_folder, show, stderr, whole
+from .options import (
+    add_inventory_options,
+    add_ssh_options,
+    connect_options,
+    existing_folder,
+    show,
+    stderr,
+    vault_options,
+    whole,
+)
 
 MAX_TOOL_OUTPUT = 256 * 2**20  # `parse` reads at most this much (a day of tegrastats at 10 Hz is ~100 MB)
 
@@ -96,7 +105,7 @@ def _add_nsys_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export-on", metavar="TARGET",
                         help="export the .nsys-rep/.qdrep with this target's nsys (for reports newer than the nsys "
                              "here); the SQLite comes back verified, beside the report")
-    parser.add_argument("--inventory", help="inventory YAML for --export-on (as for profile)")
+    add_inventory_options(parser, "Ansible inventory for --export-on (as for profile)")
     add_ssh_options(parser)
 
 
@@ -105,10 +114,10 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
     if not args.export_on:
         return
     from ..analysis.report_input import nsys_report_of
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import find_host
     from ..runs.remote_export import export_on_target
     report = nsys_report_of(source)
-    host = load_inventory(args.inventory).host(args.export_on)
+    host = find_host(args.inventory, args.export_on, vault_options(args))
     done = export_on_target(report, host, connect_options(args))
     stderr().print(f"exported on {done.target} with nsys {done.nsys_version}: {done.sqlite}", markup=False,
                    highlight=False)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .options import (
+    add_inventory_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
@@ -22,6 +23,7 @@ from .options import (
     run_settings,
     show,
     stderr,
+    vault_options,
     whole,
     write_output,
 )
@@ -86,7 +88,7 @@ def add_parsers(sub: Any) -> None:
     where.add_argument("--limit", metavar="PATTERN",
                        help="every board this Ansible pattern matches (as for fleet), one after the other: each gated "
                             "against its own board kind's baseline, one JUnit/JSON/summary with a case per board")
-    ci.add_argument("--inventory", help="inventory YAML (as for profile)")
+    add_inventory_options(ci, "Ansible inventory (as for profile)")
     ci.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
     ci.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                     help="with --study: other values for a matrix variable")
@@ -247,7 +249,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
     from ..fleet.patterns import select_hosts
     from ..inventory.catalog import load_catalog
-    from ..inventory.hosts import load_inventory
+    from ..inventory.hosts import find_host, load_inventory
     from ..results.database import open_database
     from ..stats.gate import parse_rule
     from ..study.runner import StudyRequest
@@ -260,8 +262,11 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if args.no_nsys:
         study = without_nsys(study)
     gated_names(rules, study, catalog)
-    inventory = load_inventory(args.inventory)
-    hosts = [inventory.host(args.target)] if args.target else [inventory.host(name)
+    if args.target:
+        hosts = [find_host(args.inventory, args.target, vault_options(args))]
+    else:
+        inventory = load_inventory(args.inventory, vault_options(args))
+        hosts = [inventory.host(name)
                                                                  for name in select_hosts(inventory, args.limit)]
     output_folder(args.out)
     for path, option in ((args.junit, "--junit"), (args.json, "--json"), (args.summary, "--summary")):

@@ -1,10 +1,12 @@
-"""Ansible's host patterns, for ``--limit``: which inventory hosts a fleet command reaches.
+"""Ansible's host patterns, for ``--limit``: which inventory hosts a fleet command reaches, in Ansible's order.
 
 ``group``, ``host``, ``a:b`` (or ``a,b``) for the union, ``a:!b`` to leave out, ``a:&b`` for the
-intersection, globs (``nano*``), ``~regex`` (searched in host and group names), ``group[0]`` and
-``group[0:2]`` (inclusive, as Ansible's). As in Ansible, the plain terms are taken first, then the
-``&`` ones, then the ``!`` ones, and a pattern of only ``&``/``!`` terms starts from ``all``. Pure: an
-inventory and a string in, host names out.
+intersection, globs (``nano*``), ``~regex`` (matched from the start of host and group names), ``group[0]`` and
+``group[0:2]`` (inclusive, as Ansible's). As in Ansible (its InventoryManager), the plain terms are taken first,
+in their order, then the ``&`` ones, then the ``!`` ones; a pattern of only ``&``/``!`` terms starts from ``all``;
+a group gives its hosts in Ansible's order (its own, then its descendants'), and host names are matched only when
+no group matched or the term is a glob or a regex. Pure: an inventory and a string in, host names out; the tests
+hold it to ``ansible PATTERN --list-hosts``.
 """
 from __future__ import annotations
 
@@ -48,15 +50,14 @@ def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
     excluded = [t for t in terms if t[0] == "!"]
     chosen: dict[str, None] = {}
     for term in plain or ["all"]:
-        chosen.update(dict.fromkeys(_match(inventory, term)))
+        chosen.update(dict.fromkeys(_match(inventory, term)))  # a host already taken keeps its place
     for term in narrowing:
         keep = set(_match(inventory, term[1:]))
         chosen = {name: None for name in chosen if name in keep}
     for term in excluded:
         drop = set(_match(inventory, term[1:]))
         chosen = {name: None for name in chosen if name not in drop}
-    order = {name: i for i, name in enumerate(inventory.names)}
-    hosts = sorted(chosen, key=lambda name: order.get(name, len(order)))
+    hosts = list(chosen)
     if not hosts:
         raise UsageError(f"--limit '{pattern}' leaves no target in {inventory.source}",
                          "see 'orchestrate targets' for the groups and hosts")
@@ -66,6 +67,8 @@ def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
 def _match(inventory: Inventory, term: str) -> list[str]:
     if not term:
         raise UsageError("--limit has an empty '!' or '&' term", "write it as 'group:!host' or 'group1:&group2'")
+    if term in inventory.order or term in inventory.hosts:  # a host's own name, before any group of that name
+        return [term]
     subscript = _SUBSCRIPT.match(term)
     if subscript and not term.startswith("~"):
         return _subscripted(inventory, subscript)
@@ -91,16 +94,20 @@ def _names(inventory: Inventory, term: str) -> list[str]:
         except re.error as exc:
             raise UsageError(f"--limit: '{term}' is not a regular expression ({exc})",
                              "e.g. --limit '~nano0[1-3]'") from None
-        matches_name: Callable[[str], object] = regex.search
+        matches_name: Callable[[str], object] = regex.match  # anchored at the start, as Ansible matches
     elif _GLOB_CHARS & set(term):
         matches_name = partial(_glob_matches, pattern=term)
     else:
         matches_name = term.__eq__
     found: dict[str, None] = {}
+    matched_group = False
     for group in groups:
         if matches_name(group):
+            matched_group = True
             found.update(dict.fromkeys(inventory.group_hosts(group)))
-    found.update(dict.fromkeys(name for name in inventory.names if matches_name(name)))
+    if not matched_group or term.startswith("~") or set(".?*[") & set(term):
+        hosts = list(dict.fromkeys([*inventory.order, *inventory.names]))
+        found.update(dict.fromkeys(name for name in hosts if matches_name(name)))
     return list(found)
 
 

@@ -27,7 +27,7 @@ from ..documents.study import study_folders
 from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
 from ..figures.measured import measured_despite_nsys
 from ..inventory.catalog import AppSpec, chosen_app, load_catalog
-from ..inventory.hosts import Inventory, load_inventory
+from ..inventory.hosts import Inventory, VaultOptions, load_inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest, profile
 from ..runs.remote_capture import HostStop
@@ -64,10 +64,10 @@ class FleetPlan:
 
 def plan_fleet(inventory_path: str | None, limit: str | None, apps_dir: Path | None, *, study: Path | None = None,
                study_values: Sequence[str] = (), app: str | None = None, app_cmd: str | None = None,
-               needs_display: bool = False, **overrides: Any) -> FleetPlan:
+               needs_display: bool = False, vault: VaultOptions | None = None, **overrides: Any) -> FleetPlan:
     """The inventory's boards ``limit`` matches (Ansible's patterns), and the study file (with --set's values) or
     the app (from the catalog, or a command line) with the command line's capture values."""
-    inventory = load_inventory(inventory_path)
+    inventory = load_inventory(inventory_path, vault)
     targets = tuple(select_hosts(inventory, limit))
     catalog = load_catalog(apps_dir)
     if study is not None:

@@ -14,7 +14,7 @@ from remote_agent.messages import StatusAnswer, StatusRequest
 from ..documents.run import kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
-from ..inventory.hosts import load_inventory
+from ..inventory.hosts import VaultOptions, find_host
 from ..nsys.commands import RemoteRunPaths
 from ..targets.connect import open_transport
 from ..targets.settings import ConnectOptions
@@ -35,7 +35,8 @@ def app_from_section(spec: dict[str, Any]) -> AppSpec:
     return AppSpec(**values)
 
 
-def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress) -> ProfileOutcome:
+def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress,
+          vault: VaultOptions | None = None) -> ProfileOutcome:
     """``inventory_path`` None: the inventory the run came from when its file is still there, else the default."""
     run = read_run_or_none(run_dir)
     if run is None:
@@ -48,9 +49,9 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
     if remote_run_dir is None:
         raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
                          "profile again")
-    if inventory_path is None and run.inventory and Path(run.inventory).is_file():
+    if inventory_path is None and run.inventory and all(Path(p).exists() for p in run.inventory.split(",") if p):
         inventory_path = run.inventory
-    host = load_inventory(inventory_path).host(run.target.name)
+    host = find_host(inventory_path, run.target.name, vault)
     app = app_from_section(run.app)
     keep_remote, heartbeat_timeout_s = run.keep_remote, run.heartbeat_timeout_s
     log = RunLog(run_dir, run, progress)

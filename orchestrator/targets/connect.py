@@ -16,7 +16,8 @@ def open_transport(host: Host, options: ConnectOptions) -> Transport:
     if not host.become:
         return inner
     try:
-        return BecomeTransport(inner, host.become_user, options.become_password)
+        # as Ansible: the inventory's (vaulted) become password wins over the one given at the prompt
+        return BecomeTransport(inner, host.become_user, host.become_password or options.become_password)
     except BaseException:
         inner.close()
         raise

@@ -52,7 +52,11 @@ def client_argv(params: SSHParams, options: ConnectOptions, control_path: str | 
             "-o", f"ServerAliveCountMax={SERVER_ALIVE_COUNT}",
             "-o", f"Ciphers={PREFERRED_CIPHERS}", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
             "-o", "LogLevel=ERROR"]
-    argv += ["-F", str(options.ssh_config)] if options.ssh_config else []
+    argv += ["-F", str(params.ssh_config)] if params.ssh_config else []
+    if params.proxy_command:  # ssh expands its tokens and runs it through the shell itself
+        argv += ["-o", f"ProxyCommand={params.proxy_command}"]
+    elif params.proxy_jump:
+        argv += ["-o", f"ProxyJump={params.proxy_jump}"]
     for key in params.key_files:
         argv += ["-i", key, "-o", "IdentitiesOnly=yes"]
     if control_path:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +40,8 @@ class SSHParams:
     key_files: tuple[str, ...] = field(default=())
     known_hosts: Path = Path("~/.ssh/known_hosts")
     proxy_jump: str | None = None
+    proxy_command: str | None = None   # the inventory's, its tokens already expanded
+    ssh_config: Path | None = None     # -F: the host's own ssh config, else --ssh-config's
     connect_timeout: float = 10.0
 
     @property
@@ -49,8 +53,9 @@ def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
     """The target as Fabric resolves it from ~/.ssh/config (HostName, Port, User, IdentityFile, ProxyJump and
     ProxyCommand as gateways), with the inventory's values winning and root as the default user. Not opened."""
     ssh_config = None  # Fabric's default: /etc/ssh/ssh_config and ~/.ssh/config
-    if options.ssh_config is not None:
-        path = options.ssh_config.expanduser()
+    config_file = host_ssh_config(host, options)
+    if config_file is not None:
+        path = config_file
         try:
             ssh_config = paramiko.SSHConfig.from_path(str(path))
         except (OSError, UnicodeDecodeError, paramiko.ssh_exception.ConfigParseError) as exc:
@@ -58,16 +63,49 @@ def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
                              "give --ssh-config an ssh_config file") from None
     config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
     wait = max(1, math.ceil(host.connect_timeout))
+    keys = [k for k in (host.key_file, *host.other_key_files) if k]
     connection = Connection(host.address or host.name, user=host.user, port=host.port, config=config,
-                            connect_timeout=wait,
-                            connect_kwargs={"key_filename": [host.key_file] if host.key_file else [],
+                            connect_timeout=wait, gateway=_gateway(host, config, wait),
+                            connect_kwargs={"key_filename": keys,
                                             "allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
     if host.address:  # the inventory's address wins over a HostName in ssh_config
         connection.host = host.address
+    if host.proxy_command:  # ssh's tokens, expanded as ssh expands them for this target
+        connection.gateway = _proxy_command(host.proxy_command, connection)
     keys = connection.connect_kwargs.get("key_filename") or []
     connection.connect_kwargs["key_filename"] = [str(Path(k).expanduser()) for k in keys]
     connection.connect_kwargs["look_for_keys"] = not keys
     return connection
+
+
+def host_ssh_config(host: Host, options: ConnectOptions) -> Path | None:
+    """The ssh config file for this host: the inventory's -F, else --ssh-config (else ssh's own defaults)."""
+    chosen = host.ssh_config or options.ssh_config
+    return Path(chosen).expanduser() if chosen is not None else None
+
+
+def _gateway(host: Host, config: FabricConfig, wait: int) -> Connection | str | None:
+    """The hop the inventory's ssh arguments name: ProxyJump's hosts in ssh's order (the first is reached first;
+    each resolved by the ssh config, with its keys and the agent, as ssh's jump does). None: the ssh config's, as
+    Fabric reads it (a ProxyCommand of the inventory's replaces it once the target's values are known)."""
+    if host.proxy_command or not host.proxy_jump:
+        return None
+    gateway: Connection | None = None
+    for hop in host.proxy_jump.split(","):
+        hop = hop.strip().removeprefix("ssh://")
+        gateway = Connection(hop, config=config.clone(), gateway=gateway, connect_timeout=wait,
+                             connect_kwargs={"allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
+    return gateway
+
+
+def _proxy_command(command: str, connection: Connection) -> str:
+    """ssh's ProxyCommand for this target: %h, %p, %r, %n and %% expanded, run by the shell as ssh runs it.
+    (Fabric's own expansion would take the port from the ssh config only: 22 for a port the inventory gives.)"""
+    tokens = {"h": connection.host, "p": str(connection.port), "r": connection.user, "n": connection.original_host,
+              "%": "%"}
+    expanded = re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), command)
+    shell = "/bin/sh -c " + shlex.quote("exec " + expanded)
+    return shell.replace("%", "%%")  # Fabric passes it through paramiko's token expansion once more
 
 
 def hops(connection: Connection) -> list[Connection]:
@@ -78,9 +116,13 @@ def hops(connection: Connection) -> list[Connection]:
     return chain
 
 
-def known_hosts_path(connection: Connection, options: ConnectOptions) -> Path:
+def known_hosts_path(connection: Connection, options: ConnectOptions, host: Host | None = None) -> Path:
+    """--known-hosts, else the inventory's UserKnownHostsFile (for the target, not its hops: ssh passes its -o
+    options to no jump host), else the ssh config's, else ~/.ssh/known_hosts."""
     if options.known_hosts is not None:
         return options.known_hosts.expanduser()
+    if host is not None and host.known_hosts:
+        return Path(host.known_hosts).expanduser()
     configured = connection.ssh_config.get("userknownhostsfile")
     return Path(configured.split()[0] if configured else "~/.ssh/known_hosts").expanduser()
 
@@ -89,8 +131,10 @@ def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> S
     """What OpenSSH's client needs to reach the same target (the downloads go through it)."""
     return SSHParams(alias=host.name, hostname=connection.host, port=int(connection.port), user=connection.user,
                      key_files=tuple(connection.connect_kwargs.get("key_filename") or ()),
-                     known_hosts=known_hosts_path(connection, options),
-                     proxy_jump=connection.ssh_config.get("proxyjump"), connect_timeout=host.connect_timeout)
+                     known_hosts=known_hosts_path(connection, options, host),
+                     proxy_jump=host.proxy_jump or connection.ssh_config.get("proxyjump"),
+                     proxy_command=host.proxy_command,
+                     ssh_config=host_ssh_config(host, options), connect_timeout=host.connect_timeout)
 
 
 def resolve_ssh_params(host: Host, options: ConnectOptions) -> SSHParams:
@@ -143,11 +187,11 @@ class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
             handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
 
 
-def check_host_keys(connection: Connection, options: ConnectOptions) -> None:
+def check_host_keys(connection: Connection, options: ConnectOptions, host: Host | None = None) -> None:
     """Before the connection opens: each hop checks host keys as ssh does, against its known_hosts (Fabric would
     add unknown keys silently), and refuses an unknown one or records it when asked."""
     for hop in hops(connection):
-        known = known_hosts_path(hop, options)
+        known = known_hosts_path(hop, options, host if hop is connection else None)
         if known.is_file():
             _load_known_hosts(hop, known)
         policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey

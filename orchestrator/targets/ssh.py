@@ -35,10 +35,10 @@ from .streams import CHUNK, CommandResult, LineHandler, LineStream
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
-def _open(connection: Connection, options: ConnectOptions) -> None:
+def _open(connection: Connection, options: ConnectOptions, host: Host) -> None:
     """Open the connection (its gateways first) with known host keys only, or record a new one when asked;
     every failure as one error that says what to do."""
-    check_host_keys(connection, options)
+    check_host_keys(connection, options, host)
     target = f"{connection.user}@{connection.host}:{connection.port}"
     wait = connection.connect_timeout
     for key in connection.connect_kwargs.get("key_filename") or []:
@@ -52,7 +52,7 @@ def _open(connection: Connection, options: ConnectOptions) -> None:
         raise
     except paramiko.BadHostKeyException as exc:
         _close(connection)
-        known = known_hosts_path(connection, options)
+        known = known_hosts_path(connection, options, host)
         name = known_hosts_name(connection.host, int(connection.port))
         raise HostKeyError(
             f"host key of {target} CHANGED: got {fingerprint(exc.key)}, {known} has {fingerprint(exc.expected_key)}",
@@ -110,7 +110,7 @@ class SSHTransport:
         self._connection = fabric_connection(host, options)
         self.params = ssh_params(host, self._connection, options)
         self.description = self.params.display
-        _open(self._connection, options)
+        _open(self._connection, options, host)
         self._jumps = hops(self._connection)[1:]
         self._sftp: paramiko.SFTPClient | None = None
         self._master: openssh.MasterConnection | None = None

@@ -1,0 +1,282 @@
+# Copyright (C) 2026 the orchestrate authors
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# This program is free software: you can redistribute it and/or modify it under the terms of the GNU General Public
+# License as published by the Free Software Foundation, either version 3 of the License, or (at your option) any later
+# version. It is distributed WITHOUT ANY WARRANTY; see the GNU General Public License (COPYING beside this package).
+"""An inventory as a play would use it, read by Ansible's own code, printed as one JSON document.
+
+For every host: its groups, its variables (as ``ansible-inventory --list`` gives them) and the connection values
+the task executor would hand its connection and become plugins before it connects: the variables each plugin reads
+rendered as Ansible renders them, then the plugin's options resolved by Ansible's configuration manager (variables,
+then ``ANSIBLE_*`` settings, then ``ansible.cfg``, then the plugin's defaults). orchestrate runs this as a program
+of its own and reads its output; it never imports Ansible.
+
+    python -m orchestrate_ansible.inventory -i SOURCE [-i SOURCE...] [--vault-password-file F...]
+                                            [--vault-password-fd N]
+
+A vault password comes from a file Ansible reads, or from an inherited descriptor: never from the command line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+# a source Ansible cannot parse is an error here, not a warning and no hosts
+os.environ["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "True"
+os.environ["ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED"] = "True"
+os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
+
+from ansible import constants as C  # noqa: E402
+from ansible.errors import AnsibleError  # noqa: E402
+from ansible.module_utils.common.text.converters import to_text  # noqa: E402
+from ansible.release import __version__ as ANSIBLE_VERSION  # noqa: E402
+from ansible.utils.display import Display  # noqa: E402
+
+WARNINGS: list[str] = []
+
+
+def _keep_warning(self: Any, msg: str, formatted: bool = False, **_: Any) -> None:
+    WARNINGS.append(" ".join(str(msg).split()))
+
+
+def _keep_error_as_warning(self: Any, msg: str | None, exception: BaseException, **_: Any) -> None:
+    WARNINGS.append(" ".join(f"{msg or ''} {exception}".split()))
+
+
+# kept for the error line, never printed (ansible-core 2.19 reports a plugin's parse failure as an error turned
+# warning, older ones as a warning)
+Display.warning = _keep_warning
+Display.error_as_warning = _keep_error_as_warning
+
+from ansible.cli import CLI  # noqa: E402
+from ansible.inventory.manager import InventoryManager  # noqa: E402
+from ansible.parsing.dataloader import DataLoader  # noqa: E402
+from ansible.parsing.vault import VaultSecret  # noqa: E402
+from ansible.plugins.loader import become_loader, connection_loader, init_plugin_loader  # noqa: E402
+from ansible.template import Templar  # noqa: E402
+from ansible.vars.manager import VariableManager  # noqa: E402
+
+try:  # the variables ansible-inventory leaves out of a host's
+    HIDDEN = set(C.INTERNAL_STATIC_VARS)
+except AttributeError:
+    HIDDEN = set(C.INTERNAL_VARS)
+HIDDEN |= {"hostvars", "vars", "environment", "ansible_play_hosts", "ansible_play_batch", "play_hosts",
+           "ansible_play_hosts_all", "ansible_play_name", "role_names", "ansible_role_names",
+           "ansible_dependent_role_names", "ansible_play_role_names", "ansible_check_mode", "ansible_collection_name",
+           "ansible_search_path"}
+
+# the connection plugins' options a play hands over before it connects, by plugin
+CONNECTION_OPTIONS = {
+    "ssh": ("host", "port", "remote_user", "private_key_file", "ssh_args", "ssh_common_args", "ssh_extra_args",
+            "host_key_checking", "timeout", "password", "ssh_executable", "sftp_extra_args", "scp_extra_args"),
+    "paramiko": ("remote_addr", "port", "remote_user", "private_key_file", "host_key_checking", "timeout", "password"),
+    "local": (),
+}
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON holds it; a vaulted one Ansible could not open is marked, never shown."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if _is_vaulted(value):
+        try:
+            return {"__vaulted": True, "value": to_text(value)}
+        except Exception:  # no vault password that opens it
+            return {"__vaulted": True}
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)
+
+
+def _is_vaulted(value: Any) -> bool:
+    name = type(value).__name__
+    return name in ("AnsibleVaultEncryptedUnicode", "EncryptedString") or (
+        hasattr(value, "_ciphertext") or hasattr(value, "vault") and hasattr(value, "data"))
+
+
+def _vault_secrets(loader: DataLoader, files: list[str], fd: int | None) -> None:
+    secrets: list[Any] = []
+    if fd is not None:
+        with os.fdopen(fd, "rb") as stream:
+            password = stream.read().rstrip(b"\r\n")
+        secrets.append((C.DEFAULT_VAULT_IDENTITY, VaultSecret(password)))
+    if files or C.DEFAULT_VAULT_PASSWORD_FILE or not secrets:
+        secrets += CLI.setup_vault_secrets(loader, vault_ids=list(C.DEFAULT_VAULT_IDENTITY_LIST),
+                                           vault_password_files=list(files), ask_vault_pass=False, auto_prompt=False)
+    loader.set_vault_secrets(secrets)
+    try:  # ansible-core 2.19 opens vaulted values through its context
+        from ansible.parsing.vault import VaultSecretsContext
+        if VaultSecretsContext.current(optional=True) is None:
+            VaultSecretsContext.initialize(VaultSecretsContext(secrets))
+    except ImportError:
+        pass
+
+
+def _render(templar: Templar, value: Any) -> Any:
+    try:
+        return templar.template(value)
+    except Exception as exc:  # omitted or undefined: as the task executor, the option stays unset
+        if type(exc).__name__ == "AnsibleValueOmittedError":
+            return None
+        raise
+
+
+def _options(plugin_type: str, name: str, wanted: tuple[str, ...], hostvars: dict, templar: Templar,
+             origins: dict[str, str]) -> dict:
+    """The plugin's options as its set_options would resolve them from the rendered variables it reads, and where
+    each came from (``var: NAME``, ``env: NAME``, an ansible.cfg path or ``default``)."""
+    variables = {}
+    for var in C.config.get_plugin_vars(plugin_type, name):
+        if var in hostvars:
+            try:
+                rendered = _render(templar, hostvars[var])
+            except Exception:
+                if not _is_vaulted(hostvars[var]):
+                    raise
+                # a vaulted value no vault password opens: the option is left unset, and the host's vars say so
+                origins[f"unopened: {var}"] = var
+                continue
+            if rendered is not None:
+                variables[var] = rendered
+    found = {}
+    for key in wanted:
+        value, origin = C.config.get_config_value_and_origin(key, plugin_type=plugin_type, plugin_name=name,
+                                                             variables=variables)
+        found[key] = value
+        origins[key] = str(origin)
+    return found
+
+
+class Files:
+    """Which file a host's variable comes from: its host_vars files, its inventory entry, then its groups'
+    group_vars files and entries, most specific first (a best reading of Ansible's precedence for error lines)."""
+
+    def __init__(self, inventory: InventoryManager, loader: DataLoader) -> None:
+        self.inventory, self.loader = inventory, loader
+        self.folders = list(dict.fromkeys(s if os.path.isdir(s) else os.path.dirname(s) for s in inventory._sources))
+        self.cache: dict[tuple[str, str], list[tuple[str, set]]] = {}
+
+    def _vars_files(self, folder: str, name: str) -> list[tuple[str, set]]:
+        if (folder, name) not in self.cache:
+            found = []
+            for base in self.folders:
+                for path in self.loader.find_vars_files(os.path.join(base, folder), name) or []:
+                    try:
+                        data = self.loader.load_from_file(to_text(path), unsafe=True)
+                    except AnsibleError:
+                        continue
+                    if isinstance(data, dict):
+                        found.append((to_text(path), set(data)))
+            self.cache[(folder, name)] = found
+        return self.cache[(folder, name)]
+
+    def of(self, host: Any, keys: list[str]) -> dict[str, str]:
+        groups = sorted(host.get_groups(), key=lambda g: (g.depth, g.name), reverse=True)
+        where: dict[str, str] = {}
+        for folder, entity in [("host_vars", host)] + [("group_vars", g) for g in groups]:
+            for path, names in self._vars_files(folder, entity.name):
+                for key in keys:
+                    if key in names:
+                        where.setdefault(key, path)
+            for key in keys:
+                if key in entity.vars:
+                    where.setdefault(key, _source_of(entity, self.inventory))
+        return {key: where.get(key, _source_of(host, self.inventory)) for key in keys}
+
+
+def _source_of(entity: Any, inventory: InventoryManager) -> str:
+    file = entity.vars.get("inventory_file") if hasattr(entity, "vars") else None
+    if file:
+        return str(file)
+    sources = list(inventory._sources)
+    return sources[0] if len(sources) == 1 else ", ".join(sources)
+
+
+def _group_names(host: Any) -> list[str]:
+    """The host's groups as a play's group_names gives them: sorted, 'all' left out."""
+    return sorted(g.name for g in host.get_groups() if g.name != "all")
+
+
+def _host(host: Any, manager: VariableManager, loader: DataLoader, files: Files) -> dict:
+    hostvars = manager.get_vars(host=host, include_hostvars=True, stage="all")
+    templar = Templar(loader=loader, variables=hostvars)
+    origins: dict[str, str] = {}
+    connection = _render(templar, hostvars.get("ansible_connection")) or C.DEFAULT_TRANSPORT
+    origins["connection"] = "var: ansible_connection" if "ansible_connection" in hostvars else "default"
+    if str(connection).startswith("ansible.builtin.") or str(connection) == "smart":
+        connection = "ssh" if str(connection) == "smart" else str(connection).rsplit(".", 1)[-1]
+    options = _options("connection", connection, CONNECTION_OPTIONS[connection], hostvars, templar, origins) \
+        if connection in CONNECTION_OPTIONS else {}
+    become_value = hostvars.get("ansible_become")
+    become = C.DEFAULT_BECOME if become_value is None else _render(templar, become_value)
+    origins["become"] = "var: ansible_become" if become_value is not None else "default"
+    method = _render(templar, hostvars.get("ansible_become_method")) or C.DEFAULT_BECOME_METHOD
+    origins["become_method"] = "var: ansible_become_method" if "ansible_become_method" in hostvars else "default"
+    become_options: dict[str, Any] = {}
+    if str(method).rsplit(".", 1)[-1] == "sudo":
+        become_options = _options("become", "sudo", ("become_user", "become_pass", "become_exe", "become_flags"),
+                                  hostvars, templar, origins)
+    interpreter = {k: _render(templar, hostvars[k]) for k in ("ansible_python_interpreter",) if k in hostvars}
+    python, origins["python"] = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=interpreter)
+    shown = {k: v for k, v in hostvars.items() if k not in HIDDEN}
+    return {
+        "groups": _group_names(host),
+        "source": to_text(hostvars.get("inventory_file") or ""),
+        "vars": _plain(shown),
+        "resolved": _plain({"connection": connection, "become": become, "become_method": method, "python": python,
+                            **options, **become_options}),
+        "settings": _plain({k: _render(templar, v) for k, v in hostvars.items() if k.startswith("orchestrate_")}),
+        "origins": {key: str(origin) for key, origin in origins.items()},
+        "files": files.of(host, [key for key in shown if key.startswith(("ansible_", "orchestrate_"))]),
+    }
+
+
+def read(sources: list[str], vault_files: list[str], vault_fd: int | None) -> dict:
+    init_plugin_loader([])
+    loader = DataLoader()
+    _vault_secrets(loader, vault_files, vault_fd)
+    inventory = InventoryManager(loader=loader, sources=sources)
+    manager = VariableManager(loader=loader, inventory=inventory)
+    for plugin in CONNECTION_OPTIONS:
+        connection_loader.get(plugin, class_only=True)
+    become_loader.get("sudo", class_only=True)
+    hosts: dict[str, Any] = {}
+    files = Files(inventory, loader)
+    for host in inventory.get_hosts("all"):
+        try:
+            hosts[host.name] = _host(host, manager, loader, files)
+        except AnsibleError as exc:  # a template that cannot be rendered: this host only, as a play would
+            hosts[host.name] = {"groups": _group_names(host),
+                                "error": " ".join(to_text(getattr(exc, "message", None) or exc).split())}
+    # each group's hosts in the order Ansible's patterns take them (its own, then its descendants')
+    groups = {name: {"hosts": [h.name for h in group.hosts], "children": [c.name for c in group.child_groups],
+                     "members": [h.name for h in group.get_hosts()]}
+              for name, group in inventory.groups.items()}
+    return {"ansible": ANSIBLE_VERSION, "sources": list(inventory._sources), "hosts": hosts, "groups": groups,
+            "host_order": list(inventory.hosts), "warnings": WARNINGS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="orchestrate_ansible.inventory", description=__doc__.splitlines()[0])
+    parser.add_argument("-i", "--inventory", action="append", required=True)
+    parser.add_argument("--vault-password-file", action="append", default=[])
+    parser.add_argument("--vault-password-fd", type=int)
+    args = parser.parse_args(argv)
+    try:
+        document = read(args.inventory, args.vault_password_file, args.vault_password_fd)
+    except AnsibleError as exc:
+        message = " ".join(to_text(getattr(exc, "message", None) or exc).split())
+        json.dump({"error": message, "warnings": WARNINGS}, sys.stdout)
+        return 1
+    json.dump(document, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
