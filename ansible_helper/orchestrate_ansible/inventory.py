@@ -119,6 +119,9 @@ def _vault_secrets(loader: DataLoader, files: list[str], fd: int | None) -> None
 
 
 def _render(templar: Templar, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)) or (
+            isinstance(value, str) and not _is_vaulted(value) and not any(m in value for m in ("{{", "{%", "{#"))):
+        return value  # nothing to render: Ansible's templating gives it back as it is
     try:
         return templar.template(value)
     except Exception as exc:  # omitted or undefined: as the task executor, the option stays unset
@@ -132,7 +135,7 @@ def _options(plugin_type: str, name: str, wanted: tuple[str, ...], hostvars: dic
     """The plugin's options as its set_options would resolve them from the rendered variables it reads, and where
     each came from (``var: NAME``, ``env: NAME``, an ansible.cfg path or ``default``)."""
     variables = {}
-    for var in C.config.get_plugin_vars(plugin_type, name):
+    for var in PLUGIN_VARS[(plugin_type, name)]:
         if var in hostvars:
             try:
                 rendered = _render(templar, hostvars[var])
@@ -146,11 +149,33 @@ def _options(plugin_type: str, name: str, wanted: tuple[str, ...], hostvars: dic
                 variables[var] = rendered
     found = {}
     for key in wanted:
-        value, origin = C.config.get_config_value_and_origin(key, plugin_type=plugin_type, plugin_name=name,
-                                                             variables=variables)
+        if OPTION_VARS[(plugin_type, name, key)] & set(variables):
+            value, origin = C.config.get_config_value_and_origin(key, plugin_type=plugin_type, plugin_name=name,
+                                                                 variables=variables)
+        else:  # no variable of the host's sets it: the same for every host, resolved once
+            value, origin = _without_variables(plugin_type, name, key)
         found[key] = value
         origins[key] = str(origin)
     return found
+
+
+PLUGIN_VARS: dict[tuple[str, str], list[str]] = {}
+OPTION_VARS: dict[tuple[str, str, str], set[str]] = {}
+_RESOLVED: dict[tuple[str, str, str], tuple[Any, str]] = {}
+
+
+def _learn(plugin_type: str, name: str) -> None:
+    """Which variables each option of a plugin reads (its documented 'vars')."""
+    PLUGIN_VARS[(plugin_type, name)] = C.config.get_plugin_vars(plugin_type, name)
+    for option, definition in C.config.get_configuration_definitions(plugin_type=plugin_type, name=name).items():
+        OPTION_VARS[(plugin_type, name, option)] = {entry["name"] for entry in definition.get("vars") or []}
+
+
+def _without_variables(plugin_type: str, name: str, key: str) -> tuple[Any, str]:
+    if (plugin_type, name, key) not in _RESOLVED:
+        _RESOLVED[(plugin_type, name, key)] = C.config.get_config_value_and_origin(
+            key, plugin_type=plugin_type, plugin_name=name, variables={})
+    return _RESOLVED[(plugin_type, name, key)]
 
 
 class Files:
@@ -203,14 +228,39 @@ def _group_names(host: Any) -> list[str]:
     return sorted(g.name for g in host.get_groups() if g.name != "all")
 
 
-def _host(host: Any, manager: VariableManager, loader: DataLoader, files: Files) -> dict:
+def _templar(loader: DataLoader) -> Templar:
+    """One Templar for every host (its variables set per host, as the task executor sets them per task). A template
+    written once for a group is compiled once: compiling is pure, the same text in the same environment, and it cost
+    1 ms a host a value in ansible-core 2.19, which compiles anew at each call."""
+    templar = Templar(loader=loader)
+    engine: Any = getattr(templar, "_engine", None)
+    compile_template = getattr(engine, "_compile_template", None)
+    if compile_template is not None:
+        compiled: dict[Any, Any] = {}
+
+        def cached(template: str, options: Any) -> Any:
+            try:
+                key = (template, options)
+                if key not in compiled:
+                    compiled[key] = compile_template(template, options)
+                return compiled[key]
+            except TypeError:  # options that cannot be a key: compiled as Ansible does
+                return compile_template(template, options)
+        engine._compile_template = cached
+    return templar
+
+
+def _host(host: Any, manager: VariableManager, templar: Templar, files: Files) -> dict:
     hostvars = manager.get_vars(host=host, include_hostvars=True, stage="all")
-    templar = Templar(loader=loader, variables=hostvars)
+    templar.available_variables = hostvars
     origins: dict[str, str] = {}
     connection = _render(templar, hostvars.get("ansible_connection")) or C.DEFAULT_TRANSPORT
     origins["connection"] = "var: ansible_connection" if "ansible_connection" in hostvars else "default"
     if str(connection).startswith("ansible.builtin.") or str(connection) == "smart":
         connection = "ssh" if str(connection) == "smart" else str(connection).rsplit(".", 1)[-1]
+    if connection in CONNECTION_OPTIONS and ("connection", connection) not in PLUGIN_VARS:
+        connection_loader.get(connection, class_only=True)  # paramiko's loads its library: only when a host asks
+        _learn("connection", connection)
     options = _options("connection", connection, CONNECTION_OPTIONS[connection], hostvars, templar, origins) \
         if connection in CONNECTION_OPTIONS else {}
     become_value = hostvars.get("ansible_become")
@@ -243,14 +293,17 @@ def read(sources: list[str], vault_files: list[str], vault_fd: int | None) -> di
     _vault_secrets(loader, vault_files, vault_fd)
     inventory = InventoryManager(loader=loader, sources=sources)
     manager = VariableManager(loader=loader, inventory=inventory)
-    for plugin in CONNECTION_OPTIONS:
+    for plugin in ("ssh", "local"):
         connection_loader.get(plugin, class_only=True)
+        _learn("connection", plugin)
     become_loader.get("sudo", class_only=True)
+    _learn("become", "sudo")
     hosts: dict[str, Any] = {}
     files = Files(inventory, loader)
+    templar = _templar(loader)
     for host in inventory.get_hosts("all"):
         try:
-            hosts[host.name] = _host(host, manager, loader, files)
+            hosts[host.name] = _host(host, manager, templar, files)
         except AnsibleError as exc:  # a template that cannot be rendered: this host only, as a play would
             hosts[host.name] = {"groups": _group_names(host),
                                 "error": " ".join(to_text(getattr(exc, "message", None) or exc).split())}
@@ -272,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         document = read(args.inventory, args.vault_password_file, args.vault_password_fd)
     except AnsibleError as exc:
         message = " ".join(to_text(getattr(exc, "message", None) or exc).split())
-        json.dump({"error": message, "warnings": WARNINGS}, sys.stdout)
+        sys.stdout.write(json.dumps({"error": message, "warnings": WARNINGS}))
         return 1
-    json.dump(document, sys.stdout)
+    sys.stdout.write(json.dumps(document))  # one write: Ansible wraps stdout, and json.dump writes piece by piece
     return 0
 
 
