@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 
 BECOME_PASSWORD_VARIABLE = "ORCHESTRATE_BECOME_PASSWORD"
+# Ansible's names for sudo's password in the environment, which its become plugin reads too: taken the same way
+ANSIBLE_BECOME_PASSWORD_VARIABLES = ("ANSIBLE_BECOME_PASS", "ANSIBLE_SUDO_PASS")
 
 
 def take_become_password() -> str | None:
-    """ORCHESTRATE_BECOME_PASSWORD's value, taken out of this process's environment before anything starts:
-    out of os.environ, so that no child inherits it (git, ssh, a local agent, nsys, the app), and out of the
-    block the kernel shows as /proc/<pid>/environ (overwritten in place), where a profiler running beside a
-    local run would read it and keep it in its report."""
-    value = os.environ.pop(BECOME_PASSWORD_VARIABLE, None)
-    if value:
-        _blank_initial_variable(BECOME_PASSWORD_VARIABLE)
-    return value or None
+    """ORCHESTRATE_BECOME_PASSWORD's value (else ANSIBLE_BECOME_PASS's, else ANSIBLE_SUDO_PASS's), each taken out of
+    this process's environment before anything starts: out of os.environ, so that no child inherits it (git, ssh,
+    Ansible's reader, a local agent, nsys, the app), and out of the block the kernel shows as /proc/<pid>/environ
+    (overwritten in place), where a profiler running beside a local run would read it and keep it in its report."""
+    found = None
+    for name in (BECOME_PASSWORD_VARIABLE, *ANSIBLE_BECOME_PASSWORD_VARIABLES):
+        value = os.environ.pop(name, None)
+        if value:
+            _blank_initial_variable(name)
+            found = found or value
+    return found
 
 
 def _blank_initial_variable(name: str) -> None:

@@ -35,6 +35,8 @@ CASES: dict[str, tuple[list[str], dict[str, str], str]] = {
     "bastion": (["bastion.yml"], {}, "all"),
     "ini": (["lab.ini"], {}, "all"),
     "vault": (["vault/hosts.yml"], {}, "all"),
+    # the paramiko boards are left out of the play: its paramiko would connect for real, the recorder stands in for ssh
+    "vault-layouts": (["vault-layouts/hosts.yml"], {}, "templated:sealed"),
     "port-in-name": (["port-in-name.yml"], {}, "all"),
     "aliases": (["aliases.yml"], {}, "all"),
     "templates": (["templates.yml"], {}, "all"),
@@ -72,12 +74,15 @@ def sources(case: str) -> list[str]:
     return [str(DATA / source) for source in CASES[case][0]]
 
 
+VAULTED_CASES = {"vault", "vault-layouts"}
+
+
 def vault_args(case: str) -> list[str]:
-    return ["--vault-password-file", str(VAULT_FILE)] if case == "vault" else []
+    return ["--vault-password-file", str(VAULT_FILE)] if case in VAULTED_CASES else []
 
 
 def orchestrate_document(case: str) -> dict:
-    vault = VaultOptions((str(VAULT_FILE),)) if case == "vault" else None
+    vault = VaultOptions((str(VAULT_FILE),)) if case in VAULTED_CASES else None
     return targets_document(load_inventory(",".join(sources(case)), vault))
 
 
@@ -194,7 +199,7 @@ def test_connection_values_equal_what_a_play_uses(case, ansible_env, tmp_path):
             # ssh passes over a -i file that does not exist (orchestrate says it is missing before it connects)
             assert ssh["identityfile"][0] == key or key not in ssh["identityfile"] and not os.path.exists(key), name
         values = load_inventory(",".join(sources(case)),
-                                VaultOptions((str(VAULT_FILE),)) if case == "vault" else None).values[name].host
+                                VaultOptions((str(VAULT_FILE),)) if case in VAULTED_CASES else None).values[name].host
         assert ssh.get("proxyjump", [None])[0] == values.proxy_jump, name
         assert ssh.get("proxycommand", [None])[0] == values.proxy_command, name
         if values.known_hosts:

@@ -137,3 +137,33 @@ def test_inventory_knows_each_groups_children(inventory):
     assert inventory.children["jetson"] == ("nano", "orin")
     assert inventory.group_hosts("jetson") == ["nano01", "nano02", "orin01", "orin02"]
     assert "xavier01" in inventory.broken  # its port is no number: Ansible cannot read it
+
+
+SAME_NAMES = """
+all:
+  hosts:
+    foo: {}
+  children:
+    g:
+      hosts: {a: {}, b: {}, c: {}, d: {}, e: {}}
+    foo:
+      hosts: {a: {}, b: {}}
+"""
+
+
+@pytest.mark.parametrize("pattern", ["all:!foo", "all:&foo", "foo", "foo:g[0]", "g[2:0]", "g[0-1]", "g[-1]", "g[1:]",
+                                     "g[0]:foo[1]", "~[fg]", "*o"])
+def test_a_host_and_a_group_of_one_name_and_subscripts_as_ansible_takes_them(tmp_path_factory, pattern):
+    path = tmp_path_factory.mktemp("same-names") / "inventory.yml"
+    path.write_text(SAME_NAMES)
+    listed = subprocess.run([str(Path(sys.executable).parent / "ansible"), pattern, "-i", str(path), "--list-hosts"],
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, PYTHONWARNINGS="ignore", ANSIBLE_HOME=str(path.parent)))
+    assert listed.returncode == 0, listed.stderr
+    assert select_hosts(load_inventory(str(path)), pattern) == \
+        [line.strip() for line in listed.stdout.splitlines()[1:]]
+
+
+def test_an_index_past_a_group_s_hosts_is_an_error_as_in_ansible(inventory):
+    with pytest.raises(UsageError, match=r"'nano\[5\]' has no host at 5 \(nano has 2\)"):
+        select_hosts(inventory, "nano[5]")

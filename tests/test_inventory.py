@@ -66,8 +66,15 @@ def test_the_hop_and_known_hosts_come_from_the_play_s_ssh_arguments():
     (["-i", "/k1", "-o", "IdentityFile=/k2", "-i/k3"], {"key_files": ("/k1", "/k2", "/k3")}),  # keys add up
     (["-J", "j1", "-o", "ProxyCommand=nc %h %p"], {"proxy_jump": "j1", "proxy_command": None}),
     (["-o", "ProxyCommand=nc %h %p", "-J", "j1"], {"proxy_jump": None, "proxy_command": "nc %h %p"}),
-    (["-o", "ProxyJump none", "-J", "j1"], {"proxy_jump": None}),
-    (["-oUserKnownHostsFile=/a /b", "-o", "UserKnownHostsFile=/c"], {"known_hosts": "/a"}),
+    (["-o", "ProxyJump none", "-J", "j1"], {"proxy_jump": "none"}),   # no hop, whatever the ssh config says
+    (["-oUserKnownHostsFile=/a /b", "-o", "UserKnownHostsFile=/c"], {"known_hosts": "/a /b"}),
+    (["-o", "Port = 2222", "-o", "ConnectTimeout=1m"], {"port": 2222, "connect_timeout": 60.0}),
+    (["-p", "ssh"], {"port": 22}),
+    (["-p", "70000"], {"port": None, "refused": ("Port=70000 (no port ssh can read)",)}),
+    (["-p", "\u00b2"], {"port": None, "refused": ("Port=\u00b2 (no port ssh can read)",)}),
+    (["-J", "a", "-J", "b"], {"proxy_jump": "a", "refused": ("-J b after another jump host (ssh takes a single -J)",)}),
+    (["-o", "ProxyCommand=x", "-J", "y"], {"refused": ("-J y after a ProxyCommand (ssh refuses -J then)",)}),
+    (["-J", "y", "-o", "ProxyCommand=x"], {"proxy_jump": "y", "refused": ()}),
     (["-Cqv", "-o", "ControlMaster=auto", "-o", "ServerAliveInterval=30"], {"refused": ()}),
     (["-A", "-L", "80:x:80", "-o", "ForwardAgent=yes", "-o", "StrictHostKeyChecking=no", "-o", "HostName=x"],
      {"refused": ("-A", "-L 80:x:80", "-o ForwardAgent=yes", "-o StrictHostKeyChecking=no", "-o HostName=x")}),
@@ -85,6 +92,8 @@ def test_ssh_s_command_line_is_read_as_ssh_reads_it(words, expected):
     ["-o", "ProxyCommand=ssh -W %h:%p -q ops@bastion", "-o", "ProxyJump=other", "-o", "User=first", "-l", "second"],
     ["-oUserKnownHostsFile=/a /b", "-o", "UserKnownHostsFile=/c", "-o", "IdentityFile=/k1", "-o", "IdentityFile=/k2"],
     split_args("-C -o ControlMaster=auto -o ControlPersist=60s -o 'User=\"quoted user\"' -p 2022"),
+    ["-o", "Port = 2222", "-o", "ConnectTimeout=1m", "-p", "2299", "-o", "ProxyJump=none"],
+    ["-J", "j1", "-o", "ProxyCommand=nc %h %p", "-o", "ProxyJump=j2", "-p", "ssh"],
 ])
 def test_the_reading_of_a_command_line_equals_ssh_s_own(words):
     done = subprocess.run(["ssh", "-G", "-F", "/dev/null", *words, "board"], capture_output=True, text=True,
@@ -97,10 +106,10 @@ def test_the_reading_of_a_command_line_equals_ssh_s_own(words):
     ours = read_command(words)
     assert int(ssh["port"][0]) == (ours.port or 22)
     assert ssh["user"][0] == (ours.user or ssh["user"][0])
-    assert ssh.get("proxyjump", [None])[0] == ours.proxy_jump
-    assert ssh.get("proxycommand", [None])[0] == ours.proxy_command
+    assert ssh.get("proxyjump", [None])[0] == (None if ours.proxy_jump == "none" else ours.proxy_jump)
+    assert ssh.get("proxycommand", [None])[0] == (None if ours.proxy_command == "none" else ours.proxy_command)
     if ours.known_hosts:
-        assert ssh["userknownhostsfile"][0].split()[0] == ours.known_hosts
+        assert ssh["userknownhostsfile"][0] == ours.known_hosts
     if ours.connect_timeout:
         assert float(ssh["connecttimeout"][0]) == ours.connect_timeout
     if ours.key_files:
@@ -108,7 +117,7 @@ def test_the_reading_of_a_command_line_equals_ssh_s_own(words):
 
 
 def test_ansible_s_own_arguments_come_in_its_order():
-    words = play_command("-C", "-p 1", None, 2, "/k", "u", 10, None)
+    words = play_command("-C", "-p 1", None, 2, "/k", "u", 10)
     assert words == ["-C", "-o", "Port=2", "-o", 'IdentityFile="/k"', "-o", 'User="u"', "-o", "ConnectTimeout=10",
                      "-p", "1"]
     assert read_command(words).port == 2  # ansible_port before the common arguments' -p
@@ -168,9 +177,8 @@ def test_secrets_are_masked_in_what_targets_shows():
     assert inventory.variables["b"] == {"registry_token": MASK, "ansible_become_password": MASK, "team": "perf"}
 
 
-def test_local_reads_no_inventory_and_starts_no_ansible(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no ansible anywhere, and no inventory file either
-    host = find_host(str(tmp_path / "absent.yml"), LOCAL_TARGET)
+def test_local_reads_no_inventory_and_starts_no_ansible(tmp_path):
+    host = find_host(str(tmp_path / "absent.yml"), LOCAL_TARGET)  # a source that is not there is never opened
     assert host.is_local and host.name == LOCAL_TARGET
 
 
@@ -284,4 +292,66 @@ def test_a_proxy_command_is_expanded_for_the_target_as_ssh_expands_it():
     from orchestrator.targets.settings import fabric_connection
     host = Host(name="b", address="10.0.0.7", port=2207, user="nv", proxy_command="ssh -W %h:%p -l %r jump %%x")
     connection = fabric_connection(host, ConnectOptions(ssh_config=Path(os.devnull)))
-    assert connection.gateway == "/bin/sh -c 'exec ssh -W 10.0.0.7:2207 -l nv jump %%x'"
+    assert connection.gateway == "/bin/sh -c 'exec ssh -W 10.0.0.7:2207 -l nv jump %x'"  # run as it is, '%%' is '%'
+
+
+def test_the_ssh_config_is_read_for_the_inventory_s_address_as_ssh_reads_it_and_none_means_no_hop(tmp_path):
+    from orchestrator.inventory.host import Host
+    from orchestrator.targets.settings import fabric_connection
+    config = tmp_path / "ssh_config"
+    config.write_text("Host lab-alias\n  HostName 10.9.9.9\n  Port 2200\n  User ops\n"
+                      "Host b*\n  ProxyJump bastion\n")
+    params = resolve_ssh_params(Host(name="x", address="lab-alias"), ConnectOptions(ssh_config=config))
+    assert (params.hostname, params.port, params.user) == ("10.9.9.9", 2200, "ops")  # as ssh lab-alias goes
+    assert fabric_connection(Host(name="board1"), ConnectOptions(ssh_config=config)).gateway is not None
+    direct = Host(name="board1", proxy_jump="none")  # -o ProxyJump=none in the play's ssh arguments
+    assert fabric_connection(direct, ConnectOptions(ssh_config=config)).gateway is None
+    assert resolve_ssh_params(direct, ConnectOptions(ssh_config=config)).proxy_jump == "none"
+    jump = fabric_connection(Host(name="t", proxy_jump="hop.lab"), ConnectOptions(ssh_config=config)).gateway
+    assert jump.user == __import__("getpass").getuser()  # ssh's jump logs in as this machine's user
+    known = Host(name="t", known_hosts="%d/kh1 /etc/kh2")
+    params = resolve_ssh_params(known, ConnectOptions(ssh_config=config))
+    assert params.known_hosts_files == (Path.home() / "kh1", Path("/etc/kh2"))
+    assert params.known_hosts == Path.home() / "kh1"
+
+
+@pytest.mark.integration
+def test_targets_json_gives_each_host_s_values_groups_refusals_and_defaults_with_secrets_masked(tmp_path):
+    vault = DATA / "vault"
+    done = run_cli("targets", "--json", "--inventory", str(vault / "hosts.yml"), "--inventory",
+                   str(DATA / "refused.yml"), "--vault-password-file", str(vault / "vault-password"))
+    assert done.returncode == 0, done.stderr
+    document = __import__("json").loads(done.stdout)
+    keys = {"groups", "address", "port", "user", "key_file", "python", "become", "become_user", "become_method",
+            "ssh_args", "connection", "vars"}
+    assert all(set(host) == keys for host in document["hosts"].values())
+    v1 = document["hosts"]["orin-v1"]
+    assert (v1["address"], v1["port"], v1["user"], v1["become"], v1["become_user"], v1["python"]) == \
+        ("192.0.2.41", 22, "nvidia", True, "root", "python3")
+    assert v1["vars"]["ansible_become_password"] == MASK and v1["vars"]["registry_token"] == MASK
+    assert document["defaulted"]["orin-v1"] == ["port", "python"]
+    assert document["hosts"]["su-become"]["become_method"] == "su" and "su-become" in document["refused"]
+    assert "orin-v1" not in document["refused"] and document["groups"]["boards"] == ["orin-v1", "orin-v2"]
+    for secret in ("sudo-pass-7731", "tok-4f1c9a", "hunter2", "correct horse"):
+        assert secret not in done.stdout and secret not in done.stderr
+
+
+@pytest.mark.integration
+def test_sudo_s_password_kept_as_ansible_s_guide_keeps_it_is_taken_and_never_shown():
+    """A template of a !vault variable, a group_vars file vaulted whole: both are vaulted, both are taken; what a
+    vaulted file sets is masked like a !vault value; a paramiko board reads as Ansible's paramiko plugin resolves it."""
+    from orchestrator.inventory.ansible_source import VaultOptions
+    from orchestrator.inventory.listing import targets_document
+    vault = VaultOptions((str(DATA / "vault" / "vault-password"),))
+    inventory = load_inventory(str(DATA / "vault-layouts" / "hosts.yml"), vault)
+    assert inventory.broken == {}
+    assert inventory.hosts["t1"].become_password == "templated-sudo-19"
+    assert inventory.hosts["t2"].become_password == "sealed-sudo-23"
+    assert (inventory.hosts["p1"].connection, inventory.hosts["p1"].port) == ("paramiko", 2233)
+    document = targets_document(inventory)
+    assert document["hosts"]["t2"]["vars"]["lab_token"] == MASK
+    text = __import__("json").dumps(document) + repr(inventory)
+    for secret in ("templated-sudo-19", "sealed-sudo-23", "sealed-token-5"):
+        assert secret not in text
+    without = load_inventory(str(DATA / "vault-layouts" / "hosts.yml"))  # no vault password: said per host
+    assert "is vaulted and no vault password opened it" in without.broken["t1"].one_line()

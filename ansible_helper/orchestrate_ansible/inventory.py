@@ -55,7 +55,7 @@ Display.error_as_warning = _keep_error_as_warning
 from ansible.cli import CLI  # noqa: E402
 from ansible.inventory.manager import InventoryManager  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402
-from ansible.parsing.vault import VaultSecret  # noqa: E402
+from ansible.parsing.vault import VaultSecret, is_encrypted_file  # noqa: E402
 from ansible.plugins.loader import become_loader, connection_loader, init_plugin_loader  # noqa: E402
 from ansible.template import Templar  # noqa: E402
 from ansible.vars.manager import VariableManager  # noqa: E402
@@ -69,26 +69,33 @@ HIDDEN |= {"hostvars", "vars", "environment", "ansible_play_hosts", "ansible_pla
            "ansible_dependent_role_names", "ansible_play_role_names", "ansible_check_mode", "ansible_collection_name",
            "ansible_search_path"}
 
-# the connection plugins' options a play hands over before it connects, by plugin
+# the connection plugins' options a play hands over before it connects, by plugin (those a plugin of this
+# ansible-core does not have are left out: private_key came in 2.19)
 CONNECTION_OPTIONS = {
     "ssh": ("host", "port", "remote_user", "private_key_file", "ssh_args", "ssh_common_args", "ssh_extra_args",
-            "host_key_checking", "timeout", "password", "ssh_executable", "sftp_extra_args", "scp_extra_args"),
-    "paramiko": ("remote_addr", "port", "remote_user", "private_key_file", "host_key_checking", "timeout", "password"),
+            "host_key_checking", "timeout", "password", "ssh_executable", "sftp_extra_args", "scp_extra_args",
+            "private_key", "pkcs11_provider"),
+    "paramiko": ("remote_addr", "port", "remote_user", "private_key_file", "host_key_checking", "timeout", "password",
+                 "proxy_command"),
     "local": (),
 }
+# a connection's names -> the plugin orchestrate knows it as (paramiko's registers as paramiko_ssh)
+CONNECTION_NAMES = {"ssh": "ssh", "smart": "ssh", "paramiko": "paramiko", "paramiko_ssh": "paramiko", "local": "local"}
+PASSWORD_VARIABLES = ("ansible_become_password", "ansible_become_pass", "ansible_sudo_pass", "ansible_password",
+                      "ansible_ssh_pass", "ansible_ssh_password")
+
+
+VAULTED = {"__vaulted": True}  # a vaulted value, never shown (nor sent: nothing here needs its text)
 
 
 def _plain(value: Any) -> Any:
-    """A value as JSON holds it; a vaulted one Ansible could not open is marked, never shown."""
+    """A value as JSON holds it; a vaulted one is marked, never shown."""
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [_plain(v) for v in value]
     if _is_vaulted(value):
-        try:
-            return {"__vaulted": True, "value": to_text(value)}
-        except Exception:  # no vault password that opens it
-            return {"__vaulted": True}
+        return dict(VAULTED)
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return str(value)
@@ -139,18 +146,22 @@ def _options(plugin_type: str, name: str, wanted: tuple[str, ...], hostvars: dic
         if var in hostvars:
             try:
                 rendered = _render(templar, hostvars[var])
-            except Exception:
-                if not _is_vaulted(hostvars[var]):
+            except Exception as exc:
+                if not _is_vaulted(hostvars[var]) and "vault" not in str(exc).lower():
                     raise
-                # a vaulted value no vault password opens: the option is left unset, and the host's vars say so
+                # a vaulted value (or a template of one) no vault password opens: the option is left unset, and
+                # the host's origins say which variable
                 origins[f"unopened: {var}"] = var
                 continue
             if rendered is not None:
                 variables[var] = rendered
     found = {}
+    load_name = LOAD_NAMES[(plugin_type, name)]
     for key in wanted:
+        if (plugin_type, name, key) not in OPTION_VARS:  # an option this ansible-core's plugin does not have
+            continue
         if OPTION_VARS[(plugin_type, name, key)] & set(variables):
-            value, origin = C.config.get_config_value_and_origin(key, plugin_type=plugin_type, plugin_name=name,
+            value, origin = C.config.get_config_value_and_origin(key, plugin_type=plugin_type, plugin_name=load_name,
                                                                  variables=variables)
         else:  # no variable of the host's sets it: the same for every host, resolved once
             value, origin = _without_variables(plugin_type, name, key)
@@ -164,17 +175,23 @@ OPTION_VARS: dict[tuple[str, str, str], set[str]] = {}
 _RESOLVED: dict[tuple[str, str, str], tuple[Any, str]] = {}
 
 
-def _learn(plugin_type: str, name: str) -> None:
-    """Which variables each option of a plugin reads (its documented 'vars')."""
-    PLUGIN_VARS[(plugin_type, name)] = C.config.get_plugin_vars(plugin_type, name)
-    for option, definition in C.config.get_configuration_definitions(plugin_type=plugin_type, name=name).items():
+LOAD_NAMES: dict[tuple[str, str], str] = {}
+
+
+def _learn(plugin_type: str, name: str, plugin: Any) -> None:
+    """Which variables each option of a plugin reads (its documented 'vars'), under the name Ansible's configuration
+    keeps its options (its load name: paramiko's is paramiko_ssh)."""
+    load_name = getattr(plugin, "_load_name", None) or name
+    LOAD_NAMES[(plugin_type, name)] = load_name
+    PLUGIN_VARS[(plugin_type, name)] = C.config.get_plugin_vars(plugin_type, load_name)
+    for option, definition in C.config.get_configuration_definitions(plugin_type=plugin_type, name=load_name).items():
         OPTION_VARS[(plugin_type, name, option)] = {entry["name"] for entry in definition.get("vars") or []}
 
 
 def _without_variables(plugin_type: str, name: str, key: str) -> tuple[Any, str]:
     if (plugin_type, name, key) not in _RESOLVED:
         _RESOLVED[(plugin_type, name, key)] = C.config.get_config_value_and_origin(
-            key, plugin_type=plugin_type, plugin_name=name, variables={})
+            key, plugin_type=plugin_type, plugin_name=LOAD_NAMES[(plugin_type, name)], variables={})
     return _RESOLVED[(plugin_type, name, key)]
 
 
@@ -185,9 +202,10 @@ class Files:
     def __init__(self, inventory: InventoryManager, loader: DataLoader) -> None:
         self.inventory, self.loader = inventory, loader
         self.folders = list(dict.fromkeys(s if os.path.isdir(s) else os.path.dirname(s) for s in inventory._sources))
-        self.cache: dict[tuple[str, str], list[tuple[str, set]]] = {}
+        self.cache: dict[tuple[str, str], list[tuple[str, set, bool]]] = {}
 
-    def _vars_files(self, folder: str, name: str) -> list[tuple[str, set]]:
+    def _vars_files(self, folder: str, name: str) -> list[tuple[str, set, bool]]:
+        """(path, its variables, whether the file is vaulted whole) of an entity's host_vars or group_vars files."""
         if (folder, name) not in self.cache:
             found = []
             for base in self.folders:
@@ -197,26 +215,43 @@ class Files:
                     except AnsibleError:
                         continue
                     if isinstance(data, dict):
-                        found.append((to_text(path), set(data)))
+                        found.append((to_text(path), set(data), _vaulted_file(path)))
             self.cache[(folder, name)] = found
         return self.cache[(folder, name)]
 
-    def of(self, host: Any, keys: list[str]) -> dict[str, str]:
+    def of(self, host: Any, keys: list[str]) -> tuple[dict[str, str], set[str]]:
+        """The file each of keys comes from, in Ansible's precedence: host_vars files, the host's inventory entry,
+        group_vars files (the deepest group's first), the groups' inventory entries (likewise); and which of the
+        host's variables a vaulted file sets."""
         groups = sorted(host.get_groups(), key=lambda g: (g.depth, g.name), reverse=True)
+        own = _source_of(host, self.inventory)
+        layers: list[list[tuple[str, set, bool]]] = [self._vars_files("host_vars", host.name),
+                                                     [(own, set(host.vars), False)]]
+        layers += [self._vars_files("group_vars", g.name) for g in groups]
+        layers += [[(own, set(g.vars), False)] for g in groups]  # a group's own variables: the host's file, likely
         where: dict[str, str] = {}
-        for folder, entity in [("host_vars", host)] + [("group_vars", g) for g in groups]:
-            for path, names in self._vars_files(folder, entity.name):
+        sealed: set[str] = set()
+        for layer in layers:
+            for path, names, vaulted in layer:
                 for key in keys:
                     if key in names:
                         where.setdefault(key, path)
-            for key in keys:
-                if key in entity.vars:
-                    where.setdefault(key, _source_of(entity, self.inventory))
-        return {key: where.get(key, _source_of(host, self.inventory)) for key in keys}
+                if vaulted:
+                    sealed |= names
+        return {key: where.get(key, own) for key in keys}, sealed
 
 
-def _source_of(entity: Any, inventory: InventoryManager) -> str:
-    file = entity.vars.get("inventory_file") if hasattr(entity, "vars") else None
+def _vaulted_file(path: Any) -> bool:
+    """A vars file vaulted whole (ansible-vault encrypt), by Ansible's own test of its first bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return bool(is_encrypted_file(handle))
+    except OSError:
+        return False
+
+
+def _source_of(host: Any, inventory: InventoryManager) -> str:
+    file = host.vars.get("inventory_file")
     if file:
         return str(file)
     sources = list(inventory._sources)
@@ -250,24 +285,35 @@ def _templar(loader: DataLoader) -> Templar:
     return templar
 
 
-def _host(host: Any, manager: VariableManager, templar: Templar, files: Files) -> dict:
+def _host(host: Any, manager: VariableManager, templar: Templar, files_of: Files) -> dict:
     hostvars = manager.get_vars(host=host, include_hostvars=True, stage="all")
     templar.available_variables = hostvars
     origins: dict[str, str] = {}
-    connection = _render(templar, hostvars.get("ansible_connection")) or C.DEFAULT_TRANSPORT
-    origins["connection"] = "var: ansible_connection" if "ansible_connection" in hostvars else "default"
-    if str(connection).startswith("ansible.builtin.") or str(connection) == "smart":
-        connection = "ssh" if str(connection) == "smart" else str(connection).rsplit(".", 1)[-1]
+    if "ansible_connection" in hostvars:
+        connection, origins["connection"] = _render(templar, hostvars["ansible_connection"]), "var: ansible_connection"
+    else:
+        connection, origin = C.config.get_config_value_and_origin("DEFAULT_TRANSPORT")
+        origins["connection"] = str(origin)
+    name = str(connection)
+    for prefix in ("ansible.builtin.", "ansible.legacy."):
+        name = name.removeprefix(prefix)
+    connection = CONNECTION_NAMES.get(name, str(connection))
     if connection in CONNECTION_OPTIONS and ("connection", connection) not in PLUGIN_VARS:
-        connection_loader.get(connection, class_only=True)  # paramiko's loads its library: only when a host asks
-        _learn("connection", connection)
+        # paramiko's loads its library: only when a host asks for it
+        _learn("connection", connection, connection_loader.get(connection, class_only=True))
     options = _options("connection", connection, CONNECTION_OPTIONS[connection], hostvars, templar, origins) \
         if connection in CONNECTION_OPTIONS else {}
-    become_value = hostvars.get("ansible_become")
-    become = C.DEFAULT_BECOME if become_value is None else _render(templar, become_value)
-    origins["become"] = "var: ansible_become" if become_value is not None else "default"
-    method = _render(templar, hostvars.get("ansible_become_method")) or C.DEFAULT_BECOME_METHOD
-    origins["become_method"] = "var: ansible_become_method" if "ansible_become_method" in hostvars else "default"
+    if hostvars.get("ansible_become") is not None:
+        become, origins["become"] = _render(templar, hostvars["ansible_become"]), "var: ansible_become"
+    else:
+        become, origin = C.config.get_config_value_and_origin("DEFAULT_BECOME")
+        origins["become"] = str(origin)
+    if hostvars.get("ansible_become_method"):
+        method, origins["become_method"] = _render(templar, hostvars["ansible_become_method"]), \
+            "var: ansible_become_method"
+    else:
+        method, origin = C.config.get_config_value_and_origin("DEFAULT_BECOME_METHOD")
+        origins["become_method"] = str(origin)
     become_options: dict[str, Any] = {}
     if str(method).rsplit(".", 1)[-1] == "sudo":
         become_options = _options("become", "sudo", ("become_user", "become_pass", "become_exe", "become_flags"),
@@ -275,15 +321,21 @@ def _host(host: Any, manager: VariableManager, templar: Templar, files: Files) -
     interpreter = {k: _render(templar, hostvars[k]) for k in ("ansible_python_interpreter",) if k in hostvars}
     python, origins["python"] = C.config.get_config_value_and_origin("INTERPRETER_PYTHON", variables=interpreter)
     shown = {k: v for k, v in hostvars.items() if k not in HIDDEN}
+    files, sealed = files_of.of(host, [key for key in shown if key.startswith(("ansible_", "orchestrate_"))
+                                       or key in PASSWORD_VARIABLES])
     return {
         "groups": _group_names(host),
         "source": to_text(hostvars.get("inventory_file") or ""),
-        "vars": _plain(shown),
+        "vars": {k: VAULTED if k in sealed else _plain(v) for k, v in shown.items()},
         "resolved": _plain({"connection": connection, "become": become, "become_method": method, "python": python,
                             **options, **become_options}),
         "settings": _plain({k: _render(templar, v) for k, v in hostvars.items() if k.startswith("orchestrate_")}),
         "origins": {key: str(origin) for key, origin in origins.items()},
-        "files": files.of(host, [key for key in shown if key.startswith(("ansible_", "orchestrate_"))]),
+        "files": files,
+        # how each password variable is kept: vaulted, a template (of another variable), in a vaulted file, or plain
+        "secrets": {var: "vaulted" if _is_vaulted(hostvars[var]) else "vaulted file" if var in sealed
+                    else "template" if isinstance(hostvars[var], str) and "{{" in hostvars[var] else "plain"
+                    for var in PASSWORD_VARIABLES if var in hostvars},
     }
 
 
@@ -294,18 +346,16 @@ def read(sources: list[str], vault_files: list[str], vault_fd: int | None) -> di
     inventory = InventoryManager(loader=loader, sources=sources)
     manager = VariableManager(loader=loader, inventory=inventory)
     for plugin in ("ssh", "local"):
-        connection_loader.get(plugin, class_only=True)
-        _learn("connection", plugin)
-    become_loader.get("sudo", class_only=True)
-    _learn("become", "sudo")
+        _learn("connection", plugin, connection_loader.get(plugin, class_only=True))
+    _learn("become", "sudo", become_loader.get("sudo", class_only=True))
     hosts: dict[str, Any] = {}
     files = Files(inventory, loader)
     templar = _templar(loader)
     for host in inventory.get_hosts("all"):
         try:
             hosts[host.name] = _host(host, manager, templar, files)
-        except AnsibleError as exc:  # a template that cannot be rendered: this host only, as a play would
-            hosts[host.name] = {"groups": _group_names(host),
+        except Exception as exc:  # a template or a value Ansible cannot take: this host only, as a play would
+            hosts[host.name] = {"groups": _group_names(host), "source": to_text(host.vars.get("inventory_file") or ""),
                                 "error": " ".join(to_text(getattr(exc, "message", None) or exc).split())}
     # each group's hosts in the order Ansible's patterns take them (its own, then its descendants')
     groups = {name: {"hosts": [h.name for h in group.hosts], "children": [c.name for c in group.child_groups],

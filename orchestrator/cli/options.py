@@ -207,11 +207,17 @@ def add_inventory_options(parser: argparse.ArgumentParser, help_text: str) -> No
 
 
 class _Sources(argparse.Action):
-    """--inventory given again adds a source: kept as one comma-joined text, as run.json records it."""
+    """--inventory given again adds a source: kept as one comma-joined text, as run.json records it. Several sources
+    are files or folders (a comma in anything else is Ansible's own host list, given alone)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         given = getattr(namespace, self.dest, None)
+        if given:
+            for source in (*given.split(","), values):
+                if "," in source or not os.path.exists(source):
+                    raise UsageError(f"--inventory {source}: several sources are files or folders that exist",
+                                     "give a host list ('nano01,nano02,') as the only --inventory")
         setattr(namespace, self.dest, f"{given},{values}" if given else values)
 
 

@@ -18,7 +18,8 @@ from functools import partial
 from ..errors import UsageError
 from ..inventory.hosts import Inventory
 
-_SUBSCRIPT = re.compile(r"^(?P<name>.+?)\[(?:(?P<one>-?\d+)|(?P<start>-?\d+)?:(?P<end>-?\d+)?)\]$")
+# Ansible's PATTERN_WITH_SUBSCRIPT: 'name[N]' (N may be negative), 'name[A:B]' or 'name[A-B]' (B may be left out)
+_SUBSCRIPT = re.compile(r"^(?P<name>.+)\[(?:(?P<one>-?[0-9]+)|(?P<start>[0-9]+)[:-](?P<end>[0-9]*))\]$")
 _GLOB_CHARS = set("*?[")
 
 
@@ -52,10 +53,10 @@ def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
     for term in plain or ["all"]:
         chosen.update(dict.fromkeys(_match(inventory, term)))  # a host already taken keeps its place
     for term in narrowing:
-        keep = set(_match(inventory, term[1:]))
+        keep = set(_match(inventory, term[1:], plain=False))
         chosen = {name: None for name in chosen if name in keep}
     for term in excluded:
-        drop = set(_match(inventory, term[1:]))
+        drop = set(_match(inventory, term[1:], plain=False))
         chosen = {name: None for name in chosen if name not in drop}
     hosts = list(chosen)
     if not hosts:
@@ -64,10 +65,10 @@ def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
     return hosts
 
 
-def _match(inventory: Inventory, term: str) -> list[str]:
+def _match(inventory: Inventory, term: str, plain: bool = True) -> list[str]:
     if not term:
         raise UsageError("--limit has an empty '!' or '&' term", "write it as 'group:!host' or 'group1:&group2'")
-    if term in inventory.order or term in inventory.hosts:  # a host's own name, before any group of that name
+    if plain and (term in inventory.order or term in inventory.hosts):  # a host's own name, before any group's
         return [term]
     subscript = _SUBSCRIPT.match(term)
     if subscript and not term.startswith("~"):
@@ -116,13 +117,16 @@ def _glob_matches(name: str, pattern: str) -> bool:
 
 
 def _subscripted(inventory: Inventory, match: re.Match[str]) -> list[str]:
-    """'group[1]', 'group[-1]', 'group[0:2]' (both ends included), 'group[2:]', 'group[:1]'."""
-    members = _match(inventory, match["name"])
-    if match["one"] is not None:
-        index = int(match["one"])
-        return [members[index]] if -len(members) <= index < len(members) else []
-    start = int(match["start"]) if match["start"] is not None else 0
-    end = int(match["end"]) if match["end"] is not None else len(members) - 1
-    if end == -1:
-        return members[start:]
-    return members[start:end + 1]
+    """'group[1]', 'group[-1]', 'group[0:2]' or 'group[0-2]' (both ends included), 'group[2:]', as Ansible's
+    _apply_subscript takes them (an end of 0 takes the start alone; an index past the hosts is an error)."""
+    members = _match(inventory, match["name"], plain=False)
+    if not members:
+        return members
+    start = int(match["one"] if match["one"] is not None else match["start"])
+    end = None if match["one"] is not None else int(match["end"]) if match["end"] else -1
+    if end:
+        return members[start:(len(members) - 1 if end == -1 else end) + 1]
+    if not -len(members) <= start < len(members):
+        raise UsageError(f"--limit: '{match.string}' has no host at {start} ({match['name']} has {len(members)})",
+                         f"index from 0 to {len(members) - 1}, or from -1 back")
+    return [members[start]]

@@ -31,8 +31,8 @@ def read_sources(sources: Sequence[str], vault: VaultOptions | None = None) -> d
     """Ansible's reading of the sources: hosts with their groups, variables and resolved connection values."""
     vault = vault or VaultOptions()
     command = [sys.executable, "-m", READER]
-    for source in sources:
-        command += ["-i", source]
+    for source in sources:  # a file or folder by its whole path, as Ansible names the files it read
+        command += ["-i", os.path.abspath(source) if os.path.exists(source) else source]
     for path in vault.password_files:
         command += ["--vault-password-file", path]
     env = dict(os.environ, PYTHONWARNINGS="ignore", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")

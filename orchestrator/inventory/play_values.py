@@ -26,17 +26,15 @@ BECOME_PASSWORD_VARIABLES = ("ansible_become_password", "ansible_become_pass", "
 LOGIN_PASSWORD_VARIABLES = ("ansible_password", "ansible_ssh_pass", "ansible_ssh_password")
 SECRET_VARIABLES = {*BECOME_PASSWORD_VARIABLES, *LOGIN_PASSWORD_VARIABLES, "ansible_private_key",
                     "ansible_ssh_private_key", "ansible_private_key_passphrase", "ansible_ssh_private_key_passphrase"}
-# Ansible variables whose mere presence asks for something orchestrate does not do
-REFUSED_VARIABLES = {
-    **{name: "orchestrate logs in by key only" for name in LOGIN_PASSWORD_VARIABLES},
-    "ansible_private_key": "a key is read from its file (ansible_ssh_private_key_file)",
-    "ansible_ssh_private_key": "a key is read from its file (ansible_ssh_private_key_file)",
-    "ansible_private_key_passphrase": "orchestrate uses keys without a passphrase or through ssh-agent",
-    "ansible_ssh_private_key_passphrase": "orchestrate uses keys without a passphrase or through ssh-agent",
-    "ansible_ssh_password_mechanism": "orchestrate logs in by key only",
-    "ansible_sshpass_prompt": "orchestrate logs in by key only",
-    "ansible_ssh_pkcs11_provider": "orchestrate logs in by key file or ssh-agent",
+# the ssh plugin's options that ask for what orchestrate does not do, however they are set (a variable, ANSIBLE_*,
+# ansible.cfg); a password mechanism or prompt alone does nothing without a password, and is let be
+REFUSED_OPTIONS = {
+    "password": "orchestrate logs in by key only",
+    "private_key": "a key is read from its file (ansible_ssh_private_key_file)",
+    "pkcs11_provider": "orchestrate logs in by key file or ssh-agent",
 }
+PASSPHRASE_VARIABLES = ("ansible_private_key_passphrase", "ansible_ssh_private_key_passphrase")
+DEFAULT_BECOME_FLAGS = "-H -S -n"   # Ansible's sudo flags; orchestrate runs sudo with its own
 CONNECTIONS = ("ssh", "paramiko", "local")
 SSH_ARGS = ("ssh_args", "ssh_common_args", "ssh_extra_args")   # in the order Ansible's ssh passes them
 
@@ -47,11 +45,12 @@ class AnsibleHost:
 
     name: str
     groups: tuple[str, ...] = ()
-    vars: Mapping[str, Any] = field(default_factory=dict)
-    resolved: Mapping[str, Any] = field(default_factory=dict)   # the plugins' options, rendered and resolved
+    vars: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    resolved: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the plugins' options, resolved
     origins: Mapping[str, str] = field(default_factory=dict)    # option -> 'var: NAME', 'env: NAME', a file, 'default'
     files: Mapping[str, str] = field(default_factory=dict)      # variable -> the file it comes from
-    settings: Mapping[str, Any] = field(default_factory=dict)   # its orchestrate_* variables, rendered
+    settings: Mapping[str, Any] = field(default_factory=dict, repr=False)   # its orchestrate_* variables, rendered
+    secrets: Mapping[str, str] = field(default_factory=dict)    # password variable -> how it is kept
     source: str = ""                                            # the inventory source that lists the host
     error: str | None = None                                    # what Ansible could not render for it
 
@@ -59,7 +58,8 @@ class AnsibleHost:
     def from_document(cls, name: str, record: Mapping[str, Any], source: str) -> AnsibleHost:
         return cls(name=name, groups=tuple(record.get("groups", ())), vars=record.get("vars", {}),
                    resolved=record.get("resolved", {}), origins=record.get("origins", {}),
-                   files=record.get("files", {}), settings=record.get("settings", {}), source=source,
+                   files=record.get("files", {}), settings=record.get("settings", {}),
+                   secrets=record.get("secrets", {}), source=source,
                    error=record.get("error"))
 
     def at(self, variable: str) -> str:
@@ -135,9 +135,15 @@ def play_values(record: AnsibleHost) -> PlayValues:
             var = origin.removeprefix("unopened: ")
             refused.append(f"{var}{record.at(var)} is vaulted and no vault password opened it: give "
                            "--vault-password-file or --ask-vault-pass")
-    for name, why in REFUSED_VARIABLES.items():
+    for option, why in REFUSED_OPTIONS.items():
+        given = [v for v in LOGIN_PASSWORD_VARIABLES if record.vars.get(v) not in (None, "")] \
+            if option == "password" else []
+        refused += [f"{name}{record.at(name)}: {why}" for name in given]
+        if not given and resolved.get(option) not in (None, ""):
+            refused.append(f"{record.where(option)}: {why}")
+    for name in PASSPHRASE_VARIABLES:
         if record.vars.get(name) not in (None, ""):
-            refused.append(f"{name}{record.at(name)}: {why}")
+            refused.append(f"{name}{record.at(name)}: orchestrate uses keys without a passphrase or through ssh-agent")
     words: list[str] = []
     settings = read_command([])
     if connection in ("ssh", "paramiko"):
@@ -146,7 +152,7 @@ def play_values(record: AnsibleHost) -> PlayValues:
                            "host keys (--accept-new-host-key records a new one)")
         ssh_args, common, extra = (resolved.get(o) for o in SSH_ARGS) if connection == "ssh" else (None,) * 3
         words = play_command(ssh_args, common, extra, resolved.get("port"), resolved.get("private_key_file"),
-                             resolved.get("remote_user"), resolved.get("timeout"), None)
+                             resolved.get("remote_user"), resolved.get("timeout"))
         settings = read_command(words)
         for written in settings.refused:
             origin = next((o for o in SSH_ARGS
@@ -166,6 +172,10 @@ def play_values(record: AnsibleHost) -> PlayValues:
     exe = str(resolved.get("become_exe") or "sudo")
     if become and exe.rsplit("/", 1)[-1] != "sudo":
         refused.append(f"become_exe={exe}{_paren(record.where('become_exe'))}: orchestrate runs sudo")
+    flags = " ".join(str(resolved.get("become_flags") or DEFAULT_BECOME_FLAGS).split())
+    if become and flags != DEFAULT_BECOME_FLAGS:
+        refused.append(f"become_flags='{flags}'{_paren(record.where('become_flags'))}: orchestrate runs sudo with its "
+                       "own flags")
     become_password = _become_password(record, refused)
     own, own_refused = _orchestrate_settings(record)
     refused += own_refused
@@ -190,10 +200,12 @@ def play_values(record: AnsibleHost) -> PlayValues:
     host = Host(name=record.name, groups=record.groups,
                 address=None if connection == "local" or address is None else str(address), port=port, user=user,
                 key_file=keys[0] if keys else None, other_key_files=keys[1:], connection=connection, python=python,
-                become=become, become_method="sudo", become_user=become_user,
+                become=become, become_method=method, become_user=become_user,
                 become_password=become_password, proxy_jump=settings.proxy_jump,
                 proxy_command=settings.proxy_command, known_hosts=settings.known_hosts,
                 ssh_config=settings.config_file, connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT_S)
+    if connection == "paramiko" and resolved.get("proxy_command"):  # paramiko's own option for a hop
+        host = replace(host, proxy_command=str(resolved["proxy_command"]))
     if own:  # orchestrate's own settings win (orchestrate_connect_timeout over ssh's ConnectTimeout)
         host = replace(host, **own)
     shown_args = [w for o in SSH_ARGS for w in split_args(resolved.get(o))] if connection == "ssh" else []
@@ -202,20 +214,23 @@ def play_values(record: AnsibleHost) -> PlayValues:
 
 
 def _become_password(record: AnsibleHost, refused: list[str]) -> str | None:
-    """sudo's password from the inventory: a vaulted value (opened with the vault password) or the environment's
-    ANSIBLE_BECOME_PASS; a password written in a file as plain text is refused."""
+    """sudo's password from the inventory when it is kept vaulted: a !vault value, a variable of a file vaulted
+    whole, or a template of another variable (as Ansible's guide keeps it: "{{ vault_sudo_pass }}"). One written in
+    a file as plain text, or in ansible.cfg, is refused (orchestrate takes ANSIBLE_BECOME_PASS out of its
+    environment at its start, as ORCHESTRATE_BECOME_PASSWORD)."""
     password = record.resolved.get("become_pass")
     if password in (None, ""):
         return None
     origin = record.origins.get("become_pass", "")
-    if origin.startswith("var: "):
-        var = origin[5:]
-        value = record.vars.get(var)
-        if not is_vaulted(value):
-            refused.append(f"{var}{record.at(var)}: a password is never kept in a file as plain text; vault it "
-                           "(ansible-vault encrypt_string) or give --ask-become-pass")
-            return None
-    return str(password)
+    var = origin.removeprefix("var: ") if origin.startswith("var: ") else None
+    if var is not None and record.secrets.get(var, "vaulted" if is_vaulted(record.vars.get(var)) else "plain") \
+            in ("vaulted", "vaulted file", "template"):
+        return str(password)
+    if origin.startswith("env: "):
+        return str(password)
+    refused.append(f"{var + record.at(var) if var else record.where('become_pass')}: a password is never kept in a "
+                   "file as plain text; vault it (ansible-vault encrypt_string) or give --ask-become-pass")
+    return None
 
 
 def _orchestrate_settings(record: AnsibleHost) -> tuple[dict[str, Any], list[str]]:

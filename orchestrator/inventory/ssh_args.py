@@ -8,7 +8,9 @@ the other out. Pure: words in, settings out; the tests hold it to ``ssh -G``.
 """
 from __future__ import annotations
 
+import re
 import shlex
+import socket
 from dataclasses import dataclass, field
 
 # what the transports honour: ssh's setting name (lower case) -> the field below
@@ -24,7 +26,7 @@ WITHOUT_EFFECT = {"controlmaster", "controlpersist", "controlpath", "compression
 # only these values: anything else weakens a check orchestrate keeps, or forwards what it never forwards
 ONLY = {"stricthostkeychecking": {"yes", "true"}, "forwardagent": {"no", "false"}, "forwardx11": {"no", "false"}}
 FLAGS_WITHOUT_EFFECT = set("Cqv46T")
-FLAG_SETTINGS = {"-p": "port", "-l": "user", "-i": "identityfile", "-J": "proxyjump", "-F": "configfile"}
+FLAG_SETTINGS = {"-p": "port", "-l": "user", "-i": "identityfile", "-F": "configfile"}
 TAKES_A_VALUE = set("bceilmopBDEFIJLOPQRSwW")
 
 
@@ -37,7 +39,7 @@ class SshSettings:
     key_files: tuple[str, ...] = ()
     proxy_jump: str | None = None
     proxy_command: str | None = None
-    known_hosts: str | None = None
+    known_hosts: str | None = None          # UserKnownHostsFile as written: one or more files, or 'none'
     connect_timeout: float | None = None
     config_file: str | None = None
     refused: tuple[str, ...] = field(default=())   # each option orchestrate cannot honour, as written
@@ -51,11 +53,10 @@ def split_args(text: str | None) -> list[str]:
 
 
 def play_command(ssh_args: str | None, common: str | None, extra: str | None, port: int | None, key: str | None,
-                 user: str | None, timeout: float | int | None, host_key_checking: bool | None) -> list[str]:
-    """The arguments Ansible's ssh connection passes before the host, in its order."""
+                 user: str | None, timeout: float | int | None) -> list[str]:
+    """The arguments Ansible's ssh connection passes before the host, in its order (host_key_checking false, which
+    it would add after ssh_args, is refused before this is read)."""
     words = split_args(ssh_args)
-    if host_key_checking is False:
-        words += ["-o", "StrictHostKeyChecking=no"]
     if port is not None:
         words += ["-o", f"Port={port}"]
     if key:
@@ -65,6 +66,12 @@ def play_command(ssh_args: str | None, common: str | None, extra: str | None, po
     if timeout is not None:
         words += ["-o", f"ConnectTimeout={timeout}"]
     return words + split_args(common) + split_args(extra)
+
+
+# an -o value as ssh reads it: the keyword up to white space or '=', then white space, at most one '=', white space
+_KEYWORD = re.compile(r"^\s*([^\s=]+)[ \t]*=?[ \t]*(.*)$", re.S)
+_TIME = re.compile(r"^(?:[0-9]+[smhdw]?)+$", re.I)
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def _options(words: list[str]) -> list[tuple[str, str, str]]:
@@ -88,9 +95,9 @@ def _options(words: list[str]) -> list[tuple[str, str, str]]:
                 value, i = words[i], i + 1
             letters = ""
             if letter == "o":
-                key, _, rest = value.strip().partition("=") if "=" in value.split(" ", 1)[0] \
-                    else value.strip().partition(" ")
-                found.append((key.strip().lower(), _unquote(rest.strip()), f"-o {value}"))
+                keyword = _KEYWORD.match(value)
+                key, rest = (keyword.group(1), keyword.group(2)) if keyword else (value, "")
+                found.append((key.lower(), _unquote(rest.strip()), f"-o {value}"))
             else:
                 found.append((FLAG_SETTINGS.get(f"-{letter}", f"-{letter}"), value, f"-{letter} {value}"))
     return found
@@ -103,11 +110,18 @@ def _unquote(value: str) -> str:
 
 
 def read_command(words: list[str]) -> SshSettings:
-    """The settings ssh would take from these arguments (first value wins, keys add up)."""
+    """The settings ssh would take from these arguments (first value wins, keys add up); what ssh itself refuses
+    (a -J after a hop is set, a port or a time it cannot read) is refused too."""
     chosen: dict[str, str] = {}
     keys: list[str] = []
     refused: list[str] = []
     for setting, value, written in _options(words):
+        if setting == "-J":  # ssh stops at a -J that comes after a hop is set
+            if "proxyjump" in chosen:
+                refused.append(f"{written} after another jump host (ssh takes a single -J)")
+            elif "proxycommand" in chosen:
+                refused.append(f"{written} after a ProxyCommand (ssh refuses -J then)")
+            setting = "proxyjump"
         if setting == "identityfile":
             keys.append(value)
         elif setting in ("proxyjump", "proxycommand"):
@@ -121,27 +135,41 @@ def read_command(words: list[str]) -> SshSettings:
             continue
         else:
             refused.append(written)
-    jump = chosen.get("proxyjump")
-    command = chosen.get("proxycommand")
-    port = _number(chosen.get("port"), refused, "Port")
-    timeout = _number(chosen.get("connecttimeout"), refused, "ConnectTimeout")
-    return SshSettings(port=int(port) if port is not None else None, user=chosen.get("user"), key_files=tuple(keys),
-                       proxy_jump=None if jump in (None, "none") else jump,
-                       proxy_command=None if command in (None, "none") else command,
-                       known_hosts=_first_file(chosen.get("userknownhostsfile")),
-                       connect_timeout=float(timeout) if timeout is not None else None,
+    port = _port(chosen.get("port"), refused)
+    timeout = _seconds(chosen.get("connecttimeout"), refused)
+    return SshSettings(port=port, user=chosen.get("user"), key_files=tuple(keys),
+                       proxy_jump=_none(chosen.get("proxyjump")), proxy_command=_none(chosen.get("proxycommand")),
+                       known_hosts=chosen.get("userknownhostsfile"), connect_timeout=timeout,
                        config_file=chosen.get("configfile"), refused=tuple(dict.fromkeys(refused)))
 
 
-def _number(value: str | None, refused: list[str], name: str) -> int | None:
+def _none(value: str | None) -> str | None:
+    """ssh's 'none' (no hop, whatever the ssh config says) kept as 'none'; unset stays None."""
+    return "none" if value is not None and value.lower() == "none" else value
+
+
+def _port(value: str | None, refused: list[str]) -> int | None:
+    """A port as ssh's a2port reads it: a number from 1 to 65535, or a service's name."""
     if value is None:
         return None
-    if not value.isdigit():
-        refused.append(f"{name}={value}")
+    if value.isascii() and value.isdigit():
+        if 0 < int(value) < 65536:
+            return int(value)
+    else:
+        try:
+            return socket.getservbyname(value, "tcp")
+        except OSError:
+            pass
+    refused.append(f"Port={value} (no port ssh can read)")
+    return None
+
+
+def _seconds(value: str | None, refused: list[str]) -> float | None:
+    """A time as ssh's convtime reads it: '30', '1m', '1h30m'."""
+    if value is None:
         return None
-    return int(value)
-
-
-def _first_file(value: str | None) -> str | None:
-    """UserKnownHostsFile holds one or more files; ssh records new keys in the first."""
-    return value.split()[0] if value else None
+    if not _TIME.match(value):
+        refused.append(f"ConnectTimeout={value} (no time ssh can read)")
+        return None
+    return float(sum(int(number) * _TIME_UNITS[unit.lower()]
+                     for number, unit in re.findall(r"([0-9]+)([smhdw]?)", value, re.I)))

@@ -46,7 +46,7 @@ def client_argv(params: SSHParams, options: ConnectOptions, control_path: str | 
     keys only, no prompt."""
     argv = ["ssh", "-p", str(params.port), "-l", params.user,
             "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={params.known_hosts}",
+            "-o", "UserKnownHostsFile=" + " ".join(str(f) for f in params.known_hosts_files or [params.known_hosts]),
             "-o", f"ConnectTimeout={max(1, int(params.connect_timeout))}",
             "-o", f"ServerAliveInterval={SERVER_ALIVE_INTERVAL_S}",
             "-o", f"ServerAliveCountMax={SERVER_ALIVE_COUNT}",

@@ -5,8 +5,10 @@ it. Below both SSH clients: paramiko's (``ssh``) and OpenSSH's (``openssh``) tak
 from __future__ import annotations
 
 import base64
+import getpass
 import hashlib
 import math
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -38,9 +40,10 @@ class SSHParams:
     port: int
     user: str
     key_files: tuple[str, ...] = field(default=())
-    known_hosts: Path = Path("~/.ssh/known_hosts")
-    proxy_jump: str | None = None
-    proxy_command: str | None = None   # the inventory's, its tokens already expanded
+    known_hosts: Path = Path("~/.ssh/known_hosts")   # where a new host key is recorded: the first of them
+    known_hosts_files: tuple[Path, ...] = ()          # every file ssh reads keys from, when more than the first
+    proxy_jump: str | None = None      # 'none': no hop, whatever the ssh config says
+    proxy_command: str | None = None   # the inventory's, as written (ssh expands its tokens itself)
     ssh_config: Path | None = None     # -F: the host's own ssh config, else --ssh-config's
     connect_timeout: float = 10.0
 
@@ -49,28 +52,51 @@ class SSHParams:
         return f"{self.user}@{self.hostname}:{self.port}"
 
 
+class _CommandLine(str):
+    """A ProxyCommand with ssh's tokens already expanded for its target."""
+
+
+class _Connection(Connection):
+    """Fabric's Connection, but a ProxyCommand is run as it is: Fabric would pass it through paramiko's token
+    expansion again, which knows %h, %p and %r but not %% (a literal '%' of the command would change)."""
+
+    def open_gateway(self):  # noqa: ANN201 (Fabric's signature)
+        if isinstance(self.gateway, _CommandLine):
+            return paramiko.ProxyCommand(str(self.gateway))
+        return super().open_gateway()
+
+
+def _ssh_config(host: Host, options: ConnectOptions) -> paramiko.SSHConfig | None:
+    """The ssh config for this host: the inventory's -F, else --ssh-config; None: Fabric reads ssh's own files;
+    '-F none' reads none."""
+    path = host_ssh_config(host, options)
+    if path is None:
+        return None
+    if str(path) == "none":
+        return paramiko.SSHConfig()
+    try:
+        return paramiko.SSHConfig.from_path(str(path))
+    except (OSError, UnicodeDecodeError, paramiko.ssh_exception.ConfigParseError) as exc:
+        fix = "fix -F in the inventory's ssh arguments" if host.ssh_config else "give --ssh-config an ssh_config file"
+        raise UsageError(f"cannot read the ssh config {path}: {getattr(exc, 'strerror', None) or exc}", fix) from None
+
+
 def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
-    """The target as Fabric resolves it from ~/.ssh/config (HostName, Port, User, IdentityFile, ProxyJump and
-    ProxyCommand as gateways), with the inventory's values winning and root as the default user. Not opened."""
-    ssh_config = None  # Fabric's default: /etc/ssh/ssh_config and ~/.ssh/config
-    config_file = host_ssh_config(host, options)
-    if config_file is not None:
-        path = config_file
-        try:
-            ssh_config = paramiko.SSHConfig.from_path(str(path))
-        except (OSError, UnicodeDecodeError, paramiko.ssh_exception.ConfigParseError) as exc:
-            raise UsageError(f"cannot read the ssh config {path}: {getattr(exc, 'strerror', None) or exc}",
-                             "give --ssh-config an ssh_config file") from None
+    """The target as Fabric resolves it from the ssh config (HostName, Port, User, IdentityFile, ProxyJump and
+    ProxyCommand as gateways), the inventory's values winning and root the default user; its hops as ssh reaches
+    them. Not opened."""
+    ssh_config = _ssh_config(host, options)
     config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
     wait = max(1, math.ceil(host.connect_timeout))
     keys = [k for k in (host.key_file, *host.other_key_files) if k]
-    connection = Connection(host.address or host.name, user=host.user, port=host.port, config=config,
-                            connect_timeout=wait, gateway=_gateway(host, config, wait),
-                            connect_kwargs={"key_filename": keys,
-                                            "allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
-    if host.address:  # the inventory's address wins over a HostName in ssh_config
-        connection.host = host.address
-    if host.proxy_command:  # ssh's tokens, expanded as ssh expands them for this target
+    # the address as ssh takes it: an ssh config's Host block of that name may still give its HostName
+    connection = _Connection(host.address or host.name, user=host.user, port=host.port, config=config,
+                             connect_timeout=wait, gateway=_jump_hosts(host, ssh_config, wait),
+                             connect_kwargs={"key_filename": keys,
+                                             "allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
+    if "none" in (host.proxy_jump, host.proxy_command):  # no hop, whatever the ssh config says
+        connection.gateway = None
+    elif host.proxy_command:  # ssh's tokens, expanded as ssh expands them for this target
         connection.gateway = _proxy_command(host.proxy_command, connection)
     keys = connection.connect_kwargs.get("key_filename") or []
     connection.connect_kwargs["key_filename"] = [str(Path(k).expanduser()) for k in keys]
@@ -84,28 +110,27 @@ def host_ssh_config(host: Host, options: ConnectOptions) -> Path | None:
     return Path(chosen).expanduser() if chosen is not None else None
 
 
-def _gateway(host: Host, config: FabricConfig, wait: int) -> Connection | str | None:
-    """The hop the inventory's ssh arguments name: ProxyJump's hosts in ssh's order (the first is reached first;
-    each resolved by the ssh config, with its keys and the agent, as ssh's jump does). None: the ssh config's, as
-    Fabric reads it (a ProxyCommand of the inventory's replaces it once the target's values are known)."""
-    if host.proxy_command or not host.proxy_jump:
+def _jump_hosts(host: Host, ssh_config: paramiko.SSHConfig | None, wait: int) -> Connection | None:
+    """The inventory's ProxyJump hosts in ssh's order (the first is reached first), each resolved by the ssh config
+    with its keys and the agent, and this machine's user where it names none, as ssh's jump does. None: the ssh
+    config's own hop, as Fabric reads it."""
+    if host.proxy_command or not host.proxy_jump or host.proxy_jump == "none":
         return None
     gateway: Connection | None = None
     for hop in host.proxy_jump.split(","):
-        hop = hop.strip().removeprefix("ssh://")
-        gateway = Connection(hop, config=config.clone(), gateway=gateway, connect_timeout=wait,
+        gateway = Connection(hop.strip().removeprefix("ssh://"), config=FabricConfig(ssh_config=ssh_config),
+                             gateway=gateway, connect_timeout=wait,
                              connect_kwargs={"allow_agent": True, "banner_timeout": wait, "auth_timeout": wait})
     return gateway
 
 
-def _proxy_command(command: str, connection: Connection) -> str:
+def _proxy_command(command: str, connection: Connection) -> _CommandLine:
     """ssh's ProxyCommand for this target: %h, %p, %r, %n and %% expanded, run by the shell as ssh runs it.
     (Fabric's own expansion would take the port from the ssh config only: 22 for a port the inventory gives.)"""
     tokens = {"h": connection.host, "p": str(connection.port), "r": connection.user, "n": connection.original_host,
               "%": "%"}
     expanded = re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), command)
-    shell = "/bin/sh -c " + shlex.quote("exec " + expanded)
-    return shell.replace("%", "%%")  # Fabric passes it through paramiko's token expansion once more
+    return _CommandLine("/bin/sh -c " + shlex.quote("exec " + expanded))
 
 
 def hops(connection: Connection) -> list[Connection]:
@@ -116,15 +141,25 @@ def hops(connection: Connection) -> list[Connection]:
     return chain
 
 
-def known_hosts_path(connection: Connection, options: ConnectOptions, host: Host | None = None) -> Path:
-    """--known-hosts, else the inventory's UserKnownHostsFile (for the target, not its hops: ssh passes its -o
-    options to no jump host), else the ssh config's, else ~/.ssh/known_hosts."""
+def known_hosts_files(connection: Connection, options: ConnectOptions, host: Host | None = None) -> list[Path]:
+    """Where ssh reads host keys, the first also where a new one is recorded: --known-hosts, else the inventory's
+    UserKnownHostsFile (for the target, not its hops: ssh passes its -o options to no jump host), else the ssh
+    config's, else ~/.ssh/known_hosts; ssh's tokens %d, %u, %h, %p, %r and %% expanded, 'none' read as no file."""
     if options.known_hosts is not None:
-        return options.known_hosts.expanduser()
-    if host is not None and host.known_hosts:
-        return Path(host.known_hosts).expanduser()
-    configured = connection.ssh_config.get("userknownhostsfile")
-    return Path(configured.split()[0] if configured else "~/.ssh/known_hosts").expanduser()
+        return [options.known_hosts.expanduser()]
+    written = host.known_hosts if host is not None and host.known_hosts else \
+        connection.ssh_config.get("userknownhostsfile") or "~/.ssh/known_hosts"
+    if written.strip().lower() == "none":
+        return [Path(os.devnull)]
+    tokens = {"d": str(Path.home()), "u": getpass.getuser(), "h": connection.host, "p": str(connection.port),
+              "r": str(connection.user), "%": "%"}
+    return [Path(re.sub(r"%(.)", lambda m: tokens.get(m.group(1), m.group(0)), file)).expanduser()
+            for file in written.split()]
+
+
+def known_hosts_path(connection: Connection, options: ConnectOptions, host: Host | None = None) -> Path:
+    """The file a new host key is recorded in (the first of known_hosts_files)."""
+    return known_hosts_files(connection, options, host)[0]
 
 
 def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> SSHParams:
@@ -132,6 +167,7 @@ def ssh_params(host: Host, connection: Connection, options: ConnectOptions) -> S
     return SSHParams(alias=host.name, hostname=connection.host, port=int(connection.port), user=connection.user,
                      key_files=tuple(connection.connect_kwargs.get("key_filename") or ()),
                      known_hosts=known_hosts_path(connection, options, host),
+                     known_hosts_files=tuple(known_hosts_files(connection, options, host)),
                      proxy_jump=host.proxy_jump or connection.ssh_config.get("proxyjump"),
                      proxy_command=host.proxy_command,
                      ssh_config=host_ssh_config(host, options), connect_timeout=host.connect_timeout)
@@ -191,8 +227,10 @@ def check_host_keys(connection: Connection, options: ConnectOptions, host: Host 
     """Before the connection opens: each hop checks host keys as ssh does, against its known_hosts (Fabric would
     add unknown keys silently), and refuses an unknown one or records it when asked."""
     for hop in hops(connection):
-        known = known_hosts_path(hop, options, host if hop is connection else None)
-        if known.is_file():
-            _load_known_hosts(hop, known)
+        files = known_hosts_files(hop, options, host if hop is connection else None)
+        known = files[0]
+        for file in files:
+            if file.is_file():
+                _load_known_hosts(hop, file)
         policy_type = _RecordNewHostKey if options.accept_new_host_key else _RefuseUnknownHostKey
         hop.client.set_missing_host_key_policy(policy_type(known))
