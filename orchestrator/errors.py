@@ -8,6 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def bounded(text: str, limit: int = 80) -> str:
+    """Outside text on its way into an error line: its white space folded to single spaces, at most limit
+    characters (a hostile file's value is never a page of output)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
 class OrchestratorError(Exception):
     """A failure the user can act on. ``hint`` says what to do about it; ``run_dir`` is the run folder
     the failure belongs to, once a run had one."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InventoryError
+from ..errors import InventoryError, bounded
 
 READER = "orchestrate_ansible.inventory"
 # a script inventory may ask a service for its hosts; past this the source is given up
@@ -62,7 +62,7 @@ def read_sources(sources: Sequence[str], vault: VaultOptions | None = None) -> d
         raise _reader_failed(shown, done.stderr)
     if "error" in document:
         reason = _parse_failure(document.get("warnings", []), sources)
-        raise InventoryError(f"{shown}: Ansible cannot read it: {_short(reason or document['error'], 300)}",
+        raise InventoryError(f"{shown}: Ansible cannot read it: {bounded(reason or document['error'], 300)}",
                              "fix it as the message says ('ansible-inventory -i SOURCE --list -vvv' shows every "
                              "plugin's reason)")
     return document
@@ -93,10 +93,5 @@ def _reader_failed(shown: str, stderr: str) -> InventoryError:
     if "No module named" in last:
         return InventoryError(f"cannot read {shown}: Ansible's reader is not installed ({last})",
                               "run ./scripts/setup.sh, or pip install ansible-core ./ansible_helper")
-    return InventoryError(f"cannot read {shown}: Ansible's reader failed: {_short(last, 300)}",
+    return InventoryError(f"cannot read {shown}: Ansible's reader failed: {bounded(last, 300)}",
                           "run 'ansible-inventory -i SOURCE --list' to see Ansible's own reading")
-
-
-def _short(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."

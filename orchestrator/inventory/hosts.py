@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InventoryError
+from ..errors import InventoryError, bounded
 from .ansible_source import VaultOptions, read_sources
 from .host import DEFAULT_WORK_DIR, Host
 from .play_values import AnsibleHost, PlayValues, masked, play_values
@@ -75,7 +75,7 @@ class Inventory:
         if name == LOCAL_TARGET:
             return local_host()
         known = ", ".join(self.names) or "none"
-        raise InventoryError(f"no target '{name}' in {self.source} (known: {_short(known, 300)})",
+        raise InventoryError(f"no target '{name}' in {self.source} (known: {bounded(known, 300)})",
                              "add it to the inventory or pick one of those")
 
 
@@ -136,7 +136,3 @@ def find_host(path: str | None, name: str, vault: VaultOptions | None = None) ->
     if name == LOCAL_TARGET:
         return local_host()
     return load_inventory(path, vault).host(name)
-
-
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import InventoryError
+from ..errors import InventoryError, bounded
 from .host import HOST_SETTINGS, Host
 from .ssh_args import play_command, read_command, split_args
 
@@ -124,7 +124,7 @@ def play_values(record: AnsibleHost) -> PlayValues:
     """The Host a play's values make, with every value orchestrate cannot honour named (``refused``)."""
     refused: list[str] = []
     if record.error:
-        refused.append(f"Ansible cannot render its values: {_short(record.error, 200)}")
+        refused.append(f"Ansible cannot render its values: {bounded(record.error, 200)}")
     resolved = record.resolved
     connection = str(resolved.get("connection") or "ssh")
     if connection not in CONNECTIONS:
@@ -245,16 +245,9 @@ def _orchestrate_settings(record: AnsibleHost) -> tuple[dict[str, Any], list[str
         try:
             found[field_name] = convert(value)
         except TypeError as exc:
-            refused.append(f"{name}{record.at(name)} must be {exc}, not {_short(repr(value))}")
+            refused.append(f"{name}{record.at(name)} must be {exc}, not {bounded(repr(value))}")
     return found, refused
 
 
 def _paren(text: str) -> str:
     return f" ({text})" if text else ""
-
-
-def _short(text: str, limit: int = 80) -> str:
-    """One line, bounded: values from a hostile file go into error messages."""
-    flat = text.replace("\n", "\\n").replace("\r", "\\r")
-    return flat if len(flat) <= limit else flat[:limit] + "..."
-
