@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.inventory.ansible_source import VaultOptions
-from orchestrator.inventory.hosts import load_inventory
+from orchestrator.inventory.hosts import Inventory, load_inventory
 from orchestrator.inventory.listing import targets_document
 from orchestrator.inventory.play_values import MASK
 
@@ -81,9 +81,9 @@ def vault_args(case: str) -> list[str]:
     return ["--vault-password-file", str(VAULT_FILE)] if case in VAULTED_CASES else []
 
 
-def orchestrate_document(case: str) -> dict:
+def orchestrate_inventory(case: str) -> Inventory:
     vault = VaultOptions((str(VAULT_FILE),)) if case in VAULTED_CASES else None
-    return targets_document(load_inventory(",".join(sources(case)), vault))
+    return load_inventory(",".join(sources(case)), vault)
 
 
 def ansible_inventory(case: str, env: dict[str, str]) -> dict:
@@ -115,7 +115,7 @@ def shown(value):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hosts_groups_and_variables_equal_ansible_inventorys(case, ansible_env):
     env = ansible_env(CASES[case][1])
-    ours = orchestrate_document(case)
+    ours = targets_document(orchestrate_inventory(case))
     theirs = ansible_inventory(case, env)
     hostvars = theirs["_meta"]["hostvars"]
     every = members(theirs, "all")
@@ -177,7 +177,8 @@ def ssh_reads(argv: list[str]) -> dict[str, list[str]]:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_connection_values_equal_what_a_play_uses(case, ansible_env, tmp_path):
     env = ansible_env(CASES[case][1])
-    ours = orchestrate_document(case)
+    inventory = orchestrate_inventory(case)
+    ours = targets_document(inventory)
     calls = played_commands(case, env, tmp_path, "raw")
     # a module's command names the python a play runs it with: played only where a host names one
     named = any("python" not in ours["defaulted"].get(name, []) and host["connection"] != "local"
@@ -201,8 +202,7 @@ def test_connection_values_equal_what_a_play_uses(case, ansible_env, tmp_path):
             key = os.path.expanduser(host["key_file"])
             # ssh passes over a -i file that does not exist (orchestrate says it is missing before it connects)
             assert ssh["identityfile"][0] == key or key not in ssh["identityfile"] and not os.path.exists(key), name
-        values = load_inventory(",".join(sources(case)),
-                                VaultOptions((str(VAULT_FILE),)) if case in VAULTED_CASES else None).values[name].host
+        values = inventory.values[name].host
         assert ssh.get("proxyjump", [None])[0] == values.proxy_jump, name
         assert ssh.get("proxycommand", [None])[0] == values.proxy_command, name
         if values.known_hosts:

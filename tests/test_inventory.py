@@ -238,15 +238,30 @@ def test_a_source_ansible_cannot_parse_is_one_error_line(tmp_path, name, content
     ("typo", "unknown orchestrate_dispaly (known: orchestrate_board_root, orchestrate_connect_timeout, "
              "orchestrate_display"),
 ])
-def test_each_refusal_is_one_line_naming_the_host_the_file_and_every_value(host, said, tmp_path):
+def test_each_refusal_is_one_line_naming_the_host_the_file_and_every_value(host, said, refused_listing):
+    line = refused_listing["refused"][host]
+    assert line.startswith(f"{DATA / 'refused.yml'}: host '{host}': orchestrate cannot honour ")
+    assert said in line and "\n" not in line
+
+
+@pytest.fixture(scope="module")
+def refused_listing() -> dict:
+    done = run_cli("targets", "--json", "--inventory", str(DATA / "refused.yml"))
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stdout + done.stderr
+    return __import__("json").loads(done.stdout)
+
+
+@pytest.mark.integration
+def test_a_refused_host_is_the_run_s_one_error_line_before_anything_starts(tmp_path):
     source = DATA / "refused.yml"
-    done = run_cli("profile", "--target", host, "--inventory", str(source), "--app", "es2gears", "--no-nsys",
+    done = run_cli("profile", "--target", "forwarding", "--inventory", str(source), "--app", "es2gears", "--no-nsys",
                    "--out", str(tmp_path / "runs"))
     assert done.returncode == 3, done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert line.startswith(f"error: {source}: host '{host}': orchestrate cannot honour ")
-    assert said in line
-    assert "hunter2" not in done.stderr and not (tmp_path / "runs").exists()
+    assert line.startswith(f"error: {source}: host 'forwarding': orchestrate cannot honour ssh option "
+                           "'-o ForwardAgent=yes' (ansible_ssh_common_args); ssh option '-L 8080:localhost:80'")
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.integration
