@@ -33,6 +33,7 @@ os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
 from ansible import constants as C  # noqa: E402
 from ansible.errors import AnsibleError  # noqa: E402
 from ansible.module_utils.common.text.converters import to_text  # noqa: E402
+from ansible.module_utils.parsing.convert_bool import boolean  # noqa: E402
 from ansible.release import __version__ as ANSIBLE_VERSION  # noqa: E402
 from ansible.utils.display import Display  # noqa: E402
 
@@ -304,7 +305,8 @@ def _host(host: Any, manager: VariableManager, templar: Templar, files_of: Files
     options = _options("connection", connection, CONNECTION_OPTIONS[connection], hostvars, templar, origins) \
         if connection in CONNECTION_OPTIONS else {}
     if hostvars.get("ansible_become") is not None:
-        become, origins["become"] = _render(templar, hostvars["ansible_become"]), "var: ansible_become"
+        # as the task executor reads it: a value that is no boolean fails the host
+        become, origins["become"] = boolean(_render(templar, hostvars["ansible_become"])), "var: ansible_become"
     else:
         become, origin = C.config.get_config_value_and_origin("DEFAULT_BECOME")
         origins["become"] = str(origin)

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_WORK_DIR = "~/.cache/orchestrate"
+# where neither the inventory nor the ssh config names them, orchestrate connects as root to port 22
+DEFAULT_USER = "root"
+DEFAULT_PORT = 22
 
 
 def _str(value: Any) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from .host import DEFAULT_PORT, DEFAULT_USER
 from .hosts import Inventory
-from .play_values import DEFAULT_PORT, DEFAULT_USER
 
 VALUES = ("address", "port", "user", "key_file", "python", "become", "become_user", "become_method", "connection")
 

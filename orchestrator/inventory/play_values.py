@@ -16,8 +16,6 @@ from ..errors import InventoryError, bounded
 from .host import HOST_SETTINGS, Host
 from .ssh_args import play_command, read_command, split_args
 
-DEFAULT_USER = "root"
-DEFAULT_PORT = 22
 DEFAULT_PYTHON = "python3"
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 VAULTED = "__vaulted"
@@ -113,13 +111,6 @@ def masked(name: str, value: Any) -> Any:
     return value
 
 
-def _truth(value: Any) -> bool:
-    """Ansible's boolean(): what a play reads as true."""
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("y", "yes", "on", "1", "true", "t", "1.0")
-
-
 def play_values(record: AnsibleHost) -> PlayValues:
     """The Host a play's values make, with every value orchestrate cannot honour named (``refused``)."""
     refused: list[str] = []
@@ -144,19 +135,20 @@ def play_values(record: AnsibleHost) -> PlayValues:
     for name in PASSPHRASE_VARIABLES:
         if record.vars.get(name) not in (None, ""):
             refused.append(f"{name}{record.at(name)}: orchestrate uses keys without a passphrase or through ssh-agent")
-    words: list[str] = []
     settings = read_command([])
+    # the arguments Ansible's ssh passes from its three options (paramiko's connection takes none)
+    ansible_args = {o: split_args(resolved.get(o)) if connection == "ssh" else [] for o in SSH_ARGS}
     if connection in ("ssh", "paramiko"):
         if resolved.get("host_key_checking") is False:
             refused.append(f"host_key_checking false{_paren(record.where('host_key_checking'))}: orchestrate checks "
                            "host keys (--accept-new-host-key records a new one)")
-        ssh_args, common, extra = (resolved.get(o) for o in SSH_ARGS) if connection == "ssh" else (None,) * 3
-        words = play_command(ssh_args, common, extra, resolved.get("port"), resolved.get("private_key_file"),
-                             resolved.get("remote_user"), resolved.get("timeout"))
-        settings = read_command(words)
+        ssh_args, common, extra = (resolved.get(o) if connection == "ssh" else None for o in SSH_ARGS)
+        settings = read_command(play_command(ssh_args, common, extra, resolved.get("port"),
+                                             resolved.get("private_key_file"), resolved.get("remote_user"),
+                                             resolved.get("timeout")))
         for written in settings.refused:
-            origin = next((o for o in SSH_ARGS
-                           if written.split(" ", 1)[-1] in " ".join(split_args(resolved.get(o)))), "ssh_args")
+            origin = next((o for o in SSH_ARGS if written.split(" ", 1)[-1] in " ".join(ansible_args[o])),
+                          "ssh_args")
             refused.append(f"ssh option '{written}'{_paren(record.where(origin))}")
         for option in ("scp_extra_args", "sftp_extra_args"):
             if split_args(resolved.get(option)):
@@ -164,7 +156,7 @@ def play_values(record: AnsibleHost) -> PlayValues:
         executable = str(resolved.get("ssh_executable") or "ssh")
         if executable.rsplit("/", 1)[-1] != "ssh":
             refused.append(f"ssh_executable={executable}{_paren(record.where('ssh_executable'))}")
-    become = _truth(resolved.get("become"))
+    become = resolved.get("become") is True  # Ansible's reader gives it as Ansible's boolean() reads it
     method = str(resolved.get("become_method") or "sudo").rsplit(".", 1)[-1]
     if method != "sudo" and become:
         refused.append(f"ansible_become_method={method}{_paren(record.where('become_method'))}: orchestrate becomes "
@@ -208,8 +200,8 @@ def play_values(record: AnsibleHost) -> PlayValues:
         host = replace(host, proxy_command=str(resolved["proxy_command"]))
     if own:  # orchestrate's own settings win (orchestrate_connect_timeout over ssh's ConnectTimeout)
         host = replace(host, **own)
-    shown_args = [w for o in SSH_ARGS for w in split_args(resolved.get(o))] if connection == "ssh" else []
-    return PlayValues(host=host, ssh_args=tuple(shown_args), defaulted=tuple(defaulted), refused=tuple(refused),
+    return PlayValues(host=host, ssh_args=tuple(w for o in SSH_ARGS for w in ansible_args[o]),
+                      defaulted=tuple(defaulted), refused=tuple(refused),
                       source=record.source)
 
 

@@ -19,6 +19,7 @@ from fabric import Config as FabricConfig
 from fabric import Connection
 
 from ..errors import HostKeyError, UsageError
+from ..inventory.host import DEFAULT_PORT, DEFAULT_USER
 from ..inventory.hosts import Host
 
 
@@ -86,7 +87,7 @@ def fabric_connection(host: Host, options: ConnectOptions) -> Connection:
     ProxyCommand as gateways), the inventory's values winning and root the default user; its hops as ssh reaches
     them. Not opened."""
     ssh_config = _ssh_config(host, options)
-    config = FabricConfig(ssh_config=ssh_config, overrides={"user": "root", "port": 22})
+    config = FabricConfig(ssh_config=ssh_config, overrides={"user": DEFAULT_USER, "port": DEFAULT_PORT})
     wait = max(1, math.ceil(host.connect_timeout))
     keys = [k for k in (host.key_file, *host.other_key_files) if k]
     # the address as ssh takes it: an ssh config's Host block of that name may still give its HostName
