@@ -10,11 +10,18 @@ alternate 1 board and N boards; medians are printed with their ratio (target: 12
 orchestrate process's CPU seconds per board (user + system, its threads and the ssh processes it started included)
 and its peak resident memory (target: 1.2x one board's or less, at any N).
 
+--playbook runs the same N boards through ansible-playbook too (the orchestrate.jetson collection's profile task,
+strategy free, the same forks), each round right after the native fleet: wall time and the memory of each path's
+whole process tree (PSS: pages shared between Ansible's forked workers counted once; the native fleet's ssh
+processes counted too) side by side (target: the playbook within 1.5x of the native fleet's wall time).
+
     python bench/fleet_scaling.py [--boards 12,64] [--forks 16] [--duration 3] [--rounds 3] [--no-nsys | --nsys]
+                                  [--playbook]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -48,24 +55,56 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def tree_pss_kb(pid: int) -> int:
+    """The proportional memory of a process and all its descendants (shared pages counted once)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for line in Path(f"/proc/{current}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total
+
+
 @dataclass
 class Round:
     seconds: float
-    cpu_s: float   # the orchestrate process's user + system CPU seconds
+    cpu_s: float   # the orchestrate process's user + system CPU seconds (its children's too for a playbook)
     peak_kb: int   # its peak resident memory
+    tree_kb: int = 0   # the peak PSS of its whole process tree
 
 
-def fleet(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], nsys: bool) -> Round:
-    """One `orchestrate fleet` process: its wall time, CPU time and peak memory."""
-    capture = ["--trace", "osrt", "--sample", "none", "--cpuctxsw", "none"] if nsys else ["--no-nsys"]
-    argv = [sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", APP, *capture, "--duration", str(duration),
-            "--limit", limit, "--forks", str(forks), "--inventory", str(inventory), "--out", str(out), *ssh]
+PLAYBOOK = """- hosts: "{{ boards }}"
+  gather_facts: false
+  strategy: free
+  tasks:
+    - orchestrate.jetson.profile:
+        app_cmd: "{{ app_cmd }}"
+        no_nsys: true
+        duration: "{{ duration }}"
+        out: "{{ out }}"
+        ssh_config: "{{ ssh_config }}"
+        known_hosts: "{{ known_hosts }}"
+"""
+
+
+def measured(argv: list[str], what: str, env: dict[str, str]) -> Round:
+    """Run one command to its end: its wall time, CPU time (its children's included), peak RSS and peak tree PSS."""
     started = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"))
-    peak = 0
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    peak = tree = 0
+    samples = 0
     while True:
         peak = max(peak, rss_kb(proc.pid))
+        if samples % 3 == 0:  # the whole tree every 0.3 s: reading it costs a little CPU
+            tree = max(tree, tree_pss_kb(proc.pid))
+        samples += 1
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -74,8 +113,28 @@ def fleet(limit: str, forks: int, duration: float, inventory: Path, out: Path, s
     err = proc.stderr.read() if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"orchestrate fleet --limit {limit} failed ({proc.returncode}): {err.strip()[-600:]}")
-    return Round(seconds, usage.ru_utime + usage.ru_stime, peak)
+        raise SystemExit(f"{what} failed ({proc.returncode}): {err.strip()[-600:]}")
+    return Round(seconds, usage.ru_utime + usage.ru_stime, peak, tree)
+
+
+def playbook(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], root: Path) -> Round:
+    """One ansible-playbook of the collection's profile task over the same boards."""
+    book = root / "profile.yml"
+    book.write_text(PLAYBOOK)
+    values = {"boards": limit, "app_cmd": APP, "duration": duration, "out": str(out), "ssh_config": ssh[1],
+              "known_hosts": ssh[3]}
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(book), "--forks",
+            str(forks), "-e", json.dumps(values)]
+    env = dict(os.environ, ANSIBLE_HOME=str(root / "ansible-home"), PYTHONWARNINGS="ignore")
+    return measured(argv, f"ansible-playbook --limit {limit}", env)
+
+
+def fleet(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], nsys: bool) -> Round:
+    """One `orchestrate fleet` process: its wall time, CPU time and peak memory."""
+    capture = ["--trace", "osrt", "--sample", "none", "--cpuctxsw", "none"] if nsys else ["--no-nsys"]
+    argv = [sys.executable, "-m", "orchestrator", "fleet", "--app-cmd", APP, *capture, "--duration", str(duration),
+            "--limit", limit, "--forks", str(forks), "--inventory", str(inventory), "--out", str(out), *ssh]
+    return measured(argv, f"orchestrate fleet --limit {limit}", dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120"))
 
 
 def inventory_of(servers: list[Sshd], sizes: list[int], root: Path) -> Path:
@@ -98,7 +157,11 @@ def main() -> int:
     nsys_or_not.add_argument("--nsys", action="store_true", help="capture under nsys instead of --no-nsys")
     nsys_or_not.add_argument("--no-nsys", dest="nsys", action="store_false",
                              help="run the app without nsys (the default)")
+    parser.add_argument("--playbook", action="store_true",
+                        help="also run each fleet's boards through ansible-playbook (the collection's profile task)")
     args = parser.parse_args()
+    if args.playbook and args.nsys:
+        parser.error("--playbook measures runs without nsys")
     sizes = [int(n) for n in args.boards.split(",")]
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -110,6 +173,7 @@ def main() -> int:
         inventory = inventory_of(servers, sizes, root)
         ssh = ["--ssh-config", str(first.ssh_config), "--known-hosts", str(known)]
         results: dict[int, list[Round]] = {1: [], **{size: [] for size in sizes}}
+        played: dict[int, list[Round]] = {size: [] for size in sizes}
         for server in servers:
             server.start()
         try:
@@ -123,6 +187,13 @@ def main() -> int:
                     one, many = results[1][-1], results[size][-1]
                     print(f"round {round_ + 1}: 1 board {one.seconds:.1f} s, {size} boards {many.seconds:.1f} s "
                           f"({many.cpu_s / size:.2f} CPU-s and {many.peak_kb / 1024:.0f} MB peak)", flush=True)
+                    if args.playbook:
+                        played[size].append(playbook(f"first{size}", min(size, args.forks), args.duration,
+                                                     inventory, root / f"play{size}-{round_}", ssh, root))
+                        book = played[size][-1]
+                        print(f"round {round_ + 1}: {size} boards by ansible-playbook {book.seconds:.1f} s "
+                              f"({book.cpu_s / size:.2f} CPU-s, tree {book.tree_kb / 1024:.0f} MB against the "
+                              f"fleet's {many.tree_kb / 1024:.0f} MB)", flush=True)
         finally:
             for server in servers:
                 server.kill_all()
@@ -141,6 +212,15 @@ def main() -> int:
               f"{wall_target}; host CPU {cpu:.1f} s = {cpu / size:.2f} s per board; peak {peak / 1024:.0f} MB "
               f"= {peak / base_kb:.2f}x one board's (target: 1.2x or less; "
               f"{(peak - base_kb) / 1024 / max(size - 1, 1):.2f} MB per further board)")
+        if played[size]:
+            book_wall = statistics.median(r.seconds for r in played[size])
+            book_cpu = statistics.median(r.cpu_s for r in played[size])
+            fleet_tree = max(r.tree_kb for r in results[size])
+            book_tree = max(r.tree_kb for r in played[size])
+            print(f"{size} boards by ansible-playbook (strategy free, --forks {min(size, args.forks)}): "
+                  f"{book_wall:.1f} s = {book_wall / wall:.2f}x orchestrate fleet's {wall:.1f} s (target: 1.5x or "
+                  f"less); CPU {book_cpu:.1f} s against {cpu:.1f} s; memory (PSS of the process tree, peak) "
+                  f"{book_tree / 1024:.0f} MB against {fleet_tree / 1024:.0f} MB = {book_tree / fleet_tree:.2f}x")
     return 0
 
 

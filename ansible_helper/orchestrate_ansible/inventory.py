@@ -37,6 +37,16 @@ from ansible.module_utils.parsing.convert_bool import boolean  # noqa: E402
 from ansible.release import __version__ as ANSIBLE_VERSION  # noqa: E402
 from ansible.utils.display import Display  # noqa: E402
 
+from .record import (  # noqa: E402
+    CONNECTION_OPTIONS,
+    PASSWORD_VARIABLES,
+    VAULTED,
+    connection_name,
+    is_vaulted,
+    plain,
+    secrets_of,
+)
+
 WARNINGS: list[str] = []
 
 
@@ -70,44 +80,6 @@ HIDDEN |= {"hostvars", "vars", "environment", "ansible_play_hosts", "ansible_pla
            "ansible_dependent_role_names", "ansible_play_role_names", "ansible_check_mode", "ansible_collection_name",
            "ansible_search_path"}
 
-# the connection plugins' options a play hands over before it connects, by plugin (those a plugin of this
-# ansible-core does not have are left out: private_key came in 2.19)
-CONNECTION_OPTIONS = {
-    "ssh": ("host", "port", "remote_user", "private_key_file", "ssh_args", "ssh_common_args", "ssh_extra_args",
-            "host_key_checking", "timeout", "password", "ssh_executable", "sftp_extra_args", "scp_extra_args",
-            "private_key", "pkcs11_provider"),
-    "paramiko": ("remote_addr", "port", "remote_user", "private_key_file", "host_key_checking", "timeout", "password",
-                 "proxy_command"),
-    "local": (),
-}
-# a connection's names -> the plugin orchestrate knows it as (paramiko's registers as paramiko_ssh)
-CONNECTION_NAMES = {"ssh": "ssh", "smart": "ssh", "paramiko": "paramiko", "paramiko_ssh": "paramiko", "local": "local"}
-PASSWORD_VARIABLES = ("ansible_become_password", "ansible_become_pass", "ansible_sudo_pass", "ansible_password",
-                      "ansible_ssh_pass", "ansible_ssh_password")
-
-
-VAULTED = {"__vaulted": True}  # a vaulted value, never shown (nor sent: nothing here needs its text)
-
-
-def _plain(value: Any) -> Any:
-    """A value as JSON holds it; a vaulted one is marked, never shown."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_plain(v) for v in value]
-    if _is_vaulted(value):
-        return dict(VAULTED)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return str(value)
-
-
-def _is_vaulted(value: Any) -> bool:
-    name = type(value).__name__
-    return name in ("AnsibleVaultEncryptedUnicode", "EncryptedString") or (
-        hasattr(value, "_ciphertext") or hasattr(value, "vault") and hasattr(value, "data"))
-
-
 def _vault_secrets(loader: DataLoader, files: list[str], fd: int | None) -> None:
     secrets: list[Any] = []
     if fd is not None:
@@ -128,7 +100,7 @@ def _vault_secrets(loader: DataLoader, files: list[str], fd: int | None) -> None
 
 def _render(templar: Templar, value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)) or (
-            isinstance(value, str) and not _is_vaulted(value) and not any(m in value for m in ("{{", "{%", "{#"))):
+            isinstance(value, str) and not is_vaulted(value) and not any(m in value for m in ("{{", "{%", "{#"))):
         return value  # nothing to render: Ansible's templating gives it back as it is
     try:
         return templar.template(value)
@@ -148,7 +120,7 @@ def _options(plugin_type: str, name: str, wanted: tuple[str, ...], hostvars: dic
             try:
                 rendered = _render(templar, hostvars[var])
             except Exception as exc:
-                if not _is_vaulted(hostvars[var]) and "vault" not in str(exc).lower():
+                if not is_vaulted(hostvars[var]) and "vault" not in str(exc).lower():
                     raise
                 # a vaulted value (or a template of one) no vault password opens: the option is left unset, and
                 # the host's origins say which variable
@@ -295,10 +267,7 @@ def _host(host: Any, manager: VariableManager, templar: Templar, files_of: Files
     else:
         connection, origin = C.config.get_config_value_and_origin("DEFAULT_TRANSPORT")
         origins["connection"] = str(origin)
-    name = str(connection)
-    for prefix in ("ansible.builtin.", "ansible.legacy."):
-        name = name.removeprefix(prefix)
-    connection = CONNECTION_NAMES.get(name, str(connection))
+    connection = connection_name(str(connection))
     if connection in CONNECTION_OPTIONS and ("connection", connection) not in PLUGIN_VARS:
         # paramiko's loads its library: only when a host asks for it
         _learn("connection", connection, connection_loader.get(connection, class_only=True))
@@ -328,16 +297,14 @@ def _host(host: Any, manager: VariableManager, templar: Templar, files_of: Files
     return {
         "groups": _group_names(host),
         "source": to_text(hostvars.get("inventory_file") or ""),
-        "vars": {k: VAULTED if k in sealed else _plain(v) for k, v in shown.items()},
-        "resolved": _plain({"connection": connection, "become": become, "become_method": method, "python": python,
+        "vars": {k: VAULTED if k in sealed else plain(v) for k, v in shown.items()},
+        "resolved": plain({"connection": connection, "become": become, "become_method": method, "python": python,
                             **options, **become_options}),
-        "settings": _plain({k: _render(templar, v) for k, v in hostvars.items() if k.startswith("orchestrate_")}),
+        "settings": plain({k: _render(templar, v) for k, v in hostvars.items() if k.startswith("orchestrate_")}),
         "origins": {key: str(origin) for key, origin in origins.items()},
         "files": files,
         # how each password variable is kept: vaulted, a template (of another variable), in a vaulted file, or plain
-        "secrets": {var: "vaulted" if _is_vaulted(hostvars[var]) else "vaulted file" if var in sealed
-                    else "template" if isinstance(hostvars[var], str) and "{{" in hostvars[var] else "plain"
-                    for var in PASSWORD_VARIABLES if var in hostvars},
+        "secrets": secrets_of(hostvars, sealed),
     }
 
 

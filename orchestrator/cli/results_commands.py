@@ -7,10 +7,14 @@ import json
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, UsageError
+from ..errors import CiRunFailedError, GateRegressionError, InterruptedRunError, OrchestratorError, UsageError
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS
+
+if TYPE_CHECKING:
+    from ..inventory.host import Host
+
 from .options import (
     add_inventory_options,
     add_no_nsys_option,
@@ -244,9 +248,27 @@ def _history(args: argparse.Namespace, database: Any) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
+    outcome, summary = ci_job(args)
+    print(summary, end="")  # the verdict first: a file that cannot be written after all does not hide it
+    write_ci_files(args, outcome, summary)
+    if outcome.folder:
+        stderr().print(f"runs: {outcome.folder}", markup=False, highlight=False)
+    failure = ci_failure(outcome)
+    if failure is not None:
+        raise failure
+    if outcome.unsure:
+        names = ", ".join(f"{c.name} {c.metric}" for c in outcome.unsure)
+        stderr().print(f"not sure yet after the most runs ({names}): passes; the next jobs will tell",
+                       markup=False, highlight=False)
+    return 0
+
+
+def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[Any, str]:
+    """The job ci's options describe, on ``hosts`` (default: --target's, or those --limit matches), and its
+    Markdown summary."""
     from ..ci.fleet_job import run_fleet_ci
-    from ..ci.job import FAILED, CiRequest, gated_names, job_study, run_ci
-    from ..ci.outputs import benchmark_json, junit_xml, markdown_summary
+    from ..ci.job import CiRequest, gated_names, job_study, run_ci
+    from ..ci.outputs import markdown_summary
     from ..fleet.patterns import select_hosts
     from ..inventory.catalog import load_catalog
     from ..inventory.hosts import find_host, load_inventory
@@ -262,12 +284,11 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if args.no_nsys:
         study = without_nsys(study)
     gated_names(rules, study, catalog)
-    if args.target:
+    if hosts is None and args.target:
         hosts = [find_host(args.inventory, args.target, vault_options(args))]
-    else:
+    elif hosts is None:
         inventory = load_inventory(args.inventory, vault_options(args))
-        hosts = [inventory.host(name)
-                                                                 for name in select_hosts(inventory, args.limit)]
+        hosts = [inventory.host(name) for name in select_hosts(inventory, args.limit)]
     output_folder(args.out)
     for path, option in ((args.junit, "--junit"), (args.json, "--json"), (args.summary, "--summary")):
         output_file(path, option)
@@ -292,29 +313,31 @@ def cmd_ci(args: argparse.Namespace) -> int:
     finally:
         view.close()
         database.close()
-    summary = markdown_summary(outcome)
-    print(summary, end="")  # the verdict first: a file that cannot be written after all does not hide it
+    return outcome, markdown_summary(outcome)
+
+
+def write_ci_files(args: argparse.Namespace, outcome: Any, summary: str) -> None:
+    from ..ci.outputs import benchmark_json, junit_xml
     for path, text in ((args.junit, junit_xml(outcome)), (args.json, benchmark_json(outcome))):
         if path:
             write_output(path, text)
     if args.summary:
         write_output(args.summary, summary, append=True)
-    if outcome.folder:
-        stderr().print(f"runs: {outcome.folder}", markup=False, highlight=False)
+
+
+def ci_failure(outcome: Any) -> OrchestratorError | None:
+    """Why the job fails, in one line: interrupted, a run that measured nothing, or a clear regression."""
+    from ..ci.job import FAILED
     if isinstance(outcome.error, InterruptedRunError):
-        raise outcome.error
+        return outcome.error
     if outcome.outcome == FAILED:
         first = next((c for c in outcome.checks if c.status == "failed"), None)
         why = outcome.error.one_line() if outcome.error else (first.reason if first else "a run failed")
-        raise CiRunFailedError(f"the job did not measure everything: {why}", "see the summary and the run folders")
-    if outcome.unsure and not outcome.regressions:
-        names = ", ".join(f"{c.name} {c.metric}" for c in outcome.unsure)
-        stderr().print(f"not sure yet after the most runs ({names}): passes; the next jobs will tell",
-                       markup=False, highlight=False)
+        return CiRunFailedError(f"the job did not measure everything: {why}", "see the summary and the run folders")
     if outcome.regressions:
         first_regression = outcome.regressions[0]
-        raise GateRegressionError(f"{len(outcome.regressions)} metric{'s' if len(outcome.regressions) != 1 else ''} "
-                                  f"regressed; the first, {first_regression.name} {first_regression.metric}: "
-                                  f"{first_regression.decision.note if first_regression.decision else ''}",
-                                  "see the summary")
-    return 0
+        return GateRegressionError(f"{len(outcome.regressions)} metric{'s' if len(outcome.regressions) != 1 else ''} "
+                                   f"regressed; the first, {first_regression.name} {first_regression.metric}: "
+                                   f"{first_regression.decision.note if first_regression.decision else ''}",
+                                   "see the summary")
+    return None

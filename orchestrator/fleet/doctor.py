@@ -18,7 +18,7 @@ from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
 from ..targets.facts import board_summary
 from ..targets.settings import ConnectOptions
-from .runner import UNREACHABLE_ERRORS
+from .board import UNREACHABLE_ERRORS
 
 # what the preflight is asked to check when no app is named: a sampled capture of a typical length
 DOCTOR_CAPTURE_S = 10.0

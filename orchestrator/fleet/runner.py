@@ -22,24 +22,18 @@ from typing import Any, Protocol
 
 from .. import __version__
 from ..documents.fleet import FleetBoard, FleetDocument, write_fleet
-from ..documents.run import is_run_folder, read_run_or_none
-from ..documents.study import study_folders
-from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
-from ..figures.measured import measured_despite_nsys
+from ..errors import OrchestratorError
 from ..inventory.catalog import AppSpec, chosen_app, load_catalog
 from ..inventory.hosts import Inventory, VaultOptions, load_inventory
 from ..runs.folder import safe_name_part
-from ..runs.profile import ProfileRequest, profile
+from ..runs.profile import ProfileRequest
 from ..runs.remote_capture import HostStop
 from ..runs.run_settings import RunSettings
-from ..study.runner import StudyProgress, StudyRequest, run_study
+from ..study.runner import StudyProgress, StudyRequest
 from ..study.spec import StudySpec, load_study, with_values, without_nsys
 from ..targets.settings import ConnectOptions
+from .board import board_failure, profile_board, study_board
 from .patterns import select_hosts
-from .results import board_result_from_run, board_result_from_study
-
-# Ansible's word for a host it could not reach or log in to; such a board ran nothing
-UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
 
 
 class FleetView(Protocol):
@@ -194,8 +188,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
             profile_request = ProfileRequest(
                 host=host, app=request.plan.app, out_dir=folder, connect=request.connect, settings=request.settings,
                 inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
-            outcome = profile(profile_request, progress)
-            result = board_result_from_run(target, outcome.run_dir, folder)
+            result = profile_board(profile_request, progress, folder)
         else:
             assert request.plan.study is not None
             study_request = StudyRequest(
@@ -204,10 +197,9 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
                 inventory=request.plan.inventory_path, settings=request.settings, stop=stop,
                 fleet={"folder": folder.name, "target": target})
-            study = run_study(study_request, progress)
-            result = board_result_from_study(target, study.folder, folder)
-    except OrchestratorError as exc:
-        result = _failure(target, exc, folder)
+            result = study_board(study_request, progress, folder)
+    except OrchestratorError as exc:  # the host's own values refused
+        result = board_failure(target, exc, folder)
     except Exception as exc:  # a bug on one board must not hide the others: its result says so
         log = folder / "internal-errors.log"
         with open(log, "a", encoding="utf-8") as stream:
@@ -220,28 +212,6 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                          f"{request.board_timeout_s:g} s: its capture was ended early (report kept)")
     result.seconds = round(time.monotonic() - started, 3)
     return result
-
-
-def _failure(target: str, exc: OrchestratorError, folder: Path) -> FleetBoard:
-    """A board whose run or study raised: its figures as far as they came back, and the error's one line."""
-    status = "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed"
-    measured = None
-    try:
-        if exc.run_dir is not None and is_run_folder(exc.run_dir):
-            measured = board_result_from_run(target, exc.run_dir, folder)
-        else:
-            studies = study_folders(folder / safe_name_part(target))
-            if studies:
-                measured = board_result_from_study(target, studies[-1], folder)
-    except UsageError:  # a study.json the failure left unreadable: the board's error says what happened
-        measured = None
-    if measured is None:
-        return FleetBoard(target, status, exc.one_line(), exc.exit_code)
-    run = read_run_or_none(exc.run_dir) if exc.run_dir is not None else None
-    if run is not None and measured_despite_nsys(run):
-        # nsys alone stalled after a complete capture and its report came back: measured, as a study counts it
-        return replace(measured, status="ok", reason=f"measured; {exc.one_line()}", exit_code=0)
-    return replace(measured, status=status, reason=exc.one_line(), exit_code=exc.exit_code)
 
 
 class _BoardWatch:

@@ -20,7 +20,7 @@ from .host import DEFAULT_WORK_DIR, Host
 from .play_values import AnsibleHost, PlayValues, masked, play_values
 
 __all__ = ["DEFAULT_WORK_DIR", "Host", "Inventory", "LOCAL_TARGET", "VaultOptions", "find_host", "load_inventory",
-           "local_host"]
+           "local_host", "play_inventory"]
 
 LOCAL_TARGET = "local"
 EMBEDDED_SOURCE = "<embedded default inventory>"
@@ -101,6 +101,14 @@ def inventory_from_document(document: Mapping[str, Any], source: str) -> Invento
     return Inventory(source=source, hosts=hosts, groups=groups, broken=broken, children=children,
                      order=tuple(document.get("host_order") or document.get("hosts", {})), members=members,
                      values=values, variables=variables, warnings=tuple(document.get("warnings", ())))
+
+
+def play_inventory(name: str, record: Mapping[str, Any]) -> Inventory:
+    """The one host a play resolved, from the record ``orchestrate_ansible.record`` makes of its values (as the
+    reader's document holds each host): read, and refused, as an inventory's host."""
+    source = str(record.get("source") or "the play")
+    return inventory_from_document({"hosts": {name: record}, "host_order": [name],
+                                    "groups": {"all": {"hosts": [name], "children": [], "members": [name]}}}, source)
 
 
 def inventory_sources(given: str | None) -> list[str]:

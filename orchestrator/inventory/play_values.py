@@ -207,8 +207,9 @@ def play_values(record: AnsibleHost) -> PlayValues:
 
 def _become_password(record: AnsibleHost, refused: list[str]) -> str | None:
     """sudo's password from the inventory when it is kept vaulted: a !vault value, a variable of a file vaulted
-    whole, or a template of another variable (as Ansible's guide keeps it: "{{ vault_sudo_pass }}"). One written in
-    a file as plain text, or in ansible.cfg, is refused (orchestrate takes ANSIBLE_BECOME_PASS out of its
+    whole, or a template of another variable (as Ansible's guide keeps it: "{{ vault_sudo_pass }}"), or one a play was
+    given (ansible-playbook -K, ansible-runner's passwords). One written in a file as plain text, or in ansible.cfg,
+    is refused (orchestrate takes ANSIBLE_BECOME_PASS out of its
     environment at its start, as ORCHESTRATE_BECOME_PASSWORD)."""
     password = record.resolved.get("become_pass")
     if password in (None, ""):
@@ -218,7 +219,7 @@ def _become_password(record: AnsibleHost, refused: list[str]) -> str | None:
     if var is not None and record.secrets.get(var, "vaulted" if is_vaulted(record.vars.get(var)) else "plain") \
             in ("vaulted", "vaulted file", "template"):
         return str(password)
-    if origin.startswith("env: "):
+    if origin.startswith(("env: ", "keyword: ", "cli: ")):  # the environment, or a play's own (-K, its prompt)
         return str(password)
     refused.append(f"{var + record.at(var) if var else record.where('become_pass')}: a password is never kept in a "
                    "file as plain text; vault it (ansible-vault encrypt_string) or give --ask-become-pass")

@@ -14,7 +14,7 @@ from remote_agent.messages import StatusAnswer, StatusRequest
 from ..documents.run import kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
-from ..inventory.hosts import VaultOptions, find_host
+from ..inventory.hosts import Inventory, VaultOptions, find_host
 from ..nsys.commands import RemoteRunPaths
 from ..targets.connect import open_transport
 from ..targets.settings import ConnectOptions
@@ -36,8 +36,9 @@ def app_from_section(spec: dict[str, Any]) -> AppSpec:
 
 
 def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress,
-          vault: VaultOptions | None = None) -> ProfileOutcome:
-    """``inventory_path`` None: the inventory the run came from when its file is still there, else the default."""
+          vault: VaultOptions | None = None, hosts: Inventory | None = None) -> ProfileOutcome:
+    """``inventory_path`` None: the inventory the run came from when its file is still there, else the default;
+    ``hosts``: the run's target from these instead (the host a play resolved)."""
     run = read_run_or_none(run_dir)
     if run is None:
         raise UsageError(f"{run_dir} is not a run folder (no readable run.json)",
@@ -51,7 +52,7 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
                          "profile again")
     if inventory_path is None and run.inventory and all(Path(p).exists() for p in run.inventory.split(",") if p):
         inventory_path = run.inventory
-    host = find_host(inventory_path, run.target.name, vault)
+    host = hosts.host(run.target.name) if hosts is not None else find_host(inventory_path, run.target.name, vault)
     app = app_from_section(run.app)
     keep_remote, heartbeat_timeout_s = run.keep_remote, run.heartbeat_timeout_s
     log = RunLog(run_dir, run, progress)

@@ -33,6 +33,12 @@ def _load() -> None:
             return
 
 
+def load_now() -> None:
+    """Load it all at once: for a process that forks one worker per run (an Ansible play's), so that every worker
+    finds it loaded instead of loading it again."""
+    _load()
+
+
 class Preparation:
     """Begins on the capture's progress (``on_progress``), at the latest in ``finish``, which waits for the
     loading: the run imports LATER on its own thread after ``finish`` (a capture that failed before it leaves

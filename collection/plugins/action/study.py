@@ -1,0 +1,8 @@
+# Copyright (C) 2026 the orchestrate authors
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""orchestrate.jetson.study: see its documentation (ansible-doc orchestrate.jetson.study)."""
+from __future__ import annotations
+
+from orchestrate_ansible.tasks import StudyAction as ActionModule
+
+__all__ = ["ActionModule"]
