@@ -354,3 +354,48 @@ def test_a_vaulted_become_password_opens_with_the_vault_password_typed_and_neith
         assert {(part, words) for _, part, words in watcher.seen} == set()
     for secret in (vault_password.encode(), user.password.encode()):
         assert files_holding(secret, tmp_path, user.home, sshd.root) == []
+
+
+def test_a_play_gives_sudo_its_password_from_a_vaulted_file_or_its_prompt_and_it_is_nowhere(tmp_path, sshd,
+                                                                                            login_users):
+    """The orchestrate.jetson collection under ansible-runner, doctor for a board whose sudo asks for the user's
+    password: kept in a host_vars file vaulted whole (--vault-password-file), then typed at ansible-playbook's -K
+    prompt (ansible-runner answers it, as AWX does with a credential). sudo takes it (doctor reaches root); no
+    artifact of the job holds it (ansible-runner's own env/ keeps the answers it was given)."""
+    import secrets
+
+    import ansible_runner
+    user = login_users["password"]
+    bin_dir = Path(sys.executable).parent
+    vault_password = tmp_path / "vault-password"
+    vault_password.write_text(secrets.token_urlsafe(15))
+    book = tmp_path / "doctor.yml"
+    book.write_text("- hosts: board\n  gather_facts: false\n  tasks:\n    - orchestrate.jetson.doctor:\n")
+    host = user.inventory_host(sshd, ansible_become=True, orchestrate_work_dir=str(tmp_path / "work"),
+                               ansible_ssh_common_args=f"-F /dev/null -o UserKnownHostsFile={sshd.known_hosts}")
+    env = {"ANSIBLE_HOME": str(tmp_path / "ansible-home"), "ANSIBLE_HOST_KEY_CHECKING": "True",
+           "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONWARNINGS": "ignore", "SSH_AUTH_SOCK": ""}
+    for way, cmdline, passwords in (
+            ("vaulted", f"--vault-password-file {vault_password}", {}),
+            ("prompt", "--ask-become-pass", {r"^BECOME password.*:\s*?$": user.password})):
+        folder = tmp_path / way
+        (folder / "inventory" / "host_vars").mkdir(parents=True)
+        write_inventory(folder / "inventory" / "hosts.yml", {"board": host})
+        if way == "vaulted":
+            secret_file = folder / "inventory" / "host_vars" / "board.yml"
+            secret_file.write_text(f"ansible_become_password: {json.dumps(user.password)}\n")
+            subprocess.run([str(bin_dir / "ansible-vault"), "encrypt", "--vault-password-file", str(vault_password),
+                            str(secret_file)], check=True, capture_output=True, env=dict(os.environ, **env))
+            assert user.password.encode() not in secret_file.read_bytes()
+        private = folder / "job"
+        private.mkdir()
+        job = ansible_runner.run(private_data_dir=str(private), playbook=str(book),
+                                 inventory=str(folder / "inventory"), cmdline=cmdline, passwords=passwords,
+                                 envvars=env, quiet=True)
+        stdout = (Path(job.config.artifact_dir) / "stdout").read_text()
+        assert job.rc == 0, stdout[-2000:]
+        [result] = [e["event_data"]["res"] for e in job.events if e["event"] == "runner_on_ok"]
+        facts = result["ansible_facts"]["orchestrate_doctor"]
+        assert facts["status"] == "ok" and facts["error"] is None, way
+        assert files_holding(user.password.encode(), private, skip=("env",)) == [], way
+        assert user.password not in stdout

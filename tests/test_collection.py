@@ -174,3 +174,59 @@ def test_under_ansible_runner_s_own_host_key_setting_the_task_says_what_to_chang
     assert failed["msg"].startswith(f"{rig['inventory']}: host 'good1': orchestrate cannot honour host_key_checking "
                                     "false (the environment's ANSIBLE_HOST_KEY_CHECKING)")
     assert failed["changed"] is False and not (tmp_path / "runs").exists()
+
+
+def test_each_task_of_the_collection_in_one_play(rig, tmp_path):
+    """doctor's facts, a run without nsys with the app's own figures, fetch of that run (nothing left to pull), a study
+    and a CI job, for one board, read from ansible-runner's events."""
+    apps, out = tmp_path / "apps", tmp_path / "runs"
+    apps.mkdir()
+    (apps / "infer.yaml").write_text(yaml.safe_dump({
+        "name": "infer", "parser": "tftrt-bench", "duration_s": 60,
+        "command": [sys.executable, str(REPO / "tests" / "apps" / "inference_lines.py"), "--frames", "20",
+                    "--work", "2000", "--sleep-ms", "5"]}))
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump({"study": "sleeps", "app": "infer", "repeat": 2,
+                                     "matrix": {"frames": [10, 20]}, "args": ["--frames", "{frames}"]}))
+    common = {"apps_dir": str(apps), "no_nsys": True, "out": str(out)}
+    ci_task = {"app": "infer", "repeat": 2, "db": str(tmp_path / "results.db"), "commit": "c0ffee", "branch": "main",
+               "junit": str(tmp_path / "junit-{{ inventory_hostname }}.xml"), **common}
+    book = tmp_path / "tasks.yml"
+    book.write_text(yaml.safe_dump([{"hosts": "good1", "gather_facts": False, "tasks": [
+        {"orchestrate.jetson.doctor": {}},
+        {"orchestrate.jetson.profile": {"app": "infer", **common}, "register": "run"},
+        {"orchestrate.jetson.fetch": {"run_dir": "{{ run.folder }}"}},
+        {"orchestrate.jetson.study": {"file": str(study), "set": "frames=5,10", **common}},
+        {"orchestrate.jetson.ci": ci_task},
+    ]}, {"hosts": "dead", "gather_facts": False, "tasks": [{"orchestrate.jetson.ci": ci_task}]}]))
+    import ansible_runner
+    private = tmp_path / "runner"
+    private.mkdir()
+    job = ansible_runner.run(private_data_dir=str(private), playbook=str(book), inventory=str(rig["inventory"]),
+                             quiet=True, envvars={**ansible_env(tmp_path), "ANSIBLE_HOST_KEY_CHECKING": "True"})
+    assert job.rc == 4, (Path(job.config.artifact_dir) / "stdout").read_text()[-3000:]
+    doctor, run, fetched, studied, ci = (e["event_data"]["res"] for e in job.events if e["event"] == "runner_on_ok")
+    assert job.stats["changed"] == {"good1": 3} and not job.stats["failures"] and job.stats["dark"] == {"dead": 1}
+    [dead] = [e["event_data"]["res"] for e in job.events if e["event"] == "runner_on_unreachable"]
+    assert dead["status"] == "unreachable" and "refused" in dead["msg"] and dead["changed"] is False
+
+    facts = doctor["ansible_facts"]["orchestrate_doctor"]
+    assert facts["status"] == "ok" and facts["board"]["kind"].startswith("not a Jetson") and not doctor["changed"]
+
+    assert run["status"] == "ok" and run["changed"] is True and run["verdict"] is None  # no trace, no verdict
+    app_log = (Path(run["folder"]) / "app.stdout.log").read_text()
+    said = float(re.search(r"^Inference : ([\d.]+) ms", app_log, re.M).group(1))  # type: ignore[union-attr]
+    assert run["metrics"]["app.inference_mean_ms"] == pytest.approx(said, abs=1e-3)
+    assert Path(run["report"]).is_file() and run["board"]["fingerprint"]
+
+    assert fetched["status"] == "ok" and fetched["changed"] is False and fetched["folder"] == run["folder"]
+    assert fetched["metrics"] == run["metrics"]  # the report was already here, verified
+
+    assert studied["status"] == "ok" and studied["changed"] is True
+    # one text for a list option is one value, as orchestrate's --set takes it
+    assert [cell["label"] for cell in studied["cells"]] == ["frames=5", "frames=10"]
+    assert Path(studied["folder"]).parent == tmp_path / "runs" / "good1"  # each host's studies apart
+    assert json.loads((Path(studied["folder"]) / "study.json").read_text())["file"] == str(study)
+
+    assert ci["status"] == "ok" and ci["changed"] is True and ci["regressions"] == []
+    assert ci["outcome"] and "c0ffee" in ci["summary"] and (tmp_path / "junit-good1.xml").is_file()

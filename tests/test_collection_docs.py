@@ -72,11 +72,11 @@ def test_each_option_is_orchestrate_s_own_with_its_default(task):
 
 
 def test_a_task_s_options_reach_orchestrate_as_its_command_line_gives_them():
-    given = {"app_cmd": "sleep 5", "duration": 2.5, "no_nsys": True, "retries": 0, "grace": 30.0, "nvpmodel": 0,
+    given = {"app_cmd": "-x 5", "duration": 2.5, "no_nsys": True, "retries": 0, "grace": 30.0, "nvpmodel": 0,
              "needs_display": False, "out": "runs", "known_hosts": "/k"}
     args = parse_task("profile", command_line("profile", given), "nano01")
     assert (args.app_cmd, args.duration, args.no_nsys, args.retries, args.grace, args.nvpmodel, args.needs_display,
-            args.known_hosts, args.target) == ("sleep 5", 2.5, True, 0, 30.0, 0, False, Path("/k"), "nano01")
+            args.known_hosts, args.target) == ("-x 5", 2.5, True, 0, 30.0, 0, False, Path("/k"), "nano01")
     study = parse_task("study", command_line("study", {"file": "s.yaml", "set": ["a=1,2", "b=3"], "repeat": 2}), "x")
     assert (study.file, study.set, study.repeat) == (Path("s.yaml"), ["a=1,2", "b=3"], 2)
     assert ONE_OF == {"profile": ["app", "app_cmd"], "ci": ["app", "study"]}

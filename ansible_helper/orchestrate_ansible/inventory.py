@@ -45,6 +45,7 @@ from .record import (  # noqa: E402
     is_vaulted,
     plain,
     secrets_of,
+    vaulted_file,
 )
 
 WARNINGS: list[str] = []
@@ -66,7 +67,7 @@ Display.error_as_warning = _keep_error_as_warning
 from ansible.cli import CLI  # noqa: E402
 from ansible.inventory.manager import InventoryManager  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402
-from ansible.parsing.vault import VaultSecret, is_encrypted_file  # noqa: E402
+from ansible.parsing.vault import VaultSecret  # noqa: E402
 from ansible.plugins.loader import become_loader, connection_loader, init_plugin_loader  # noqa: E402
 from ansible.template import Templar  # noqa: E402
 from ansible.vars.manager import VariableManager  # noqa: E402
@@ -188,7 +189,7 @@ class Files:
                     except AnsibleError:
                         continue
                     if isinstance(data, dict):
-                        found.append((to_text(path), set(data), _vaulted_file(path)))
+                        found.append((to_text(path), set(data), vaulted_file(path)))
             self.cache[(folder, name)] = found
         return self.cache[(folder, name)]
 
@@ -212,15 +213,6 @@ class Files:
                 if vaulted:
                     sealed |= names
         return {key: where.get(key, own) for key in keys}, sealed
-
-
-def _vaulted_file(path: Any) -> bool:
-    """A vars file vaulted whole (ansible-vault encrypt), by Ansible's own test of its first bytes."""
-    try:
-        with open(path, "rb") as handle:
-            return bool(is_encrypted_file(handle))
-    except OSError:
-        return False
 
 
 def _source_of(host: Any, inventory: InventoryManager) -> str:

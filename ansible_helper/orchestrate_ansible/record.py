@@ -100,7 +100,11 @@ def play_record(connection: Any, task_vars: Mapping[str, Any], templar: Any) -> 
         resolved["python"], origin = C.config.get_config_value_and_origin("INTERPRETER_PYTHON")
         origins["python"] = str(origin)
     kept = [key for key in task_vars if key in PASSWORD_VARIABLES or key in PASSPHRASE_VARIABLES]
-    settings = {key: templar.template(value) for key, value in task_vars.items() if key.startswith("orchestrate_")}
+    # the host's orchestrate_* settings: not the play's facts (doctor's orchestrate_doctor) nor a task's registered
+    # result, which are variables of the same names but no settings of the host's
+    facts = task_vars.get("ansible_facts") or {}
+    settings = {key: templar.template(value) for key, value in task_vars.items()
+                if key.startswith("orchestrate_") and key not in facts and not _task_result(value)}
     return {
         "groups": sorted(task_vars.get("group_names") or ()),
         "source": str(task_vars.get("inventory_file") or ""),
@@ -109,5 +113,31 @@ def play_record(connection: Any, task_vars: Mapping[str, Any], templar: Any) -> 
         "settings": plain(settings),
         "origins": origins,
         "files": {},
-        "secrets": secrets_of(task_vars),
+        "secrets": secrets_of(task_vars, {key for key in kept if from_vaulted_file(task_vars[key])}),
     }
+
+
+def _task_result(value: Any) -> bool:
+    """A task's registered result: a mapping with what every result has (changed, failed or skipped)."""
+    return isinstance(value, Mapping) and any(key in value for key in ("changed", "failed", "skipped"))
+
+
+def vaulted_file(path: Any) -> bool:
+    """A file vaulted whole (ansible-vault encrypt), by Ansible's own test of its first bytes."""
+    from ansible.parsing.vault import is_encrypted_file
+    try:
+        with open(path, "rb") as handle:
+            return bool(is_encrypted_file(handle))
+    except OSError:
+        return False
+
+
+def from_vaulted_file(value: Any) -> bool:
+    """A value read from a file vaulted whole, by the origin Ansible tags it with (ansible-core 2.19 and later;
+    older ones do not say, and such a value counts as plain text)."""
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:
+        return False
+    origin = Origin.get_tag(value)
+    return bool(origin and origin.path and vaulted_file(origin.path))

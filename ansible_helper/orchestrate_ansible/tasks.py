@@ -76,25 +76,25 @@ POSITIONAL = {"study": "file", "fetch": "run_dir"}
 
 
 def command_line(task: str, args: dict[str, Any]) -> list[str]:
-    """The task's options as orchestrate's command line: ``--name-with-dashes VALUE``, a flag when true, a list
-    option once per value; a positional one as it is."""
+    """The task's options as orchestrate's command line: ``--name-with-dashes=VALUE`` (a value that begins with '-'
+    stays a value), a flag when true, a list option once per value, a positional one last, after '--'."""
     words: list[str] = []
+    positional: list[str] = []
     for name, spec in ARGUMENT_SPECS[task].items():
         value = args.get(name)
         if value is None or value is False or value == [] or value == spec.get("default"):
             continue
         if name == POSITIONAL.get(task):
-            words.append(str(value))
+            positional = ["--", str(value)]
             continue
         option = "--" + name.replace("_", "-")
         if value is True:
             words.append(option)
         elif isinstance(value, list):
-            for item in value:
-                words += [option, str(item)]
+            words += [f"{option}={item}" for item in value]
         else:
-            words += [option, str(value)]
-    return words
+            words.append(f"{option}={value}")
+    return words + positional
 
 
 class OrchestrateAction(ActionBase):
@@ -109,6 +109,12 @@ class OrchestrateAction(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         spec = ARGUMENT_SPECS[self.TASK]
+        if self._task.delegate_to:
+            return {**result, "failed": True, "changed": False, "msg": f"orchestrate.jetson.{self.TASK} runs for its "
+                    "own host: with delegate_to it would be given another host's connection; leave delegate_to out"}
+        for name, option in spec.items():  # a list option given one text: one value ('frames=10,20'), not split on ','
+            if option["type"] == "list" and isinstance(self._task.args.get(name), str):
+                self._task.args[name] = [self._task.args[name]]
         one_of = ONE_OF.get(self.TASK)
         _, args = self.validate_argument_spec(
             argument_spec=spec, mutually_exclusive=[one_of] if one_of else [],

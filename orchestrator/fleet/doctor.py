@@ -12,8 +12,11 @@ from remote_agent.nsys_locate import version_tuple
 
 from ..documents.fleet import BoardSummary
 from ..errors import OrchestratorError
+from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory
 from ..nsys.host import HostNsys, find_host_nsys
+from ..runs.profile import preflight_request, with_python
+from ..runs.run_settings import RunSettings
 from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
 from ..targets.facts import board_summary
@@ -60,7 +63,10 @@ def host_reads(board_version: str | None, host: HostNsys | None) -> dict[str, st
 
 
 def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
-                host_nsys: HostNsys | None = None) -> BoardCheck:
+                host_nsys: HostNsys | None = None, app: AppSpec | None = None,
+                settings: RunSettings | None = None) -> BoardCheck:
+    """The board's preflight as a sampled 10 s capture would need it, or as a run of ``app`` would (a task's
+    --check)."""
     try:
         host = inventory.host(target)
         transport = open_transport(host, connect)
@@ -69,9 +75,11 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
                           error=exc.one_line())
     try:
         agent = deploy_agent(transport, host)
-        checked = PreflightAnswer.from_wire(agent.call("preflight", PreflightRequest(
-            nsys=host.nsys, display=host.display, xvfb=host.xvfb, sample="cpu", capture_s=DOCTOR_CAPTURE_S,
-            work_dir=agent.work_dir)))
+        asked = preflight_request(host, with_python(app, host.python), settings or RunSettings(), agent.work_dir) \
+            if app is not None else \
+            PreflightRequest(nsys=host.nsys, display=host.display, xvfb=host.xvfb, sample="cpu",
+                             capture_s=DOCTOR_CAPTURE_S, work_dir=agent.work_dir)
+        checked = PreflightAnswer.from_wire(agent.call("preflight", asked))
     except OrchestratorError as exc:
         return BoardCheck(target, "problems", transport.description, error=exc.one_line())
     finally:

@@ -73,12 +73,13 @@ class ProfileOutcome:
     run: RunDocument
 
 
-def preflight_request(request: ProfileRequest, app: AppSpec, work_dir: str | None) -> PreflightRequest:
+def preflight_request(host: Host, app: AppSpec, settings: RunSettings, work_dir: str | None) -> PreflightRequest:
+    """What a run of ``app`` on ``host`` asks the board's preflight (a task's --check asks the same)."""
     return PreflightRequest(
-        nsys=request.host.nsys, with_nsys=app.nsys, argv0=app.command[0], cwd=app.workdir,
-        needs_display=app.needs_display, display=request.host.display, xvfb=app.xvfb or request.host.xvfb,
+        nsys=host.nsys, with_nsys=app.nsys, argv0=app.command[0], cwd=app.workdir,
+        needs_display=app.needs_display, display=host.display, xvfb=app.xvfb or host.xvfb,
         sample=app.sample, gpu_metrics=app.gpu_metrics, capture_s=app.capture_s, work_dir=work_dir,
-        lock_clocks=request.settings.lock_clocks, nvpmodel_mode=request.settings.nvpmodel)
+        lock_clocks=settings.lock_clocks, nvpmodel_mode=settings.nvpmodel)
 
 
 def app_section(app: AppSpec) -> dict[str, Any]:
@@ -186,7 +187,8 @@ def deploy_and_preflight(transport: Transport, request: ProfileRequest, log: Run
     """The agent deployed (or found there) and preflight's answer: one round trip when it is there already."""
     app = with_python(request.app, request.host.python)
     with log.phase("deploy"):  # the preflight's work dir: the work dir the agent is started in
-        agent, answer = deploy_and_call(transport, request.host, "preflight", preflight_request(request, app, None))
+        asked = preflight_request(request.host, app, request.settings, None)
+        agent, answer = deploy_and_call(transport, request.host, "preflight", asked)
     checked = PreflightAnswer.from_wire(answer)
     log.run.agent = agent_section(agent)
     log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}"
@@ -212,8 +214,8 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
     app, run, progress = with_python(request.app, agent.python), log.run, log.progress
     with log.phase("preflight"):  # 0 s when its answer came in the deploy's round trip
         if checked is None:
-            checked = PreflightAnswer.from_wire(agent.call("preflight", preflight_request(request, app,
-                                                                                          agent.work_dir)))
+            asked = preflight_request(request.host, app, request.settings, agent.work_dir)
+            checked = PreflightAnswer.from_wire(agent.call("preflight", asked))
     run.facts, run.preflight = checked.facts, [found.to_wire(version=False) for found in checked.findings]
     run.board_fingerprint = board_fingerprint(checked.facts)  # the board's kind, and its software
     for found in checked.findings:  # what the run handles itself (level info) stays in run.json and doctor

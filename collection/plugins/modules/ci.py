@@ -11,7 +11,8 @@ description:
   - Runs the app (or study) on the host, stores every run in the results database and compares each gated metric
     with the jobs before it on the same board kind, as C(orchestrate ci) does; the task fails on a clear regression
     or when the job could not measure everything.
-  - In check mode, runs the board's preflight only.
+  - In check mode, checks the options as the run would, then runs the board's preflight for each app it would
+    run, and says whether a capture would run (C(changed)); nothing is captured.
 version_added: 0.1.0
 options:
   app:
@@ -53,7 +54,10 @@ options:
     elements: str
     default: []
   junit:
-    description: Write JUnit XML here (a test case per board x app x metric).
+    description:
+      - Write JUnit XML here (a test case per app x metric).
+      - Each host's task writes its own file, so give each host its own path (C(junit-{{ inventory_hostname }}.xml)),
+        and likewise O(json) and O(summary).
     type: path
   json:
     description: Write github-action-benchmark JSON here.

@@ -11,7 +11,7 @@ description:
   - Connects to the host, deploys orchestrate's agent and runs its preflight as a sampled 10 s capture would need
     it, as C(orchestrate doctor) does; returns the board's facts as C(orchestrate_doctor) and fails when something
     would make a capture fail there (each finding with its fix).
-  - Changes nothing and runs the same in check mode.
+  - Deploys orchestrate's agent to its work dir on the board and changes nothing else; runs the same in check mode.
 version_added: 0.1.0
 options: {}
 extends_documentation_fragment:

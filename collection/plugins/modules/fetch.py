@@ -39,7 +39,7 @@ status:
   type: str
 folder:
   description: The run folder.
-  returned: always
+  returned: when the run folder was readable
   type: path
 verdict:
   description: The analysis's verdict.
@@ -48,6 +48,10 @@ verdict:
 frame_ms:
   description: The median steady frame time, with the 10th-90th percentiles of the steady frames.
   returned: when the report was analyzed
+  type: dict
+metrics:
+  description: Every figure of the run, as for orchestrate.jetson.profile.
+  returned: when the report is here
   type: dict
 flags:
   description: The run's validity flags.

@@ -12,7 +12,8 @@ description:
     under nsys (or without it, O(no_nsys)), pulls the report and the app's output verified by sha256, analyzes it and
     writes C(report.html) in a run folder on the controller, as C(orchestrate profile) does.
   - Returns the run's verdict, frame times and validity flags; C(changed) when a capture ran on the board.
-  - In check mode, runs the board's preflight only and says whether a capture would run.
+  - In check mode, checks the options as the run would, then runs the board's preflight as the run would ask it,
+    and says whether a capture would run (C(changed)); nothing is captured.
 version_added: 0.1.0
 options:
   app:
@@ -118,9 +119,14 @@ board:
   type: dict
 cells:
   description: The run as a fleet records it (one cell).
-  returned: always
+  returned: when the run began
   type: list
   elements: dict
+metrics:
+  description: Every figure of the run as the results database and the gate name it (C(steady_mean_ms),
+    C(first_frame_ms), C(app.inference_mean_ms) from the app's output...); a run without nsys has the app's only.
+  returned: when the report came back
+  type: dict
 notes:
   description: What the run noted on the way (C(level), C(text)); warnings are the task's warnings too.
   returned: always

@@ -10,9 +10,11 @@ short_description: Run an orchestrate study (a matrix of variants, with repeats 
 description:
   - Runs every cell of the study file's matrix O(repeat) times on the host over one connection, as
     C(orchestrate study) does, reusing runs an earlier folder of the same study has (unless O(fresh)).
+  - The study folder goes into a folder per host in O(out) (C(runs/HOST/TIME-STUDY/)), as a fleet keeps them.
   - Returns per cell the median of its runs' steady frame times with its 95 % interval, the verdict and the validity
     flags; C(changed) when a run was captured.
-  - In check mode, runs the board's preflight only.
+  - In check mode, checks the options as the run would, then runs the board's preflight for each app it would
+    run, and says whether a capture would run (C(changed)); nothing is captured.
 version_added: 0.1.0
 options:
   file:
@@ -65,7 +67,7 @@ folder:
 cells:
   description: Per cell its C(label), C(status), C(frame_ms) (median, low, high of the 95 % interval, runs),
     C(verdict), C(flags) and C(report).
-  returned: always
+  returned: when the study began
   type: list
   elements: dict
 board:
