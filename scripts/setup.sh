@@ -13,8 +13,8 @@ fi
 # the orchestrate.jetson collection (collection/), built as Galaxy builds it and installed where this Python's
 # Ansible finds it without configuration (its site-packages' ansible_collections)
 rm -rf build/collection
-.venv/bin/ansible-galaxy collection build collection --output-path build/collection --force >/dev/null
-.venv/bin/ansible-galaxy collection install --force -p "$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])')" \
+PYTHONWARNINGS=ignore .venv/bin/ansible-galaxy collection build collection --output-path build/collection --force >/dev/null
+PYTHONWARNINGS=ignore .venv/bin/ansible-galaxy collection install --force -p "$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])')" \
     build/collection/orchestrate-jetson-*.tar.gz >/dev/null 2>&1
 # the sources' bytecode written once, as installing a package does (an editable install does not, and where
 # PYTHONDONTWRITEBYTECODE is set every command would compile them again: 0.1 s of each start)
