@@ -13,7 +13,8 @@ and its peak resident memory (target: 1.2x one board's or less, at any N).
 --playbook runs the same N boards through ansible-playbook too (the orchestrate.jetson collection's profile task,
 strategy free, the same forks), each round right after the native fleet: wall time and the memory of each path's
 whole process tree (PSS: pages shared between Ansible's forked workers counted once; the native fleet's ssh
-processes counted too) side by side (target: the playbook within 1.5x of the native fleet's wall time).
+processes counted too) side by side (target: the playbook within 1.5x of the native fleet's wall time), and
+Ansible's own share: the same play whose task only holds its worker as long, without orchestrate.
 
     python bench/fleet_scaling.py [--boards 12,64] [--forks 16] [--duration 3] [--rounds 3] [--no-nsys | --nsys]
                                   [--playbook]
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -92,6 +94,15 @@ PLAYBOOK = """- hosts: "{{ boards }}"
         ssh_config: "{{ ssh_config }}"
         known_hosts: "{{ known_hosts }}"
 """
+# Ansible's own share: the same play whose task only holds its worker for the app's duration (a lookup on the
+# controller), no orchestrate in it
+WAITING = """- hosts: "{{ boards }}"
+  gather_facts: false
+  strategy: free
+  tasks:
+    - ansible.builtin.debug:
+        msg: "{{ lookup('ansible.builtin.pipe', 'sleep ' ~ duration) }}"
+"""
 
 
 def measured(argv: list[str], what: str, env: dict[str, str]) -> Round:
@@ -113,14 +124,18 @@ def measured(argv: list[str], what: str, env: dict[str, str]) -> Round:
     err = proc.stderr.read() if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{what} failed ({proc.returncode}): {err.strip()[-600:]}")
+        # a board's internal error keeps its traceback in the fleet folder, which goes with the bench's own
+        logs = "".join(Path(p).read_text() for p in set(re.findall(r"traceback in (\S+internal-errors\.log)", err))
+                       if Path(p).is_file())
+        raise SystemExit(f"{what} failed ({proc.returncode}): {err.strip()[-600:]}\n{logs}")
     return Round(seconds, usage.ru_utime + usage.ru_stime, peak, tree)
 
 
-def playbook(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], root: Path) -> Round:
-    """One ansible-playbook of the collection's profile task over the same boards."""
-    book = root / "profile.yml"
-    book.write_text(PLAYBOOK)
+def playbook(limit: str, forks: int, duration: float, inventory: Path, out: Path, ssh: list[str], root: Path,
+             text: str = PLAYBOOK) -> Round:
+    """One ansible-playbook of the collection's profile task (or of ``text``) over the same boards."""
+    book = root / "play.yml"
+    book.write_text(text)
     values = {"boards": limit, "app_cmd": APP, "duration": duration, "out": str(out), "ssh_config": ssh[1],
               "known_hosts": ssh[3]}
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), str(book), "--forks",
@@ -174,6 +189,7 @@ def main() -> int:
         ssh = ["--ssh-config", str(first.ssh_config), "--known-hosts", str(known)]
         results: dict[int, list[Round]] = {1: [], **{size: [] for size in sizes}}
         played: dict[int, list[Round]] = {size: [] for size in sizes}
+        waited: dict[int, list[Round]] = {size: [] for size in sizes}
         for server in servers:
             server.start()
         try:
@@ -190,10 +206,13 @@ def main() -> int:
                     if args.playbook:
                         played[size].append(playbook(f"first{size}", min(size, args.forks), args.duration,
                                                      inventory, root / f"play{size}-{round_}", ssh, root))
-                        book = played[size][-1]
+                        waited[size].append(playbook(f"first{size}", min(size, args.forks), args.duration,
+                                                     inventory, root / "unused", ssh, root, WAITING))
+                        book, wait = played[size][-1], waited[size][-1]
                         print(f"round {round_ + 1}: {size} boards by ansible-playbook {book.seconds:.1f} s "
                               f"({book.cpu_s / size:.2f} CPU-s, tree {book.tree_kb / 1024:.0f} MB against the "
-                              f"fleet's {many.tree_kb / 1024:.0f} MB)", flush=True)
+                              f"fleet's {many.tree_kb / 1024:.0f} MB; Ansible's own {wait.tree_kb / 1024:.0f} MB)",
+                              flush=True)
         finally:
             for server in servers:
                 server.kill_all()
@@ -220,7 +239,9 @@ def main() -> int:
             print(f"{size} boards by ansible-playbook (strategy free, --forks {min(size, args.forks)}): "
                   f"{book_wall:.1f} s = {book_wall / wall:.2f}x orchestrate fleet's {wall:.1f} s (target: 1.5x or "
                   f"less); CPU {book_cpu:.1f} s against {cpu:.1f} s; memory (PSS of the process tree, peak) "
-                  f"{book_tree / 1024:.0f} MB against {fleet_tree / 1024:.0f} MB = {book_tree / fleet_tree:.2f}x")
+                  f"{book_tree / 1024:.0f} MB against {fleet_tree / 1024:.0f} MB = {book_tree / fleet_tree:.2f}x, of "
+                  f"which Ansible's own (the play with a task that only waits) "
+                  f"{max(r.tree_kb for r in waited[size]) / 1024:.0f} MB")
     return 0
 
 
