@@ -64,7 +64,7 @@ def test_each_option_is_orchestrate_s_own_with_its_default(task):
             continue
         default = action.default
         assert (str(default) if isinstance(default, Path) else default) == option.get("default"), name
-        assert (action.type.__name__ if action.type else "str") in {
+        assert getattr(action.type, "__name__", "str") in {
             "str": ("str",), "int": ("whole",), "float": ("seconds",), "list": ("str",),
             "path": ("Path", "existing_folder", "existing_file", "user_path", "str")}[option["type"]], name
         assert (action.nargs is None or action.nargs == "?") and \

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ..documents.fleet import FleetBoard
-from ..documents.run import read_run_or_none
+from ..documents.run import RunDocument, read_run_or_none
 from ..documents.study import read_study
 from ..environment import take_become_password
 from ..errors import OrchestratorError, UsageError
 from ..fleet.board import UNREACHABLE_ERRORS, board_failure, profile_board, study_board
 from ..fleet.doctor import check_board
+from ..fleet.results import board_result_from_run
 from ..inventory.hosts import Inventory, play_inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest
@@ -122,7 +123,7 @@ def _profile(args: argparse.Namespace, hosts: Inventory, target: str, notes: Not
     result = _board_result(board, out)
     run = read_run_or_none(Path(result["folder"])) if result.get("folder") else None
     result["changed"] = run is not None and run.remote_run_dir is not None
-    return _with_run_figures(result)
+    return _with_run_figures(result, run)
 
 
 def _study(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes) -> dict[str, Any]:
@@ -170,9 +171,8 @@ def _doctor_result(checked: Any) -> dict[str, Any]:
     found = checked.as_json()
     blocking = [f for f in checked.findings if f.get("level") == "error"]
     reason = checked.error or (f"{blocking[0]['what']}: {blocking[0]['fix']}" if blocking else None)
-    return {"status": "ok" if checked.status == "ok" else checked.status if checked.status == "unreachable"
-            else "failed", "reason": reason, "exit_code": 0 if checked.status == "ok" else 21, "changed": False,
-            "doctor": found}
+    return {"status": {"ok": "ok", "unreachable": "unreachable"}.get(checked.status, "failed"), "reason": reason,
+            "exit_code": 0 if checked.status == "ok" else 21, "changed": False, "doctor": found}
 
 
 def _fetch(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes) -> dict[str, Any]:
@@ -181,18 +181,13 @@ def _fetch(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes
     base = args.run_dir.absolute().parent
     try:
         outcome = fetch(args.run_dir, None, connect_options(args), notes, hosts=hosts)
-        board = _fetched(target, outcome.run_dir, base)
+        board = board_result_from_run(target, outcome.run_dir, base)
     except OrchestratorError as exc:
         board = board_failure(target, exc, base)
     result = _board_result(board, base)
     after = read_run_or_none(args.run_dir)
     result["changed"] = after is not None and after.stage != before
-    return _with_run_figures(result)
-
-
-def _fetched(target: str, run_dir: Path, base: Path) -> FleetBoard:
-    from ..fleet.results import board_result_from_run
-    return board_result_from_run(target, run_dir, base)
+    return _with_run_figures(result, after)
 
 
 def _check(command: str, args: argparse.Namespace, hosts: Inventory, target: str) -> dict[str, Any]:
@@ -236,21 +231,17 @@ def _apps_of(command: str, args: argparse.Namespace) -> list[Any]:
     return [cell_app(spec, cell, catalog) for cell in cells(spec)]
 
 
-def _run_to_fetch(run_dir: Path, target: str) -> Any:
+def _run_to_fetch(run_dir: Path, target: str) -> RunDocument:
     """The host's run that fetch would re-attach to, or the usage error it would give."""
-    run = read_run_or_none(run_dir)
-    if run is None:
-        raise UsageError(f"{run_dir} is not a run folder (no readable run.json)", "pass the folder a profile task made")
+    from ..runs.fetch import run_to_fetch
+    run = run_to_fetch(run_dir)
     if run.target.name != target:
         raise UsageError(f"{run_dir} is a run of {run.target.name}, not of {target}",
                          "give each host its own run folder (e.g. from its profile task's result)")
-    if run.stage != "pulled" and run.remote_run_dir is None:
-        raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
-                         "profile again")
     return run
 
 
-def _with_run_figures(result: dict[str, Any]) -> dict[str, Any]:
+def _with_run_figures(result: dict[str, Any], run: RunDocument | None) -> dict[str, Any]:
     """One run's figures at the top of its result, where a play's conditions look for them: the verdict, the frame
     times, the flags, and ``metrics``, every figure as the results database and the gate name it (the app output
     parser's among them, ``app.inference_mean_ms``: a run without nsys has only those)."""
@@ -258,7 +249,6 @@ def _with_run_figures(result: dict[str, Any]) -> dict[str, Any]:
     cell = result["cells"][0] if result["cells"] else {}
     result.update({key: cell.get(key) for key in ("verdict", "frame_ms", "first_frame_ms", "energy_mj", "flags",
                                                   "report")})
-    run = read_run_or_none(Path(result["folder"])) if result.get("folder") else None
     result["metrics"] = {}
     if run is not None and run.stage == "pulled":
         with contextlib.suppress(OrchestratorError):

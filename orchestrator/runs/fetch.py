@@ -11,7 +11,7 @@ from typing import Any
 
 from remote_agent.messages import StatusAnswer, StatusRequest
 
-from ..documents.run import kinds_of_old_capture, read_run_or_none
+from ..documents.run import RunDocument, kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory, VaultOptions, find_host
@@ -35,21 +35,28 @@ def app_from_section(spec: dict[str, Any]) -> AppSpec:
     return AppSpec(**values)
 
 
-def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress,
-          vault: VaultOptions | None = None, hosts: Inventory | None = None) -> ProfileOutcome:
-    """``inventory_path`` None: the inventory the run came from when its file is still there, else the default;
-    ``hosts``: the run's target from these instead (the host a play resolved)."""
+def run_to_fetch(run_dir: Path) -> RunDocument:
+    """The run fetch re-attaches to: a run folder whose report is here, or whose capture began on the board."""
     run = read_run_or_none(run_dir)
     if run is None:
         raise UsageError(f"{run_dir} is not a run folder (no readable run.json)",
                          "pass a folder that 'orchestrate profile' made, e.g. runs/<run>")
+    if run.stage != "pulled" and run.remote_run_dir is None:
+        raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
+                         "profile again")
+    return run
+
+
+def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, progress: Progress,
+          vault: VaultOptions | None = None, hosts: Inventory | None = None) -> ProfileOutcome:
+    """``inventory_path`` None: the inventory the run came from when its file is still there, else the default;
+    ``hosts``: the run's target from these instead (the host a play resolved)."""
+    run = run_to_fetch(run_dir)
     if run.stage == "pulled":
         progress.note("info", f"the report is already here, verified: {run_dir}")
         return ProfileOutcome(run_dir, run.status, run)
     remote_run_dir = run.remote_run_dir
-    if remote_run_dir is None:
-        raise UsageError(f"{run_dir} never reached the capture; there is nothing on the board to fetch",
-                         "profile again")
+    assert remote_run_dir is not None  # run_to_fetch: a run not pulled reached the capture
     if inventory_path is None and run.inventory and all(Path(p).exists() for p in run.inventory.split(",") if p):
         inventory_path = run.inventory
     host = hosts.host(run.target.name) if hosts is not None else find_host(inventory_path, run.target.name, vault)
