@@ -29,7 +29,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from postgres_server import make_postgres  # noqa: E402
 
-from orchestrator.results.database import open_database  # noqa: E402
+from orchestrator.database.connection import open_database  # noqa: E402
 from orchestrator.results.records import Metric, Provenance, RunRecord  # noqa: E402
 from orchestrator.results.store import Series, add_run, baseline, count_runs, finish_job, history, start_job  # noqa: E402
 

@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import delete, insert  # noqa: E402
 
-from orchestrator.results.database import Database, open_database  # noqa: E402
-from orchestrator.results.schema import jobs, metrics, runs  # noqa: E402
+from orchestrator.database.connection import Database, open_database  # noqa: E402
+from orchestrator.database.schema import jobs, metrics, runs  # noqa: E402
 from orchestrator.results.store import Series, baseline, history  # noqa: E402
 
 APPS = [f"app-{i}" for i in range(10)]

@@ -176,6 +176,13 @@ class ResultsDatabaseError(OrchestratorError):
     exit_code = 24
 
 
+class BoardQuarantinedError(OrchestratorError):
+    """The board (every board a pattern could take) is quarantined: it failed its connection or preflight too
+    many times in a row, until 'orchestrate boards release'."""
+
+    exit_code = 25
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (see the debug log)",
@@ -202,4 +209,5 @@ EXIT_CODES: dict[int, str] = {
     22: "the CI gate found a regression (the summary and the JUnit file name the metric and its figures)",
     23: "a CI job's run failed, so the gate could not judge it",
     24: "the results database could not be opened, read or written",
+    25: "the board is quarantined after failing its connection or preflight in a row ('orchestrate boards')",
 }

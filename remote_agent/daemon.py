@@ -36,6 +36,9 @@ LOCK = "board.lock"
 # 20 alone), whatever their work dirs: the lock is the machine's wherever the agent may write it.
 MACHINE_LOCK = "/run/orchestrate-capture.lock"
 LOG = "agent.log"
+# the board's own record of its captures, one JSON line as each takes the board's lock and one as it ends (its
+# supervisor's last act before the lock is let go): what ran when on the board, whoever asked
+CAPTURES_LOG = "captures.log"
 # Bytes set aside at launch and given back when the disk fills up, so that the state file can still
 # be written; and the free space under which the capture is ended early, so that nsys can still
 # write the report of what it has.
@@ -120,6 +123,16 @@ class BoardLock(object):
             return None
 
 
+def log_capture(work_dir, run_dir, event):
+    """One line of the board's captures log (never a reason for a capture to fail)."""
+    line = json.dumps({"run": os.path.basename(run_dir), "event": event, "at": time.time(), "pid": os.getpid()})
+    try:
+        with open(os.path.join(work_dir, CAPTURES_LOG), "a") as handle:
+            handle.write(line + "\n")
+    except (OSError, IOError):
+        pass
+
+
 def launch(request):
     """Start the supervisor of a LaunchRequest; answers with its pid, or with who holds the board's lock."""
     run_dir = request.run_dir
@@ -128,6 +141,7 @@ def launch(request):
         "run": os.path.basename(run_dir), "host": request.requested_by, "since": time.time()})
     if busy is not None:
         return LaunchAnswer(busy=LockHolder.from_wire(busy))
+    log_capture(request.work_dir, run_dir, "start")
     recovered = clocks.recover_stale(request.work_dir, pid_alive)  # a lock whose supervisor was killed
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     for name in (STATE, STOP):
@@ -274,6 +288,13 @@ def capture_with_retries(request, sup):
 
 
 def supervise(request):
+    try:
+        _supervise(request)
+    finally:
+        log_capture(request.work_dir, request.run_dir, "end")
+
+
+def _supervise(request):
     sup = Supervisor(request)
     result = None
     sampling = sampler.BoardSampler(sup.run_dir, env=dict(os.environ, **{capture_mod.RUN_MARK: sup.run_dir}))

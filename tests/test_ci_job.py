@@ -9,9 +9,9 @@ import pytest
 from test_results_db import MAIN, record
 
 from orchestrator.ci.job import CiRequest, gate_checks, job_outcome
+from orchestrator.database.connection import open_database
 from orchestrator.documents.study import StudyDocument
 from orchestrator.inventory.hosts import Host
-from orchestrator.results.database import open_database
 from orchestrator.results.records import Provenance
 from orchestrator.results.store import Series, add_run, baseline, start_job
 from orchestrator.stats.gate import NO_CHANGE, REGRESSION, GateRule

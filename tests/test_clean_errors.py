@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.cli.main import main
+from orchestrator.database.connection import open_database
 from orchestrator.errors import EXIT_CODES, AppSpecError, HostKeyError, InventoryError, StudySpecError, UsageError
 from orchestrator.inventory.catalog import load_catalog
 from orchestrator.inventory.hosts import load_inventory
-from orchestrator.results.database import open_database
 from orchestrator.study.spec import load_study
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions

@@ -37,7 +37,7 @@ def test_unknown_app_exits_3_with_one_line(capsys, tmp_path, monkeypatch):
 
 def test_exit_codes_are_distinct_and_documented():
     assert len(EXIT_CODES) == len(set(EXIT_CODES.values()))
-    assert set(range(0, 25)) == set(EXIT_CODES)
+    assert set(range(0, 26)) == set(EXIT_CODES)
 
 
 @pytest.mark.parametrize("command", ["apps", "targets"])
@@ -70,7 +70,7 @@ def test_targets_lists_a_broken_host_with_its_error_and_the_others(tmp_path, cap
 
 
 def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
-    from orchestrator.results.database import open_database
+    from orchestrator.database.connection import open_database
     database = str(tmp_path / "results.db")
     open_database(database).close()  # a writer makes it; `results history` only reads
     assert main(["results", "history", "--app", "x", "--metric", "m", "--db", database, "--html",

@@ -17,9 +17,10 @@ from orchestrator.cli.play import parse_task
 
 BIN = Path(sys.executable).parent
 # orchestrate's options no task takes: the play chooses the host (inventory, pattern, vault, forks), Ansible asks for
-# passwords, doctor's --json is the task's result, --debug-log a file of the command line's
+# passwords, doctor's --json is the task's result, --debug-log a file of the command line's; --any picks a board of
+# a pattern, which a task for its own host cannot
 NOT_TASK_OPTIONS = {"help", "command", "debug_log", "inventory", "vault_password_file", "ask_vault_pass",
-                    "ask_become_pass", "target", "limit", "forks"}
+                    "ask_become_pass", "target", "limit", "forks", "any"}
 
 
 def command_parser(task: str) -> argparse.ArgumentParser:

@@ -85,7 +85,7 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
     assert {t: b["status"] for t, b in boards.items()} == {
         "good1": "ok", "good2": "ok", "nano": "ok", "failing": "failed", "dead": "unreachable",
         "stranger": "unreachable"}
-    assert document["recap"] == {"ok": 3, "failed": 1, "unreachable": 2}
+    assert document["recap"] == {"ok": 3, "failed": 1, "unreachable": 2, "skipped": 0}
     nano = boards["nano"]["board"]
     assert (nano["kind"], nano["chip"], nano["l4t"], nano["jetpack"], nano["power_mode"]) == (
         "NVIDIA Jetson Nano Developer Kit", "tegra210", "32.7.1", "4.6.1", "MAXN")
@@ -317,7 +317,7 @@ def test_a_study_on_every_board_gives_each_cell_per_board(fleet, tmp_path):
     folder = Path(done.stdout.strip().splitlines()[-1])
     document = json.loads((folder / "fleet.json").read_text())
     assert read_fleet(folder).as_json() == document  # its one reader reads it whole
-    assert document["kind"] == "study" and document["recap"] == {"ok": 2, "failed": 0, "unreachable": 0}
+    assert document["kind"] == "study" and document["recap"] == {"ok": 2, "failed": 0, "unreachable": 0, "skipped": 0}
     for board in document["boards"]:
         study_json = json.loads((folder / board["folder"] / "study.json").read_text())
         light, heavy = board["cells"]

@@ -10,10 +10,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect
 
+from orchestrator.database.connection import (
+    HEAD_REVISION,
+    downgrade,
+    open_database,
+    revisions,
+    schema_revision,
+    upgrade,
+)
+from orchestrator.database.schema import metadata
 from orchestrator.errors import ResultsDatabaseError
-from orchestrator.results.database import HEAD_REVISION, downgrade, open_database, revisions, schema_revision, upgrade
 from orchestrator.results.records import Metric, Provenance, RunRecord, folder_records, provenance_from
-from orchestrator.results.schema import metadata
 from orchestrator.results.store import Series, add_run, baseline, count_runs, finish_job, history, list_runs, start_job
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
@@ -260,7 +267,7 @@ def test_git_head_reads_the_working_tree(tmp_path):
 
 
 def test_the_default_database_is_a_file_in_the_user_data_folder(tmp_path, monkeypatch):
-    from orchestrator.results.database import database_url
+    from orchestrator.database.connection import database_url
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert database_url(None) == f"sqlite:///{tmp_path / 'orchestrate' / 'results.db'}"
     monkeypatch.setenv("ORCHESTRATE_DB", "postgresql://ci@db/results")

@@ -45,6 +45,9 @@ RUN: Spec = {
     "heartbeat_timeout": {"type": "float", "default": 30.0},
     "lock_clocks": {"type": "bool", "default": False},
     "nvpmodel": {"type": "int"},
+    "db": {"type": "str"},
+    "no_leases": {"type": "bool", "default": False},
+    "quarantine_after": {"type": "int", "default": 3},
 }
 CAPTURE: Spec = {
     "duration": {"type": "float"},
@@ -67,7 +70,7 @@ ARGUMENT_SPECS: dict[str, Spec] = {
            "baseline_jobs": {"type": "int", "default": 10}, "min_jobs": {"type": "int", "default": 5},
            "gate": {"type": "list", "elements": "str", "default": []}, "junit": {"type": "path"},
            "json": {"type": "path"}, "summary": {"type": "path"}, "commit": {"type": "str"},
-           "branch": {"type": "str"}, "db": {"type": "str"}, **RUN, **SSH},
+           "branch": {"type": "str"}, **RUN, **SSH},
     "doctor": {**SSH},
     "fetch": {"run_dir": {"type": "path", "required": True}, **SSH},
 }
@@ -134,6 +137,8 @@ class OrchestrateAction(ActionBase):
         shaped["failed"] = status == "failed"
         if status == "unreachable":
             shaped["unreachable"] = True
+        if status == "skipped":  # a quarantined board: the recap counts it skipped, with the reason
+            shaped["skipped"], shaped["skip_reason"] = True, found.get("reason")
         shaped["msg"] = found.get("reason") or f"{self.TASK}: {status}"
         warnings = [note["text"] for note in found.get("notes", ()) if note.get("level") in ("warning", "error")]
         if warnings:

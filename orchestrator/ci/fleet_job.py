@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import InterruptedRunError
+from ..database.connection import Database
+from ..errors import BoardQuarantinedError, InterruptedRunError
 from ..inventory.hosts import Host
-from ..results.database import Database
 from ..study.runner import StudyProgress
 from .job import FAILED, NO_BASELINE_OUTCOME, PASS, REGRESSION, UNSURE, CiOutcome, CiRequest, run_ci
 
@@ -17,16 +17,30 @@ WORST_FIRST = (FAILED, REGRESSION, UNSURE, NO_BASELINE_OUTCOME, PASS)
 
 
 def run_fleet_ci(request: CiRequest, hosts: list[Host], database: Database, progress: StudyProgress) -> CiOutcome:
-    """Every board's job; an interrupt ends the fleet's job after the board it came in (its runs kept)."""
+    """Every board's job; an interrupt ends the fleet's job after the board it came in (its runs kept). A quarantined
+    board is skipped, said in the recap; every board quarantined is the job's error."""
     outcomes: list[CiOutcome] = []
+    skipped: list[str] = []
+    quarantined: BoardQuarantinedError | None = None
     for host in hosts:
         siblings = tuple(o.job_id for o in outcomes)
-        outcome = run_ci(replace(request, study=replace(request.study, host=host), fleet_jobs=siblings), database,
-                         progress)
+        try:
+            outcome = run_ci(replace(request, study=replace(request.study, host=host), fleet_jobs=siblings,
+                                     candidates=(host,)), database, progress)
+        except BoardQuarantinedError as exc:
+            progress.note("warning", f"{host.name} skipped: {exc.one_line()}")
+            skipped.append(f"{host.name}: {exc.message}")
+            quarantined = quarantined or exc
+            continue
         outcomes.append(outcome)
         if isinstance(outcome.error, InterruptedRunError):
             break
-    return merged(outcomes, request.study.out_dir)
+    if not outcomes:
+        assert quarantined is not None
+        raise quarantined
+    result = merged(outcomes, request.study.out_dir)
+    result.skipped = skipped
+    return result
 
 
 def merged(outcomes: list[CiOutcome], folder: Path) -> CiOutcome:

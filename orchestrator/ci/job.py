@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..boards.lease import LeaseOptions, hold
+from ..database.connection import Database
 from ..documents.run import run_folders_in
 from ..documents.study import StudyCell, StudyDocument, study_folders
 from ..errors import OrchestratorError, UsageError
 from ..figures.run_metrics import REPORT_METRICS
 from ..inventory.catalog import AppSpec, find_app
-from ..results.database import Database
+from ..inventory.hosts import Host
 from ..results.records import EXTRA_METRICS, Provenance, RunRecord, folder_records
 from ..results.store import Series, add_run, baseline, finish_job, start_job
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
@@ -45,6 +47,8 @@ class CiRequest:
     min_jobs: int = MIN_JOBS
     max_repeat: int | None = None           # runs per cell at most when the gate is not sure (None: the repeat)
     fleet_jobs: tuple[int, ...] = ()        # the jobs of the fleet's other boards so far: never a baseline
+    leases: LeaseOptions = field(default_factory=LeaseOptions)  # in the job's database unless they name another
+    candidates: tuple[Host, ...] = ()       # --any: the boards the job may take (default: the study's host)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class CiOutcome:
     provenance: Provenance
     base: str
     error: OrchestratorError | None = None
+    skipped: list[str] = field(default_factory=list)  # a fleet's quarantined boards, each "name: why"
 
     @property
     def regressions(self) -> list[Check]:
@@ -139,7 +144,18 @@ def gated_names(rules: tuple[GateRule, ...], study: StudySpec, catalog: dict[str
 
 
 def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> CiOutcome:
+    """The job, holding its board (the first free one of ``candidates``) for all its runs."""
     job_uid = uuid.uuid4().hex
+    leases = replace(request.leases, database=request.leases.database or database.url)
+    with hold(leases, request.candidates or (request.study.host,), f"ci job {job_uid[:12]} "
+              f"({request.study.spec.name})", progress, request.study.connect, request.study.stop) as lease:
+        study = replace(request.study, host=lease.host, capturing=lease.capturing)
+        outcome = _run_job(replace(request, study=study), job_uid, database, progress)
+        lease.ended_with(outcome.error)
+        return outcome
+
+
+def _run_job(request: CiRequest, job_uid: str, database: Database, progress: StudyProgress) -> CiOutcome:
     job_id = start_job(database, job_uid, request.provenance, request.base, request.study.host.name,
                        request.study.spec.name)
     job_dir = request.study.out_dir / f"ci-{job_uid[:12]}"

@@ -108,6 +108,8 @@ def markdown_summary(outcome: CiOutcome) -> str:
     notes = [f"- {c.name} {c.metric}: {c.reason}" for c in outcome.checks if c.reason and c.decision is not None]
     if notes:
         lines += ["", *notes]
+    if outcome.skipped:
+        lines += ["", *(f"- skipped, quarantined: {_cell(line)}" for line in outcome.skipped)]
     if outcome.error is not None:
         lines += ["", f"The job stopped: {outcome.error.one_line()}"]
     lines += ["", "Each job counts by its median; a regression is both beyond the noise between jobs (p < 0.01) and "

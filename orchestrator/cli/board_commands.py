@@ -1,10 +1,23 @@
-"""The commands that change a board once, before any run (`nsys deploy`): parse, call the library, render."""
+"""The commands about boards rather than runs: putting nsys on one (`nsys deploy`), and the boards a team shares
+(`boards`: holders, queues, quarantine, history; `boards release`): parse, call the library, render."""
 from __future__ import annotations
 
 import argparse
+import json
+from datetime import datetime
 from typing import Any
 
-from .options import add_inventory_options, add_ssh_options, connect_options, existing_folder, stderr, vault_options
+from ..errors import UsageError
+from .options import (
+    DB_HELP,
+    add_inventory_options,
+    add_ssh_options,
+    connect_options,
+    existing_folder,
+    show,
+    stderr,
+    vault_options,
+)
 
 
 def add_parsers(sub: Any) -> None:
@@ -25,6 +38,19 @@ def add_parsers(sub: Any) -> None:
     add_inventory_options(deploy, "Ansible inventory (as for profile)")
     add_ssh_options(deploy)
 
+    boards = sub.add_parser("boards", help="the boards a team shares: who holds each, who waits, which are quarantined",
+                            description="The leases in the results database: each board's holder (who, what for, "
+                                        "since when, the capture running under it), the requests waiting in turn, "
+                                        "the quarantined boards with their reason, and the history of the boards' "
+                                        "failures. 'boards release BOARD' brings a quarantined board back.")
+    boards.add_argument("action", nargs="?", choices=("show", "release"), default="show",
+                        help="show (the default): the boards as they stand; release: bring BOARD back into service")
+    boards.add_argument("board", nargs="?", help="one board: an inventory host name, or the board as 'boards' names "
+                                                 "it (show: only it, with its history)")
+    boards.add_argument("--db", help=DB_HELP)
+    add_inventory_options(boards, "Ansible inventory, to name boards by their host names (as for profile)")
+    boards.add_argument("--json", action="store_true", help="print one JSON document: held, waiting, health, events")
+
 
 def cmd_nsys(args: argparse.Namespace) -> int:
     from ..inventory.hosts import find_host
@@ -37,3 +63,65 @@ def cmd_nsys(args: argparse.Namespace) -> int:
                    highlight=False, markup=False)
     print(done.folder)
     return 0
+
+
+def cmd_boards(args: argparse.Namespace) -> int:
+    from ..boards.overview import board_of, overview, release
+    from ..database.connection import open_database
+    from ..inventory.hosts import load_inventory
+    if args.action == "release" and not args.board:
+        raise UsageError("boards release needs the board", "e.g. 'orchestrate boards release nano01'")
+    inventory = load_inventory(args.inventory, vault_options(args)) if args.board else None
+    board = board_of(args.board, inventory) if args.board else None
+    if args.action == "release":
+        assert board is not None
+        database = open_database(args.db)
+        try:
+            health = release(database, board)
+        finally:
+            database.close()
+        if health is None:
+            raise UsageError(f"no board {board} in the leases' records", "see 'orchestrate boards' for their names")
+        stderr().print(f"{board} is back in service", highlight=False, markup=False)
+        return 0
+    database = open_database(args.db, read_only=True)
+    try:
+        found = overview(database, board)
+    finally:
+        database.close()
+    if args.json:
+        print(json.dumps(found.as_json(), indent=2, default=str))
+        return 0
+    _show_overview(found)
+    return 0
+
+
+def _when(at: float | None) -> str:
+    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S") if at else ""
+
+
+def _show_overview(found: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+    held = Table("board", "held by", "for", "since", "capture", "waiting", title="held", expand=True)
+    for row in found.held:
+        who = row["holder"] + (f" (silent {row['silent_s']:g} s: gone)" if row["gone"] else "")
+        held.add_row(row["board"], Text(who, style="red" if row["gone"] else ""), row["purpose"],
+                     _when(row["granted_at"]), row["capture"] or "", str(len(row["queue"])))
+    waiting = Table("#", "wants", "asked by", "for", "since", "before it", title="waiting, in request order",
+                    expand=True)
+    for row in found.waiting:
+        waiting.add_row(str(row["id"]), ", ".join(row["candidates"]), row["holder"], row["purpose"],
+                        _when(row["requested_at"]), ", ".join(f"{b}: {n}" for b, n in row["ahead"].items()))
+    health = Table("board", "state", "failures in a row", "reason", "since", title="health", expand=True)
+    for row in found.health:
+        quarantined = row["quarantined_at"] is not None
+        health.add_row(row["board"], Text("quarantined" if quarantined else "in service",
+                                          style="red" if quarantined else "yellow"),
+                       str(row["failures"]), row["reason"] or "", _when(row["quarantined_at"] or row["updated_at"]))
+    history = Table("when", "board", "what", "detail", "seen by", title="history", expand=True)
+    for event in found.events:
+        history.add_row(_when(event["at"]), event["board"], event["kind"], event["detail"], event["by"])
+    for table, rows in ((held, found.held), (waiting, found.waiting), (health, found.health),
+                        (history, found.events)):
+        show(table if rows else Text(f"{table.title}: none", style="dim"), err=False)

@@ -12,12 +12,14 @@ from .options import (
     add_app_choice,
     add_capture_options,
     add_inventory_options,
+    add_lease_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
     capture_overrides,
     connect_options,
     given_capture_options,
+    lease_options,
     output_folder,
     run_settings,
     seconds,
@@ -40,6 +42,7 @@ def add_parsers(sub: Any) -> None:
     add_capture_options(fleet)
     add_no_nsys_option(fleet)
     add_run_settings(fleet, "before each run (default: that board fails)")
+    add_lease_options(fleet, pick_any=False)
     fleet.add_argument("--repeat", type=whole(1, 1000), help="with --study: runs per cell (default: the study's)")
     fleet.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                        help="with --study: other values for a matrix variable")
@@ -77,7 +80,7 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
 def cmd_fleet(args: argparse.Namespace) -> int:
     from ..fleet.runner import FleetRequest, plan_fleet, run_fleet
     from .console import FleetTable
-    settings = run_settings(args)  # a usage error before anything loads
+    settings, leases = run_settings(args), lease_options(args)  # a usage error before anything loads
     if not args.study and (args.repeat is not None or args.set):
         raise UsageError(f"{'--repeat' if args.repeat is not None else '--set'} goes with --study",
                          "give --study FILE, or leave it out")
@@ -90,7 +93,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     output_folder(args.out)
     request = FleetRequest(
         plan=plan, out_dir=args.out, repeat=args.repeat, forks=args.forks, connect=connect_options(args),
-        settings=settings, board_timeout_s=args.board_timeout)
+        settings=settings, board_timeout_s=args.board_timeout, leases=leases)
     view = FleetTable(stderr(), list(plan.targets))
     try:
         outcome = run_fleet(request, view)
@@ -117,7 +120,7 @@ def _print_recap(results: list) -> None:
     from rich.text import Text
     table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
-        style = "green" if result.status == "ok" else "red"
+        style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
         doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.flags))
         table.add_row(result.target, Text(result.status, style=style), result.reason or "",
                       Text(doubts, style="yellow"), str(result.folder or ""))

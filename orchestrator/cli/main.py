@@ -27,7 +27,7 @@ from ..errors import (
     UsageError,
 )
 from .board_commands import add_parsers as add_board_parsers
-from .board_commands import cmd_nsys
+from .board_commands import cmd_boards, cmd_nsys
 from .fleet_commands import add_parsers as add_fleet_parsers
 from .fleet_commands import cmd_doctor, cmd_fleet, cmd_targets
 from .help_commands import add_parsers as add_help_parsers
@@ -36,16 +36,19 @@ from .options import (
     add_app_choice,
     add_capture_options,
     add_inventory_options,
+    add_lease_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
     capture_overrides,
     connect_options,
     existing_folder,
+    lease_options,
     output_folder,
     run_settings,
     show,
     stderr,
+    target_hosts,
     vault_options,
     whole,
 )
@@ -77,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     prof = sub.add_parser("profile", help="profile one app on one target and bring the report back",
                           description="Connect, deploy the agent, preflight, capture under nsys, pull the "
                                       "verified report and export it to SQLite. Prints the run folder.")
-    prof.add_argument("--target", required=True, help="host name from the inventory ('local' needs no board)")
+    prof.add_argument("--target", required=True, help="host name from the inventory ('local' needs no board); with "
+                                                      "--any, a pattern of them")
     add_app_choice(prof)
     add_inventory_options(prof, "Ansible inventory: a file, a folder or a script (default $ORCHESTRATE_INVENTORY, "
                                 "./inventory.yaml, else a built-in one with just 'local')")
@@ -86,13 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_no_nsys_option(prof)
     add_ssh_options(prof)
     add_run_settings(prof, "(default: fail at once)")
+    add_lease_options(prof)
 
     study = sub.add_parser("study", help="run a study file: every cell of its matrix, with repeats and statistics",
                            description="Run every cell of the study's matrix --repeat times on one target, over "
                                        "one connection and one agent deployment, reusing runs an earlier folder of "
                                        "the same study already has (unless --fresh). Prints the study folder.")
     study.add_argument("file", type=Path, help="the study file (YAML; see 'Studies' in the README)")
-    study.add_argument("--target", help="host name from the inventory (default: the study's 'target')")
+    study.add_argument("--target", help="host name from the inventory (default: the study's 'target'); with --any, a "
+                                        "pattern of them")
     add_inventory_options(study, "Ansible inventory (as for profile)")
     study.add_argument("--repeat", type=whole(1, 1000), help="runs per cell (default: the study's 'repeat')")
     study.add_argument("--fresh", action="store_true", help="run every cell again, reusing nothing")
@@ -103,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_settings(study, "before each run (default 0)")
     add_no_nsys_option(study)
     add_ssh_options(study)
+    add_lease_options(study)
 
     fetch = sub.add_parser("fetch", help="re-attach to a run: wait for its capture, pull what the board kept",
                            description="Reconnect to the run's target, wait for a capture still running, then "
@@ -125,20 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    from ..boards.lease import hold
     from ..inventory.catalog import chosen_app, load_catalog
-    from ..inventory.hosts import find_host
     from ..runs.profile import ProfileRequest, profile  # imported here: SSH and analysis libraries load slowly
     from .console import RichProgress
-    settings = run_settings(args)  # a usage error before anything loads
-    host = find_host(args.inventory, args.target, vault_options(args))
+    settings, leases = run_settings(args), lease_options(args)  # a usage error before anything loads
+    hosts = target_hosts(args, args.target)
     spec = chosen_app(load_catalog(args.apps_dir), args.app, args.app_cmd, args.needs_display,
                       **capture_overrides(args))
     output_folder(args.out)
-    request = ProfileRequest(host=host, app=spec, out_dir=args.out, settings=settings, inventory=args.inventory,
-                             connect=connect_options(args))
+    connect = connect_options(args)
     progress = RichProgress(stderr())
     try:
-        outcome = profile(request, progress)
+        with hold(leases, hosts, f"profile {spec.name}", progress, connect) as lease:
+            request = ProfileRequest(host=lease.host, app=spec, out_dir=args.out, settings=settings,
+                                     inventory=args.inventory, connect=connect, capturing=lease.capturing)
+            outcome = profile(request, progress)
     finally:
         progress.close()
     show_next_steps(outcome.run_dir)
@@ -159,12 +168,12 @@ def show_next_steps(run_dir: Path) -> None:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
+    from ..boards.lease import hold
     from ..inventory.catalog import load_catalog
-    from ..inventory.hosts import find_host
     from ..study.runner import StudyRequest, run_study  # imported here: SSH and analysis libraries load slowly
     from ..study.spec import cells, load_study, with_values, without_nsys
     from .console import StudyView
-    settings = run_settings(args)  # a usage error before anything loads
+    settings, leases = run_settings(args), lease_options(args)  # a usage error before anything loads
     spec = with_values(load_study(args.file), args.set)
     if args.no_nsys:
         spec = without_nsys(spec)
@@ -172,15 +181,16 @@ def cmd_study(args: argparse.Namespace) -> int:
     if not target:
         raise UsageError(f"{args.file} names no target", "add 'target:' to the study, or give --target")
     repeat = spec.repeat if args.repeat is None else args.repeat
-    host = find_host(args.inventory, target, vault_options(args))
+    hosts = target_hosts(args, target)
     output_folder(args.out)
-    request = StudyRequest(spec=spec, host=host,
-                           catalog=load_catalog(args.apps_dir), out_dir=args.out, repeat=repeat, fresh=args.fresh,
-                           connect=connect_options(args),
-                           inventory=args.inventory, settings=settings)
+    connect = connect_options(args)
     view = StudyView(stderr(), len(cells(spec)) * repeat)
     try:
-        outcome = run_study(request, view)
+        with hold(leases, hosts, f"study {spec.name}", view, connect) as lease:  # for all its runs
+            request = StudyRequest(spec=spec, host=lease.host, catalog=load_catalog(args.apps_dir), out_dir=args.out,
+                                   repeat=repeat, fresh=args.fresh, connect=connect, inventory=args.inventory,
+                                   settings=settings, capturing=lease.capturing)
+            outcome = run_study(request, view)
     finally:
         view.close()
     print(outcome.folder)
@@ -218,7 +228,8 @@ def cmd_apps(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"nsys": cmd_nsys, "profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
+COMMANDS = {"nsys": cmd_nsys, "boards": cmd_boards,
+            "profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
             "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor,
             "results": cmd_results, "ci": cmd_ci, "help": cmd_help}

@@ -14,7 +14,9 @@ from ..runs.run_settings import RunSettings
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..boards.lease import LeaseOptions
     from ..inventory.ansible_source import VaultOptions
+    from ..inventory.host import Host
     from ..targets.settings import ConnectOptions
 
 
@@ -194,6 +196,43 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
     return RunSettings(grace_s=args.grace, retries=args.retries, heartbeat_timeout_s=args.heartbeat_timeout,
                        wait_lock_s=args.wait_lock, keep_remote=args.keep_remote, lock_clocks=args.lock_clocks,
                        nvpmodel=args.nvpmodel)
+
+
+DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
+          "results.db in ~/.local/share/orchestrate)"
+
+
+def add_lease_options(parser: argparse.ArgumentParser, pick_any: bool = True) -> None:
+    """The boards' leases in the results database, for every command that runs captures on boards: declared once."""
+    group = parser.add_argument_group("boards shared by a team (leases in the results database)")
+    group.add_argument("--db", help=DB_HELP + "; its leases hold each board for one run, study or job at a time, "
+                       "across every process and machine sharing it")
+    if pick_any:
+        group.add_argument("--any", action="store_true",
+                           help="--target is an Ansible pattern: take the first of its boards that is free and not "
+                                "quarantined (waiting in turn when all are held)")
+    group.add_argument("--no-leases", action="store_true",
+                       help="take no lease (a lone board nobody shares; the board's capture lock still holds)")
+    group.add_argument("--quarantine-after", type=whole(1, 100), default=3, metavar="N",
+                       help="quarantine a board after N failures in a row of its connection or preflight (default 3)")
+
+
+def lease_options(args: argparse.Namespace) -> LeaseOptions:
+    from ..boards.lease import LeaseOptions
+    if getattr(args, "any", False) and args.no_leases:
+        raise UsageError("--any takes a free board from the leases, which --no-leases turns off",
+                         "drop one of them")
+    return LeaseOptions(args.db, not args.no_leases, args.quarantine_after)
+
+
+def target_hosts(args: argparse.Namespace, target: str) -> list[Host]:
+    """The host --target names; with --any, every host the pattern matches (in the inventory's order)."""
+    from ..inventory.hosts import find_host, load_inventory
+    if not getattr(args, "any", False):
+        return [find_host(args.inventory, target, vault_options(args))]
+    from ..fleet.patterns import select_hosts
+    inventory = load_inventory(args.inventory, vault_options(args))
+    return [inventory.host(name) for name in select_hosts(inventory, target, "--target")]
 
 
 def add_inventory_options(parser: argparse.ArgumentParser, help_text: str) -> None:

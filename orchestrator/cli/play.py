@@ -24,7 +24,7 @@ from ..documents.fleet import FleetBoard
 from ..documents.run import RunDocument, read_run_or_none
 from ..documents.study import read_study
 from ..environment import take_become_password
-from ..errors import OrchestratorError, UsageError
+from ..errors import BoardQuarantinedError, OrchestratorError, UsageError
 from ..fleet.board import UNREACHABLE_ERRORS, board_failure, profile_board, study_board
 from ..fleet.doctor import check_board
 from ..fleet.results import board_result_from_run
@@ -32,7 +32,7 @@ from ..inventory.hosts import Inventory, play_inventory
 from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest
 from ..study.runner import StudyRequest
-from .options import capture_overrides, connect_options, output_folder, run_settings
+from .options import capture_overrides, connect_options, lease_options, output_folder, run_settings
 
 TASKS = ("profile", "study", "ci", "doctor", "fetch")
 # the commands whose host is --target (doctor and fetch take theirs from the play, and the run folder)
@@ -95,6 +95,8 @@ def run_task(command: str, options: Sequence[str], target: str, record: Mapping[
                 result = _check(command, args, hosts, target)
             else:
                 result = TASK_RUNNERS[command](args, hosts, target, notes)
+    except BoardQuarantinedError as exc:  # skipped, as a fleet skips it
+        result = {"status": "skipped", "reason": exc.one_line(), "exit_code": exc.exit_code, "changed": False}
     except OrchestratorError as exc:
         result = {"status": "unreachable" if isinstance(exc, UNREACHABLE_ERRORS) else "failed",
                   "reason": exc.one_line(), "exit_code": exc.exit_code, "changed": False}
@@ -119,7 +121,7 @@ def _profile(args: argparse.Namespace, hosts: Inventory, target: str, notes: Not
     out = output_folder(args.out).absolute()
     request = ProfileRequest(host=host, app=spec, out_dir=out, settings=settings, inventory=None,
                              connect=connect_options(args))
-    board = profile_board(request, notes, out)
+    board = profile_board(request, notes, out, lease_options(args))
     result = _board_result(board, out)
     run = read_run_or_none(Path(result["folder"])) if result.get("folder") else None
     result["changed"] = run is not None and run.remote_run_dir is not None
@@ -139,7 +141,7 @@ def _study(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes
                            out_dir=out / safe_name_part(target),
                            repeat=spec.repeat if args.repeat is None else args.repeat, fresh=args.fresh,
                            connect=connect_options(args), settings=settings)
-    result = _board_result(study_board(request, notes, out), out)
+    result = _board_result(study_board(request, notes, out, lease_options(args)), out)
     result["changed"] = False
     if result.get("folder"):
         with contextlib.suppress(OrchestratorError):

@@ -16,24 +16,25 @@ if TYPE_CHECKING:
     from ..inventory.host import Host
 
 from .options import (
+    DB_HELP,
     add_inventory_options,
+    add_lease_options,
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
     connect_options,
     existing_folder,
+    lease_options,
     output_file,
     output_folder,
     run_settings,
     show,
     stderr,
+    target_hosts,
     vault_options,
     whole,
     write_output,
 )
-
-DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
-          "results.db in ~/.local/share/orchestrate)"
 
 
 def add_parsers(sub: Any) -> None:
@@ -116,7 +117,7 @@ def add_parsers(sub: Any) -> None:
     ci.add_argument("--commit", help="the commit measured (default: from CI variables, else git)")
     ci.add_argument("--branch", help="the branch measured (default: from CI variables, else git)")
     ci.add_argument("--out", type=Path, default=Path("runs"), help="folder for the job's runs (default runs/)")
-    ci.add_argument("--db", help=DB_HELP)
+    add_lease_options(ci)
     add_run_settings(ci, "before each run (default 0)")
     add_no_nsys_option(ci)
     add_ssh_options(ci)
@@ -147,7 +148,7 @@ def _since(text: str | None) -> datetime | None:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from ..results.database import open_database
+    from ..database.connection import open_database
     # the folders are read before the database is opened: a mistyped one creates no database
     found = _import_records(args.folders) if args.results_command == "import" else []
     database = open_database(args.db, read_only=args.results_command != "import")  # a reader writes nothing
@@ -269,10 +270,10 @@ def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[A
     from ..ci.fleet_job import run_fleet_ci
     from ..ci.job import CiRequest, gated_names, job_study, run_ci
     from ..ci.outputs import markdown_summary
+    from ..database.connection import open_database
     from ..fleet.patterns import select_hosts
     from ..inventory.catalog import load_catalog
-    from ..inventory.hosts import find_host, load_inventory
-    from ..results.database import open_database
+    from ..inventory.hosts import load_inventory
     from ..stats.gate import parse_rule
     from ..study.runner import StudyRequest
     from ..study.spec import cells, without_nsys
@@ -284,8 +285,12 @@ def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[A
     if args.no_nsys:
         study = without_nsys(study)
     gated_names(rules, study, catalog)
+    leases = lease_options(args)
+    if args.any and not args.target:
+        raise UsageError("--any takes one free board of --target's pattern; --limit runs every board it matches",
+                         "give --target PATTERN --any, or --limit PATTERN")
     if hosts is None and args.target:
-        hosts = [find_host(args.inventory, args.target, vault_options(args))]
+        hosts = target_hosts(args, args.target)
     elif hosts is None:
         inventory = load_inventory(args.inventory, vault_options(args))
         hosts = [inventory.host(name) for name in select_hosts(inventory, args.limit)]
@@ -305,9 +310,10 @@ def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[A
     if max_repeat < repeat:
         raise UsageError(f"--max-repeat {max_repeat} is below the {repeat} runs a cell has anyway",
                          f"give --max-repeat {repeat} or more")
-    request = CiRequest(run, provenance, base, rules, args.baseline_jobs, args.min_jobs, max_repeat)
+    request = CiRequest(run, provenance, base, rules, args.baseline_jobs, args.min_jobs, max_repeat, leases=leases,
+                        candidates=tuple(hosts) if args.target else ())
     database = open_database(args.db)
-    view = StudyView(stderr(), len(cells(study)) * repeat * len(hosts))
+    view = StudyView(stderr(), len(cells(study)) * repeat * (1 if args.target else len(hosts)))
     try:
         outcome = run_ci(request, database, view) if args.target else run_fleet_ci(request, hosts, database, view)
     finally:

@@ -1,16 +1,18 @@
-"""One board's run as a fleet counts it: a value, ``ok``, ``failed`` or ``unreachable`` (Ansible's word for a host it
-could not reach or log in to), with the figures it measured, and never an exception for the board's own failures.
-The fleet runs it for each of its boards; the orchestrate.jetson collection's tasks for the host a play gives them.
+"""One board's run as a fleet counts it: a value, ``ok``, ``failed``, ``unreachable`` (Ansible's word for a host it
+could not reach or log in to) or ``skipped`` (quarantined), with the figures it measured, and never an exception for
+the board's own failures. Each holds the board's lease for its run or study. The fleet runs it for each of its
+boards; the orchestrate.jetson collection's tasks for the host a play gives them.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+from ..boards.lease import LeaseOptions, hold
 from ..documents.fleet import FleetBoard
 from ..documents.run import is_run_folder, read_run_or_none
 from ..documents.study import study_folders
-from ..errors import AuthError, ConnectError, HostKeyError, OrchestratorError, UsageError
+from ..errors import AuthError, BoardQuarantinedError, ConnectError, HostKeyError, OrchestratorError, UsageError
 from ..figures.measured import measured_despite_nsys
 from ..runs.profile import ProfileRequest, profile
 from ..runs.progress import Progress
@@ -21,24 +23,41 @@ from .results import board_result_from_run, board_result_from_study
 UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
 
 
-def profile_board(request: ProfileRequest, progress: Progress, base: Path) -> FleetBoard:
+def profile_board(request: ProfileRequest, progress: Progress, base: Path, leases: LeaseOptions) -> FleetBoard:
     """Profile one app on the request's host; paths in the result are relative to ``base``."""
     target = request.host.name
     try:
-        outcome = profile(request, progress)
+        with hold(leases, (request.host,), _purpose(f"profile {request.app.name}", request.fleet), progress,
+                  request.connect, request.stop) as lease:
+            outcome = profile(replace(request, capturing=lease.capturing), progress)
+    except BoardQuarantinedError as exc:
+        return skipped(target, exc)
     except OrchestratorError as exc:
         return board_failure(target, exc, base)
     return board_result_from_run(target, outcome.run_dir, base)
 
 
-def study_board(request: StudyRequest, progress: StudyProgress, base: Path) -> FleetBoard:
-    """Run a study on the request's host; paths in the result are relative to ``base``."""
+def study_board(request: StudyRequest, progress: StudyProgress, base: Path, leases: LeaseOptions) -> FleetBoard:
+    """Run a study on the request's host, holding the board for all its runs; paths in the result are relative to
+    ``base``."""
     target = request.host.name
     try:
-        study = run_study(request, progress)
+        with hold(leases, (request.host,), _purpose(f"study {request.spec.name}", request.fleet), progress,
+                  request.connect, request.stop) as lease:
+            study = run_study(replace(request, capturing=lease.capturing), progress)
+    except BoardQuarantinedError as exc:
+        return skipped(target, exc)
     except OrchestratorError as exc:
         return board_failure(target, exc, base, request.out_dir)
     return board_result_from_study(target, study.folder, base)
+
+
+def skipped(target: str, exc: BoardQuarantinedError) -> FleetBoard:
+    return FleetBoard(target, "skipped", exc.one_line(), exc.exit_code)
+
+
+def _purpose(what: str, fleet: dict[str, object] | None) -> str:
+    return f"fleet {fleet['folder']}: {what}" if fleet else what
 
 
 def board_failure(target: str, exc: OrchestratorError, base: Path, study_out: Path | None = None) -> FleetBoard:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import __version__
+from ..boards.lease import LeaseOptions
 from ..documents.fleet import FleetBoard, FleetDocument, write_fleet
 from ..errors import OrchestratorError
 from ..inventory.catalog import AppSpec, chosen_app, load_catalog
@@ -82,6 +83,7 @@ class FleetRequest:
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     settings: RunSettings = field(default_factory=RunSettings)
     board_timeout_s: float | None = None
+    leases: LeaseOptions = field(default_factory=LeaseOptions)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,8 @@ class FleetOutcome:
 
     @property
     def failed(self) -> list[FleetBoard]:
-        return [r for r in self.results if r.status != "ok"]
+        """The boards that failed or were unreachable (a quarantined board skipped is in the recap, not here)."""
+        return [r for r in self.results if r.status not in ("ok", "skipped")]
 
 
 def fleet_folder(out_dir: Path, what: str) -> Path:
@@ -147,7 +150,7 @@ def run_fleet(request: FleetRequest, view: FleetView) -> FleetOutcome:
 
 
 def recap_counts(results: list[FleetBoard]) -> dict[str, int]:
-    counts = {"ok": 0, "failed": 0, "unreachable": 0}
+    counts = {"ok": 0, "failed": 0, "unreachable": 0, "skipped": 0}
     for result in results:
         counts[result.status] = counts.get(result.status, 0) + 1
     return counts
@@ -188,7 +191,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
             profile_request = ProfileRequest(
                 host=host, app=request.plan.app, out_dir=folder, connect=request.connect, settings=request.settings,
                 inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
-            result = profile_board(profile_request, progress, folder)
+            result = profile_board(profile_request, progress, folder, request.leases)
         else:
             assert request.plan.study is not None
             study_request = StudyRequest(
@@ -197,7 +200,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
                 inventory=request.plan.inventory_path, settings=request.settings, stop=stop,
                 fleet={"folder": folder.name, "target": target})
-            result = study_board(study_request, progress, folder)
+            result = study_board(study_request, progress, folder, request.leases)
     except OrchestratorError as exc:  # the host's own values refused
         result = board_failure(target, exc, folder)
     except Exception as exc:  # a bug on one board must not hide the others: its result says so

@@ -13,11 +13,11 @@ from sqlalchemy import Select, and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.sql.elements import ColumnElement
 
+from ..database.connection import Database, _first_line
+from ..database.schema import jobs as jobs_table
+from ..database.schema import metrics, runs
 from ..errors import ResultsDatabaseError
-from .database import Database, _first_line
 from .records import Provenance, RunRecord
-from .schema import jobs as jobs_table
-from .schema import metrics, runs
 
 PASSING_OUTCOMES = ("pass", "no-baseline", "unsure")
 RUNS_PER_JOB_READ = 1000  # a baseline reads at most this many runs per job it wants (--repeat's bound)

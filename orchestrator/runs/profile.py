@@ -57,6 +57,8 @@ class ProfileRequest:
     study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
     fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
     stop: remote_capture.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
+    # told the board's folder of the capture once it runs, and None once it ended: the board's lease lasts as long
+    capturing: Callable[[str | None], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,8 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.capture_s, unit="s"):
         launched = remote_capture.launch(agent, launch)
+        if request.capturing is not None:
+            request.capturing(paths.run_dir)
         if launched.recovered_clocks:  # an earlier capture's supervisor died with the clocks locked
             run.recovered_clocks = launched.recovered_clocks
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
@@ -259,6 +263,8 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
         preparation = Preparation(agent.transport, during_capture=not request.host.is_local, large_pull=app.nsys)
         capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
                                  preparation.on_progress, app.capture_s)
+    if request.capturing is not None:
+        request.capturing(None)
     preparation.finish()
     from .collect import collect  # loaded by now
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None

@@ -70,6 +70,7 @@ class StudyRequest:
     # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
     more_runs: Callable[[Path, StudyDocument], list[int]] | None = None
     max_repeat: int | None = None
+    capturing: Callable[[str | None], None] | None = None  # each run's capture, told to the board's lease
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,8 @@ class _Turns:
         started = time.monotonic()
         profile_request = ProfileRequest(
             host=request.host, app=app, out_dir=folder, connect=request.connect, settings=request.settings,
-            inventory=request.inventory, study={**tag, "repeat": repeat}, fleet=request.fleet, stop=self.stop)
+            inventory=request.inventory, study={**tag, "repeat": repeat}, fleet=request.fleet, stop=self.stop,
+            capturing=request.capturing)
         try:
             outcome = profile(profile_request, progress, self.board)
             entry.runs.append(outcome.run_dir.name)

@@ -66,4 +66,20 @@ options:
   nvpmodel:
     description: With O(lock_clocks), this nvpmodel power mode for the capture, the board's own after it.
     type: int
+  db:
+    description:
+      - The results database (a SQLite path or a PostgreSQL URL; default orchestrate's). Its leases hold each board
+        for one run, study or CI job at a time across every play, process and machine sharing it; a task waits its
+        turn in request order.
+    type: str
+  no_leases:
+    description: Take no lease (a lone board nobody shares; the board's capture lock still holds).
+    type: bool
+    default: false
+  quarantine_after:
+    description:
+      - Quarantine a board after this many failures in a row of its connection or preflight. A quarantined board's
+        task is skipped, with the reason, until C(orchestrate boards release).
+    type: int
+    default: 3
 """

@@ -71,9 +71,6 @@ options:
   branch:
     description: The branch measured (default from CI variables, else git).
     type: str
-  db:
-    description: The results database (a SQLite path or a PostgreSQL URL; default orchestrate's).
-    type: str
 extends_documentation_fragment:
   - orchestrate.jetson.options.run
   - orchestrate.jetson.options.ssh

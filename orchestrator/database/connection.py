@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from ..errors import ResultsDatabaseError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0001"  # the newest migration's (a test holds it to Alembic's head): a database already there
+HEAD_REVISION = "0002"  # the newest migration's (a test holds it to Alembic's head): a database already there
 #                         is opened without loading Alembic
 BUSY_TIMEOUT_S = 60.0
 MIGRATION_LOCK = 7_311_947  # the advisory lock key on PostgreSQL: any number of orchestrate's own

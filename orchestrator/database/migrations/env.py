@@ -3,7 +3,7 @@ or on ``sqlalchemy.url`` from the command line (``alembic -x url=...``)."""
 from alembic import context
 from sqlalchemy import create_engine
 
-from orchestrator.results.schema import metadata
+from orchestrator.database.schema import metadata
 
 config = context.config
 

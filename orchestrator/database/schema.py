@@ -5,6 +5,8 @@ same schema version by version (a test holds the two equal).
 - ``runs``: one row per run (a study's runs each have theirs, with the cell's label and variables), keyed by
   ``uid``; the board's kind and software fingerprints, validity, and where its folder was.
 - ``metrics``: a run's figures, one row per name (``steady_mean_ms``, ``app.inference_mean_ms``, ...).
+- ``leases``: who holds each board, and who waits for it in request order (``orchestrator.boards``).
+- ``board_health``, ``board_events``: failures in a row, quarantine, and each board's history of them.
 """
 from __future__ import annotations
 
@@ -80,3 +82,45 @@ metrics = Table(
     Column("better", String(8)),            # "lower", "higher", or None when neither is better
 )
 Index("ix_metrics_name_run", metrics.c.name, metrics.c.run_id)
+
+# The boards every process sharing the database obeys (``orchestrator.boards``); times are seconds since the epoch
+# on the database's clock (PostgreSQL's, or the one machine's for SQLite), so hosts whose clocks differ agree.
+
+leases = Table(
+    "leases", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),   # the request's place in the queue
+    Column("uid", String(64), nullable=False),
+    Column("candidates", Text, nullable=False),     # the boards it would take, first choice first, as JSON
+    Column("board", String(255)),                   # the board granted (None while it waits)
+    Column("holder", String(255), nullable=False),  # who asked: user@host pid N
+    Column("purpose", String(255), nullable=False),  # what for: "profile es2gears", "study codecs", "ci job 1a2b"
+    Column("state", String(16), nullable=False),    # waiting, held, ended
+    Column("requested_at", Float, nullable=False),
+    Column("granted_at", Float),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("end_reason", Text),
+    Column("capture", Text),                        # the board's folder of the capture running under the lease
+    UniqueConstraint("uid", name="uq_leases_uid"),
+)
+Index("ix_leases_state", leases.c.state, leases.c.board)
+
+board_health = Table(
+    "board_health", metadata,
+    Column("board", String(255), primary_key=True),
+    Column("failures", Integer, nullable=False),    # preflight or connection failures in a row
+    Column("quarantined_at", Float),                # None while the board is in service
+    Column("reason", Text),                         # the last failure's one line
+    Column("updated_at", Float, nullable=False),
+)
+
+board_events = Table(
+    "board_events", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("board", String(255), nullable=False),
+    Column("at", Float, nullable=False),
+    Column("kind", String(32), nullable=False),     # failure, quarantined, released, recovered, holder-gone
+    Column("detail", Text, nullable=False),
+    Column("by", String(255), nullable=False),      # the holder that saw it
+)
+Index("ix_board_events_board", board_events.c.board, board_events.c.at)

@@ -1,0 +1,59 @@
+"""What ``orchestrate boards`` shows: who holds each board and who waits for it, the quarantined boards and the
+boards' history of failures; and bringing a quarantined board back."""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..database.connection import Database
+from ..inventory.hosts import Inventory
+from . import ledger
+from .lease import holder_name
+from .queue import Waiting, board_key, is_stale, queue_ahead
+
+
+@dataclass
+class Overview:
+    held: list[dict[str, Any]] = field(default_factory=list)       # one per board held, with its queue
+    waiting: list[dict[str, Any]] = field(default_factory=list)    # every request waiting, in request order
+    health: list[dict[str, Any]] = field(default_factory=list)     # every board with a failure or a quarantine
+    events: list[dict[str, Any]] = field(default_factory=list)     # the newest events, oldest first
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def overview(database: Database, board: str | None = None, events: int = 20) -> Overview:
+    rows = ledger.lease_rows(database)
+    with database.engine.connect() as connection:
+        now = ledger.now(connection)
+    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
+    shown = Overview()
+    for row in rows:
+        if board is not None and board != row.board and board not in row.candidates:
+            continue
+        entry = {**row.as_json(), "gone": is_stale(row.heartbeat_at, now),
+                 "silent_s": round(now - row.heartbeat_at, 1)}
+        if row.state == ledger.HELD:
+            entry["queue"] = [r.uid for r in rows if r.state == ledger.WAITING and row.board in r.candidates]
+            shown.held.append(entry)
+        else:
+            own = Waiting(row.id, row.candidates)
+            entry["ahead"] = {b: queue_ahead(waiting, own, b) for b in row.candidates}
+            shown.waiting.append(entry)
+    shown.health = [h.as_json() for h in ledger.health_rows(database, board) if h.failures or h.quarantined_at]
+    shown.events = ledger.events(database, board, events)
+    return shown
+
+
+def board_of(name: str, inventory: Inventory | None) -> str:
+    """The board an inventory's host name is (as the leases name it), or ``name`` itself when it is already one."""
+    if inventory is not None and name in inventory.names:
+        return board_key(inventory.host(name), socket.gethostname())
+    return name
+
+
+def release(database: Database, board: str) -> ledger.Health | None:
+    return ledger.release(database, board, holder_name())
+
