@@ -42,11 +42,19 @@ def split_pattern(pattern: str) -> list[str]:
 
 def select_hosts(inventory: Inventory, pattern: str | None, option: str = "--limit") -> list[str]:
     """The hosts a pattern names, in inventory order; a term that names nothing is an error (a typo
-    would otherwise leave boards out silently)."""
+    would otherwise leave boards out silently). ``option``: the one the pattern came with, as errors name it."""
+    try:
+        return _select(inventory, pattern)
+    except UsageError as exc:
+        if option == "--limit":
+            raise
+        raise UsageError(exc.message.replace("--limit", option), exc.hint.replace("--limit", option)) from None
+
+
+def _select(inventory: Inventory, pattern: str | None) -> list[str]:
     terms = split_pattern(pattern or "all")
     if not terms:
-        raise UsageError(f"{option} '{pattern}' holds no pattern",
-                         f"e.g. {option} jetson_nano or {option} 'all:!orin01'")
+        raise UsageError(f"--limit '{pattern}' holds no pattern", "e.g. --limit jetson_nano or --limit 'all:!orin01'")
     plain = [t for t in terms if t[0] not in "!&"]
     narrowing = [t for t in terms if t[0] == "&"]
     excluded = [t for t in terms if t[0] == "!"]
@@ -61,7 +69,7 @@ def select_hosts(inventory: Inventory, pattern: str | None, option: str = "--lim
         chosen = {name: None for name in chosen if name not in drop}
     hosts = list(chosen)
     if not hosts:
-        raise UsageError(f"{option} '{pattern}' leaves no target in {inventory.source}",
+        raise UsageError(f"--limit '{pattern}' leaves no target in {inventory.source}",
                          "see 'orchestrate targets' for the groups and hosts")
     return hosts
 
