@@ -92,9 +92,8 @@ def test_leases_are_granted_in_request_order_and_a_gone_holder_frees_its_board(d
     # first takes a; second wanted a too but takes b, its next choice, before fourth asked for b
     assert state == {"first": ("held", "a"), "second": ("held", "b"), "third": ("waiting", None),
                      "fourth": ("waiting", None)}
-    ledger.end(database, "first", "done")
-    ledger.settle(database, "tester")
-    assert ledger.read(database, "third").board == "a"
+    ledger.end(database, "first", "done", "tester")
+    assert ledger.read(database, "third").board == "a"  # the holder that ends passes the board on
     _age(database, "second", STALE_S + 1)  # its holder died
     ledger.settle(database, "tester")
     assert (ledger.read(database, "second").state, ledger.read(database, "second").end_reason) == (

@@ -36,7 +36,8 @@ from . import ledger
 from .board_check import capture_running
 from .queue import HEARTBEAT_S, QUARANTINE_AFTER, Waiting, board_key, is_stale, queue_ahead
 
-POLL_S = 1.0    # how often a waiting request looks whether its turn came
+LOOK_S = 0.25   # how often a waiting request looks whether it was granted (a read: the one that ends a lease grants)
+POLL_S = 1.0    # how often it grants the free boards itself (a holder that is gone grants nothing)
 CHECK_S = 3.0   # how often a waiter asks a board whether the capture of a holder that is gone still runs
 # a run that failed with one of these never got past the board's connection or preflight: a failure in a row
 BOARD_FAILURES = (ConnectError, HostKeyError, ConnectionLostError, PreflightError)
@@ -141,7 +142,7 @@ def hold(options: LeaseOptions, hosts: Sequence[Host], purpose: str, view: Lease
             view.note("info", f"{lease.board} stays held until its capture ends there")
         else:
             try:
-                ledger.end(database, uid, "done")
+                ledger.end(database, uid, "done", holder)
             except ResultsDatabaseError as exc:
                 view.note("warning", f"{exc.one_line()}: the lease ends when its heartbeat stops")
         database.close()
@@ -169,10 +170,13 @@ def _in_service(database: Database, keys: tuple[str, ...]) -> tuple[str, ...]:
 
 def _wait_turn(database: Database, uid: str, by_key: dict[str, Host], view: LeaseView, connect: ConnectOptions,
                stop: Stopping | None) -> ledger.LeaseRow:
-    said, checked = "", 0.0
+    said, settled, checked = "", -POLL_S, -CHECK_S
     holder = holder_name()
     while True:
-        ledger.settle(database, holder)
+        started = time.monotonic()
+        if started - settled >= POLL_S:
+            ledger.settle(database, holder)
+            settled = started
         rows = ledger.lease_rows(database)
         own = next((r for r in rows if r.uid == uid), None) or ledger.read(database, uid)
         if own.state == ledger.HELD:
@@ -182,20 +186,19 @@ def _wait_turn(database: Database, uid: str, by_key: dict[str, Host], view: Leas
         if own.state == ledger.ENDED:
             raise ResultsDatabaseError(f"the request for {', '.join(own.candidates)} was ended: {own.end_reason}",
                                        "this process was silent too long; try again")
-        _in_service(database, own.candidates)  # every board it could take quarantined meanwhile: say so
-        now = time.time()
         text = _waiting_text(own, rows)
         if text != said:
             view.note("info", text)
             said = text
-        if now - checked >= CHECK_S:
-            checked = now
+        if started - checked >= CHECK_S:
+            checked = started
+            _in_service(database, own.candidates)  # every board it could take quarantined meanwhile: say so
             _free_ended_captures(database, rows, own, by_key, connect, holder)
-        if stop is not None and stop.interrupt.wait(POLL_S):
+        if stop is not None and stop.interrupt.wait(LOOK_S):
             raise InterruptedRunError(f"interrupted while waiting for {', '.join(own.candidates)}",
                                       "nothing ran; the board was not taken")
         if stop is None:
-            time.sleep(POLL_S)
+            time.sleep(LOOK_S)
 
 
 def _waiting_text(own: ledger.LeaseRow, rows: list[ledger.LeaseRow]) -> str:
@@ -214,10 +217,11 @@ def _free_ended_captures(database: Database, rows: list[ledger.LeaseRow], own: l
                          by_key: dict[str, Host], connect: ConnectOptions, holder: str) -> None:
     """The leases of the boards this request waits for whose holders are gone while a capture ran: ended once the
     board says that capture's supervisor has ended."""
+    at = ledger.clock(database)
     for row in rows:
         if row.state != ledger.HELD or row.board not in own.candidates or not row.capture:
             continue
-        if not is_stale(row.heartbeat_at, time.time()):
+        if not is_stale(row.heartbeat_at, at):
             continue
         running, detail = capture_running(by_key[row.board], row.capture, connect)
         if not running:

@@ -86,6 +86,14 @@ def now(connection: Connection) -> float:
     return time.time()
 
 
+def clock(database: Database) -> float:
+    try:
+        with database.engine.connect() as connection:
+            return now(connection)
+    except SQLAlchemyError as exc:
+        raise unreachable(database, exc) from None
+
+
 def ask(database: Database, uid: str, candidates: tuple[str, ...], holder: str, purpose: str) -> None:
     with changing(database) as connection:
         at = now(connection)
@@ -98,20 +106,23 @@ def settle(database: Database, by: str) -> None:
     """End the requests and leases whose holders are gone (a lease whose capture runs stays: the capture's own
     end frees it, see ``capture_ended``), then grant the free boards in request order."""
     with changing(database) as connection:
-        at = now(connection)
-        rows = [LeaseRow.of(r) for r in connection.execute(select(leases).where(leases.c.state != ENDED))]
-        for row in rows:
-            if is_stale(row.heartbeat_at, at) and not (row.state == HELD and row.capture):
-                gone = "abandoned while waiting" if row.state == WAITING else "its holder stopped answering"
-                _end(connection, row.uid, gone, at)
-                if row.state == HELD and row.board:
-                    _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {gone}", by, at)
-        live = [r for r in rows if r.state == HELD and not (is_stale(r.heartbeat_at, at) and not r.capture)]
-        quarantined = {h.board for h in _health(connection) if h.quarantined_at is not None}
-        waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == WAITING and not is_stale(r.heartbeat_at, at)]
-        for request_id, board in grants(waiting, {r.board for r in live if r.board}, quarantined).items():
-            connection.execute(update(leases).where(and_(leases.c.id == request_id, leases.c.state == WAITING))
-                               .values(state=HELD, board=board, granted_at=at, heartbeat_at=at))
+        _settle(connection, now(connection), by)
+
+
+def _settle(connection: Connection, at: float, by: str) -> None:
+    rows = [LeaseRow.of(r) for r in connection.execute(select(leases).where(leases.c.state != ENDED))]
+    for row in rows:
+        if is_stale(row.heartbeat_at, at) and not (row.state == HELD and row.capture):
+            gone = "abandoned while waiting" if row.state == WAITING else "its holder stopped answering"
+            _end(connection, row.uid, gone, at)
+            if row.state == HELD and row.board:
+                _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {gone}", by, at)
+    live = [r for r in rows if r.state == HELD and not (is_stale(r.heartbeat_at, at) and not r.capture)]
+    quarantined = {h.board for h in _health(connection) if h.quarantined_at is not None}
+    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == WAITING and not is_stale(r.heartbeat_at, at)]
+    for request_id, board in grants(waiting, {r.board for r in live if r.board}, quarantined).items():
+        connection.execute(update(leases).where(and_(leases.c.id == request_id, leases.c.state == WAITING))
+                           .values(state=HELD, board=board, granted_at=at, heartbeat_at=at))
 
 
 def beat(database: Database, uid: str) -> str | None:
@@ -129,9 +140,12 @@ def note_capture(database: Database, uid: str, capture: str | None) -> None:
                                                                             heartbeat_at=now(connection)))
 
 
-def end(database: Database, uid: str, reason: str) -> None:
+def end(database: Database, uid: str, reason: str, by: str) -> None:
+    """End the lease (or the request), and pass its board on to the next request at once."""
     with changing(database) as connection:
-        _end(connection, uid, reason, now(connection))
+        at = now(connection)
+        _end(connection, uid, reason, at)
+        _settle(connection, at, by)
 
 
 def capture_ended(database: Database, row: LeaseRow, by: str, detail: str) -> None:
@@ -145,6 +159,7 @@ def capture_ended(database: Database, row: LeaseRow, by: str, detail: str) -> No
             state=ENDED, ended_at=at, end_reason=f"its holder stopped answering; {detail}")).rowcount
         if ended and row.board:
             _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {detail}", by, at)
+            _settle(connection, at, by)
 
 
 def read(database: Database, uid: str) -> LeaseRow:

@@ -26,8 +26,7 @@ class Overview:
 
 def overview(database: Database, board: str | None = None, events: int = 20) -> Overview:
     rows = ledger.lease_rows(database)
-    with database.engine.connect() as connection:
-        now = ledger.now(connection)
+    now = ledger.clock(database)
     waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
     shown = Overview()
     for row in rows:
