@@ -21,6 +21,7 @@ class OrchestratorError(Exception):
 
     exit_code = 1
     run_dir: Path | None = None
+    finding: str | None = None  # the code of the board's preflight finding it came from, when it did
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -174,6 +175,10 @@ class ResultsDatabaseError(OrchestratorError):
     """The results database could not be opened, read or written."""
 
     exit_code = 24
+
+
+class NothingStoredError(ResultsDatabaseError):
+    """A reader found no results database, an empty one, or one whose schema is older than what it reads."""
 
 
 class BoardQuarantinedError(OrchestratorError):

@@ -9,7 +9,6 @@ ends the capture on its own and keeps the report on the board, so a lost link, a
 killed host process costs nothing but the rest of the capture.
 """
 import errno
-import fcntl
 import json
 import os
 import select
@@ -18,8 +17,8 @@ import sys
 import time
 import traceback
 
+from . import board_lock, clocks, facts, files, sampler, watchdog
 from . import capture as capture_mod
-from . import clocks, facts, files, sampler, watchdog
 from .messages import ClocksUsed, HostLine, LaunchAnswer, LockHolder, StatusAnswer
 
 STATE = "state.json"
@@ -31,14 +30,7 @@ HEARTBEAT = "heartbeat"
 FOLLOW_LOOK_S = 0.1
 CALM_FOLLOW_LOOK_S = 0.25
 STOP = "stop"
-LOCK = "board.lock"
-# nsys 2022.4 stalled in 5 of 10 captures that overlapped another one on the same machine (against 2 of
-# 20 alone), whatever their work dirs: the lock is the machine's wherever the agent may write it.
-MACHINE_LOCK = "/run/orchestrate-capture.lock"
 LOG = "agent.log"
-# the board's own record of its captures, one JSON line as each takes the board's lock and one as it ends (its
-# supervisor's last act before the lock is let go): what ran when on the board, whoever asked
-CAPTURES_LOG = "captures.log"
 # Bytes set aside at launch and given back when the disk fills up, so that the state file can still
 # be written; and the free space under which the capture is ended early, so that nsys can still
 # write the report of what it has.
@@ -80,68 +72,14 @@ def pid_alive(pid):
     return True
 
 
-def lock_path(work_dir):
-    """The machine's lock file when its folder is writable (root), else the work dir's."""
-    if os.access(os.path.dirname(MACHINE_LOCK), os.W_OK):
-        return MACHINE_LOCK
-    return os.path.join(work_dir, LOCK)
-
-
-class BoardLock(object):
-    """One capture at a time on a board: an flock on its lock file, held by the supervisor for the
-    capture and the import. The file says who holds it."""
-
-    def __init__(self, work_dir):
-        self.path = lock_path(work_dir)
-        self.fd = None
-
-    def acquire(self, wait_s, holder):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        deadline = time.time() + max(float(wait_s or 0), 0)
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except (OSError, IOError) as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.time() >= deadline:
-                    held_by = self.holder()
-                    os.close(self.fd)
-                    self.fd = None
-                    return held_by or {"run": "unknown"}
-                time.sleep(0.2)
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, json.dumps(holder, sort_keys=True).encode())
-        return None
-
-    def holder(self):
-        try:
-            with open(self.path) as handle:
-                return json.load(handle)
-        except (OSError, IOError, ValueError):
-            return None
-
-
-def log_capture(work_dir, run_dir, event):
-    """One line of the board's captures log (never a reason for a capture to fail)."""
-    line = json.dumps({"run": os.path.basename(run_dir), "event": event, "at": time.time(), "pid": os.getpid()})
-    try:
-        with open(os.path.join(work_dir, CAPTURES_LOG), "a") as handle:
-            handle.write(line + "\n")
-    except (OSError, IOError):
-        pass
-
-
 def launch(request):
     """Start the supervisor of a LaunchRequest; answers with its pid, or with who holds the board's lock."""
     run_dir = request.run_dir
-    lock = BoardLock(request.work_dir)
+    lock = board_lock.BoardLock(request.work_dir)
     busy = lock.acquire(request.settings.wait_lock_s, {
         "run": os.path.basename(run_dir), "host": request.requested_by, "since": time.time()})
     if busy is not None:
         return LaunchAnswer(busy=LockHolder.from_wire(busy))
-    log_capture(request.work_dir, run_dir, "start")
     recovered = clocks.recover_stale(request.work_dir, pid_alive)  # a lock whose supervisor was killed
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     for name in (STATE, STOP):
@@ -288,10 +226,13 @@ def capture_with_retries(request, sup):
 
 
 def supervise(request):
+    """The capture and its import, under the board's lock (this process's copy of it), between two lines of the
+    board's captures log."""
+    files.log_capture(request.work_dir, request.run_dir, "start", request.requested_by)
     try:
         _supervise(request)
     finally:
-        log_capture(request.work_dir, request.run_dir, "end")
+        files.log_capture(request.work_dir, request.run_dir, "end", request.requested_by)
 
 
 def _supervise(request):
@@ -402,8 +343,11 @@ def attach(request, emit, stdin_fd=0):
 
 
 def status(request):
-    """Where a run stands on the board: its state (None when unknown) and whether its supervisor lives."""
+    """Where a run stands on the board: its state (None when unknown) and whether its supervisor lives; with a work
+    dir, whether the board's capture lock is held (whoever's run, and read by any login)."""
     run_dir = request.run_dir
     state = read_state(run_dir)
     alive = bool(state) and state.get("stage") != ENDED and pid_alive(state["pid"])
-    return StatusAnswer.from_wire({"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive})
+    lock = board_lock.lock_state(request.work_dir) if request.work_dir else None
+    return StatusAnswer.from_wire({"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive,
+                                   "capture_lock": lock})

@@ -104,6 +104,7 @@ class SessionCall(Message):
 
 class StatusRequest(Message):
     run_dir: str = ""
+    work_dir: str = ""  # given: the answer says whether the board's capture lock is held
 
 
 class RemoveRequest(Message):
@@ -346,6 +347,7 @@ class StatusAnswer(Message):
     present: bool = False
     state: Optional[CaptureState] = None
     supervisor_alive: bool = False
+    capture_lock: Optional[str] = None  # "held", "free" or "unknown" (a lock file it cannot open); None: not asked
 
 
 class RemoveAnswer(Message):

@@ -276,16 +276,20 @@ def test_any_takes_the_free_board_of_a_pattern_and_waits_in_order_when_all_are_h
         for keeper in keepers:
             keeper.start()
         wait_for(lambda: len([r for r in ledger.lease_rows(database) if r.state == "held"]) == 3, 30)
-        first = start_cli(*any_of, "--out", str(tmp_path / "first"))
+        # runs long enough that the first still holds its board when the second is granted one
+        longer = [*any_of[:-len(QUICK)], "--app-cmd", "sleep 4", "--no-nsys", "--duration", "5"]
+        first = start_cli(*longer, "--out", str(tmp_path / "first"))
         wait_for(lambda: any(r.purpose == "profile sleep" for r in ledger.lease_rows(database)), 60, first)
-        second = start_cli(*any_of, "--out", str(tmp_path / "second"))
+        second = start_cli(*longer, "--out", str(tmp_path / "second"))
         wait_for(lambda: len([r for r in ledger.lease_rows(database) if r.purpose == "profile sleep"]) == 2, 60,
                  second)
         time.sleep(2)
         assert first.poll() is None and second.poll() is None  # both wait
         releases["b2"].set()  # the first in the queue takes it
+        wait_for(lambda: [r.board for r in ledger.lease_rows(database) if r.purpose == "profile sleep"
+                          and r.state == "held"] == [keys["b2"]], 60, first)
+        releases["b1"].set()  # and the second this one
         out1, err1 = first.communicate(timeout=300)
-        releases["b1"].set()
         out2, err2 = second.communicate(timeout=300)
         releases["b3"].set()
         assert (first.returncode, second.returncode) == (0, 0), err1 + err2

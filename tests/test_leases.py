@@ -15,12 +15,23 @@ from hypothesis import strategies as st
 from sqlalchemy import update
 
 from orchestrator.boards import ledger
-from orchestrator.boards.lease import LeaseOptions, hold
+from orchestrator.boards.lease import LeaseOptions, board_failure, hold
 from orchestrator.boards.overview import board_of, overview
-from orchestrator.boards.queue import STALE_S, Waiting, board_key, grants
+from orchestrator.boards.queue import HEARTBEAT_S, STALE_S, Waiting, board_key, grants
 from orchestrator.database.connection import open_database
 from orchestrator.database.schema import leases
-from orchestrator.errors import BoardQuarantinedError, ConnectError, ResultsDatabaseError, UsageError
+from orchestrator.errors import (
+    AppNotFoundError,
+    AuthError,
+    BoardBusyError,
+    BoardQuarantinedError,
+    ConnectError,
+    ConnectionLostError,
+    NsysMissingError,
+    PreflightError,
+    ResultsDatabaseError,
+    UsageError,
+)
 from orchestrator.inventory.host import Host
 from orchestrator.inventory.hosts import load_inventory
 
@@ -101,7 +112,7 @@ def test_leases_are_granted_in_request_order_and_a_gone_holder_frees_its_board(d
     assert ledger.read(database, "fourth").board == "b"
     assert [(e["board"], e["kind"]) for e in ledger.events(database)] == [("b", "holder-gone")]
     _age(database, "third", 3.0)
-    assert ledger.beat(database, "third") == "held"  # a beat renews it
+    assert ledger.beat(database, "third", None) == "held"  # a beat renews it
     assert ledger.lease_rows(database, uid="third")[0].heartbeat_at > time.time() - 2 - (
         0 if database.backend == "sqlite" else 60)  # (PostgreSQL's clock: the server's)
 
@@ -117,7 +128,7 @@ def test_a_lease_whose_holder_died_mid_capture_ends_with_the_capture_not_before(
     assert (gone.state, gone.capture) == ("held", "/work/runs/r1")  # its capture may still run: kept
     assert ledger.read(database, "waiter").state == "waiting"
     assert overview(database).held[0]["gone"] is True
-    ledger.beat(database, "holder")  # it came back meanwhile: the board's answer is for an older state
+    ledger.beat(database, "holder", "/work/runs/r1")  # it came back meanwhile: the board's answer is for an older state
     ledger.capture_ended(database, gone, "tester 2", "its capture ended on the board")
     assert ledger.read(database, "holder").state == "held"
     _age(database, "holder", STALE_S + 5)
@@ -143,8 +154,10 @@ def test_three_failures_in_a_row_quarantine_a_board_and_release_brings_it_back(d
             pass
     assert caught.value.exit_code == 25
     assert caught.value.message.startswith("a:1 quarantined (since ") and caught.value.message.endswith(": refused 3)")
-    assert caught.value.hint == "mend the board, then 'orchestrate boards release a:1'"
-    assert ledger.release(database, "a:1", "t").quarantined_at is None
+    # the database it is quarantined in, without a password
+    assert caught.value.hint == f"mend the board, then 'orchestrate boards release a:1 --db {database.describe()}'"
+    assert ledger.release(database, "a:1", "t").quarantined_at is not None  # what it was
+    assert [(h.failures, h.quarantined_at) for h in ledger.health_rows(database, "a:1")] == [(0, None)]
     assert [e["kind"] for e in ledger.events(database, "a:1")] == [
         "failure", "recovered", "failure", "failure", "failure", "quarantined", "released"]
     assert ledger.release(database, "nowhere", "t") is None
@@ -153,29 +166,117 @@ def test_three_failures_in_a_row_quarantine_a_board_and_release_brings_it_back(d
 HOSTS = [Host(name, address=name, port=1) for name in ("b1", "b2", "b3")]
 
 
-def test_holding_takes_the_first_free_board_records_its_failures_and_ends_the_lease(database):
+def test_holding_takes_the_first_free_board_and_ends_the_lease(database):
     said = Said()
-    options = LeaseOptions(database.url, quarantine_after=2)
+    options = LeaseOptions(database.url)
+    granted: list[str] = []
     with ExitStack() as stack:
         first = stack.enter_context(hold(options, HOSTS[:1], "profile one", said))
-        second = stack.enter_context(hold(options, HOSTS, "profile any", said))  # b1 is held: b2
+        second = stack.enter_context(hold(options, HOSTS, "profile any", said, granted=lambda: granted.append("2")))
         assert (first.host.name, first.board, second.host.name, second.board) == ("b1", "b1:1", "b2", "b2:1")
+        assert granted == ["2"]  # b1 is held: b2
         held = {r["board"]: r["purpose"] for r in overview(database).held}
         assert held == {"b1:1": "profile one", "b2:1": "profile any"}
+        assert overview(database, "b1:1").held[0]["purpose"] == "profile one" and len(overview(database, "b1:1")
+                                                                                       .held) == 1
     assert overview(database).held == [] and {r.end_reason for r in ledger.lease_rows(database, active=False)} == {
         "done"}
-    for _ in range(2):
-        with pytest.raises(ConnectError):
-            with hold(options, HOSTS[2:], "profile", said):
-                raise ConnectError("b3: connection refused", "is its sshd up?")
-    assert said.lines[-1] == ("warning", "b3:1 is quarantined after 2 failures in a row; 'orchestrate boards release "
-                                         "b3:1' brings it back")
-    with pytest.raises(UsageError):  # says nothing of the board: the streak stays
-        with hold(options, HOSTS[:1], "profile", said):
-            raise UsageError("bad option")
-    assert [(h.board, h.failures) for h in ledger.health_rows(database)] == [("b3:1", 2)]
     with hold(LeaseOptions(enabled=False), HOSTS[2:], "profile", said) as lone:  # no database at all
         assert (lone.host.name, lone.board) == ("b3", None)
+
+
+def _preflight_error(kind, code: str):
+    error = kind(f"preflight: {code}", "fix it")
+    error.finding = code
+    return error
+
+
+def test_what_counts_against_a_board_is_what_says_something_of_the_board():
+    assert board_failure(ConnectError("refused")) and board_failure(ConnectionLostError("lost"))
+    assert board_failure(_preflight_error(NsysMissingError, "nsys_missing"))
+    assert board_failure(_preflight_error(PreflightError, "perf_event_paranoid"))
+    # the request's own mistakes: the app, its folder, a power mode the board has not, a password
+    assert not board_failure(_preflight_error(AppNotFoundError, "app_not_found"))
+    assert not board_failure(_preflight_error(PreflightError, "workdir_missing"))
+    assert not board_failure(_preflight_error(PreflightError, "power_mode_unknown"))
+    assert not board_failure(AuthError("refused our key")) and not board_failure(UsageError("bad option"))
+
+
+def test_each_run_s_preflight_counts_and_a_quarantine_is_said_with_its_release(database):
+    """A study's runs each tell the lease (a study catches its runs' errors): three that fail preflight on the
+    board quarantine it, whatever the study's own ending; one raised again at the block's end counts once."""
+    said = Said()
+    options = LeaseOptions(database.url, quarantine_after=3)
+    with hold(options, HOSTS[2:], "study", said) as lease:
+        lease.checked(_preflight_error(NsysMissingError, "nsys_missing"))
+        lease.checked(None)  # a run got through: the streak ends
+        for _ in range(2):
+            lease.checked(_preflight_error(NsysMissingError, "nsys_missing"))
+        lease.checked(_preflight_error(AppNotFoundError, "app_not_found"))  # the request's: nothing said
+    assert [(h.board, h.failures, h.quarantined_at) for h in ledger.health_rows(database)] == [("b3:1", 2, None)]
+    lost = ConnectError("b3: connection refused", "is its sshd up?")
+    with pytest.raises(ConnectError):
+        with hold(options, HOSTS[2:], "profile", said) as lease:
+            lease.checked(lost)  # the run told it, then raised it
+            raise lost
+    [health] = ledger.health_rows(database)
+    assert health.failures == 3 and health.quarantined_at is not None and health.reason == lost.one_line()
+    assert said.lines[-1] == ("warning", f"b3:1 is quarantined after 3 failures in a row; 'orchestrate boards release "
+                                         f"b3:1 --db {database.describe()}' brings it back")
+    with pytest.raises(UsageError):  # says nothing of the board
+        with hold(options, HOSTS[:1], "profile", said):
+            raise UsageError("bad option")
+    assert [h.board for h in ledger.health_rows(database)] == ["b3:1"]
+
+
+def test_a_capture_is_named_before_it_begins_and_a_lapsed_lease_is_taken_again_or_refused(database):
+    options = LeaseOptions(database.url)
+    with hold(options, HOSTS[:1], "study", Said()) as lease:
+        lease.capturing("/work/runs/r1")
+        assert ledger.read(database, lease.uid).capture == "/work/runs/r1"
+        with database.engine.begin() as connection:  # a note that failed: the next beat makes it good
+            connection.execute(update(leases).where(leases.c.uid == lease.uid).values(capture=None))
+        assert ledger.beat(database, lease.uid, lease.capture) == "held"
+        assert ledger.read(database, lease.uid).capture == "/work/runs/r1"
+        lease.capturing(None)
+        # asleep too long: another process's settle ended the lease
+        _age(database, lease.uid, STALE_S + 1)
+        ledger.settle(database, "other")
+        assert ledger.beat(database, lease.uid, None) is None
+        lease.lost.set()
+        lease.capturing("/work/runs/r2")  # nobody took b1: held again
+        assert (ledger.read(database, lease.uid).state, lease.lost.is_set()) == ("held", False)
+        lease.capturing(None)
+        _age(database, lease.uid, STALE_S + 1)
+        ledger.settle(database, "other")
+        lease.lost.set()
+        with hold(options, HOSTS[:1], "another job", Said()):
+            with pytest.raises(BoardBusyError) as caught:
+                lease.capturing("/work/runs/r3")
+    assert "lapsed while this process was silent" in caught.value.message
+
+
+def test_nobody_is_judged_gone_by_a_process_that_waited_long_for_the_others(database):
+    """Another process holds the ledger for longer than a heartbeat (a busy SQLite file): the heartbeats waited as
+    long behind it, so the settle that waited judges nobody gone."""
+    ledger.ask(database, "sleepy", ("a",), "t", "test")
+    _age(database, "sleepy", STALE_S + 1)
+    entered = threading.Event()
+
+    def busy() -> None:
+        with ledger.changing(database):
+            entered.set()
+            time.sleep(HEARTBEAT_S + 1)
+    other = threading.Thread(target=busy)
+    other.start()
+    entered.wait(30)
+    ledger.settle(database, "t")
+    other.join()
+    row = ledger.read(database, "sleepy")
+    assert (row.state, row.end_reason) == ("held", None)  # granted, not ended as abandoned
+    _age(database, "sleepy", STALE_S + 1)
+    ledger.settle(database, "t")  # no wait: gone
+    assert ledger.read(database, "sleepy").end_reason == "its holder stopped answering"
 
 
 def test_a_waiter_says_who_holds_the_board_and_gets_it_when_it_is_free(database):

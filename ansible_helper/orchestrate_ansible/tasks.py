@@ -45,7 +45,7 @@ RUN: Spec = {
     "heartbeat_timeout": {"type": "float", "default": 30.0},
     "lock_clocks": {"type": "bool", "default": False},
     "nvpmodel": {"type": "int"},
-    "db": {"type": "str"},
+    "db": {"type": "str", "no_log": True},  # a PostgreSQL URL may hold its password
     "no_leases": {"type": "bool", "default": False},
     "quarantine_after": {"type": "int", "default": 3},
 }
@@ -137,8 +137,9 @@ class OrchestrateAction(ActionBase):
         shaped["failed"] = status == "failed"
         if status == "unreachable":
             shaped["unreachable"] = True
-        if status == "skipped":  # a quarantined board: the recap counts it skipped, with the reason
+        if status == "skipped":  # a quarantined board: the recap counts it skipped, the reason said as a warning
             shaped["skipped"], shaped["skip_reason"] = True, found.get("reason")
+            found.setdefault("notes", []).append({"level": "warning", "text": f"skipped: {found.get('reason')}"})
         shaped["msg"] = found.get("reason") or f"{self.TASK}: {status}"
         warnings = [note["text"] for note in found.get("notes", ()) if note.get("level") in ("warning", "error")]
         if warnings:

@@ -1,5 +1,5 @@
 """Asking a board whether the capture a gone holder left still runs: its supervisor holds the board's capture lock
-until the capture and its import end, so the lease ends when it does."""
+until the capture and its import end, and any login can tell whether that lock is held."""
 from __future__ import annotations
 
 from remote_agent.messages import StatusAnswer, StatusRequest
@@ -10,19 +10,24 @@ from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
 from ..targets.settings import ConnectOptions
 
+RUNNING, ENDED, UNKNOWN = "running", "ended", "unknown"
 
-def capture_running(host: Host, capture: str, connect: ConnectOptions) -> tuple[bool, str]:
-    """Whether the capture in the board's folder ``capture`` still runs, and what the board said. A board that does
-    not answer frees the lease: whoever takes it next meets the board as it is."""
+
+def capture_state(host: Host, capture: str, connect: ConnectOptions) -> tuple[str, str]:
+    """Whether the capture in the board's folder ``capture`` still runs (RUNNING, ENDED, or UNKNOWN when the board
+    does not answer or its lock cannot be read), and what the board said."""
     try:
         transport = open_transport(host, connect)
         try:
             agent = deploy_agent(transport, host)
-            answer = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=capture)))
+            answer = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=capture,
+                                                                              work_dir=agent.work_dir)))
         finally:
             transport.close()
     except OrchestratorError as exc:
-        return False, f"the board did not answer whether its capture still runs ({exc.one_line()})"
-    if answer.supervisor_alive:
-        return True, "its capture still runs"
-    return False, "its capture ended on the board" + ("" if answer.present else " (its folder is gone)")
+        return UNKNOWN, f"the board did not answer whether its capture still runs ({exc.one_line()})"
+    if answer.supervisor_alive or answer.capture_lock == "held":
+        return RUNNING, "its capture still runs"
+    if answer.capture_lock == "free":
+        return ENDED, "its capture ended on the board"
+    return UNKNOWN, "the board's capture lock could not be read"

@@ -2,8 +2,8 @@
 many wait before it), renews the lease from a thread of its own while the caller runs, records whether the board
 got past its connection and preflight, and ends the lease when the caller is done.
 
-A holder that dies stops renewing; its lease ends STALE_S later, unless a capture runs under it: then a waiter
-asks the board, every CHECK_S, whether that capture's supervisor still runs, and the lease ends with the capture.
+A holder that dies stops renewing; its lease ends STALE_S later, unless a capture runs under it: then the first
+waiter asks the board, every CHECK_S, whether its capture lock is still held, and the lease ends with the capture.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,26 +21,35 @@ from typing import Protocol
 
 from ..database.connection import Database, open_database
 from ..errors import (
+                      BoardBusyError,
                       BoardQuarantinedError,
                       ConnectError,
                       ConnectionLostError,
                       HostKeyError,
                       InterruptedRunError,
                       OrchestratorError,
-                      PreflightError,
                       ResultsDatabaseError,
 )
 from ..inventory.host import Host
 from ..targets.settings import ConnectOptions
 from . import ledger
-from .board_check import capture_running
-from .queue import HEARTBEAT_S, QUARANTINE_AFTER, Waiting, board_key, is_stale, queue_ahead
+from .board_check import ENDED, UNKNOWN, capture_state
+from .queue import HEARTBEAT_S, QUARANTINE_AFTER, STALE_S, Waiting, board_key, is_stale, queue_ahead
 
 LOOK_S = 0.25   # how often a waiting request looks whether it was granted (a read: the one that ends a lease grants)
 POLL_S = 1.0    # how often it grants the free boards itself (a holder that is gone grants nothing)
-CHECK_S = 3.0   # how often a waiter asks a board whether the capture of a holder that is gone still runs
-# a run that failed with one of these never got past the board's connection or preflight: a failure in a row
-BOARD_FAILURES = (ConnectError, HostKeyError, ConnectionLostError, PreflightError)
+CHECK_S = 3.0   # how often the first waiter for a board asks it whether a gone holder's capture still runs
+# a gone holder's board that cannot say whether its capture runs (it does not answer) stays held this long
+UNKNOWN_CAP_S = 900.0
+# what a run's failure says of its board (not of the request: a wrong command, a power mode it has not): its
+# connection, or these preflight findings
+BOARD_ERRORS = (ConnectError, HostKeyError, ConnectionLostError)
+BOARD_FINDINGS = frozenset({"perf_event_paranoid", "nsys_missing", "nsys_too_old", "no_display", "low_disk"})
+
+
+def board_failure(error: BaseException) -> bool:
+    """Whether a run's error counts against its board: it could not reach it, lost it, or found it unfit."""
+    return isinstance(error, BOARD_ERRORS) or getattr(error, "finding", None) in BOARD_FINDINGS
 
 
 class LeaseView(Protocol):
@@ -64,37 +73,78 @@ def holder_name() -> str:
 
 
 class Lease:
-    """The board a caller holds (``host``), and what it tells the ledger of it while it runs."""
+    """The board a caller holds (``host``), and what its runs tell the ledger of it: the capture running under it
+    (``capturing``) and whether the board got past each run's connection and preflight (``checked``)."""
 
-    def __init__(self, host: Host, board: str | None, database: Database | None = None, uid: str = "") -> None:
+    def __init__(self, host: Host, board: str | None, database: Database | None = None, uid: str = "",
+                 options: LeaseOptions | None = None, view: LeaseView | None = None) -> None:
         self.host, self.board, self.database, self.uid = host, board, database, uid
+        self.options, self.view = options or LeaseOptions(), view
+        self.holder = holder_name()
+        self.capture: str | None = None  # the board's folder of the capture running under it, if one does
+        self.error: BaseException | None = None  # what the work ended with, when it did not raise it
+        self.lost = threading.Event()  # the ledger ended the lease while this process was silent too long
+        self._told: list[BaseException] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.lost: str | None = None  # why the lease ended under its holder (the ledger ended it), if it did
-        self.capture: str | None = None  # the board's folder of the capture running under it, if one does
-        self.error: BaseException | None = None  # what the holder's work ended with, when it did not raise it
+
+    def capturing(self, capture: str | None) -> None:
+        """A capture is about to run under the lease in the board's folder ``capture`` (None: it ended, or never
+        began). A lease lost meanwhile is taken again when nobody took the board, else the capture is refused."""
+        if capture is not None and self.lost.is_set() and self.database is not None and self.board is not None:
+            if not ledger.retake(self.database, self.uid, self.board):
+                raise BoardBusyError(f"the lease on {self.board} lapsed while this process was silent for more than "
+                                     f"{STALE_S:g} s, and another run holds the board now", "run it again")
+            self.lost.clear()
+        self.capture = capture
+        if self.database is not None:
+            try:
+                ledger.note_capture(self.database, self.uid, capture)
+            except ResultsDatabaseError:
+                pass  # the next heartbeat writes it
+
+    def checked(self, error: OrchestratorError | None) -> None:
+        """A run got past the board's connection and preflight (None), or ``error`` stopped it before."""
+        self._record(error)
 
     def ended_with(self, error: BaseException | None) -> None:
         """The work ended with ``error``, which the caller keeps as its result instead of raising it: the board's
         health counts it as it would a raised one."""
         self.error = error
 
-    def capturing(self, capture: str | None) -> None:
-        """A capture runs under the lease in the board's folder ``capture`` (None: it ended and came back)."""
-        self.capture = capture
-        if self.database is not None:
-            try:
-                ledger.note_capture(self.database, self.uid, capture)
-            except ResultsDatabaseError:
-                pass  # the capture goes on: a database down for a moment costs only the lease's knowing of it
+    def _record(self, error: BaseException | None) -> None:
+        if self.database is None or self.board is None:
+            return
+        if error is not None and (not board_failure(error) or any(error is told for told in self._told)):
+            return
+        if error is not None:
+            self._told.append(error)
+        failure = error.one_line() if isinstance(error, OrchestratorError) else None if error is None else str(error)
+        try:
+            health = ledger.record_health(self.database, self.board, failure, self.holder,
+                                          self.options.quarantine_after)
+        except ResultsDatabaseError as exc:
+            self._note("warning", f"{exc.one_line()}: the board's health was not recorded")
+            return
+        if failure is not None and health.quarantined_at is not None and \
+                health.failures == self.options.quarantine_after:
+            self._note("warning", f"{self.board} is quarantined after {health.failures} failures in a row; "
+                                  f"{release_command(self.board, self.database, self.options)} brings it back")
+
+    def _note(self, level: str, text: str) -> None:
+        if self.view is not None:
+            self.view.note(level, text)
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             try:
-                if self.database is not None and ledger.beat(self.database, self.uid) is None:
-                    self.lost = "the lease was ended by another process (this one was silent too long)"
-            except ResultsDatabaseError:
-                pass  # a database that is down for a moment: the next beat tries again
+                if self.database is not None and ledger.beat(self.database, self.uid, self.capture) is None \
+                        and not self.lost.is_set():
+                    self.lost.set()
+                    self._note("warning", f"the lease on {self.board} lapsed while this process was silent too "
+                                          "long; it is taken again before the next capture if the board is free")
+            except Exception:  # noqa: BLE001 (a database down for a moment: the next beat tries again)
+                continue
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._beat, daemon=True, name="lease-heartbeat")
@@ -103,38 +153,49 @@ class Lease:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(HEARTBEAT_S)  # a beat stuck on the database is left to end with the process
+
+
+def release_command(board: str, database: Database, options: LeaseOptions) -> str:
+    """The command that releases ``board`` from this database (its URL without a password)."""
+    return f"'orchestrate boards release {board}" + (f" --db {database.describe()}'" if options.database else "'")
 
 
 @contextmanager
 def hold(options: LeaseOptions, hosts: Sequence[Host], purpose: str, view: LeaseView,
-         connect: ConnectOptions | None = None, stop: Stopping | None = None) -> Iterator[Lease]:
-    """The first free, unquarantined board of ``hosts`` (in their order), held until the block ends. Without
-    leases, the first host."""
+         connect: ConnectOptions | None = None, stop: Stopping | None = None,
+         granted: Callable[[], None] | None = None) -> Iterator[Lease]:
+    """The first free, unquarantined board of ``hosts`` (in their order), held until the block ends (``granted``
+    is called once it is). Without leases, the first host."""
     if not hosts:
         raise ValueError("a lease needs at least one host")
     if not options.enabled:
+        if granted is not None:
+            granted()
         yield Lease(hosts[0], None)
         return
     database = _open(options.database)
     machine = socket.gethostname()
     by_key = {board_key(h, machine): h for h in hosts}
-    uid, holder = uuid.uuid4().hex, holder_name()
+    uid = uuid.uuid4().hex
     lease: Lease | None = None
     try:
-        candidates = _in_service(database, tuple(by_key))
-        ledger.ask(database, uid, candidates, holder, purpose)
-        lease = Lease(hosts[0], None, database, uid)
+        candidates = _in_service(database, tuple(by_key), options)
+        lease = Lease(hosts[0], None, database, uid, options, view)
+        ledger.ask(database, uid, candidates, lease.holder, purpose)
         lease.start()
-        row = _wait_turn(database, uid, by_key, view, connect or ConnectOptions(), stop)
+        row = _wait_turn(database, lease, by_key, view, connect or ConnectOptions(), stop, options)
         assert row.board is not None
         lease.host, lease.board = by_key[row.board], row.board
+        if granted is not None:
+            granted()
         try:
             yield lease
-        except BaseException as exc:
-            _record(database, lease.board, exc, holder, options.quarantine_after, view)
+        except BaseException as exc:  # a board's failure the runs did not tell already counts (a study's connect)
+            lease._record(exc)
             raise
-        _record(database, lease.board, lease.error, holder, options.quarantine_after, view)
+        if lease.error is not None:  # successes are the runs' to tell (``checked``): a study catches its failures
+            lease._record(lease.error)
     finally:
         if lease is not None:
             lease.close()
@@ -142,7 +203,7 @@ def hold(options: LeaseOptions, hosts: Sequence[Host], purpose: str, view: Lease
             view.note("info", f"{lease.board} stays held until its capture ends there")
         else:
             try:
-                ledger.end(database, uid, "done", holder)
+                ledger.end(database, uid, "done", holder_name())
             except ResultsDatabaseError as exc:
                 view.note("warning", f"{exc.one_line()}: the lease ends when its heartbeat stops")
         database.close()
@@ -156,7 +217,7 @@ def _open(given: str | None) -> Database:
                                    f"{exc.hint}; or run a lone board without leases: --no-leases") from None
 
 
-def _in_service(database: Database, keys: tuple[str, ...]) -> tuple[str, ...]:
+def _in_service(database: Database, keys: tuple[str, ...], options: LeaseOptions) -> tuple[str, ...]:
     quarantined = {h.board: h for h in ledger.health_rows(database) if h.quarantined_at is not None}
     free = tuple(k for k in keys if k not in quarantined)
     if not free:
@@ -164,36 +225,37 @@ def _in_service(database: Database, keys: tuple[str, ...]) -> tuple[str, ...]:
         since = datetime.fromtimestamp(first.quarantined_at or 0).strftime("%Y-%m-%d %H:%M")
         many = f" and the {len(keys) - 1} other boards it could take" if len(keys) > 1 else ""
         raise BoardQuarantinedError(f"{keys[0]}{many} quarantined (since {since}: {first.reason})",
-                                    f"mend the board, then 'orchestrate boards release {keys[0]}'")
+                                    f"mend the board, then {release_command(keys[0], database, options)}")
     return free
 
 
-def _wait_turn(database: Database, uid: str, by_key: dict[str, Host], view: LeaseView, connect: ConnectOptions,
-               stop: Stopping | None) -> ledger.LeaseRow:
+def _wait_turn(database: Database, lease: Lease, by_key: dict[str, Host], view: LeaseView, connect: ConnectOptions,
+               stop: Stopping | None, options: LeaseOptions) -> ledger.LeaseRow:
     said, settled, checked = "", -POLL_S, -CHECK_S
-    holder = holder_name()
     while True:
         started = time.monotonic()
         if started - settled >= POLL_S:
-            ledger.settle(database, holder)
+            ledger.settle(database, lease.holder)
             settled = started
         rows = ledger.lease_rows(database)
-        own = next((r for r in rows if r.uid == uid), None) or ledger.read(database, uid)
+        own = next((r for r in rows if r.uid == lease.uid), None) or ledger.read(database, lease.uid)
         if own.state == ledger.HELD:
             if said:
                 view.note("info", f"took {own.board}")
             return own
-        if own.state == ledger.ENDED:
-            raise ResultsDatabaseError(f"the request for {', '.join(own.candidates)} was ended: {own.end_reason}",
-                                       "this process was silent too long; try again")
+        if own.state == ledger.ENDED:  # this process was silent too long (a laptop asleep): in the queue again
+            lease.uid = uuid.uuid4().hex
+            ledger.ask(database, lease.uid, own.candidates, lease.holder, own.purpose)
+            view.note("warning", "this request waited silent too long and lost its place; it asked again")
+            continue
         text = _waiting_text(own, rows)
         if text != said:
             view.note("info", text)
             said = text
         if started - checked >= CHECK_S:
             checked = started
-            _in_service(database, own.candidates)  # every board it could take quarantined meanwhile: say so
-            _free_ended_captures(database, rows, own, by_key, connect, holder)
+            _in_service(database, own.candidates, options)  # every board it could take quarantined meanwhile
+            _free_ended_captures(database, rows, own, by_key, connect, lease.holder)
         if stop is not None and stop.interrupt.wait(LOOK_S):
             raise InterruptedRunError(f"interrupted while waiting for {', '.join(own.candidates)}",
                                       "nothing ran; the board was not taken")
@@ -215,32 +277,15 @@ def _waiting_text(own: ledger.LeaseRow, rows: list[ledger.LeaseRow]) -> str:
 
 def _free_ended_captures(database: Database, rows: list[ledger.LeaseRow], own: ledger.LeaseRow,
                          by_key: dict[str, Host], connect: ConnectOptions, holder: str) -> None:
-    """The leases of the boards this request waits for whose holders are gone while a capture ran: ended once the
-    board says that capture's supervisor has ended."""
+    """The leases of the boards this request is first in the queue for whose holders are gone while a capture ran:
+    ended once the board says that capture has ended (or has not answered for UNKNOWN_CAP_S)."""
     at = ledger.clock(database)
+    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
     for row in rows:
         if row.state != ledger.HELD or row.board not in own.candidates or not row.capture:
             continue
-        if not is_stale(row.heartbeat_at, at):
-            continue
-        running, detail = capture_running(by_key[row.board], row.capture, connect)
-        if not running:
+        if not is_stale(row.heartbeat_at, at) or queue_ahead(waiting, Waiting(own.id, own.candidates), row.board):
+            continue  # its holder lives, or an older waiter asks the board
+        state, detail = capture_state(by_key[row.board], row.capture, connect)
+        if state == ENDED or (state == UNKNOWN and at - row.heartbeat_at > UNKNOWN_CAP_S):
             ledger.capture_ended(database, row, holder, detail)
-
-
-def _record(database: Database, board: str, exc: BaseException | None, holder: str, quarantine_after: int,
-            view: LeaseView) -> None:
-    """Whether the run got past the board's connection and preflight: a failure in a row, or the streak reset.
-    A run that ended otherwise (interrupted, a usage error) says nothing of the board."""
-    if exc is not None and not isinstance(exc, BOARD_FAILURES):
-        if not isinstance(exc, OrchestratorError) or exc.exit_code < 9 or exc.exit_code in (16, 18):
-            return
-    failure = None if exc is None or not isinstance(exc, BOARD_FAILURES) else exc.one_line()
-    try:
-        health = ledger.record_health(database, board, failure, holder, quarantine_after)
-    except ResultsDatabaseError as exc_db:
-        view.note("warning", f"{exc_db.one_line()}: the board's health was not recorded")
-        return
-    if failure is not None and health.quarantined_at is not None and health.failures == quarantine_after:
-        view.note("warning", f"{board} is quarantined after {health.failures} failures in a row; 'orchestrate "
-                             f"boards release {board}' brings it back")

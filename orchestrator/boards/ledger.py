@@ -14,10 +14,10 @@ from sqlalchemy import and_, insert, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..database.connection import Database, _first_line
+from ..database.connection import READING, Database, _first_line
 from ..database.schema import board_events, board_health, leases
 from ..errors import ResultsDatabaseError
-from .queue import QUARANTINE_AFTER, Waiting, grants, is_stale
+from .queue import HEARTBEAT_S, QUARANTINE_AFTER, STALE_S, Waiting, grants, is_stale
 
 LEASE_LOCK = 7_311_948  # the advisory lock key that orders the leases' changes on PostgreSQL
 WAITING, HELD, ENDED = "waiting", "held", "ended"
@@ -63,11 +63,28 @@ class Health:
 
 @contextmanager
 def changing(database: Database) -> Iterator[Connection]:
-    """One transaction that decides about boards, alone."""
+    """One transaction that decides about boards, alone (on PostgreSQL at READ COMMITTED, so that it sees what the
+    transaction it waited for decided). ``info["waited_s"]``: how long it waited for the others."""
+    asked = time.monotonic()
     try:
-        with database.engine.begin() as connection:
+        with database.engine.connect() as connection:
             if database.backend == "postgresql":
-                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEASE_LOCK})
+                connection.execution_options(isolation_level="READ COMMITTED")
+            with connection.begin():
+                if database.backend == "postgresql":
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEASE_LOCK})
+                connection.info["waited_s"] = time.monotonic() - asked
+                yield connection
+    except SQLAlchemyError as exc:
+        raise unreachable(database, exc) from None
+
+
+@contextmanager
+def reading(database: Database) -> Iterator[Connection]:
+    """A transaction that only reads (SQLite begins it without its write lock)."""
+    try:
+        with database.engine.connect() as connection:
+            connection.execution_options(**{READING: True})
             yield connection
     except SQLAlchemyError as exc:
         raise unreachable(database, exc) from None
@@ -87,11 +104,8 @@ def now(connection: Connection) -> float:
 
 
 def clock(database: Database) -> float:
-    try:
-        with database.engine.connect() as connection:
-            return now(connection)
-    except SQLAlchemyError as exc:
-        raise unreachable(database, exc) from None
+    with reading(database) as connection:
+        return now(connection)
 
 
 def ask(database: Database, uid: str, candidates: tuple[str, ...], holder: str, purpose: str) -> None:
@@ -111,27 +125,44 @@ def settle(database: Database, by: str) -> None:
 
 def _settle(connection: Connection, at: float, by: str) -> None:
     rows = [LeaseRow.of(r) for r in connection.execute(select(leases).where(leases.c.state != ENDED))]
+    # after a long wait for the others, heartbeats may have waited as long behind them: nobody is judged gone now
+    reap = connection.info.get("waited_s", 0.0) < HEARTBEAT_S
     for row in rows:
-        if is_stale(row.heartbeat_at, at) and not (row.state == HELD and row.capture):
+        if reap and is_stale(row.heartbeat_at, at) and not (row.state == HELD and row.capture):
             gone = "abandoned while waiting" if row.state == WAITING else "its holder stopped answering"
             _end(connection, row.uid, gone, at)
             if row.state == HELD and row.board:
                 _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {gone}", by, at)
-    live = [r for r in rows if r.state == HELD and not (is_stale(r.heartbeat_at, at) and not r.capture)]
+    live = [r for r in rows if r.state == HELD and not (reap and is_stale(r.heartbeat_at, at) and not r.capture)]
     quarantined = {h.board for h in _health(connection) if h.quarantined_at is not None}
-    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == WAITING and not is_stale(r.heartbeat_at, at)]
+    waiting = [Waiting(r.id, r.candidates) for r in rows
+               if r.state == WAITING and not (reap and is_stale(r.heartbeat_at, at))]
     for request_id, board in grants(waiting, {r.board for r in live if r.board}, quarantined).items():
         connection.execute(update(leases).where(and_(leases.c.id == request_id, leases.c.state == WAITING))
                            .values(state=HELD, board=board, granted_at=at, heartbeat_at=at))
 
 
-def beat(database: Database, uid: str) -> str | None:
-    """Renew the lease (or the request); its state, None once another process ended it."""
+def beat(database: Database, uid: str, capture: str | None) -> str | None:
+    """Renew the lease (or the request), with the capture running under it (a note of it that failed is made
+    good); its state, None once another process ended it."""
     with changing(database) as connection:
         connection.execute(update(leases).where(and_(leases.c.uid == uid, leases.c.state != ENDED))
-                           .values(heartbeat_at=now(connection)))
+                           .values(heartbeat_at=now(connection), capture=capture))
         state = connection.execute(select(leases.c.state).where(leases.c.uid == uid)).scalar_one_or_none()
     return None if state == ENDED else state
+
+
+def retake(database: Database, uid: str, board: str) -> bool:
+    """A lease ended under its holder (silent too long) held again, when nobody took its board meanwhile."""
+    with changing(database) as connection:
+        at = now(connection)
+        taken = connection.execute(select(leases.c.uid).where(and_(
+            leases.c.board == board, leases.c.state == HELD, leases.c.uid != uid))).first()
+        if taken is not None:
+            return False
+        connection.execute(update(leases).where(leases.c.uid == uid).values(
+            state=HELD, board=board, heartbeat_at=at, ended_at=None, end_reason=None))
+        return True
 
 
 def note_capture(database: Database, uid: str, capture: str | None) -> None:
@@ -155,7 +186,7 @@ def capture_ended(database: Database, row: LeaseRow, by: str, detail: str) -> No
         at = now(connection)
         ended = connection.execute(update(leases).where(and_(
             leases.c.uid == row.uid, leases.c.state == HELD, leases.c.capture == row.capture,
-            leases.c.heartbeat_at == row.heartbeat_at)).values(
+            leases.c.heartbeat_at == row.heartbeat_at, leases.c.heartbeat_at < at - STALE_S)).values(
             state=ENDED, ended_at=at, end_reason=f"its holder stopped answering; {detail}")).rowcount
         if ended and row.board:
             _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {detail}", by, at)
@@ -172,11 +203,8 @@ def lease_rows(database: Database, uid: str | None = None, active: bool = True) 
         query = query.where(leases.c.uid == uid)
     elif active:
         query = query.where(leases.c.state != ENDED)
-    try:
-        with database.engine.connect() as connection:
-            return [LeaseRow.of(r) for r in connection.execute(query)]
-    except SQLAlchemyError as exc:
-        raise unreachable(database, exc) from None
+    with reading(database) as connection:
+        return [LeaseRow.of(r) for r in connection.execute(query)]
 
 
 def record_health(database: Database, board: str, failure: str | None, by: str,
@@ -209,7 +237,8 @@ def record_health(database: Database, board: str, failure: str | None, by: str,
 
 
 def release(database: Database, board: str, by: str) -> Health | None:
-    """Bring a quarantined board back into service (its failures forgotten); None when the board has no record."""
+    """Bring a quarantined board back into service, its failures forgotten; what was on record before (None when
+    the board has no record)."""
     with changing(database) as connection:
         at = now(connection)
         found = next(iter(_health(connection, board)), None)
@@ -219,26 +248,20 @@ def release(database: Database, board: str, by: str) -> Health | None:
             failures=0, quarantined_at=None, updated_at=at))
         _event(connection, board, "released", "back in service" + (f" (quarantined for: {found.reason})"
                                                                    if found.quarantined_at else ""), by, at)
-        return Health(board, 0, None, found.reason, at)
+        return found
 
 
 def health_rows(database: Database, board: str | None = None) -> list[Health]:
-    try:
-        with database.engine.connect() as connection:
-            return _health(connection, board)
-    except SQLAlchemyError as exc:
-        raise unreachable(database, exc) from None
+    with reading(database) as connection:
+        return _health(connection, board)
 
 
 def events(database: Database, board: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     query = select(board_events).order_by(board_events.c.id.desc()).limit(limit)
     if board is not None:
         query = query.where(board_events.c.board == board)
-    try:
-        with database.engine.connect() as connection:
-            return [dict(r._mapping) for r in connection.execute(query)][::-1]
-    except SQLAlchemyError as exc:
-        raise unreachable(database, exc) from None
+    with reading(database) as connection:
+        return [dict(r._mapping) for r in connection.execute(query)][::-1]
 
 
 def _health(connection: Connection, board: str | None = None) -> list[Health]:

@@ -30,7 +30,7 @@ def overview(database: Database, board: str | None = None, events: int = 20) -> 
     waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
     shown = Overview()
     for row in rows:
-        if board is not None and board != row.board and board not in row.candidates:
+        if board is not None and (row.board != board if row.state == ledger.HELD else board not in row.candidates):
             continue
         entry = {**row.as_json(), "gone": is_stale(row.heartbeat_at, now),
                  "silent_s": round(now - row.heartbeat_at, 1)}

@@ -20,7 +20,7 @@ def run_fleet_ci(request: CiRequest, hosts: list[Host], database: Database, prog
     """Every board's job; an interrupt ends the fleet's job after the board it came in (its runs kept). A quarantined
     board is skipped, said in the recap; every board quarantined is the job's error."""
     outcomes: list[CiOutcome] = []
-    skipped: list[str] = []
+    skipped: dict[str, str] = {}
     quarantined: BoardQuarantinedError | None = None
     for host in hosts:
         siblings = tuple(o.job_id for o in outcomes)
@@ -29,7 +29,7 @@ def run_fleet_ci(request: CiRequest, hosts: list[Host], database: Database, prog
                                      candidates=(host,)), database, progress)
         except BoardQuarantinedError as exc:
             progress.note("warning", f"{host.name} skipped: {exc.one_line()}")
-            skipped.append(f"{host.name}: {exc.message}")
+            skipped[host.name] = exc.message
             quarantined = quarantined or exc
             continue
         outcomes.append(outcome)

@@ -83,7 +83,7 @@ class CiOutcome:
     provenance: Provenance
     base: str
     error: OrchestratorError | None = None
-    skipped: list[str] = field(default_factory=list)  # a fleet's quarantined boards, each "name: why"
+    skipped: dict[str, str] = field(default_factory=dict)  # a fleet's quarantined boards: target -> why
 
     @property
     def regressions(self) -> list[Check]:
@@ -149,7 +149,7 @@ def run_ci(request: CiRequest, database: Database, progress: StudyProgress) -> C
     leases = replace(request.leases, database=request.leases.database or database.url)
     with hold(leases, request.candidates or (request.study.host,), f"ci job {job_uid[:12]} "
               f"({request.study.spec.name})", progress, request.study.connect, request.study.stop) as lease:
-        study = replace(request.study, host=lease.host, capturing=lease.capturing)
+        study = replace(request.study, host=lease.host, lease=lease)
         outcome = _run_job(replace(request, study=study), job_uid, database, progress)
         lease.ended_with(outcome.error)
         return outcome

@@ -40,8 +40,12 @@ def _figures(check: Check) -> str:
 
 
 def junit_xml(outcome: CiOutcome) -> str:
-    suite = ET.Element("testsuite", name="orchestrate ci", tests=str(len(outcome.checks)))
+    suite = ET.Element("testsuite", name="orchestrate ci", tests=str(len(outcome.checks) + len(outcome.skipped)))
     failures = errors = skipped = 0
+    for target, why in outcome.skipped.items():  # a quarantined board: nothing ran on it
+        skipped += 1
+        case = ET.SubElement(suite, "testcase", classname=f"quarantined.{target}", name=f"{target} quarantined")
+        ET.SubElement(case, "skipped", message=why)
     for check in outcome.checks:
         case = ET.SubElement(suite, "testcase", classname=f"{check.board_kind}.{check.target}",
                              name=f"{check.name} {check.metric}")
@@ -109,7 +113,7 @@ def markdown_summary(outcome: CiOutcome) -> str:
     if notes:
         lines += ["", *notes]
     if outcome.skipped:
-        lines += ["", *(f"- skipped, quarantined: {_cell(line)}" for line in outcome.skipped)]
+        lines += ["", *(f"- {target} skipped, quarantined: {_cell(why)}" for target, why in outcome.skipped.items())]
     if outcome.error is not None:
         lines += ["", f"The job stopped: {outcome.error.one_line()}"]
     lines += ["", "Each job counts by its median; a regression is both beyond the noise between jobs (p < 0.01) and "

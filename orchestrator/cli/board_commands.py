@@ -7,13 +7,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import NothingStoredError, UsageError
 from .options import (
     DB_HELP,
     add_inventory_options,
+    add_lease_options,
     add_ssh_options,
     connect_options,
     existing_folder,
+    lease_options,
     show,
     stderr,
     vault_options,
@@ -37,6 +39,7 @@ def add_parsers(sub: Any) -> None:
                              "target-linux-tegra-armv8 folder")
     add_inventory_options(deploy, "Ansible inventory (as for profile)")
     add_ssh_options(deploy)
+    add_lease_options(deploy, pick_any=False)  # nsys is replaced under no one's capture
 
     boards = sub.add_parser("boards", help="the boards a team shares: who holds each, who waits, which are quarantined",
                             description="The leases in the results database: each board's holder (who, what for, "
@@ -53,10 +56,19 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_nsys(args: argparse.Namespace) -> int:
+    from ..boards.lease import hold
     from ..inventory.hosts import find_host
     from ..runs.nsys_deploy import deploy_nsys
+    from .console import RichProgress
+    leases = lease_options(args)
     host = find_host(args.inventory, args.target, vault_options(args))
-    done = deploy_nsys(host, connect_options(args), args.source)
+    connect = connect_options(args)
+    progress = RichProgress(stderr())
+    try:
+        with hold(leases, [host], "nsys deploy", progress, connect):
+            done = deploy_nsys(host, connect, args.source)
+    finally:
+        progress.close()
     kept = done.files - done.sent
     stderr().print(f"{done.folder} on {args.target}: {done.sent} files sent ({done.sent_bytes / 2**20:.1f} MB), "
                    f"{kept} already in place, {done.removed} old ones removed; all {done.files} verified",
@@ -66,7 +78,7 @@ def cmd_nsys(args: argparse.Namespace) -> int:
 
 
 def cmd_boards(args: argparse.Namespace) -> int:
-    from ..boards.overview import board_of, overview, release
+    from ..boards.overview import Overview, board_of, overview, release
     from ..database.connection import open_database
     from ..inventory.hosts import load_inventory
     if args.action == "release" and not args.board:
@@ -81,14 +93,22 @@ def cmd_boards(args: argparse.Namespace) -> int:
         finally:
             database.close()
         if health is None:
-            raise UsageError(f"no board {board} in the leases' records", "see 'orchestrate boards' for their names")
-        stderr().print(f"{board} is back in service", highlight=False, markup=False)
+            raise UsageError(f"{board} has no failures and no quarantine on record: nothing to release",
+                             "see 'orchestrate boards' for the boards on record")
+        said = "is back in service" if health.quarantined_at is not None else \
+            f"was not quarantined; its {health.failures} failures in a row are forgotten"
+        stderr().print(f"{board} {said}", highlight=False, markup=False)
         return 0
-    database = open_database(args.db, read_only=True)
     try:
-        found = overview(database, board)
-    finally:
-        database.close()
+        database = open_database(args.db, read_only=True)
+    except NothingStoredError as exc:  # a machine where no run took a lease yet
+        stderr().print(f"no board was leased yet ({exc.message})", highlight=False, markup=False)
+        found = Overview()
+    else:
+        try:
+            found = overview(database, board)
+        finally:
+            database.close()
     if args.json:
         print(json.dumps(found.as_json(), indent=2, default=str))
         return 0

@@ -14,6 +14,8 @@ from rich.text import Text
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+STATUS_STYLES = {"ok": "green", "failed": "red", "unreachable": "red", "skipped": "yellow"}
+
 class RichProgress:
     """Implements orchestrator.progress.Progress: one line per phase, a bar where there is a total;
     the capture shows elapsed against planned seconds, the pull bytes and rate. Piped (not a terminal), one
@@ -138,7 +140,7 @@ class FleetTable:
         table = Table("board", "phase", "detail", "status", expand=True)
         with self.lock:
             for target, row in self.rows.items():
-                style = {"ok": "green", "failed": "red", "unreachable": "red"}.get(row["status"], "")
+                style = STATUS_STYLES.get(row["status"], "")
                 table.add_row(Text(target), Text(row["phase"]), Text(row["detail"]), Text(row["status"], style=style))
         return table
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import FleetBoardsFailedError, InterruptedRunError, UsageError
+from ..errors import BoardQuarantinedError, FleetBoardsFailedError, InterruptedRunError, UsageError
 from .options import (
     DAY_S,
     add_app_choice,
@@ -106,6 +106,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         raise InterruptedRunError(f"interrupted; {started} of {len(outcome.results)} boards had started, and "
                                   "kept what they captured (here, or on the board for 'orchestrate fetch')",
                                   f"see {outcome.folder / 'fleet.html'}")
+    skipped = [r for r in outcome.results if r.status == "skipped"]
+    if outcome.results and len(skipped) == len(outcome.results):  # nothing ran: as profile says of one board
+        raise BoardQuarantinedError(f"every board the fleet matched is quarantined; the first, {skipped[0].target}: "
+                                    f"{skipped[0].reason}", "see 'orchestrate boards'")
     if outcome.failed:
         first = outcome.failed[0]
         raise FleetBoardsFailedError(f"{len(outcome.failed)} of {len(outcome.results)} boards did not end well; "
@@ -118,9 +122,11 @@ def _print_recap(results: list) -> None:
     """Ansible's PLAY RECAP, one line per board: status, why, where its run folder is."""
     from rich.table import Table
     from rich.text import Text
+
+    from .console import STATUS_STYLES
     table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
-        style = {"ok": "green", "skipped": "yellow"}.get(result.status, "red")
+        style = STATUS_STYLES.get(result.status, "red")
         doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.flags))
         table.add_row(result.target, Text(result.status, style=style), result.reason or "",
                       Text(doubts, style="yellow"), str(result.folder or ""))

@@ -146,7 +146,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     try:
         with hold(leases, hosts, f"profile {spec.name}", progress, connect) as lease:
             request = ProfileRequest(host=lease.host, app=spec, out_dir=args.out, settings=settings,
-                                     inventory=args.inventory, connect=connect, capturing=lease.capturing)
+                                     inventory=args.inventory, connect=connect, lease=lease)
             outcome = profile(request, progress)
     finally:
         progress.close()
@@ -189,7 +189,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         with hold(leases, hosts, f"study {spec.name}", view, connect) as lease:  # for all its runs
             request = StudyRequest(spec=spec, host=lease.host, catalog=load_catalog(args.apps_dir), out_dir=args.out,
                                    repeat=repeat, fresh=args.fresh, connect=connect, inventory=args.inventory,
-                                   settings=settings, capturing=lease.capturing)
+                                   settings=settings, lease=lease)
             outcome = run_study(request, view)
     finally:
         view.close()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..boards.queue import QUARANTINE_AFTER
 from ..errors import UsageError
 from ..runs.run_settings import RunSettings
 
@@ -213,8 +214,9 @@ def add_lease_options(parser: argparse.ArgumentParser, pick_any: bool = True) ->
                                 "quarantined (waiting in turn when all are held)")
     group.add_argument("--no-leases", action="store_true",
                        help="take no lease (a lone board nobody shares; the board's capture lock still holds)")
-    group.add_argument("--quarantine-after", type=whole(1, 100), default=3, metavar="N",
-                       help="quarantine a board after N failures in a row of its connection or preflight (default 3)")
+    group.add_argument("--quarantine-after", type=whole(1, 100), default=QUARANTINE_AFTER, metavar="N",
+                       help="quarantine a board after N failures in a row of its connection or preflight (default "
+                            f"{QUARANTINE_AFTER})")
 
 
 def lease_options(args: argparse.Namespace) -> LeaseOptions:

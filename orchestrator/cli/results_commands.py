@@ -89,7 +89,7 @@ def add_parsers(sub: Any) -> None:
     which.add_argument("--app", help="app name from the catalog")
     which.add_argument("--study", type=Path, help="a study file: every cell is gated")
     where = ci.add_mutually_exclusive_group(required=True)
-    where.add_argument("--target", help="host name from the inventory")
+    where.add_argument("--target", help="host name from the inventory; with --any, a pattern of them")
     where.add_argument("--limit", metavar="PATTERN",
                        help="every board this Ansible pattern matches (as for fleet), one after the other: each gated "
                             "against its own board kind's baseline, one JUnit/JSON/summary with a case per board")

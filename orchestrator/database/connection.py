@@ -19,12 +19,15 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import ResultsDatabaseError
+from ..errors import NothingStoredError, ResultsDatabaseError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 HEAD_REVISION = "0002"  # the newest migration's (a test holds it to Alembic's head): a database already there
 #                         is opened without loading Alembic
 BUSY_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10  # a PostgreSQL server that does not answer: said after this, not waited for
+# a connection's execution option: its transactions only read, so SQLite begins them deferred (no write lock)
+READING = "orchestrate_reading"
 MIGRATION_LOCK = 7_311_947  # the advisory lock key on PostgreSQL: any number of orchestrate's own
 
 
@@ -88,8 +91,10 @@ def open_database(given: str | None = None, migrate: bool = True, read_only: boo
         if backend == "sqlite":
             engine = _sqlite_engine(url, None if memory else parsed.database, read_only)
         else:
-            options = {"connect_args": {"options": "-c default_transaction_read_only=on"}} if read_only else {}
-            engine = create_engine(url, pool_pre_ping=True, **options)
+            connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+            if read_only:
+                connect_args["options"] = "-c default_transaction_read_only=on"
+            engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     except ImportError as exc:
         raise ResultsDatabaseError(f"--db {parsed.drivername}: its driver is not installed ({exc.name})",
                                    f"give {backend}:// and it uses {SYNC_DRIVERS[backend][0]}") from None
@@ -121,7 +126,7 @@ def _check_sqlite_file(path: Path, read_only: bool) -> None:
         raise ResultsDatabaseError(f"--db {path} is a folder", "give the results database file's path")
     if not path.exists():
         if read_only:
-            raise ResultsDatabaseError(f"no results database at {path}", "give --db the database runs were stored "
+            raise NothingStoredError(f"no results database at {path}", "give --db the database runs were stored "
                                        f"in, or {STORE_FIRST} first")
         return
     try:
@@ -139,7 +144,7 @@ def _check_sqlite_file(path: Path, read_only: bool) -> None:
         raise ResultsDatabaseError(f"--db {path} is an SQLite file of something else (it has no orchestrate "
                                    "schema); it was left untouched", "give the results database file's path")
     if read_only and not tables:
-        raise ResultsDatabaseError(f"{path} holds no results yet", f"{STORE_FIRST} first")
+        raise NothingStoredError(f"{path} holds no results yet", f"{STORE_FIRST} first")
 
 
 def _check_revision(revision: str | None, database: Database, read_only: bool, must_exist: bool) -> None:
@@ -147,7 +152,7 @@ def _check_revision(revision: str | None, database: Database, read_only: bool, m
     reader never migrates: an older schema is said, with how to bring it up to date."""
     if revision is None:
         if must_exist:
-            raise ResultsDatabaseError(f"{database.describe()} holds no results database yet",
+            raise NothingStoredError(f"{database.describe()} holds no results database yet",
                                        f"{STORE_FIRST} first")
         return
     if revision == HEAD_REVISION:
@@ -157,7 +162,7 @@ def _check_revision(revision: str | None, database: Database, read_only: bool, m
                                    f"this one knows up to {HEAD_REVISION}); it was left untouched",
                                    "upgrade orchestrate, or give another --db")
     if read_only:
-        raise ResultsDatabaseError(f"{database.describe()} has an older schema ({revision}; this orchestrate reads "
+        raise NothingStoredError(f"{database.describe()} has an older schema ({revision}; this orchestrate reads "
                                    f"{HEAD_REVISION}) and reading never migrates it",
                                    "any command that stores runs upgrades it: 'orchestrate results import' or 'ci'")
 
@@ -184,7 +189,8 @@ def _sqlite_engine(url: str, path: str | None, read_only: bool = False) -> Engin
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        reading = read_only or connection.get_execution_options().get(READING, False)
+        connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
     return engine
 

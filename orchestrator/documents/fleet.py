@@ -68,7 +68,7 @@ class FleetCell:
 class FleetBoard:
     """One board's line of the recap and its row of the page: small, whatever the run measured."""
     target: str = ""
-    status: str = "unknown"                  # "ok", "failed" or "unreachable"
+    status: str = "unknown"                  # "ok", "failed", "unreachable" or "skipped" (quarantined)
     reason: str | None = None                # one line: the run's own error, or why a cell failed
     exit_code: int = 0
     folder: str | None = None                # the run (or study) folder, relative to the fleet folder

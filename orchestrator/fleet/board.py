@@ -5,6 +5,7 @@ boards; the orchestrate.jetson collection's tasks for the host a play gives them
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,13 +24,15 @@ from .results import board_result_from_run, board_result_from_study
 UNREACHABLE_ERRORS = (ConnectError, AuthError, HostKeyError)
 
 
-def profile_board(request: ProfileRequest, progress: Progress, base: Path, leases: LeaseOptions) -> FleetBoard:
-    """Profile one app on the request's host; paths in the result are relative to ``base``."""
+def profile_board(request: ProfileRequest, progress: Progress, base: Path, leases: LeaseOptions,
+                  granted: Callable[[], None] | None = None) -> FleetBoard:
+    """Profile one app on the request's host once its lease is granted (``granted`` is told then); paths in the
+    result are relative to ``base``."""
     target = request.host.name
     try:
         with hold(leases, (request.host,), _purpose(f"profile {request.app.name}", request.fleet), progress,
-                  request.connect, request.stop) as lease:
-            outcome = profile(replace(request, capturing=lease.capturing), progress)
+                  request.connect, request.stop, granted) as lease:
+            outcome = profile(replace(request, lease=lease), progress)
     except BoardQuarantinedError as exc:
         return skipped(target, exc)
     except OrchestratorError as exc:
@@ -37,14 +40,15 @@ def profile_board(request: ProfileRequest, progress: Progress, base: Path, lease
     return board_result_from_run(target, outcome.run_dir, base)
 
 
-def study_board(request: StudyRequest, progress: StudyProgress, base: Path, leases: LeaseOptions) -> FleetBoard:
+def study_board(request: StudyRequest, progress: StudyProgress, base: Path, leases: LeaseOptions,
+                granted: Callable[[], None] | None = None) -> FleetBoard:
     """Run a study on the request's host, holding the board for all its runs; paths in the result are relative to
     ``base``."""
     target = request.host.name
     try:
         with hold(leases, (request.host,), _purpose(f"study {request.spec.name}", request.fleet), progress,
-                  request.connect, request.stop) as lease:
-            study = run_study(replace(request, capturing=lease.capturing), progress)
+                  request.connect, request.stop, granted) as lease:
+            study = run_study(replace(request, lease=lease), progress)
     except BoardQuarantinedError as exc:
         return skipped(target, exc)
     except OrchestratorError as exc:

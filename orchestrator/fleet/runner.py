@@ -191,7 +191,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
             profile_request = ProfileRequest(
                 host=host, app=request.plan.app, out_dir=folder, connect=request.connect, settings=request.settings,
                 inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
-            result = profile_board(profile_request, progress, folder, request.leases)
+            result = profile_board(profile_request, progress, folder, request.leases, watcher.begin)
         else:
             assert request.plan.study is not None
             study_request = StudyRequest(
@@ -200,7 +200,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
                 inventory=request.plan.inventory_path, settings=request.settings, stop=stop,
                 fleet={"folder": folder.name, "target": target})
-            result = study_board(study_request, progress, folder, request.leases)
+            result = study_board(study_request, progress, folder, request.leases, watcher.begin)
     except OrchestratorError as exc:  # the host's own values refused
         result = board_failure(target, exc, folder)
     except Exception as exc:  # a bug on one board must not hide the others: its result says so
@@ -218,11 +218,13 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
 
 
 class _BoardWatch:
-    """Relays the fleet's stop to one board, and ends that board's capture once its deadline passes."""
+    """Relays the fleet's stop to one board, and ends that board's capture once its deadline passes (counted from
+    when its lease was granted: the wait for a board another job holds is not the board's time)."""
 
     def __init__(self, fleet_stop: HostStop, stop: HostStop, timeout_s: float | None) -> None:
         self.fleet_stop, self.stop, self.timed_out = fleet_stop, stop, False
-        self.deadline = time.monotonic() + timeout_s if timeout_s else None
+        self.timeout_s = timeout_s
+        self.deadline: float | None = None
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True, name="board-watch")
         self.thread.start()
@@ -237,6 +239,11 @@ class _BoardWatch:
             elif self.deadline is not None and time.monotonic() > self.deadline and not self.stop.interrupt.is_set():
                 self.timed_out = True
                 self.stop.request("the fleet's --board-timeout passed", "deadline")
+
+    def begin(self) -> None:
+        """The board is the fleet's now: its time starts."""
+        if self.timeout_s:
+            self.deadline = time.monotonic() + self.timeout_s
 
     def close(self) -> None:
         self.closed.set()

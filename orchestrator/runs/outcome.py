@@ -33,7 +33,9 @@ def raise_for_findings(findings: list[Finding]) -> None:
     first = errors[0]
     kind = FINDING_ERRORS.get(first.code, PreflightError)
     more = f" (+{len(errors) - 1} more problem(s), listed above)" if len(errors) > 1 else ""
-    raise kind(f"preflight: {first.what}{more}", first.fix)
+    error = kind(f"preflight: {first.what}{more}", first.fix)
+    error.finding = first.code
+    raise error
 
 
 def app_ending(capture: CaptureResult, status: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from remote_agent.messages import (
     CaptureProgress,
@@ -46,6 +46,17 @@ from .run_settings import RunSettings, capture_settings
 PYTHON_PLACEHOLDER = "{python}"
 
 
+class LeaseWatch(Protocol):
+    """What a run tells the lease on its board."""
+
+    def capturing(self, capture: str | None) -> None:
+        """A capture is about to run in the board's folder ``capture`` (the lease lasts as long); None: it ended on
+        the board, or never began."""
+
+    def checked(self, error: OrchestratorError | None) -> None:
+        """The run got past the board's connection and preflight (None), or ``error`` stopped it before."""
+
+
 @dataclass(frozen=True)
 class ProfileRequest:
     host: Host
@@ -57,8 +68,7 @@ class ProfileRequest:
     study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
     fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
     stop: remote_capture.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
-    # told the board's folder of the capture once it runs, and None once it ended: the board's lease lasts as long
-    capturing: Callable[[str | None], None] | None = None
+    lease: LeaseWatch | None = None  # the board's lease: told of the run's capture and of the board's preflight
 
 
 @dataclass(frozen=True)
@@ -131,10 +141,14 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
             run.stage = "failed"
         elif run.stage == "preparing":  # the capture may have started: fetch finds out
             run.stage = "capturing"
+        if request.lease is not None:  # a failure the lease counts against the board when it is the board's
+            request.lease.checked(exc)
         raise
     finally:
         if failure is not None:
             run.error = error_section(failure)
+            if request.lease is not None:
+                request.lease.checked(failure)
         finish(log)
     if failure is not None:
         failure.run_dir = run_dir
@@ -224,6 +238,8 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         if found.level != "info":
             progress.note(found.level, f"{found.what}: {found.why}. Fix: {found.fix}")
     raise_for_findings(checked.findings)
+    if request.lease is not None:
+        request.lease.checked(None)
     nsys = checked.facts.nsys
     progress.finish("preflight", f"nsys {nsys.version} at {nsys.path}" if app.nsys else "without nsys")
     run.board_state = {"before": checked.board_state}
@@ -252,19 +268,31 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
     if request.stop is not None and request.stop.interrupt.is_set():
         raise InterruptedRunError("interrupted before the capture; nothing to keep", "")
     with log.phase("capture", total=app.capture_s, unit="s"):
-        launched = remote_capture.launch(agent, launch)
-        if request.capturing is not None:
-            request.capturing(paths.run_dir)
+        if request.lease is not None:  # before it begins: the lease must outlive this process if the capture does
+            request.lease.capturing(paths.run_dir)
+        try:
+            launched = remote_capture.launch(agent, launch)
+        except BaseException:
+            if request.lease is not None:
+                request.lease.capturing(None)
+            raise
         if launched.recovered_clocks:  # an earlier capture's supervisor died with the clocks locked
             run.recovered_clocks = launched.recovered_clocks
             progress.note("warning", "the board's clocks were still locked by an earlier capture whose supervisor "
                                      "died; they were restored before this one")
         log.stage("capturing")
         preparation = Preparation(agent.transport, during_capture=not request.host.is_local, large_pull=app.nsys)
-        capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
-                                 preparation.on_progress, app.capture_s)
-    if request.capturing is not None:
-        request.capturing(None)
+        try:
+            capture = follow_capture(agent, paths.run_dir, request.settings.heartbeat_timeout_s, log, request.stop,
+                                     preparation.on_progress, app.capture_s)
+        except (InterruptedRunError, ConnectionLostError, KeyboardInterrupt):
+            raise  # this machine stopped following a capture that may run on: the lease lasts until it ends
+        except BaseException:
+            if request.lease is not None:
+                request.lease.capturing(None)
+            raise
+    if request.lease is not None:
+        request.lease.capturing(None)
     preparation.finish()
     from .collect import collect  # loaded by now
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None

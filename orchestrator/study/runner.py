@@ -32,7 +32,7 @@ from ..figures.measured import measured_despite_nsys, measured_run
 from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, run_metrics
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
-from ..runs.profile import Board, ProfileRequest, agent_section, profile
+from ..runs.profile import Board, LeaseWatch, ProfileRequest, agent_section, profile
 from ..runs.progress import Progress
 from ..runs.remote_capture import HostStop
 from ..runs.run_settings import RunSettings
@@ -70,7 +70,7 @@ class StudyRequest:
     # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
     more_runs: Callable[[Path, StudyDocument], list[int]] | None = None
     max_repeat: int | None = None
-    capturing: Callable[[str | None], None] | None = None  # each run's capture, told to the board's lease
+    lease: LeaseWatch | None = None  # the board's lease, held for all the study's runs: told of each run
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ class _Turns:
         profile_request = ProfileRequest(
             host=request.host, app=app, out_dir=folder, connect=request.connect, settings=request.settings,
             inventory=request.inventory, study={**tag, "repeat": repeat}, fleet=request.fleet, stop=self.stop,
-            capturing=request.capturing)
+            lease=request.lease)
         try:
             outcome = profile(profile_request, progress, self.board)
             entry.runs.append(outcome.run_dir.name)
