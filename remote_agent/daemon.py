@@ -226,16 +226,6 @@ def capture_with_retries(request, sup):
 
 
 def supervise(request):
-    """The capture and its import, under the board's lock (this process's copy of it), between two lines of the
-    board's captures log."""
-    files.log_capture(request.work_dir, request.run_dir, "start", request.requested_by)
-    try:
-        _supervise(request)
-    finally:
-        files.log_capture(request.work_dir, request.run_dir, "end", request.requested_by)
-
-
-def _supervise(request):
     sup = Supervisor(request)
     result = None
     sampling = sampler.BoardSampler(sup.run_dir, env=dict(os.environ, **{capture_mod.RUN_MARK: sup.run_dir}))

@@ -1,23 +1,6 @@
 """File chores on the target: removal confined to the agent's work dir, the import, free space."""
-import json
 import os
 import subprocess
-import time
-
-# the board's own record of its captures: a JSON line as each begins under the board's lock and one as it ends (its
-# supervisor's first and last acts): what ran when on the board, and who asked
-CAPTURES_LOG = "captures.log"
-
-
-def log_capture(work_dir, run_dir, event, requested_by):
-    """One line of the board's captures log (never a reason for a capture to fail)."""
-    line = json.dumps({"run": os.path.basename(run_dir), "event": event, "at": time.time(), "pid": os.getpid(),
-                       "requested_by": requested_by}, sort_keys=True)
-    try:
-        with open(os.path.join(work_dir, CAPTURES_LOG), "a") as handle:
-            handle.write(line + "\n")
-    except (OSError, IOError):
-        pass
 
 
 def inside(path, root):

@@ -160,15 +160,16 @@ def test_the_second_orchestrator_waits_for_the_board_or_fails_clearly(sshd, tmp_
                                 "--duration", "6")
     first_run = wait_for_stage(tmp_path / "runs", "capturing")
     inventory = tmp_path / "inventory.yaml"
-    # another work dir on the same machine is the same board: its nsys would be the same nsys
+    # another work dir on the same machine is the same board: its nsys would be the same nsys. Without leases (a
+    # lease would queue it: test_board_leases.py), the board's own capture lock is what refuses it or makes it wait
     twin = write_inventory(tmp_path / "twin.yaml", {"twin": board(sshd, tmp_path / "twin-work")})
-    busy = run_cli("profile", "--target", "twin", "--app-cmd", LOOP_APP, *QUIET_TRACE,
+    busy = run_cli("profile", "--target", "twin", "--app-cmd", LOOP_APP, *QUIET_TRACE, "--no-leases",
                    "--duration", "2", "--inventory", str(twin), "--out", str(tmp_path / "other"), *ssh_args(sshd))
     assert busy.returncode == 18, busy.stderr
     [line] = error_lines(busy.stderr)
     assert f"is busy with run {first_run.name} (from root@127.0.0.1:{sshd.port}, for " in line
     assert "wait for it with --wait-lock SECONDS" in line
-    waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, *QUIET_TRACE,
+    waited = run_cli("profile", "--target", "board", "--app-cmd", LOOP_APP, *QUIET_TRACE, "--no-leases",
                      "--duration", "2", "--wait-lock", "120", "--inventory", str(inventory),
                      "--out", str(tmp_path / "waited"), *ssh_args(sshd))
     out, err = first.communicate(timeout=120)

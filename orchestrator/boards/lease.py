@@ -104,7 +104,8 @@ class Lease:
                 pass  # the next heartbeat writes it
 
     def checked(self, error: OrchestratorError | None) -> None:
-        """A run got past the board's connection and preflight (None), or ``error`` stopped it before."""
+        """A run got past the board's connection and preflight (None), or ended with ``error``: a failure in a row
+        when it says something of the board (``board_failure``), nothing otherwise."""
         self._record(error)
 
     def ended_with(self, error: BaseException | None) -> None:
@@ -139,7 +140,7 @@ class Lease:
         while not self._stop.wait(HEARTBEAT_S):
             try:
                 if self.database is not None and ledger.beat(self.database, self.uid, self.capture) is None \
-                        and not self.lost.is_set():
+                        and self.board is not None and not self.lost.is_set():  # (a request: asked again)
                     self.lost.set()
                     self._note("warning", f"the lease on {self.board} lapsed while this process was silent too "
                                           "long; it is taken again before the next capture if the board is free")

@@ -54,7 +54,8 @@ class LeaseWatch(Protocol):
         the board, or never began."""
 
     def checked(self, error: OrchestratorError | None) -> None:
-        """The run got past the board's connection and preflight (None), or ``error`` stopped it before."""
+        """The run got past the board's connection and preflight (None), or ended with ``error`` (the lease
+        counts it against the board when it says something of the board)."""
 
 
 @dataclass(frozen=True)
