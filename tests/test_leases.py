@@ -3,6 +3,7 @@ server of the session's own): request order, holders that die (with and without 
 release, and many processes asking for the same boards at once."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import time
@@ -337,3 +338,26 @@ def test_processes_asking_at_once_hold_the_board_one_at_a_time_in_the_order_they
     by_grant = sorted(rows, key=lambda r: r.granted_at or 0)
     assert [r.id for r in by_grant] == sorted(r.id for r in rows)  # granted in request order
     assert [r.purpose for r in by_grant] == [f"process {i}" for i, *_ in lines[::2]]
+
+
+def test_boards_names_each_board_by_its_inventory_hosts(database, tmp_path, capsys, monkeypatch):
+    from orchestrator.cli.main import main
+    monkeypatch.setenv("COLUMNS", "250")  # the tables' cells unwrapped
+    written = write_inventory(tmp_path / "inventory.yaml", {"nano01": {"ansible_host": "10.0.0.5"},
+                                                            "nano02": {"ansible_host": "10.0.0.6"}})
+    inventory = load_inventory(str(written))
+    ledger.ask(database, "holder", ("10.0.0.5:22",), "ci@runner-3 pid 4121", "ci job 1a2b")
+    ledger.ask(database, "other", ("10.0.0.7:22",), "lab@pc pid 9", "study codecs")
+    ledger.ask(database, "waiter", ("10.0.0.5:22", "10.0.0.7:22"), "me@pc pid 7", "profile es2gears")
+    ledger.settle(database, "t")
+    shown = overview(database, inventory=inventory)
+    assert shown.hosts == {"10.0.0.5:22": ["nano01"]}  # the boards shown that the inventory names (not nano02)
+    assert [(r["board"], r["purpose"]) for r in shown.held] == [("10.0.0.5:22", "ci job 1a2b"),
+                                                                ("10.0.0.7:22", "study codecs")]
+    assert [(r["candidates"], r["ahead"]) for r in shown.waiting] == [(["10.0.0.5:22", "10.0.0.7:22"],
+                                                                        {"10.0.0.5:22": 0, "10.0.0.7:22": 0})]
+    assert main(["boards", "--db", database.url, "--inventory", str(written)]) == 0
+    out = capsys.readouterr().out
+    assert "nano01 (10.0.0.5:22)" in out and "ci@runner-3 pid 4121" in out and "10.0.0.7:22" in out
+    assert main(["boards", "--db", database.url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hosts"] == {}  # without an inventory: the boards' own names

@@ -19,12 +19,16 @@ class Overview:
     waiting: list[dict[str, Any]] = field(default_factory=list)    # every request waiting, in request order
     health: list[dict[str, Any]] = field(default_factory=list)     # every board with a failure or a quarantine
     events: list[dict[str, Any]] = field(default_factory=list)     # the newest events, oldest first
+    hosts: dict[str, list[str]] = field(default_factory=dict)      # a board shown -> its inventory host names
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def overview(database: Database, board: str | None = None, events: int = 20) -> Overview:
+def overview(database: Database, board: str | None = None, events: int = 20,
+             inventory: Inventory | None = None) -> Overview:
+    """The leases, health and history (of ``board`` alone, when given); with an inventory, the host names each board
+    shown has there."""
     rows = ledger.lease_rows(database)
     now = ledger.clock(database)
     waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
@@ -43,7 +47,20 @@ def overview(database: Database, board: str | None = None, events: int = 20) -> 
             shown.waiting.append(entry)
     shown.health = [h.as_json() for h in ledger.health_rows(database, board) if h.failures or h.quarantined_at]
     shown.events = ledger.events(database, board, events)
+    if inventory is not None:
+        seen = {b for r in [*shown.held, *shown.waiting] for b in [r["board"], *r["candidates"]] if b} | {
+            h["board"] for h in shown.health} | {e["board"] for e in shown.events}
+        shown.hosts = {b: names for b, names in inventory_boards(inventory).items() if b in seen}
     return shown
+
+
+def inventory_boards(inventory: Inventory) -> dict[str, list[str]]:
+    """Each board the inventory's usable hosts reach -> the host names it has there."""
+    machine = socket.gethostname()
+    found: dict[str, list[str]] = {}
+    for name in inventory.hosts:
+        found.setdefault(board_key(inventory.host(name), machine), []).append(name)
+    return found
 
 
 def board_of(name: str, inventory: Inventory | None) -> str:

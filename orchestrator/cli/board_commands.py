@@ -83,7 +83,7 @@ def cmd_boards(args: argparse.Namespace) -> int:
     from ..inventory.hosts import load_inventory
     if args.action == "release" and not args.board:
         raise UsageError("boards release needs the board", "e.g. 'orchestrate boards release nano01'")
-    inventory = load_inventory(args.inventory, vault_options(args)) if args.board else None
+    inventory = load_inventory(args.inventory, vault_options(args)) if args.board or args.inventory else None
     board = board_of(args.board, inventory) if args.board else None
     if args.action == "release":
         assert board is not None
@@ -106,7 +106,7 @@ def cmd_boards(args: argparse.Namespace) -> int:
         found = Overview()
     else:
         try:
-            found = overview(database, board)
+            found = overview(database, board, inventory=inventory)
         finally:
             database.close()
     if args.json:
@@ -123,25 +123,29 @@ def _when(at: float | None) -> str:
 def _show_overview(found: Any) -> None:
     from rich.table import Table
     from rich.text import Text
+
+    def named(board: str) -> str:  # "nano01 (10.0.4.17:22)" when the inventory names it
+        names = found.hosts.get(board)
+        return f"{', '.join(names)} ({board})" if names else board
     held = Table("board", "held by", "for", "since", "capture", "waiting", title="held", expand=True)
     for row in found.held:
         who = row["holder"] + (f" (silent {row['silent_s']:g} s: gone)" if row["gone"] else "")
-        held.add_row(row["board"], Text(who, style="red" if row["gone"] else ""), row["purpose"],
+        held.add_row(named(row["board"]), Text(who, style="red" if row["gone"] else ""), row["purpose"],
                      _when(row["granted_at"]), row["capture"] or "", str(len(row["queue"])))
     waiting = Table("#", "wants", "asked by", "for", "since", "before it", title="waiting, in request order",
                     expand=True)
     for row in found.waiting:
-        waiting.add_row(str(row["id"]), ", ".join(row["candidates"]), row["holder"], row["purpose"],
+        waiting.add_row(str(row["id"]), ", ".join(named(b) for b in row["candidates"]), row["holder"], row["purpose"],
                         _when(row["requested_at"]), ", ".join(f"{b}: {n}" for b, n in row["ahead"].items()))
     health = Table("board", "state", "failures in a row", "reason", "since", title="health", expand=True)
     for row in found.health:
         quarantined = row["quarantined_at"] is not None
-        health.add_row(row["board"], Text("quarantined" if quarantined else "in service",
+        health.add_row(named(row["board"]), Text("quarantined" if quarantined else "in service",
                                           style="red" if quarantined else "yellow"),
                        str(row["failures"]), row["reason"] or "", _when(row["quarantined_at"] or row["updated_at"]))
     history = Table("when", "board", "what", "detail", "seen by", title="history", expand=True)
     for event in found.events:
-        history.add_row(_when(event["at"]), event["board"], event["kind"], event["detail"], event["by"])
+        history.add_row(_when(event["at"]), named(event["board"]), event["kind"], event["detail"], event["by"])
     for table, rows in ((held, found.held), (waiting, found.waiting), (health, found.health),
                         (history, found.events)):
         show(table if rows else Text(f"{table.title}: none", style="dim"), err=False)
