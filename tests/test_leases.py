@@ -122,7 +122,7 @@ def test_a_lease_whose_holder_died_mid_capture_ends_with_the_capture_not_before(
     ledger.ask(database, "holder", ("a",), "tester 1", "profile app")
     ledger.ask(database, "waiter", ("a",), "tester 2", "profile app")
     ledger.settle(database, "tester")
-    ledger.note_capture(database, "holder", "/work/runs/r1")
+    ledger.beat(database, "holder", "/work/runs/r1")  # the holder names its capture
     _age(database, "holder", STALE_S + 5)
     ledger.settle(database, "tester")
     [gone] = [r for r in ledger.lease_rows(database) if r.uid == "holder"]

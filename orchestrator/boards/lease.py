@@ -99,7 +99,7 @@ class Lease:
         self.capture = capture
         if self.database is not None:
             try:
-                ledger.note_capture(self.database, self.uid, capture)
+                ledger.beat(self.database, self.uid, capture)
             except ResultsDatabaseError:
                 pass  # the next heartbeat writes it
 
@@ -120,7 +120,8 @@ class Lease:
             return
         if error is not None:
             self._told.append(error)
-        failure = error.one_line() if isinstance(error, OrchestratorError) else None if error is None else str(error)
+        # a board's failure is orchestrate's own error (board_failure): its one line
+        failure = error.one_line() if isinstance(error, OrchestratorError) else None
         try:
             health = ledger.record_health(self.database, self.board, failure, self.holder,
                                           self.options.quarantine_after)
@@ -178,12 +179,10 @@ def hold(options: LeaseOptions, hosts: Sequence[Host], purpose: str, view: Lease
     database = _open(options.database)
     machine = socket.gethostname()
     by_key = {board_key(h, machine): h for h in hosts}
-    uid = uuid.uuid4().hex
-    lease: Lease | None = None
+    lease = Lease(hosts[0], None, database, uuid.uuid4().hex, options, view)
     try:
         candidates = _in_service(database, tuple(by_key), options)
-        lease = Lease(hosts[0], None, database, uid, options, view)
-        ledger.ask(database, uid, candidates, lease.holder, purpose)
+        ledger.ask(database, lease.uid, candidates, lease.holder, purpose)
         lease.start()
         row = _wait_turn(database, lease, by_key, view, connect or ConnectOptions(), stop, options)
         assert row.board is not None
@@ -198,13 +197,12 @@ def hold(options: LeaseOptions, hosts: Sequence[Host], purpose: str, view: Lease
         if lease.error is not None:  # successes are the runs' to tell (``checked``): a study catches its failures
             lease._record(lease.error)
     finally:
-        if lease is not None:
-            lease.close()
-        if lease is not None and lease.capture is not None:  # left running on the board (a second Ctrl-C)
+        lease.close()
+        if lease.capture is not None:  # left running on the board (a second Ctrl-C)
             view.note("info", f"{lease.board} stays held until its capture ends there")
         else:
-            try:
-                ledger.end(database, uid, "done", holder_name())
+            try:  # the request's uid as it is now: one that waited too long asked again under another
+                ledger.end(database, lease.uid, "done", lease.holder)
             except ResultsDatabaseError as exc:
                 view.note("warning", f"{exc.one_line()}: the lease ends when its heartbeat stops")
         database.close()
@@ -249,14 +247,15 @@ def _wait_turn(database: Database, lease: Lease, by_key: dict[str, Host], view: 
             ledger.ask(database, lease.uid, own.candidates, lease.holder, own.purpose)
             view.note("warning", "this request waited silent too long and lost its place; it asked again")
             continue
-        text = _waiting_text(own, rows)
+        waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
+        text = _waiting_text(own, rows, waiting)
         if text != said:
             view.note("info", text)
             said = text
         if started - checked >= CHECK_S:
             checked = started
             _in_service(database, own.candidates, options)  # every board it could take quarantined meanwhile
-            _free_ended_captures(database, rows, own, by_key, connect, lease.holder)
+            _free_ended_captures(database, rows, waiting, own, by_key, connect, lease.holder)
         if stop is not None and stop.interrupt.wait(LOOK_S):
             raise InterruptedRunError(f"interrupted while waiting for {', '.join(own.candidates)}",
                                       "nothing ran; the board was not taken")
@@ -264,8 +263,7 @@ def _wait_turn(database: Database, lease: Lease, by_key: dict[str, Host], view: 
             time.sleep(LOOK_S)
 
 
-def _waiting_text(own: ledger.LeaseRow, rows: list[ledger.LeaseRow]) -> str:
-    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
+def _waiting_text(own: ledger.LeaseRow, rows: list[ledger.LeaseRow], waiting: list[Waiting]) -> str:
     parts = []
     for board in own.candidates:
         holding = next((r for r in rows if r.state == ledger.HELD and r.board == board), None)
@@ -276,12 +274,11 @@ def _waiting_text(own: ledger.LeaseRow, rows: list[ledger.LeaseRow]) -> str:
     return "waiting for a board: " + "; ".join(parts)
 
 
-def _free_ended_captures(database: Database, rows: list[ledger.LeaseRow], own: ledger.LeaseRow,
-                         by_key: dict[str, Host], connect: ConnectOptions, holder: str) -> None:
+def _free_ended_captures(database: Database, rows: list[ledger.LeaseRow], waiting: list[Waiting],
+                         own: ledger.LeaseRow, by_key: dict[str, Host], connect: ConnectOptions, holder: str) -> None:
     """The leases of the boards this request is first in the queue for whose holders are gone while a capture ran:
     ended once the board says that capture has ended (or has not answered for UNKNOWN_CAP_S)."""
     at = ledger.clock(database)
-    waiting = [Waiting(r.id, r.candidates) for r in rows if r.state == ledger.WAITING]
     for row in rows:
         if row.state != ledger.HELD or row.board not in own.candidates or not row.capture:
             continue

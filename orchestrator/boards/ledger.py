@@ -127,17 +127,18 @@ def _settle(connection: Connection, at: float, by: str) -> None:
     rows = [LeaseRow.of(r) for r in connection.execute(select(leases).where(leases.c.state != ENDED))]
     # after a long wait for the others, heartbeats may have waited as long behind them: nobody is judged gone now
     reap = connection.info.get("waited_s", 0.0) < HEARTBEAT_S
-    for row in rows:
-        if reap and is_stale(row.heartbeat_at, at) and not (row.state == HELD and row.capture):
-            gone = "abandoned while waiting" if row.state == WAITING else "its holder stopped answering"
-            _end(connection, row.uid, gone, at)
-            if row.state == HELD and row.board:
-                _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {gone}", by, at)
-    live = [r for r in rows if r.state == HELD and not (reap and is_stale(r.heartbeat_at, at) and not r.capture)]
+    gone = [r for r in rows if reap and is_stale(r.heartbeat_at, at) and not (r.state == HELD and r.capture)]
+    for row in gone:
+        why = "abandoned while waiting" if row.state == WAITING else "its holder stopped answering"
+        _end(connection, row.uid, why, at)
+        if row.state == HELD and row.board:
+            _event(connection, row.board, "holder-gone", f"{row.holder} ({row.purpose}): {why}", by, at)
+    ended = {r.uid for r in gone}
+    left = [r for r in rows if r.uid not in ended]
     quarantined = {h.board for h in _health(connection) if h.quarantined_at is not None}
-    waiting = [Waiting(r.id, r.candidates) for r in rows
-               if r.state == WAITING and not (reap and is_stale(r.heartbeat_at, at))]
-    for request_id, board in grants(waiting, {r.board for r in live if r.board}, quarantined).items():
+    held = {r.board for r in left if r.state == HELD and r.board}
+    waiting = [Waiting(r.id, r.candidates) for r in left if r.state == WAITING]
+    for request_id, board in grants(waiting, held, quarantined).items():
         connection.execute(update(leases).where(and_(leases.c.id == request_id, leases.c.state == WAITING))
                            .values(state=HELD, board=board, granted_at=at, heartbeat_at=at))
 
@@ -163,12 +164,6 @@ def retake(database: Database, uid: str, board: str) -> bool:
         connection.execute(update(leases).where(leases.c.uid == uid).values(
             state=HELD, board=board, heartbeat_at=at, ended_at=None, end_reason=None))
         return True
-
-
-def note_capture(database: Database, uid: str, capture: str | None) -> None:
-    with changing(database) as connection:
-        connection.execute(update(leases).where(leases.c.uid == uid).values(capture=capture,
-                                                                            heartbeat_at=now(connection)))
 
 
 def end(database: Database, uid: str, reason: str, by: str) -> None:
@@ -218,16 +213,17 @@ def record_health(database: Database, board: str, failure: str | None, by: str,
             return found or Health(board, 0, None, None, at)
         failures = 0 if failure is None else (found.failures if found else 0) + 1
         quarantine = found.quarantined_at if found else None
-        if failure is None and found and found.failures:
+        if failure is None:  # (after failures: none is written above)
+            assert found is not None
             _event(connection, board, "recovered", f"a run got past its preflight after {found.failures} failures",
                    by, at)
-        if failure is not None:
+        else:
             _event(connection, board, "failure", failure, by, at)
             if quarantine is None and failures >= quarantine_after:
                 quarantine = at
                 _event(connection, board, "quarantined", f"{failures} failures in a row; the last: {failure}", by, at)
-        health = Health(board, failures, quarantine, failure if failure is not None else (found.reason if found
-                                                                                          else None), at)
+        reason = failure if failure is not None else found.reason if found else None
+        health = Health(board, failures, quarantine, reason, at)
         values = health.as_json()
         if found is None:
             connection.execute(insert(board_health).values(**values))
