@@ -1,0 +1,89 @@
+"""What `analyze --json` and `compare --json` print for the stored exports and the old folders, paths made
+relative: test_same_outputs.py holds it equal to what the release before the one record type printed
+(tests/data/outputs-before-one-record-type, see its SOURCES.md). ``python tests/same_outputs.py DIR`` writes
+today's into DIR."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).parent
+DATA = TESTS / "data"
+REPO = TESTS.parent
+EXPORTS = ("es2gears-opengl", "tflite-pose-xnnpack", "python-cpu-sampling", "cpuonly_sampling_2024",
+           "abacus_titanrtx_2020.export2022_4", "flux_gtx1650_2019.export2022_4", "nsu_v100_2022.export2022_4",
+           "ompoffload_t4_2023", "openacc_rtx3080_2020")
+# each case: its name, the command's arguments (an export by its name in braces, a folder of tests/data as is)
+CASES = [*((f"analyze-{name}", ("analyze", f"{{{name}}}", "--json")) for name in EXPORTS),
+         ("analyze-es2gears-frame-100", ("analyze", "{es2gears-opengl}", "--frame", "100", "--json")),
+         ("analyze-es2gears-window-all", ("analyze", "{es2gears-opengl}", "--window", "all", "--json")),
+         ("analyze-tflite-window", ("analyze", "{tflite-pose-xnnpack}", "--window", "1s:2s", "--json")),
+         ("compare-exports", ("compare", "{es2gears-opengl}", "{tflite-pose-xnnpack}", "--json")),
+         ("compare-old-folders", (
+             "compare", "written-before-typed-documents/20261203T170830Z-local-es2gears",
+             "written-before-typed-messages/20261205T183609Z-local-es2gears",
+             "written-before-one-record-type/20261206T143333Z-local-es2gears",
+             "written-before-one-record-type/20261206T143407Z-fleet-es2gears/20261206T143407Z-local-es2gears",
+             "--json")),
+         ("compare-study-runs", (
+             "compare", *(f"written-before-one-record-type/20261206T143350Z-posebench-delegate/{run}"
+                          for run in ("20261206T143350Z-local-posebench", "20261206T143357Z-local-posebench")),
+             "written-before-typed-documents/20261203T180308Z-posebench-delegate/20261203T180308Z-local-posebench",
+             "--json")),
+         ("report-es2gears", ("report", "{es2gears-opengl}", "-o", "page.html")),
+         ("report-tflite-pose", ("report", "{tflite-pose-xnnpack}", "-o", "page.html")),
+         ("report-old-run", ("report", "written-before-one-record-type/20261206T143333Z-local-es2gears",
+                             "-o", "page.html")),
+         ("compare-page", ("compare", "{es2gears-opengl}", "{tflite-pose-xnnpack}", "-o", "page.html"))]
+
+
+def unpack(name: str, folder: Path) -> Path:
+    target = folder / f"{name}.sqlite"
+    if not target.exists():
+        with gzip.open(DATA / "nsys" / f"{name}.sqlite.gz", "rb") as packed:
+            target.write_bytes(packed.read())
+    return target
+
+
+def output(args: tuple[str, ...], folder: Path) -> Any:
+    """The command's JSON, or the page it wrote (``-o page.html``), run in ``folder`` (tests/data's folders
+    copied there, exports unpacked there)."""
+    argv = [unpack(arg[1:-1], folder).name if arg.startswith("{") else arg for arg in args]
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+    done = subprocess.run([sys.executable, "-m", "orchestrator", *argv], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"{argv}: {done.stderr}"
+    text = (folder / "page.html").read_text() if "page.html" in argv else done.stdout
+    text = text.replace(str(folder) + "/", "").replace(str(folder), ".")
+    return text if "page.html" in argv else json.loads(text)
+
+
+def outputs(folder: Path) -> Iterator[tuple[str, Any]]:
+    for name, args in CASES:
+        yield name, output(args, folder)
+
+
+def stored(name: str) -> Any:
+    with gzip.open(DATA / "outputs-before-one-record-type" / f"{name}.json.gz", "rt") as packed:
+        return json.load(packed)
+
+
+if __name__ == "__main__":
+    import shutil
+    import tempfile
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        for old in ("written-before-typed-documents", "written-before-typed-messages",
+                    "written-before-one-record-type"):
+            shutil.copytree(DATA / old, Path(work) / old)
+        for case, found in outputs(Path(work)):
+            with gzip.GzipFile(out / f"{case}.json.gz", "wb", mtime=0) as packed:
+                packed.write(json.dumps(found, indent=1, sort_keys=True).encode() + b"\n")
+            print(case)
