@@ -19,7 +19,17 @@ import traceback
 
 from . import board_lock, clocks, facts, files, sampler, watchdog
 from . import capture as capture_mod
-from .messages import ClocksUsed, HostLine, LaunchAnswer, LockHolder, StatusAnswer
+from .messages import (
+    CaptureProgress,
+    CaptureState,
+    ClocksRestored,
+    ClocksUsed,
+    DiskLow,
+    HostLine,
+    LaunchAnswer,
+    LockHolder,
+    StatusAnswer,
+)
 
 STATE = "state.json"
 HEARTBEAT = "heartbeat"
@@ -57,9 +67,11 @@ def state_stamp(run_dir):
 
 
 def read_state(run_dir):
+    """The supervisor's state (None while there is none): read as run folders are, since a board keeps the state
+    of captures an earlier agent made."""
     try:
         with open(os.path.join(run_dir, STATE)) as handle:
-            return json.load(handle)
+            return CaptureState.from_wire(json.load(handle))
     except (OSError, IOError, ValueError):
         return None
 
@@ -79,8 +91,9 @@ def launch(request):
     busy = lock.acquire(request.settings.wait_lock_s, {
         "run": os.path.basename(run_dir), "host": request.requested_by, "since": time.time()})
     if busy is not None:
-        return LaunchAnswer(busy=LockHolder.from_wire(busy))
+        return LaunchAnswer(busy=LockHolder.from_wire(busy, strict=True))
     recovered = clocks.recover_stale(request.work_dir, pid_alive)  # a lock whose supervisor was killed
+    restored = ClocksRestored.from_wire(recovered, strict=True) if recovered else None
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
     for name in (STATE, STOP):
         try:
@@ -111,7 +124,7 @@ def launch(request):
     while time.time() < deadline:
         state = read_state(run_dir)
         if state is not None:
-            return LaunchAnswer(pid=state["pid"], run_dir=run_dir, state=state, recovered_clocks=recovered)
+            return LaunchAnswer(pid=state.pid, run_dir=run_dir, state=state, recovered_clocks=restored)
         time.sleep(0.05)
     raise RuntimeError("the capture supervisor did not start (see {})".format(os.path.join(run_dir, LOG)))
 
@@ -150,8 +163,8 @@ class Supervisor(object):
         self.request = request
         self.run_dir = request.run_dir
         self.started = time.time()
-        self.state = {"stage": "starting", "pid": os.getpid(), "started_at": self.started,
-                      "heartbeat_timeout_s": self.heartbeat_timeout}
+        self.state = CaptureState(stage="starting", pid=os.getpid(), started_at=self.started,
+                                  heartbeat_timeout_s=self.heartbeat_timeout)
 
     # above this much free space, the scratch folder is not even measured
     roomy = 8 * 2**30
@@ -161,23 +174,22 @@ class Supervisor(object):
         return self.request.settings.heartbeat_timeout_s or DEFAULT_HEARTBEAT_TIMEOUT_S
 
     def save(self, **changes):
-        self.state.update(changes)
-        self.state["updated_at"] = time.time()
-        self.state["elapsed_s"] = round(time.time() - self.started, 3)
+        """The state with changes (CaptureState's fields) written whole to the state file."""
+        self.state.set(updated_at=time.time(), elapsed_s=round(time.time() - self.started, 3), **changes)
         path = os.path.join(self.run_dir, STATE)
         try:
-            write_json_atomic(path, self.state)
+            write_json_atomic(path, self.state.to_wire())
         except (OSError, IOError) as exc:
             if exc.errno != errno.ENOSPC:
                 raise
             files.release_reserve(self.run_dir)  # the disk is full: give back the reserve to record this
-            self.state["disk_full"] = True
+            self.state.disk_full = True
             try:
-                write_json_atomic(path, self.state)
+                write_json_atomic(path, self.state.to_wire())
             except (OSError, IOError) as again:
                 # what filled the disk took the reserve too: a progress note waits for the next save (the
                 # capture is ended for the full disk meanwhile), but the capture's end is never lost unsaid
-                if again.errno != errno.ENOSPC or self.state.get("stage") == ENDED:
+                if again.errno != errno.ENOSPC or self.state.stage == ENDED:
                     raise
 
     def on_event(self, event, **fields):
@@ -196,13 +208,13 @@ class Supervisor(object):
         except OSError:
             silent = 0
         if silent > self.heartbeat_timeout:
-            self.state["host_gone"] = True
+            self.state.host_gone = True
             return "host_gone", "no heartbeat from the host for {:.0f} s".format(silent)
         free = files.free_bytes(self.run_dir)
         # nsys turns its scratch into the report when the capture ends, and needs about as much room again
         scratch = watchdog.folder_bytes(os.path.join(self.run_dir, "scratch")) if free < self.roomy else 0
         if free < LOW_DISK_BYTES + scratch:
-            self.state["disk_low"] = {"free": free, "scratch": scratch}
+            self.state.disk_low = DiskLow(free=free, scratch=scratch)
             return "disk_low", ("the disk is nearly full ({} MB free in {}, nsys needs about {} MB to write its "
                                 "report)").format(free // 2**20, self.run_dir, (scratch + LOW_DISK_BYTES) // 2**20)
         return None
@@ -242,25 +254,24 @@ def supervise(request):
             samples = sampling.stop()
             restored = clocks.restore(request.work_dir) if locked else None
             if locked:
-                sup.save(clocks={"locked": locked, "restore": restored})
+                sup.save(clocks=ClocksUsed.from_wire({"locked": locked, "restore": restored}, strict=True))
         result.settings = request.settings  # what the board ran with, as it read it
         result.board_samples = samples
         result.board_state_after = facts.board_state_now()  # the board after the run: one round trip less
-        if locked:
-            result.clocks = ClocksUsed.from_wire({"locked": locked, "restore": restored}, strict=True)
+        result.clocks = sup.state.clocks
         importer = request.importer
         if ".qdstrm" in result.reports and not (set(result.reports) & {".nsys-rep", ".qdrep"}) and importer:
-            sup.save(stage="importing", capture=result.to_wire())
+            sup.save(stage="importing", capture=result)
             result.import_ = files.import_qdstrm(importer, result.reports[".qdstrm"])
             result.reports = capture_mod.find_reports(request.report_base)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)  # nsys's, not needed now
         files.release_reserve(sup.run_dir)
         result.sizes = files.sizes(sup.run_dir)  # the run's files as they stay: the pull asks no more
-        sup.save(stage=ENDED, result=result.to_wire(), free_bytes=files.free_bytes(sup.run_dir))
+        sup.save(stage=ENDED, result=result, free_bytes=files.free_bytes(sup.run_dir))
     except BaseException as exc:  # noqa: B036 (recorded for the host, then re-raised)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)
         files.release_reserve(sup.run_dir)
-        sup.save(stage=ENDED, result=result.to_wire() if result is not None else None,
+        sup.save(stage=ENDED, result=result,
                  error="{}: {}".format(type(exc).__name__, exc),
                  trace=traceback.format_exc()[-4000:])
         raise
@@ -275,12 +286,12 @@ def follow_look_s(state, planned_s, now):
     once the supervisor is past the capture."""
     if state is None:
         return CALM_FOLLOW_LOOK_S
-    if state.get("stage") not in CALM_STAGES:
+    if state.stage not in CALM_STAGES:
         return FOLLOW_LOOK_S
-    app_s = state.get("app_s")
+    app_s = state.app_s
     if planned_s is None or app_s is None:
         return CALM_FOLLOW_LOOK_S
-    app_now = float(app_s) + max(0.0, now - float(state.get("updated_at") or now))
+    app_now = float(app_s) + max(0.0, now - float(state.updated_at or now))
     return FOLLOW_LOOK_S if app_now >= float(planned_s) - 1.0 else CALM_FOLLOW_LOOK_S
 
 
@@ -316,17 +327,18 @@ def attach(request, emit, stdin_fd=0):
             stamp, state = seen, read_state(run_dir)
         if state is None:
             raise RuntimeError("no capture in {}".format(run_dir))
-        if state.get("stage") == ENDED:
+        if state.stage == ENDED:
             return state
-        if not pid_alive(state["pid"]):
+        if not pid_alive(state.pid or 0):
             state = read_state(run_dir) or state
-            if state.get("stage") != ENDED:
+            if state.stage != ENDED:
                 raise RuntimeError("the capture supervisor (pid {}) died; see {}".format(
-                    state["pid"], os.path.join(run_dir, LOG)))
+                    state.pid, os.path.join(run_dir, LOG)))
             return state
         if now - last_report >= 1.0:
-            emit("progress", stage=state.get("stage"), elapsed_s=state.get("capture_elapsed_s") or 0,
-                 app_s=state.get("app_s"), attempt=state.get("attempt") or 1)
+            progress = CaptureProgress(stage=state.stage, elapsed_s=state.capture_elapsed_s or 0.0, app_s=state.app_s,
+                                       attempt=state.attempt or 1)
+            emit("progress", **progress.to_wire(version=False))
             last_report = now
         if now - last_input > timeout_s:
             return None
@@ -337,7 +349,6 @@ def status(request):
     dir, whether the board's capture lock is held (whoever's run, and read by any login)."""
     run_dir = request.run_dir
     state = read_state(run_dir)
-    alive = bool(state) and state.get("stage") != ENDED and pid_alive(state["pid"])
+    alive = state is not None and state.stage != ENDED and pid_alive(state.pid or 0)
     lock = board_lock.lock_state(request.work_dir) if request.work_dir else None
-    return StatusAnswer.from_wire({"present": os.path.isdir(run_dir), "state": state, "supervisor_alive": alive,
-                                   "capture_lock": lock})
+    return StatusAnswer(present=os.path.isdir(run_dir), state=state, supervisor_alive=alive, capture_lock=lock)

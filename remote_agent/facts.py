@@ -12,6 +12,7 @@ import sys
 
 from . import board, boardfs, files, nsys_locate
 from .board_text import jetpack_for_l4t, parse_l4t_core_version, parse_nv_tegra_release, parse_nvpmodel_query
+from .messages import BoardState, Facts, PowerMode
 
 
 def parse_device_tree_string(raw):
@@ -90,26 +91,26 @@ def current_temperatures():
     return parse_thermal_zones(zones)
 
 
-def board_state_now():
-    """board_state() with when it was read (UTC, ISO 8601), or why it could not be: asked for beside another
-    answer (preflight's, the capture's), it never fails that one."""
+def board_state_now(_request=None):
+    """The board_state command's answer: board_state() with when it was read (UTC, ISO 8601), or why it could not
+    be; asked for beside another answer (preflight's, the capture's), it never fails that one."""
     at = datetime.datetime.now(datetime.timezone.utc).isoformat()
     try:
-        return dict(board_state(), at=at)
+        state = board_state()
     except Exception as exc:  # noqa: BLE001 (said in run.json, not raised)
-        return {"at": at, "error": "{}: {}".format(type(exc).__name__, exc)}
+        return BoardState(at=at, error="{}: {}".format(type(exc).__name__, exc))
+    state.at = at
+    return state
 
 
 def board_state():
     """What can change between two runs on one board and explain a fast or slow one: clocks, power mode,
     temperatures, the load average (None for what the board does not expose)."""
     load = _read("/proc/loadavg")
-    return {
-        "clocks": current_clocks(),
-        "power_mode": current_power_mode(),
-        "temperatures_c": current_temperatures() or None,
-        "load_average": [float(x) for x in load.split()[:3]] if load else None,
-    }
+    mode = current_power_mode()
+    return BoardState(clocks=current_clocks(), power_mode=PowerMode(**mode) if mode else None,
+                      temperatures_c=current_temperatures() or None,
+                      load_average=[float(x) for x in load.split()[:3]] if load else None)
 
 
 _list = boardfs.listdir
@@ -190,6 +191,12 @@ def nsys_facts(hint=None):
 # The nsys facts of a run that does not use nsys (--no-nsys): nsys is neither looked for nor started.
 NO_NSYS = {"path": None, "version": None, "tried": [], "importer": None, "imports_itself": False,
            "used": False}  # type: dict
+
+
+def answer(request):
+    """The facts command's answer to a FactsRequest (its dicts read strictly: a key the message does not declare
+    is an error here, not a field the host never sees)."""
+    return Facts.from_wire(collect(request.nsys, request.work_dir, request.with_nsys), strict=True)
 
 
 def collect(nsys_hint=None, work_dir=None, with_nsys=True):

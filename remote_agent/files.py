@@ -2,10 +2,17 @@
 import os
 import subprocess
 
+from .messages import RemoveAnswer
+
 
 def inside(path, root):
     path, root = os.path.realpath(path), os.path.realpath(root)
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def remove_answer(request):
+    """The remove command's answer to a RemoveRequest."""
+    return RemoveAnswer(removed=remove(request.paths, request.root))
 
 
 def remove(paths, root):

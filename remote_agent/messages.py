@@ -5,11 +5,14 @@ are its fields, ``to_wire()`` gives its JSON object (with ``v``, the protocol's 
 one as run folders are read. A machine-readable ``kind`` says what happened wherever the host decides by it: an
 early end's, a watchdog step's, a failure's; the words beside it are for people, and the host never matches them.
 """
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Generic, List, Optional, Type, TypeVar
 
 from .wire import PROTOCOL, Message
 
 __all__ = ["PROTOCOL", "Message"]  # the host's one way to the agent: what a message is comes with the messages
+
+Q = TypeVar("Q", bound=Message)
+A = TypeVar("A", bound=Message)
 
 
 # -- what the host asks -------------------------------------------------------------------------------------
@@ -54,14 +57,16 @@ class ClockLock(Message):
 
 
 class CaptureSettings(Message):
-    """How long the capture lasts and how the board keeps it going: the run's settings the board needs."""
+    """How long the capture lasts and how the board keeps it going: the run's settings the board needs. The host
+    always sends every field (the user's defaults are RunSettings'); a default here is what a field absent on the
+    wire means: what a host that did not send it yet meant."""
     delay_s: float = 0.0  # seconds the app runs before nsys records
     duration_s: float = 0.0  # seconds nsys records after the delay
     grace_s: float = 30.0  # past delay + duration, before the watchdog stops the app
     heartbeat_s: float = 1.0  # how often the capture reports progress
     heartbeat_timeout_s: float = 30.0  # without the host's heartbeat this long, the board ends the capture
     wait_lock_s: float = 0.0  # how long to wait for the board's lock held by another run
-    retries: int = 0  # captures made again when nsys stalls or fails before starting the app
+    retries: int = 0  # captures made again when nsys stalls or fails before starting the app (absent: none)
     lock_clocks: Optional[ClockLock] = None  # jetson_clocks for the capture, the board's own clocks after it
 
 
@@ -100,6 +105,10 @@ class SessionCall(Message):
     the session."""
     command: str = ""
     request: Dict[str, Any] = {}
+
+
+class NoRequest(Message):
+    """What a command that needs nothing reads (version, board_state)."""
 
 
 class StatusRequest(Message):
@@ -222,7 +231,7 @@ class PreflightAnswer(Message):
     facts: Facts = Facts()
     findings: List[Finding] = []
     display: DisplayPlan = DisplayPlan()
-    board_state: Dict[str, Any] = {}
+    board_state: BoardState = BoardState()  # the board before the run
 
 
 class LockHolder(Message):
@@ -235,8 +244,8 @@ class LaunchAnswer(Message):
     pid: Optional[int] = None
     run_dir: Optional[str] = None
     busy: Optional[LockHolder] = None  # the board's lock is held by another run
-    state: Dict[str, Any] = {}
-    recovered_clocks: Optional[Dict[str, Any]] = None
+    state: Optional["CaptureState"] = None  # the supervisor's first state
+    recovered_clocks: Optional["ClocksRestored"] = None  # an earlier capture's lock, put back at this launch
 
 
 class EarlyEnd(Message):
@@ -269,9 +278,18 @@ class ClocksLocked(Message):
     mode_locked: Optional[PowerMode] = None
 
 
+class RestoreStep(Message):
+    """One command of a restore: 'nvpmodel -m' back to the mode before, or 'jetson_clocks --restore'."""
+    nvpmodel: Optional[int] = None  # the power mode put back
+    jetson_clocks_restore: Optional[str] = None  # the file jetson_clocks restored from
+    status: Optional[int] = None  # its exit status (None: it could not run)
+    output: str = ""
+    refused: Optional[str] = None  # nvpmodel's words when it refused the switch
+
+
 class ClocksRestored(Message):
     restored: bool = False
-    steps: List[Dict[str, Any]] = []  # each command run, its status and output
+    steps: List[RestoreStep] = []  # each command run, its status and output
     mode_now: Optional[PowerMode] = None
 
 
@@ -312,7 +330,7 @@ class CaptureResult(Message):
     settings: Optional[CaptureSettings] = None  # the launch's settings as the board read them
     previous_attempts: List["CaptureResult"] = []
     board_samples: Optional[Dict[str, Any]] = None
-    board_state_after: Optional[Dict[str, Any]] = None
+    board_state_after: Optional[BoardState] = None
     clocks: Optional[ClocksUsed] = None
     sizes: Optional[Dict[str, int]] = None  # the run folder's files as they stay (None: not known)
     import_: Optional[Dict[str, Any]] = None
@@ -332,7 +350,17 @@ class CaptureState(Message):
     result: Optional[CaptureResult] = None
     error: Optional[str] = None
     trace: Optional[str] = None
-    host_gone: bool = False
+    host_gone: bool = False  # the capture ended for the host's silence
+    clocks: Optional[ClocksUsed] = None  # --lock-clocks: the lock and its restore, once the capture ended
+    capture: Optional[CaptureResult] = None  # the capture's result while its raw capture is imported
+    free_bytes: Optional[int] = None  # free in the run folder once it ended
+    disk_full: bool = False  # a save found the disk full and gave back the reserve
+    disk_low: Optional["DiskLow"] = None  # the capture was ended for the disk
+
+
+class DiskLow(Message):
+    free: int = 0  # bytes free in the run folder
+    scratch: int = 0  # bytes of nsys's scratch, about what it needs again to write its report
 
 
 class CaptureProgress(Message):
@@ -352,3 +380,54 @@ class StatusAnswer(Message):
 
 class RemoveAnswer(Message):
     removed: List[str] = []
+
+
+class SentFile(Message):
+    """send's answer for one file, a line on stderr: its sha256 up to size and the bytes sent from offset, or why it
+    could not be sent (the files after it are not)."""
+    path: str = ""
+    sha256: Optional[str] = None
+    size: Optional[int] = None
+    sent: Optional[int] = None
+    offset: Optional[int] = None
+    failed: bool = False
+    msg: Optional[str] = None
+
+
+# -- the commands -------------------------------------------------------------------------------------------
+
+
+class Command(Generic[Q, A]):
+    """An agent command: its name, the request it reads (strictly: an unknown key or a value of the wrong kind is
+    a bad_request failure), its answer, and its handler ("module.function" in the agent, imported when it runs:
+    a board's Python starts slowly enough that every call gains from loading nothing else). A handler takes the
+    request and returns the answer; a conversational one (attach) takes the function that writes its lines too.
+    Adding a command is one entry here and one handler."""
+
+    def __init__(self, name: str, request: Type[Q], answer: Type[A], handler: str, in_session: bool = True,
+                 conversational: bool = False) -> None:
+        self.name = name
+        self.request = request
+        self.answer = answer
+        self.module, self.function = handler.rsplit(".", 1)
+        self.in_session = in_session  # answered inside a session too (one process answering a run's calls)
+        self.conversational = conversational
+
+    def __repr__(self) -> str:
+        return "Command({})".format(self.name)
+
+
+VERSION = Command("version", NoRequest, VersionAnswer, "identity.version")
+FACTS = Command("facts", FactsRequest, Facts, "facts.answer")
+BOARD_STATE = Command("board_state", NoRequest, BoardState, "facts.board_state_now")
+PREFLIGHT = Command("preflight", PreflightRequest, PreflightAnswer, "preflight.run")
+LAUNCH = Command("launch", LaunchRequest, LaunchAnswer, "daemon.launch")
+# reads the host's lines (HostLine) after its request, writes progress lines (CaptureProgress) until the capture ended
+ATTACH = Command("attach", AttachRequest, CaptureState, "daemon.attach", conversational=True)
+STATUS = Command("status", StatusRequest, StatusAnswer, "daemon.status")
+REMOVE = Command("remove", RemoveRequest, RemoveAnswer, "files.remove_answer")
+# its stdout is the files' bytes, one after the other; its answers a SentFile line per file on stderr
+SEND = Command("send", SendRequest, SentFile, "send.send_files", in_session=False)
+
+COMMANDS = {command.name: command for command in (VERSION, FACTS, BOARD_STATE, PREFLIGHT, LAUNCH, ATTACH, STATUS,
+                                                  REMOVE, SEND)}  # type: Dict[str, Command[Any, Any]]

@@ -7,7 +7,7 @@ import shutil
 
 from . import boardfs, files, nsys_locate, power_modes, xdisplay
 from . import facts as facts_mod
-from .messages import PreflightAnswer
+from .messages import DisplayPlan, Facts, Finding, PreflightAnswer
 
 MIN_NSYS_VERSION = (2019, 5)
 # 3 s of es2gears with OpenGL trace wrote a 98 MB qdstrm: budget 40 MB per captured second.
@@ -239,6 +239,7 @@ def run(request):
         "power_modes": power_modes.read_conf() if request.nvpmodel_mode is not None else None,
         "gpu_metrics": _probe_gpu_metrics(facts["nsys"]) if request.gpu_metrics else None,
     }
-    return PreflightAnswer.from_wire({
-        "facts": facts, "findings": evaluate(request, facts, probes), "display": display,
-        "board_state": facts_mod.board_state_now()}, strict=True)  # the board before the run: one round trip less
+    return PreflightAnswer(facts=Facts.from_wire(facts, strict=True),
+                           findings=[Finding(**found) for found in evaluate(request, facts, probes)],
+                           display=DisplayPlan(**display),
+                           board_state=facts_mod.board_state_now())  # the board before the run: one round trip less

@@ -7,8 +7,8 @@ to the size the host measured just before, so that the host can tell them apart 
 is then one call however many files it takes (each call costs a Python start on the board: a pull of a
 report and three logs took 1.25-1.35 s as four calls on a loopback board, 0.46-0.51 s as one).
 
-The answer is a JSON line per file on stderr, since stdout carries the data: ``{"path", "sha256", "size",
-"sent", "offset"}``, or ``{"path", "failed": true, "msg"}`` for a file that could not be sent whole, after
+The answer is a JSON line per file on stderr, since stdout carries the data: a ``SentFile`` with its sha256,
+size and the bytes sent from its offset, or with ``failed`` and why for a file that could not be sent whole, after
 which nothing more is sent.
 """
 import hashlib
@@ -16,6 +16,8 @@ import json
 import os
 import sys
 import threading
+
+from .messages import SentFile
 
 CHUNK = 1024 * 1024
 SENDFILE_CHUNK = 16 * CHUNK
@@ -88,20 +90,19 @@ def send(path, offset, size, out_fd=1):
         raise hasher.error
     if reached != size:
         raise ValueError("{} ended after {} of {} bytes".format(path, reached, size))
-    return {"sha256": hasher.digest.hexdigest(), "size": size, "sent": reached - offset, "offset": offset}
+    return SentFile(path=path, sha256=hasher.digest.hexdigest(), size=size, sent=reached - offset, offset=offset)
 
 
-def send_files(files, out_fd=1, err=None):
-    """Each of files (messages.FileRange) in turn; an answer line per file. Returns the exit status."""
+def send_files(request, out_fd=1, err=None):
+    """Each file of a SendRequest in turn; a SentFile line per file. Returns the exit status."""
     err = err or sys.stderr
-    for item in files:
+    for item in request.files:
         try:
             answer = send(item.path, item.offset, item.size, out_fd)
         except Exception as exc:  # said in the file's answer; the files after it are not sent
-            err.write(json.dumps({"path": item.path, "failed": True,
-                                  "msg": "{}: {}".format(type(exc).__name__, exc)}) + "\n")
-            err.flush()
-            return 1
-        err.write(json.dumps(dict(answer, path=item.path), sort_keys=True) + "\n")
+            answer = SentFile(path=item.path, failed=True, msg="{}: {}".format(type(exc).__name__, exc))
+        err.write(json.dumps(answer.to_wire(), sort_keys=True) + "\n")
         err.flush()
+        if answer.failed:
+            return 1
     return 0

@@ -3,10 +3,12 @@
 Standard library only, Python 3.6 syntax (the agent's). A message is a class whose annotated attributes are its
 fields. Read, it is lenient as run folders are: keys it does not know are kept (``extra``), a value of the wrong
 kind reads as missing (the field's default), a nested message or list of them is read the same way down; read
-``strict``, a value of the wrong kind is an error (what a side builds itself, or the agent's requests). The messages
-themselves are in messages.py.
+``strict``, a value of the wrong kind or a key the message does not declare is an error (what a side builds itself,
+or the agent's requests, as Ansible's argument specs refuse an option they do not know). The messages themselves are
+in messages.py.
 """
 import copy
+import types
 import typing
 from typing import Any, Dict, List
 
@@ -17,6 +19,7 @@ else:
         return lambda cls: cls
 
 PROTOCOL = 1
+_UNION_TYPES = tuple(kind for kind in (getattr(types, "UnionType", None),) if kind is not None)  # 3.10's X | Y
 
 
 @dataclass_transform()
@@ -31,6 +34,15 @@ class Message(object):
             raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(values))))
         self.extra = {}  # type: typing.Dict[str, Any]
         self.read_keys = None  # type: typing.Optional[frozenset]  # the keys from_wire found (None: made here)
+
+    def set(self, **values):
+        """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor."""
+        unknown = set(values) - set(self._fields())
+        if unknown:
+            raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(unknown))))
+        for name, value in values.items():
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _fields(cls):
@@ -62,7 +74,8 @@ class Message(object):
     @classmethod
     def from_wire(cls, wire, strict=False):
         """The message a JSON object holds (None or not an object: every field at its default). strict: a
-        value of the wrong kind is a ValueError, for what a side builds itself rather than reads."""
+        value of the wrong kind or a key it does not declare is a ValueError, for what a side builds itself rather
+        than reads."""
         if strict and not isinstance(wire, dict):
             raise ValueError("{} needs a JSON object, not {!r}".format(cls.__name__, wire))
         wire = wire if isinstance(wire, dict) else {}
@@ -83,6 +96,8 @@ class Message(object):
             else:
                 known.add(key)
         message.extra = {key: value for key, value in wire.items() if key not in known}  # unknown, or wrong
+        if strict and message.extra:
+            raise ValueError("{} has no field {}".format(cls.__name__, ", ".join(sorted(message.extra))))
         message.read_keys = frozenset(known & set(wire))
         return message
 
@@ -120,8 +135,10 @@ def _read(kind, value, strict=False):
         return fits, (float(value) if kind is float and fits else value)
     args = getattr(kind, "__args__", None) or ()  # type: Any
     origin = getattr(kind, "__origin__", None)
-    if origin is typing.Union:  # Optional[X]
-        return (True, None) if value is None else _read(args[0], value, strict)
+    if origin is typing.Union or isinstance(kind, _UNION_TYPES):  # Optional[X], or X | None on the host
+        if value is None:
+            return True, None
+        return _read(next(arg for arg in args if arg is not type(None)), value, strict)
     if origin in (list, List):
         if not isinstance(value, list):
             return False, None

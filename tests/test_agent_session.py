@@ -20,12 +20,14 @@ from orchestrator.targets.agent import build_agent_archive, deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
 from remote_agent.messages import (
+    ATTACH,
+    REMOVE,
+    STATUS,
+    VERSION,
     CaptureSettings,
     LaunchRequest,
     RemoveRequest,
-    StatusAnswer,
     StatusRequest,
-    VersionAnswer,
 )
 
 
@@ -38,7 +40,7 @@ def agent(tmp_path):
 
 
 def pid_of(agent) -> int:
-    pid = VersionAnswer.from_wire(agent.call("version")).pid
+    pid = agent.call(VERSION).pid
     assert isinstance(pid, int)
     return pid
 
@@ -57,15 +59,15 @@ def test_a_captures_calls_are_answered_by_one_process(agent):
             settings=CaptureSettings(duration_s=5, grace_s=10, wait_lock_s=60)))
         progress = []
         state = remote_capture.follow(agent, run_dir, 30, progress.append, lambda: None)
-        status = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=run_dir)))
+        status = agent.call(STATUS, StatusRequest(run_dir=run_dir))
         output = Path(run_dir, "launch.log").read_text()
-        removed = agent.call("remove", RemoveRequest(paths=[run_dir], root=agent.work_dir))
+        removed = agent.call(REMOVE, RemoveRequest(paths=[run_dir], root=agent.work_dir))
         last = pid_of(agent)
     assert first == last and first not in alone
     assert launched.pid != first  # the capture's supervisor is a process of its own, as it must outlive the host
     assert state.result is not None and state.result.app_exit == 0 and not state.result.with_nsys
     assert status.present and not status.supervisor_alive
-    assert removed["removed"] == [run_dir] and not os.path.exists(run_dir)
+    assert removed.removed == [run_dir] and not os.path.exists(run_dir)
     assert output.splitlines() == ["frame 1", "frame 2"]
     with pytest.raises(ProcessLookupError):  # the session ended with its block
         os.kill(first, 0)
@@ -76,7 +78,7 @@ def test_a_broken_session_gives_way_to_calls_of_their_own(agent):
         first = pid_of(agent)
         os.kill(first, signal.SIGKILL)
         with pytest.raises(AgentError, match="agent 'version' gave no answer on this machine"):
-            agent.call("version")
+            agent.call(VERSION)
         after = {pid_of(agent), pid_of(agent)}
     assert first not in after and len(after) == 2
 
@@ -92,7 +94,7 @@ def test_an_attach_given_up_before_its_end_closes_the_session(agent):
             argv=["sh", "-c", f"echo $$ > {run_dir}/app.pid; exec sleep 30"], with_nsys=False, run_dir=run_dir,
             work_dir=agent.work_dir, pid_file=f"{run_dir}/app.pid", report_base=f"{run_dir}/report",
             settings=CaptureSettings(duration_s=1, grace_s=5, wait_lock_s=60)))
-        stream = agent.open("attach", remote_capture.AttachRequest(run_dir=run_dir, heartbeat_timeout_s=30))
+        stream = agent.open(ATTACH, remote_capture.AttachRequest(run_dir=run_dir, heartbeat_timeout_s=30))
         stream.read_lines(0.5)
         stream.close()  # as the host does when it stops following (a second Ctrl-C, a lost link)
         assert pid_of(agent) != first

@@ -333,4 +333,6 @@ def test_a_capture_with_calm_looks_stops_the_app_as_planned_and_still_beats_ever
     ({"stage": "capturing", "app_s": 0.5, "updated_at": T0 + 5}, 3.0, T0, "calm"),  # a clock behind the state
 ])
 def test_the_follower_looks_often_only_from_a_second_before_the_apps_planned_end(state, planned_s, now, expected):
+    from remote_agent.messages import CaptureState
+    state = CaptureState.from_wire(state, strict=True) if state is not None else None
     assert follow_look_s(state, planned_s, now) == {"calm": CALM_FOLLOW_LOOK_S, "near": FOLLOW_LOOK_S}[expected]

@@ -24,6 +24,7 @@ from orchestrator.runs.pull import partial_path, pull_verified
 from orchestrator.targets.agent import build_agent_archive, deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
+from remote_agent.messages import VERSION
 
 pytestmark = pytest.mark.integration
 # a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM
@@ -207,7 +208,7 @@ def test_a_tampered_agent_is_uploaded_again_and_never_run(sshd, tmp_path):
         archive.chmod(0o644)  # readable by others: not trusted either
         third = deploy_agent(transport, host)
         assert third.reused is False and (archive.stat().st_mode & 0o777) == 0o600
-        assert third.call("version")["sha256"] == third.sha256
+        assert third.call(VERSION).sha256 == third.sha256
     finally:
         transport.close()
 

@@ -16,6 +16,7 @@ from orchestrator.runs.pull import sha256_file
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
+from remote_agent.messages import FACTS, FactsRequest
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),
@@ -114,8 +115,8 @@ def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):
         third = deploy_agent(transport, host)
         assert third.reused is False
         assert sha256_file(Path(third.archive)) == third.sha256
-        facts = third.call("facts")
-        assert facts["system"]["uid"] == 0 and facts["nsys"]["path"]
+        facts = third.call(FACTS, FactsRequest())
+        assert facts.system.uid == 0 and facts.nsys.path
     finally:
         transport.close()
 

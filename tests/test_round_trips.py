@@ -18,7 +18,7 @@ from orchestrator.runs.pull import pull_verified
 from orchestrator.targets.agent import deploy_agent, deploy_and_call
 from orchestrator.targets.local import LocalTransport
 from remote_agent import files
-from remote_agent.messages import CaptureProgress, CaptureResult, PreflightRequest
+from remote_agent.messages import PREFLIGHT, VERSION, CaptureProgress, CaptureResult, PreflightRequest
 
 
 class Counted(LocalTransport):
@@ -47,26 +47,28 @@ def preflight_request(work_dir: str | None) -> PreflightRequest:
 def test_a_deployed_agent_answers_its_first_call_in_the_command_that_finds_it(tmp_path):
     host = Host(name="local", connection="local", work_dir=str(tmp_path / "work"))
     first = Counted()
-    agent, answer = deploy_and_call(first, host, "preflight", preflight_request(None))
+    agent, answer = deploy_and_call(first, host, PREFLIGHT, preflight_request(None))
     assert not agent.reused and len(first.sent) == 3  # the probe (no archive yet), the tidy of old ones, preflight
-    assert answer["findings"] == [] and answer["facts"]["nsys"]["path"] is None
-    assert answer["facts"]["system"]["work_dir_free_mb"] > 0  # its work dir named, not its home's disk
+    assert answer.findings == [] and answer.facts.nsys.path is None
+    free = answer.facts.system.work_dir_free_mb
+    assert free is not None and free > 0  # its work dir named, not its home's disk
     again = Counted()
-    agent, answer = deploy_and_call(again, host, "preflight", preflight_request(None))
+    agent, answer = deploy_and_call(again, host, PREFLIGHT, preflight_request(None))
     assert agent.reused and len(again.sent) == 1 and agent.work_dir == str(tmp_path / "work")
     # no work dir in the request: the agent's own folder, where the probe started it, whose free space it measured
-    assert answer["facts"]["system"]["work_dir_free_mb"] > 0
+    free = answer.facts.system.work_dir_free_mb
+    assert free is not None and free > 0
     assert deploy_agent(Counted(), host).version == agent.version
 
 
 def test_a_tampered_archive_is_uploaded_again_before_the_first_call_answers(tmp_path):
     host = Host(name="local", connection="local", work_dir=str(tmp_path / "work"))
-    agent, _ = deploy_and_call(LocalTransport(), host)
+    agent, _ = deploy_and_call(LocalTransport(), host, VERSION)
     with open(agent.archive, "ab") as archive:
         archive.write(b"tampered")
     counted = Counted()
-    again, answer = deploy_and_call(counted, host)
-    assert not again.reused and answer["sha256"] == again.sha256 and len(counted.sent) == 3
+    again, answer = deploy_and_call(counted, host, VERSION)
+    assert not again.reused and answer.sha256 == again.sha256 and len(counted.sent) == 3
 
 
 def test_the_capture_results_sizes_spare_the_pull_its_look_at_the_board(tmp_path):

@@ -96,7 +96,7 @@ def test_every_file_of_a_pull_comes_in_one_call_each_resumed_and_verified(tmp_pa
 def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path):
     """The board sends each file up to the size measured before the pull: a file that changed since is
     refused (its bytes could not be told from the next file's), and nothing after it is sent."""
-    from remote_agent.messages import FileRange
+    from remote_agent.messages import FileRange, SendRequest, SentFile
     from remote_agent.send import send_files
     first, changed, last = (tmp_path / name for name in ("first", "changed", "last"))
     first.write_bytes(b"12345")
@@ -104,15 +104,15 @@ def test_a_file_that_changed_size_since_the_pull_began_stops_the_stream(tmp_path
     last.write_bytes(b"never sent")
     read_end, write_end = os.pipe()
     answers = io.StringIO()
-    status = send_files([FileRange(path=str(first), offset=2, size=5), FileRange(path=str(changed), size=4),
-                         FileRange(path=str(last), size=10)], out_fd=write_end, err=answers)
+    status = send_files(SendRequest(files=[FileRange(path=str(first), offset=2, size=5),
+                                           FileRange(path=str(changed), size=4), FileRange(path=str(last), size=10)]),
+                        out_fd=write_end, err=answers)
     os.close(write_end)
     assert status == 1 and os.read(read_end, 100) == b"345"
-    done, failed = [json.loads(line) for line in answers.getvalue().splitlines()]
-    assert done == {"path": str(first), "sha256": hashlib.sha256(b"12345").hexdigest(), "size": 5, "sent": 3,
-                    "offset": 2}
-    assert failed == {"path": str(changed), "failed": True,
-                      "msg": f"ValueError: {changed} is 11 bytes now, 4 when the pull began"}
+    done, failed = [SentFile.from_wire(json.loads(line), strict=True) for line in answers.getvalue().splitlines()]
+    assert done == SentFile(path=str(first), sha256=hashlib.sha256(b"12345").hexdigest(), size=5, sent=3, offset=2)
+    assert failed == SentFile(path=str(changed), failed=True,
+                              msg=f"ValueError: {changed} is 11 bytes now, 4 when the pull began")
 
 
 def test_a_file_the_board_could_not_send_is_named_with_why_and_the_files_before_it_arrive(tmp_path):

@@ -2,7 +2,7 @@
 until the capture and its import end, and any login can tell whether that lock is held."""
 from __future__ import annotations
 
-from remote_agent.messages import StatusAnswer, StatusRequest
+from remote_agent.messages import STATUS, StatusRequest
 
 from ..errors import OrchestratorError
 from ..inventory.host import Host
@@ -20,8 +20,7 @@ def capture_state(host: Host, capture: str, connect: ConnectOptions) -> tuple[st
         transport = open_transport(host, connect)
         try:
             agent = deploy_agent(transport, host)
-            answer = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=capture,
-                                                                              work_dir=agent.work_dir)))
+            answer = agent.call(STATUS, StatusRequest(run_dir=capture, work_dir=agent.work_dir))
         finally:
             transport.close()
     except OrchestratorError as exc:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..boards.queue import QUARANTINE_AFTER
 from ..errors import UsageError
+from ..inventory.catalog import CAPTURE_OPTION_FIELDS
 from ..runs.run_settings import RunSettings
 
 if TYPE_CHECKING:
@@ -129,7 +130,8 @@ def add_capture_options(parser: argparse.ArgumentParser) -> None:
                                                             "set (e.g. ga10b on Orin; 'default': nsys's choice)")
 
 
-CAPTURE_OPTIONS = ("duration", "delay", "trace", "sample", "cpuctxsw", "gpu_metrics")
+# each capture option's argparse dest and the app spec field it sets
+CAPTURE_OPTIONS = {option[2:].replace("-", "_"): field for option, field in CAPTURE_OPTION_FIELDS.items()}
 
 
 def add_no_nsys_option(parser: argparse.ArgumentParser) -> None:
@@ -150,8 +152,8 @@ def capture_overrides(args: argparse.Namespace) -> dict[str, Any]:
         option = "--" + given[0].replace("_", "-")
         raise UsageError(f"{option} sets what nsys records, and --no-nsys runs the app without nsys",
                          f"leave {option} out, or --no-nsys")
-    return {"duration_s": args.duration, "delay_s": args.delay, "trace": args.trace, "sample": args.sample,
-            "cpuctxsw": args.cpuctxsw, "gpu_metrics": args.gpu_metrics, "nsys": False if args.no_nsys else None}
+    return {**{field: getattr(args, dest) for dest, field in CAPTURE_OPTIONS.items()},
+            "nsys": False if args.no_nsys else None}
 
 
 def given_capture_options(args: argparse.Namespace) -> list[str]:
@@ -175,16 +177,19 @@ def add_run_settings(parser: argparse.ArgumentParser,
                      wait_lock_help: str = "before each run (default: fail at once)") -> None:
     """The run's settings (RunSettings), for every command that runs captures on boards: declared once."""
     group = parser.add_argument_group("run settings")
-    group.add_argument("--grace", type=seconds(0), default=30.0,
-                       help="seconds past delay+duration before the watchdog stops nsys and the app (default 30)")
-    group.add_argument("--retries", type=whole(0, 10), default=1,
-                       help="captures to try again when nsys stalls while writing its report (default 1)")
-    group.add_argument("--wait-lock", type=seconds(0), default=0.0, metavar="S",
+    group.add_argument("--grace", type=seconds(0), default=RunSettings.grace_s,
+                       help=f"seconds past delay+duration before the watchdog stops nsys and the app "
+                            f"(default {RunSettings.grace_s:g})")
+    group.add_argument("--retries", type=whole(0, 10), default=RunSettings.retries,
+                       help=f"captures to try again when nsys stalls while writing its report "
+                            f"(default {RunSettings.retries})")
+    group.add_argument("--wait-lock", type=seconds(0), default=RunSettings.wait_lock_s, metavar="S",
                        help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
     group.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")
-    group.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=30.0, metavar="S",
-                       help="the board ends the capture on its own after S seconds without hearing from this "
-                            "machine, and keeps the report for 'orchestrate fetch' (default 30)")
+    group.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=RunSettings.heartbeat_timeout_s,
+                       metavar="S", help="the board ends the capture on its own after S seconds without hearing from "
+                                         f"this machine, and keeps the report for 'orchestrate fetch' (default "
+                                         f"{RunSettings.heartbeat_timeout_s:g})")
     group.add_argument("--lock-clocks", action="store_true",
                        help="run jetson_clocks for the capture: the board's own clocks are stored first and restored "
                             "after it however it ends (the board restores them itself if this machine is gone)")

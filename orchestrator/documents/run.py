@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remote_agent.messages import BoardState, CaptureResult, Facts, PowerMode
+from remote_agent.messages import BoardState, CaptureResult, ClocksRestored, ClocksUsed, Facts, Message, PowerMode
 
 from ..errors import UsageError
 from ._json import as_json_fields, from_json_fields, read_object, write_object
@@ -33,6 +33,12 @@ STAGES = {
 
 # the JSON keys whose fields are named otherwise
 _KEYS = {"import_": "import", "version": "run_version"}
+
+
+class BoardStates(Message):
+    """The board's state before the capture (preflight's) and after it (the capture's end)."""
+    before: BoardState | None = None
+    after: BoardState | None = None
 
 
 @dataclass
@@ -64,12 +70,12 @@ class RunDocument:
     facts: Facts | None = None              # the board's facts from preflight
     preflight: list[dict[str, Any]] | None = None
     board_fingerprint: dict[str, str] | None = None
-    board_state: dict[str, Any] | None = None   # before and after the capture
+    board_state: BoardStates | None = None  # before and after the capture
     app_files: list[dict[str, Any]] | None = None
     remote: dict[str, Any] | None = None    # run_dir and work_dir on the board
     remote_command: str | None = None
-    recovered_clocks: dict[str, Any] | None = None
-    clocks: dict[str, Any] | None = None
+    recovered_clocks: ClocksRestored | None = None  # an earlier capture's clocks, put back as this one launched
+    clocks: ClocksUsed | None = None
     lost_contact: str | None = None
     capture: CaptureResult | None = None    # the agent's capture result
     capture_attempts: list[dict[str, Any]] | None = None
@@ -155,10 +161,8 @@ class RunDocument:
     @property
     def power_modes(self) -> tuple[PowerMode | None, PowerMode | None]:
         """The board's power mode before and after the capture (None where not known)."""
-        state = self.board_state if isinstance(self.board_state, dict) else {}
-        found = (state.get(moment) for moment in ("before", "after"))
-        return tuple(BoardState.from_wire(each).power_mode if isinstance(each, dict) else None  # type: ignore
-                     for each in found)
+        state = self.board_state or BoardStates()
+        return tuple(each.power_mode if each else None for each in (state.before, state.after))  # type: ignore
 
     @property
     def thermal_trips_c(self) -> dict[str, float]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..documents.run import RunDocument
 from ..documents.summary import Attribution, NextStep, Summary
-from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR
+from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR, CAPTURE_OPTION_FIELDS
 
 MAX_STEPS = 3
 UNNAMED_PCT = 20.0          # of the samples in unnamed hottest functions before --symbols is worth it
@@ -66,6 +66,10 @@ class Evidence:
         return sum(found.share(name).pct for name in names) if found else 0.0
 
 
+# what a rerun of an app given by its command says again of how it was captured
+RERUN_OPTIONS = ("--trace", "--sample", "--duration", "--delay")
+
+
 def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> str:
     """The run's own profile command with more options; without run.json, one with TARGET and APP to fill in. An
     app given by its command (--app-cmd, or ``command`` in place of the spec's) keeps its environment, display,
@@ -84,9 +88,8 @@ def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> 
         words += ["--app-cmd", shlex.join((["env", *env] if env and argv[:1] != ["env"] else []) + argv)]
         if app.get("needs_display"):
             words.append("--needs-display")
-        for option, key in (("--trace", "trace"), ("--sample", "sample"), ("--duration", "duration_s"),
-                            ("--delay", "delay_s")):
-            value = app.get(key)
+        for option in RERUN_OPTIONS:
+            value = app.get(CAPTURE_OPTION_FIELDS[option])
             if value and option not in extra:
                 words += [option, ",".join(value) if isinstance(value, list) else f"{value:g}"
                           if isinstance(value, float) else str(value)]

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from remote_agent.messages import PreflightAnswer, PreflightRequest
+from remote_agent.messages import PREFLIGHT, PreflightRequest
 from remote_agent.nsys_locate import version_tuple
 
 from ..documents.fleet import BoardSummary
@@ -79,7 +79,7 @@ def check_board(inventory: Inventory, target: str, connect: ConnectOptions,
             if app is not None else \
             PreflightRequest(nsys=host.nsys, display=host.display, xvfb=host.xvfb, sample="cpu",
                              capture_s=DOCTOR_CAPTURE_S, work_dir=agent.work_dir)
-        checked = PreflightAnswer.from_wire(agent.call("preflight", asked))
+        checked = agent.call(PREFLIGHT, asked)
     except OrchestratorError as exc:
         return BoardCheck(target, "problems", transport.description, error=exc.one_line())
     finally:

@@ -52,6 +52,11 @@ class AppSpec:
         return self.delay_s + self.duration_s
 
 
+# the command line's capture options and the app spec's fields they set (profile, study, fleet, ci; a next step's
+# command line says them again)
+CAPTURE_OPTION_FIELDS = {"--duration": "duration_s", "--delay": "delay_s", "--trace": "trace", "--sample": "sample",
+                         "--cpuctxsw": "cpuctxsw", "--gpu-metrics": "gpu_metrics"}
+
 _FIELDS = {"name", "description", "command", "workdir", "env", "trace", "sample", "cpuctxsw", "duration_s",
            "delay_s", "needs_display", "xvfb", "frame_delimiter", "nsys_args", "gpu_metrics", "parser", "files",
            "nsys"}

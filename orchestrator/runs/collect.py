@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from remote_agent.messages import CaptureResult, Facts, RemoveRequest
+from remote_agent.messages import REMOVE, CaptureResult, Facts, RemoveRequest
 
 from ..analysis import AnalysisOptions, analyze_report
 from ..documents.run import RunDocument
@@ -160,7 +160,7 @@ def _note_importer(nsys_log: Path, run: RunDocument) -> None:
 
 def _tidy_board(agent: RemoteAgent, paths: RemoteRunPaths, log: RunLog, keep_remote: bool) -> None:
     if not keep_remote:
-        agent.call("remove", RemoveRequest(paths=[paths.run_dir], root=agent.work_dir))
+        agent.call(REMOVE, RemoveRequest(paths=[paths.run_dir], root=agent.work_dir))
     log.run.remote_removed = not keep_remote
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from remote_agent.messages import StatusAnswer, StatusRequest
+from remote_agent.messages import STATUS, StatusRequest
 
 from ..documents.run import RunDocument, kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
@@ -72,7 +72,7 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
         try:
             agent = deploy_agent_logged(transport, host, log)
             paths = RemoteRunPaths(remote_run_dir)
-            board = StatusAnswer.from_wire(agent.call("status", StatusRequest(run_dir=paths.run_dir)))
+            board = agent.call(STATUS, StatusRequest(run_dir=paths.run_dir))
             state = board.state
             if not board.present or state is None:
                 raise TransferError(f"{transport.description} no longer has {paths.run_dir}",

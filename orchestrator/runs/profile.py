@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from remote_agent.messages import (
+    BOARD_STATE,
+    PREFLIGHT,
+    BoardState,
     CaptureProgress,
     CaptureResult,
     ClocksUsed,
@@ -23,7 +26,7 @@ from remote_agent.messages import (
 )
 
 from .. import __version__
-from ..documents.run import RunDocument, RunTarget
+from ..documents.run import BoardStates, RunDocument, RunTarget
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
@@ -205,8 +208,7 @@ def deploy_and_preflight(transport: Transport, request: ProfileRequest, log: Run
     app = with_python(request.app, request.host.python)
     with log.phase("deploy"):  # the preflight's work dir: the work dir the agent is started in
         asked = preflight_request(request.host, app, request.settings, None)
-        agent, answer = deploy_and_call(transport, request.host, "preflight", asked)
-    checked = PreflightAnswer.from_wire(answer)
+        agent, checked = deploy_and_call(transport, request.host, PREFLIGHT, asked)
     log.run.agent = agent_section(agent)
     log.progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}"
                                   ", preflight answered")
@@ -232,7 +234,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
     with log.phase("preflight"):  # 0 s when its answer came in the deploy's round trip
         if checked is None:
             asked = preflight_request(request.host, app, request.settings, agent.work_dir)
-            checked = PreflightAnswer.from_wire(agent.call("preflight", asked))
+            checked = agent.call(PREFLIGHT, asked)
     run.facts, run.preflight = checked.facts, [found.to_wire(version=False) for found in checked.findings]
     run.board_fingerprint = board_fingerprint(checked.facts)  # the board's kind, and its software
     for found in checked.findings:  # what the run handles itself (level info) stays in run.json and doctor
@@ -243,7 +245,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         request.lease.checked(None)
     nsys = checked.facts.nsys
     progress.finish("preflight", f"nsys {nsys.version} at {nsys.path}" if app.nsys else "without nsys")
-    run.board_state = {"before": checked.board_state}
+    run.board_state = BoardStates(before=checked.board_state)
     with agent.session():  # the run's further calls: one agent process on the board, one channel
         return _capture_and_collect(request, agent, log, app, checked)
 
@@ -297,7 +299,7 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
     preparation.finish()
     from .collect import collect  # loaded by now
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None
-    run.board_state = {**(run.board_state or {}), "after": after}
+    run.board_state = (run.board_state or BoardStates()).set(after=after)
     note_clocks(capture.clocks, log)
     run.capture_attempts = [a.to_wire(version=False) for a in capture.previous_attempts]
     capture.previous_attempts = []
@@ -312,7 +314,7 @@ def note_clocks(clocks: ClocksUsed | None, log: RunLog) -> None:
     """What --lock-clocks did on the board, in run.json; a restore that failed is said loudly."""
     if clocks is None:
         return
-    log.run.clocks = clocks.to_wire(version=False)
+    log.run.clocks = clocks
     if clocks.restore is not None and clocks.restore.restored:
         log.progress.note("info", "the board's clocks were locked for the capture and are restored")
     else:
@@ -330,14 +332,13 @@ def with_python(app: AppSpec, python: str) -> AppSpec:
     return replace(app, command=tuple(python if word == PYTHON_PLACEHOLDER else word for word in app.command))
 
 
-def board_state(agent: RemoteAgent) -> dict[str, Any]:
+def board_state(agent: RemoteAgent) -> BoardState:
     """Clocks, power mode, temperatures and load now: what explains a fast run that could not be
     reproduced. A board that cannot say does not fail the run: run.json says why instead."""
-    now = datetime.now(timezone.utc).isoformat()
     try:
-        return {"at": now, **agent.call("board_state")}
+        return agent.call(BOARD_STATE)
     except OrchestratorError as exc:
-        return {"at": now, "error": exc.one_line()}
+        return BoardState(at=datetime.now(timezone.utc).isoformat(), error=exc.one_line())
 
 
 def interruption_outcome(capture: CaptureResult, log: RunLog,

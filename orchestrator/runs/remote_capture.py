@@ -21,7 +21,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from remote_agent.messages import AttachRequest, CaptureProgress, CaptureState, HostLine, LaunchAnswer, LaunchRequest
+from remote_agent.messages import (
+    ATTACH,
+    LAUNCH,
+    AttachRequest,
+    CaptureProgress,
+    CaptureState,
+    HostLine,
+    LaunchAnswer,
+    LaunchRequest,
+)
 
 from ..errors import AgentError, BoardBusyError
 from ..targets.agent import RemoteAgent, parse_event
@@ -61,7 +70,7 @@ class LostContact(Exception):
 
 
 def launch(agent: RemoteAgent, request: LaunchRequest) -> LaunchAnswer:
-    answer = LaunchAnswer.from_wire(agent.call("launch", request, timeout=request.settings.wait_lock_s + 60))
+    answer = agent.call(LAUNCH, request, timeout=request.settings.wait_lock_s + 60)
     holder = answer.busy
     if holder is not None:
         age = f", for {time.time() - holder.since:.0f} s" if holder.since is not None else ""
@@ -135,7 +144,7 @@ def follow(agent: RemoteAgent, run_dir: str, heartbeat_timeout_s: float, on_prog
 
 def _follow(agent: RemoteAgent, request: AttachRequest, on_progress: Callable[[CaptureProgress], None],
             on_interrupt: Callable[[], None], silence_s: float, stop: HostStop, streams: list[Stream]) -> CaptureState:
-    stream = agent.open("attach", request)
+    stream = agent.open(ATTACH, request)
     streams.append(stream)
     heard = last_beat = time.monotonic()
     interrupted = False

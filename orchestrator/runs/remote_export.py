@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from remote_agent.messages import FactsRequest, RemoveRequest
+from remote_agent.messages import FACTS, REMOVE, FactsRequest, RemoveRequest
 
 from ..analysis.report_input import REPORT_SUFFIXES, check_report_file
 from ..errors import OrchestratorError, ReportError, TransferError, UsageError
@@ -43,16 +43,16 @@ def export_on_target(report: Path, host: Host, connect: ConnectOptions) -> Remot
     transport = open_transport(host, connect)
     try:
         agent = deploy_agent(transport, host)
-        nsys = agent.call("facts", FactsRequest(nsys=host.nsys))["nsys"]
-        if not nsys.get("path"):
+        nsys = agent.call(FACTS, FactsRequest(nsys=host.nsys)).nsys
+        if not nsys.path:
             raise ReportError(f"{transport.description} has no nsys to export {report.name} with",
                               "install Nsight Systems on the board, or set orchestrate_nsys")
-        return _export(agent, report, nsys, transport.description)
+        return _export(agent, report, nsys.path, str(nsys.version), transport.description)
     finally:
         transport.close()
 
 
-def _export(agent: RemoteAgent, report: Path, nsys: dict, where: str) -> RemoteExport:
+def _export(agent: RemoteAgent, report: Path, nsys: str, version: str, where: str) -> RemoteExport:
     digest = sha256_file(report)
     folder = f"{agent.work_dir}/exports/{digest[:16]}"
     remote_report = f"{folder}/report{report.suffix}"
@@ -62,18 +62,18 @@ def _export(agent: RemoteAgent, report: Path, nsys: dict, where: str) -> RemoteE
         agent.transport.run(f"umask 077 && mkdir -p {shlex.quote(folder)}")
         agent.transport.put(report, remote_report, mode=0o600)
         _check_upload(agent, remote_report, digest)
-        failed = export_on_board(agent, nsys["path"], remote_report, remote_sqlite, sqlite)
+        failed = export_on_board(agent, nsys, remote_report, remote_sqlite, sqlite)
         if failed is not None:
             status, line = failed
-            raise ReportError(f"nsys {nsys.get('version')} on {where} could not export {report.name}: "
+            raise ReportError(f"nsys {version} on {where} could not export {report.name}: "
                               f"{line[:200] if line else f'exit status {status}'}",
                               "a report newer than that nsys needs a board (or host) with a newer Nsight Systems")
     except BaseException:  # an error or Ctrl-C: the board keeps nothing, and what broke the export is told
         _remove_quietly(agent, folder)
         raise
     # the SQLite is here and verified: the board keeps nothing
-    agent.call("remove", RemoveRequest(paths=[folder], root=agent.work_dir))
-    return RemoteExport(sqlite, where, str(nsys["path"]), str(nsys.get("version")))
+    agent.call(REMOVE, RemoveRequest(paths=[folder], root=agent.work_dir))
+    return RemoteExport(sqlite, where, nsys, version)
 
 
 def export_on_board(agent: RemoteAgent, nsys: str, remote_report: str, remote_sqlite: str,
@@ -91,7 +91,7 @@ def export_on_board(agent: RemoteAgent, nsys: str, remote_report: str, remote_sq
 
 def _remove_quietly(agent: RemoteAgent, folder: str) -> None:
     try:
-        agent.call("remove", RemoveRequest(paths=[folder], root=agent.work_dir))
+        agent.call(REMOVE, RemoveRequest(paths=[folder], root=agent.work_dir))
     except OrchestratorError:
         pass  # the connection that broke the export may be gone too
 

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from remote_agent.messages import Facts, FactsRequest
+from remote_agent.messages import FACTS, Facts, FactsRequest
 
 from .. import __version__
 from ..documents.run import read_run_or_none
@@ -147,8 +147,8 @@ def run_study(request: StudyRequest, progress: StudyProgress) -> StudyOutcome:
         agent = deploy_agent(transport, host)
         progress.finish("deploy", f"agent {agent.version} {'already there, checked' if agent.reused else 'uploaded'}")
         # nsys is looked for (and run for its version) only when a cell captures with it
-        facts = Facts.from_wire(agent.call("facts", FactsRequest(nsys=host.nsys, with_nsys=any(
-            cell_app(spec, cell, request.catalog).nsys for cell in study_cells))))
+        facts = agent.call(FACTS, FactsRequest(nsys=host.nsys, with_nsys=any(
+            cell_app(spec, cell, request.catalog).nsys for cell in study_cells)))
         document.target_fingerprint = fingerprint(host, transport.description, facts)
         document.agent = agent_section(agent)
         board = Board(transport, agent)

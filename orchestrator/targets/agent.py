@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import remote_agent
-from remote_agent.messages import Failure, Message, VersionAnswer
+from remote_agent.messages import VERSION, A, Command, Failure, Message, Q
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
@@ -86,10 +86,14 @@ class RemoteAgent:
         env = (("ORCHESTRATE_BOARD_ROOT", self.board_root),) if self.board_root else ()
         return ShellCommand((self.python, "-c", BOOTSTRAP, self.archive, self.sha256, name), env)
 
-    def call(self, command: str, request: Message | None = None, *, on_event: EventHandler | None = None,
-             timeout: float | None = None) -> dict[str, Any]:
-        """Run one agent command; return its result data (the JSON object of the command's answer message, for
-        the caller to read as that message) or raise AgentError with its message."""
+    def call(self, command: Command[Q, A], request: Q | None = None, *, on_event: EventHandler | None = None,
+             timeout: float | None = None) -> A:
+        """Run one agent command; return its answer (the command's answer message) or raise AgentError with its
+        message."""
+        return command.answer.from_wire(self._call(command.name, request, on_event, timeout))
+
+    def _call(self, command: str, request: Message | None, on_event: EventHandler | None,
+              timeout: float | None) -> dict[str, Any]:
         events: list[dict[str, Any]] = []
 
         def on_line(line: str) -> None:
@@ -109,12 +113,13 @@ class RemoteAgent:
                                     on_stdout_line=on_line, timeout=timeout)
         return result_of(command, events, answer, self.transport)
 
-    def open(self, command: str, request: Message) -> Stream:
+    def open(self, command: Command[Q, A], request: Q) -> Stream:
         """Start a conversational command (attach): its request first, then lines as the caller sends them."""
+        assert command.conversational, command
         session = self._session()
         if session is not None:
-            return session.attach(request)
-        stream = self.transport.open_stream(self.command(command))
+            return session.attach(command.name, request)
+        stream = self.transport.open_stream(self.command(command.name))
         stream.send(_wire(request) + b"\n")
         return stream
 
@@ -163,8 +168,8 @@ def raise_if_untrusted(answer: CommandResult, transport: Transport) -> None:
                              "it is uploaded again; if this repeats, check who else writes to the work dir")
 
 
-def _probe(transport: Transport, host: Host, archive_name: str, digest: str, command: str,
-           request: Message | None) -> tuple[str, str, dict[str, Any] | None]:
+def _probe(transport: Transport, host: Host, archive_name: str, digest: str, command: Command[Q, A],
+           request: Q | None) -> tuple[str, str, A | None]:
     """Make the work dir root-only, find it and the python, and make the agent's first call there (cwd: the work
     dir), in one round trip: (work dir, python, the call's result; None when the archive is missing or not
     trusted). The fields come NUL-separated, so any path works; the call's JSON lines after them."""
@@ -174,7 +179,7 @@ def _probe(transport: Transport, host: Host, archive_name: str, digest: str, com
     probe = transport.run(f"umask 077 && mkdir -p {work}/agent && chmod 700 {work} {work}/agent && cd {work} "
                           f"&& printf '%s\\0' \"$(stat -c %u .)\" \"$(id -u)\" \"$(pwd)\" "
                           f"&& py=$(command -v {ShellCommand((host.python,)).render()}) && printf '%s\\0' \"$py\" "
-                          f"&& {env}exec \"$py\" {call} \"$(pwd)/agent/{archive_name}\" {digest} {command}",
+                          f"&& {env}exec \"$py\" {call} \"$(pwd)/agent/{archive_name}\" {digest} {command.name}",
                           stdin=_wire(request))
     owner, user, *fields = probe.stdout.split("\0", 4) if probe.stdout.count("\0") >= 3 else ["", "", probe.stdout]
     if owner != user and len(fields) >= 2:  # the bootstrap would refuse every archive in it
@@ -191,13 +196,13 @@ def _probe(transport: Transport, host: Host, archive_name: str, digest: str, com
                          "set orchestrate_work_dir to a writable folder")
     events = [event for event in map(parse_event, fields[2].splitlines()) if event is not None]
     try:
-        return fields[0], fields[1], result_of(command, events, probe, transport)
+        return fields[0], fields[1], command.answer.from_wire(result_of(command.name, events, probe, transport))
     except UntrustedAgent:
         return fields[0], fields[1], None
 
 
-def deploy_and_call(transport: Transport, host: Host, command: str = "version",
-                    request: Message | None = None) -> tuple[RemoteAgent, dict[str, Any]]:
+def deploy_and_call(transport: Transport, host: Host, command: Command[Q, A],
+                    request: Q | None = None) -> tuple[RemoteAgent, A]:
     """Put the agent archive into a root-only folder on the target unless the same one is there, and make its
     first call: one round trip when it is there (the bootstrap runs it only if its sha256 is this machine's).
     The request's work dir is the call's current folder, if it does not say one."""
@@ -220,7 +225,7 @@ def deploy_and_call(transport: Transport, host: Host, command: str = "version",
     return agent, answer
 
 
-def _with_work_dir(request: Message | None, work_dir: str) -> Message | None:
+def _with_work_dir(request: Q | None, work_dir: str) -> Q | None:
     """A request whose work dir was left to the probe's folder (None) names it: a call of its own runs elsewhere."""
     if request is None or not hasattr(request, "work_dir") or request.work_dir is not None:
         return request
@@ -231,8 +236,7 @@ def _with_work_dir(request: Message | None, work_dir: str) -> Message | None:
 
 def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
     """The agent, there and checked (its version's answer)."""
-    agent, answer = deploy_and_call(transport, host)
-    found = VersionAnswer.from_wire(answer)
+    agent, found = deploy_and_call(transport, host, VERSION)
     if found.sha256 != agent.sha256:
         raise AgentError(f"the agent does not run on {transport.description} with {agent.python}",
                          "the agent needs Python 3.6 or newer; set orchestrate_python to one")

@@ -79,8 +79,8 @@ class AgentSession:
         errors = self.stream.error_output() if not self.usable else ""
         return CommandResult(UNTRUSTED_EXIT if UNTRUSTED_MARK in errors else -1, "", errors)
 
-    def attach(self, request: Message) -> Stream:
-        self.stream.send(json.dumps(SessionCall(command="attach", request=request.to_wire()).to_wire()).encode()
+    def attach(self, command: str, request: Message) -> Stream:
+        self.stream.send(json.dumps(SessionCall(command=command, request=request.to_wire()).to_wire()).encode()
                          + b"\n")
         return AttachOnSession(self)
 
