@@ -11,7 +11,8 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from remote_agent.messages import SEND, FileRange, SendRequest, SentFile
 
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted
@@ -83,24 +84,22 @@ def board_sizes(agent: RemoteAgent, paths: list[str]) -> dict[str, int | None]:
     return {path: int(line) if line.isdigit() else None for path, line in zip(paths, lines)}
 
 
-def _send_answers(stderr: str) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _send_answers(stderr: str) -> tuple[dict[str, SentFile], str | None]:
     """The board's answer per file (its JSON lines on stderr), by remote path; and why it stopped sending,
-    if it did: a file it could not send (the files after it are not sent) or a request it could not read."""
-    answers: dict[str, dict[str, Any]] = {}
+    if it did: a file it could not send (the files after it are not sent) or a request it could not read (a
+    failure without a path)."""
+    answers: dict[str, SentFile] = {}
     stopped = None
     for line in stderr.strip().splitlines():
         if line.startswith("{"):
             try:
-                answer = json.loads(line)
+                answer = SEND.answer.from_wire(json.loads(line))
             except ValueError:
                 continue
-            if not isinstance(answer, dict):
-                continue
-            path = answer.get("path")
-            if isinstance(path, str):
-                answers[path] = answer
-            if answer.get("failed"):
-                stopped = f"{path}: {answer.get('msg')}" if isinstance(path, str) else str(answer.get("msg"))
+            if answer.path:
+                answers[answer.path] = answer
+            if answer.failed:
+                stopped = f"{answer.path}: {answer.msg}" if answer.path else str(answer.msg)
     return answers, stopped
 
 
@@ -153,33 +152,32 @@ def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
 
     for f in files:
         f.partial.touch(mode=0o600)
-    request = {"files": [{"path": f.remote, "offset": f.offset, "size": f.size} for f in files]}
-    answer = agent.transport.download(agent.command("send"), [(f.partial, f.size - f.offset) for f in files],
-                                      json.dumps(request).encode() + b"\n", forward)
+    request = SendRequest(files=[FileRange(path=f.remote, offset=f.offset, size=f.size) for f in files])
+    answer = agent.transport.download(agent.command(SEND.name), [(f.partial, f.size - f.offset) for f in files],
+                                      json.dumps(request.to_wire()).encode() + b"\n", forward)
     raise_if_untrusted(answer, agent.transport)
     answers, stopped = _send_answers(answer.stderr)
     return [_verify(f, follower, answers.get(f.remote), answer, stopped) for f, follower in zip(files, followers)]
 
 
-def _verify(f: _Wanted, follower: GrowingFileHash, board: dict[str, Any] | None, answer: CommandResult,
+def _verify(f: _Wanted, follower: GrowingFileHash, board: SentFile | None, answer: CommandResult,
             stopped: str | None) -> PulledFile:
     """The file under its final name once both sides' sha256 agree; else an error that says what is kept."""
     have = f.partial.stat().st_size
     # OpenSSH's master connection can report the board's exit status and answer and then die (a link cut)
     # before it has written all of the bytes it received here: a prefix, kept for the resume like any other
-    short = board is not None and not board.get("failed") and isinstance(board.get("size"), int) and \
-        have < board["size"]
-    if board is None or board.get("failed") or short:
-        why = "the connection ended before every byte was written here" if short else (board or {}).get("msg") or \
+    short = board is not None and not board.failed and board.size is not None and have < board.size
+    if board is None or board.failed or short:
+        why = "the connection ended before every byte was written here" if short else (board and board.msg) or \
             (f"not sent: {stopped}" if stopped else None) or \
             (answer.stderr.strip().splitlines() or [f"exit {answer.exit_status}"])[-1]
         raise TransferError(f"the transfer of {f.remote} broke after {have} of {f.size} bytes ({why})",
                             "the board keeps its copy and the bytes so far are kept here: "
                             "'orchestrate fetch RUN_DIR' resumes it")
     digest = follower.final()
-    if digest != board["sha256"] or have != board["size"]:
+    if digest != board.sha256 or have != board.size:
         f.partial.unlink(missing_ok=True)
-        raise TransferError(f"{f.remote} arrived damaged ({have} of {board['size']} bytes, sha256 mismatch)",
+        raise TransferError(f"{f.remote} arrived damaged ({have} of {board.size} bytes, sha256 mismatch)",
                             "the board still has it; 'orchestrate fetch RUN_DIR' pulls it again")
     f.partial.replace(f.local)
     return PulledFile(f.remote, f.local, digest, have, f.offset)
