@@ -26,8 +26,17 @@ _UNION_TYPES = tuple(kind for kind in (getattr(types, "UnionType", None),) if ki
 class Message(object):
     """A record of typed fields; subclasses declare them as annotated class attributes with defaults."""
     _field_types = None  # type: Any
+    _wire_keys = {}  # type: Dict[str, str]  # a field whose JSON key is not its name (else: less a trailing _)
 
-    def __init__(self, **values):
+    def __init__(self, *args, **values):
+        """Fields by name, or the first ones in the order they are declared (as a dataclass takes them)."""
+        names = list(self._fields())
+        if len(args) > len(names):
+            raise TypeError("{} takes {} fields, {} given".format(type(self).__name__, len(names), len(args)))
+        for name, value in zip(names, args):
+            if name in values:
+                raise TypeError("{} got {} twice".format(type(self).__name__, name))
+            values[name] = value
         for name, default in self._defaults().items():
             setattr(self, name, values.pop(name) if name in values else copy.deepcopy(default))
         if values:
@@ -44,16 +53,33 @@ class Message(object):
             setattr(self, name, value)
         return self
 
+    def replace(self, **values):
+        """A copy with these fields changed (as dataclasses.replace makes one)."""
+        changed = copy.copy(self)
+        changed.extra = dict(self.extra)
+        return changed.set(**values)
+
     @classmethod
     def _fields(cls):
         """Each field's name and type, the base classes' first (forward references resolved once)."""
         if "_field_types" not in cls.__dict__:
-            cls._field_types = typing.get_type_hints(cls)
+            cls._field_types = {name: kind for name, kind in typing.get_type_hints(cls).items()
+                                if not _is_class_var(kind)}
         return cls._field_types
 
     @classmethod
     def _defaults(cls):
         return {name: getattr(cls, name, None) for name in cls._fields()}
+
+    @classmethod
+    def _key(cls, name):
+        """The field's JSON key: a field named after a Python keyword (import_) is the keyword on the wire."""
+        return cls._wire_keys.get(name) or name.rstrip("_")
+
+    def _left_out(self):
+        """The keys not written while their value is unset (a key that was read is written back whatever it
+        holds): none for a message, whose every field the other side reads; a document's own choice."""
+        return ()
 
     def to_wire(self, version=True):
         """The JSON object; version: with ``v`` (what a side sends). A message read from_wire writes back the
@@ -61,10 +87,13 @@ class Message(object):
         written again loses nothing and gains nothing."""
         wire = dict(self.extra)
         defaults = self._defaults()
+        left_out = self._left_out()
         for name in self._fields():
-            key, value = name.rstrip("_"), getattr(self, name)
+            key, value = self._key(name), getattr(self, name)
             if key in self.extra and value == defaults[name]:
                 continue  # read with a value of the wrong kind: written back as it was
+            if key in left_out and (self.read_keys is None or key not in self.read_keys):
+                continue
             if self.read_keys is None or key in self.read_keys or value != defaults[name]:
                 wire[key] = _to_wire(value, version)
         if version:
@@ -83,7 +112,7 @@ class Message(object):
         known = {"v"}
         wrong = {}
         for name, kind in cls._fields().items():
-            key = name.rstrip("_")  # a field named after a Python keyword (import_) is the keyword on the wire
+            key = cls._key(name)
             if key in wire:
                 ok, value = _read(kind, wire[key], strict)
                 if ok:
@@ -108,6 +137,12 @@ class Message(object):
     def __repr__(self):
         shown = ", ".join("{}={!r}".format(name, getattr(self, name)) for name in self._fields())
         return "{}({})".format(type(self).__name__, shown)
+
+
+def _is_class_var(kind):
+    """ClassVar[X]: a class's constant, not a field (3.6's typing spells it otherwise than 3.7's)."""
+    return kind is typing.ClassVar or getattr(kind, "__origin__", None) is typing.ClassVar or \
+        type(kind).__name__ == "_ClassVar"
 
 
 def _to_wire(value, version=True):

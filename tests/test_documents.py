@@ -3,30 +3,29 @@ refuses a newer version in one line (pure, on temporary files)."""
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
 
-from orchestrator.documents._json import value_fits
-from orchestrator.documents.fleet import FleetBoard, FleetDocument, read_fleet, write_fleet
+from orchestrator.documents.fleet import BoardSummary, FleetBoard, FleetCell, FleetDocument, read_fleet, write_fleet
+from orchestrator.documents.record import Record
 from orchestrator.documents.run import RunDocument, RunTarget, read_run, read_run_or_none, write_run
 from orchestrator.documents.study import StudyCell, StudyDocument, read_study, read_study_or_none, write_study
-from orchestrator.documents.summary import Summary, read_summary, write_summary
+from orchestrator.documents.summary import Attribution, NextStep, Share, Summary, read_summary, write_summary
 from orchestrator.errors import UsageError
+from remote_agent.wire import _read
 
 
-@pytest.mark.parametrize("kind", [RunDocument, RunTarget, StudyDocument, StudyCell, FleetDocument])
+@pytest.mark.parametrize("kind", [RunDocument, RunTarget, StudyDocument, StudyCell, FleetDocument, FleetBoard,
+                                  FleetCell, BoardSummary, Attribution, Share, NextStep])
 def test_every_fields_default_is_of_the_kind_its_annotation_says(kind):
     """The check a value read from a file goes through accepts each field's own default (so an annotation it
     cannot read would show here, not as values silently dropped)."""
-    from typing import get_type_hints
-    hints = get_type_hints(kind)
-    for spec in fields(kind):
-        default = spec.default if spec.default is not MISSING else (
-            spec.default_factory() if spec.default_factory is not MISSING else None)
+    for name, annotation in kind._fields().items():
+        default = kind._defaults()[name]
+        default = default.as_json() if isinstance(default, Record) else default
         if default is not None:
-            assert value_fits(default, hints[spec.name]), (kind.__name__, spec.name, hints[spec.name])
+            assert _read(annotation, default)[0], (kind.__name__, name, annotation)
 
 
 @pytest.mark.parametrize(("value", "annotation", "fits"), [
@@ -34,8 +33,8 @@ def test_every_fields_default_is_of_the_kind_its_annotation_says(kind):
     ([], list[str], True), ({}, list[str], False), ({}, dict[str, object], True), (True, int, False),
     (3, int, True), (3, float | None, True), (2.5, int, False), ("text", dict[str, object] | None, False),
 ])
-def test_a_value_fits_the_outer_kind_of_its_annotation(value, annotation, fits):
-    assert value_fits(value, annotation) is fits
+def test_a_value_fits_the_kind_of_its_annotation(value, annotation, fits):
+    assert _read(annotation, value)[0] is fits
 
 
 def test_a_run_document_keeps_unknown_keys_and_values_of_the_wrong_kind(tmp_path):
@@ -44,8 +43,9 @@ def test_a_run_document_keeps_unknown_keys_and_values_of_the_wrong_kind(tmp_path
     (tmp_path / "run.json").write_text(json.dumps(written))
     run = read_run(tmp_path)
     assert (run.run_id, run.status, run.error, run.target, run.import_) == (
-        "r1", "ok", None, RunTarget("nano", "", [], None), {"where": "host"})
-    assert run.unknown == {"newer_key": [1, 2], "error": "edited by hand"}
+        "r1", "ok", None, RunTarget.from_json({"name": "nano", "groups": 3}), {"where": "host"})
+    assert (run.target.name, run.target.groups, run.target.extra) == ("nano", [], {"groups": 3})
+    assert run.extra == {"newer_key": [1, 2], "error": "edited by hand"}
     write_run(tmp_path, run)
     again = json.loads((tmp_path / "run.json").read_text())
     assert again["newer_key"] == [1, 2] and again["error"] == "edited by hand" and again["run_version"] == 1
@@ -117,7 +117,7 @@ def test_an_attribution_edited_by_hand_reads_what_is_of_the_right_kind():
               "shares": {"cpu": {"ns": 900, "pct": 90, "per_frame_ns": [450, "x"], "calls": ["f", 7, None],
                                  "frames": [{"index": 0}, "frame"]}, "io": "not a share"}}
     found = Attribution.from_json(edited)
-    assert found is not None and found.confidence == "low" and found.unknown["confidence"] == 3
+    assert found is not None and found.confidence == "low" and found.extra["confidence"] == 3
     assert found.software_threads == [] and found.share("cpu").calls == ["f"]
     assert found.share("cpu").per_frame_ns == [] and found.share("cpu").frames == [{"index": 0}]
     assert found.share("io").ns == 0 and found.as_json()["shares"]["cpu"]["pct"] == 90
@@ -126,4 +126,4 @@ def test_an_attribution_edited_by_hand_reads_what_is_of_the_right_kind():
     steps = next_steps(Summary({"attribution": edited, "hotspots": {"self": [{"symbol": "[x]", "pct": "a lot"}]},
                                 "capture_gaps": "none"}), None, "r")
     assert [step.rule for step in steps] == ["context_switches"]  # no sources said: none of them assumed
-    assert Attribution.from_json(["not", "an", "object"]) is None
+    assert Summary({"attribution": ["not", "an", "object"]}).attribution is None

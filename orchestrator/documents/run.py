@@ -1,8 +1,9 @@
 """run.json: what one run did and where it stands, the contract between the layers above the transport.
 
-``RunDocument`` is its only reader and writer. Its fields are run.json's top-level keys; the sections the board
-agent or nsys fill (``capture``, ``facts``, ``board_state``, ...) stay the JSON the agent sent, and what the
-layers above read of them is a property here, so a renamed key is one edit that mypy follows.
+``RunDocument`` is its only reader and writer, a ``Record`` (record.py) as every document and every message of
+host and agent: its fields are run.json's top-level keys, its sections the agent's own messages (``capture``,
+``facts``, ``board_state``, ...) where the agent sent them, and what the layers above read of them is a property
+here, so a renamed key is one edit that mypy follows.
 
 Versions: 1 says its version (``run_version``); 0 is every run.json written before that, with the same keys
 (a key a release did not yet write reads as missing). A key this release does not know is kept as it was and
@@ -10,17 +11,17 @@ written back. A newer version than this release knows is refused with what to do
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remote_agent.messages import BoardState, CaptureResult, ClocksRestored, ClocksUsed, Facts, Message, PowerMode
+from remote_agent.messages import BoardState, CaptureResult, ClocksRestored, ClocksUsed, Facts, Finding, PowerMode
 
 from ..errors import UsageError
-from ._json import as_json_fields, from_json_fields, read_object, write_object
+from .record import Record, read_record, write_record
 
 RUN_FILE = "run.json"
 RUN_VERSION = 1
+RUN_VERSION_KEY = "run_version"
 
 # Where a run stands, as run.json says at every moment:
 STAGES = {
@@ -31,44 +32,44 @@ STAGES = {
     "failed": "the run ended without a report: see 'error'",
 }
 
-# the JSON keys whose fields are named otherwise
-_KEYS = {"import_": "import", "version": "run_version"}
 
 
-class BoardStates(Message):
+class BoardStates(Record):
     """The board's state before the capture (preflight's) and after it (the capture's end)."""
     before: BoardState | None = None
     after: BoardState | None = None
 
 
-@dataclass
-class RunTarget:
-    name: str
+class RunTarget(Record):
+    name: str = "unknown"
     connection: str = ""
-    groups: list[str] = field(default_factory=list)
+    groups: list[str] = []
     address: str | None = None   # where the run reached it (user@host:port, or this machine)
 
+    def _left_out(self) -> set[str]:
+        return {"address"} if self.address is None else set()
 
-@dataclass
-class RunDocument:
-    """One run folder's run.json. Sections are plain JSON (dicts and lists) as the agent and nsys gave them."""
+
+class RunDocument(Record):
+    """One run folder's run.json."""
+    version_key, version = RUN_VERSION_KEY, RUN_VERSION
 
     run_id: str = ""                        # "" only in a run.json this release did not write
     started_at: str = ""
-    target: RunTarget = field(default_factory=lambda: RunTarget("unknown"))
+    target: RunTarget = RunTarget()
     orchestrate_version: str = ""
     inventory: str | None = None           # the inventory file the run's target came from
-    app: dict[str, Any] = field(default_factory=dict)       # the app spec as it ran (secrets masked)
-    request: dict[str, Any] = field(default_factory=dict)   # grace_s, keep_remote, retries, heartbeat_timeout_s, ...
+    app: dict[str, Any] = {}                # the app spec as it ran (secrets masked)
+    request: dict[str, Any] = {}            # grace_s, keep_remote, retries, heartbeat_timeout_s, ...
     status: str = "started"                 # started, ok, failed, interrupted, partial
     stage: str | None = None                # one of STAGES
-    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    phases: dict[str, float] = {}           # seconds per phase
     finished_at: str | None = None
     study: dict[str, Any] | None = None     # the study and cell the run belongs to
     fleet: dict[str, Any] | None = None     # the fleet run it belongs to
     agent: dict[str, Any] | None = None
     facts: Facts | None = None              # the board's facts from preflight
-    preflight: list[dict[str, Any]] | None = None
+    preflight: list[Finding] | None = None
     board_fingerprint: dict[str, str] | None = None
     board_state: BoardStates | None = None  # before and after the capture
     app_files: list[dict[str, Any]] | None = None
@@ -78,9 +79,9 @@ class RunDocument:
     clocks: ClocksUsed | None = None
     lost_contact: str | None = None
     capture: CaptureResult | None = None    # the agent's capture result
-    capture_attempts: list[dict[str, Any]] | None = None
+    capture_attempts: list[CaptureResult] | None = None  # the attempts before the one that counted
     app_exit: dict[str, Any] | None = None
-    import_: dict[str, Any] | None = None   # where the raw capture was imported, with what
+    import_: dict[str, Any] | None = None   # where the raw capture was imported, with what (its key: "import")
     files: dict[str, dict[str, Any]] | None = None   # name -> sha256, size
     pull: dict[str, Any] | None = None
     export: dict[str, Any] | None = None
@@ -88,8 +89,6 @@ class RunDocument:
     analysis: dict[str, Any] | None = None
     validity: dict[str, Any] | None = None  # flags, samples
     error: dict[str, Any] | None = None     # type, message, exit_code
-    version: int = RUN_VERSION
-    unknown: dict[str, Any] = field(default_factory=dict)   # keys this release does not know, written back
 
     # what the layers above read of the sections
     @property
@@ -169,28 +168,22 @@ class RunDocument:
         """The board's thermal zones' passive trip points, as its facts said."""
         return (self.facts.board.thermal_trips_c if self.facts else None) or {}
 
+    def _left_out(self) -> set[str]:
+        """The fields that are unset (the inventory is written even when it is not)."""
+        return {self._key(name) for name in self._fields() if name != "inventory" and getattr(self, name) is None}
+
     def as_json(self) -> dict[str, Any]:
-        """run.json's object: the fields that are set (the inventory even when it is not), then the keys this
-        release did not know, as they were read."""
-        found = as_json_fields(self, _KEYS)
-        found["target"] = {k: v for k, v in vars(self.target).items() if v is not None}
-        return {k: v for k, v in found.items() if v is not None or k == "inventory"}
+        """run.json's object; its inventory said even when there is none, for any release that reads it."""
+        return {"inventory": self.inventory, **super().as_json()}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> RunDocument:
+    def from_json(cls, value: Any) -> RunDocument:
         """A run.json object of any version this release reads (a value of the wrong kind reads as missing)."""
-        document = from_json_fields(cls, {k: v for k, v in value.items() if k not in ("target", "run_version")},
-                                    _KEYS)
-        if not isinstance(value.get("status"), str):
+        document: RunDocument = super().from_json(value)
+        if not isinstance(value, dict) or not isinstance(value.get("status"), str):
             document.status = "unknown"
         if document.capture is not None:
             kinds_of_old_capture(document.capture)
-        raw = value.get("target")
-        target: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        groups, address = target.get("groups"), target.get("address")
-        document.target = RunTarget(str(target.get("name") or "unknown"), str(target.get("connection") or ""),
-                                    [str(g) for g in groups] if isinstance(groups, list) else [],
-                                    address if isinstance(address, str) else None)
         return document
 
 
@@ -229,8 +222,7 @@ def is_run_folder(folder: Path) -> bool:
 def read_run(run_dir: Path) -> RunDocument:
     """The folder's run.json; UsageError (one line, with what to do) when it is missing or not one."""
     fix = "give a run folder that orchestrate wrote"
-    value = read_object(run_file(run_dir), "run_version", RUN_VERSION, "a run document", fix)
-    return RunDocument.from_json(value)
+    return read_record(RunDocument, run_file(run_dir), "a run document", fix)
 
 
 def run_folders_in(folder: Path) -> list[Path]:
@@ -250,4 +242,4 @@ def read_run_or_none(run_dir: Path) -> RunDocument | None:
 
 def write_run(run_dir: Path, document: RunDocument) -> Path:
     """Written whole or not at all (a crash leaves the previous version)."""
-    return write_object(run_file(run_dir), document.as_json())
+    return write_record(run_file(run_dir), document)

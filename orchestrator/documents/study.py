@@ -7,65 +7,53 @@ to do.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ._json import as_json_fields, from_json_fields, leave_out, read_object, write_object
+from .record import Record, read_record, write_record
 
 STUDY_FILE = "study.json"
 STUDY_VERSION = 1
+STUDY_VERSION_KEY = "study_version"
 
 
-@dataclass
-class StudyCell:
+class StudyCell(Record):
     """One cell of the matrix: its variables, how it went, its runs (folder names, in the rounds' order) and
     each metric's figures (``metrics``: name -> values, median, ci95, rounds, unit, faster_when)."""
 
     index: int = 0
     label: str = ""
-    variables: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = {}
     status: str = "ok"                  # ok, failed, interrupted
     reason: str | None = None
-    runs: list[str] = field(default_factory=list)
-    reused: list[str] = field(default_factory=list)    # runs linked from an earlier folder of the study
+    runs: list[str] = []
+    reused: list[str] = []              # runs linked from an earlier folder of the study
     parser: str | None = None           # the app's output parser
-    notes: list[str] = field(default_factory=list)     # what a measured run lacks, and why
+    notes: list[str] = []               # what a measured run lacks, and why
     metrics: dict[str, dict[str, Any]] | None = None   # None until the study is finished
     top_function: str | None = None
     verdict: str | None = None
-    unknown: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> dict[str, Any]:
         return (self.metrics or {}).get(name) or {}
 
-    def as_json(self) -> dict[str, Any]:
-        found = as_json_fields(self, {})
-        if not self.notes:
-            leave_out(found, self, "notes")
-        if self.metrics is None:  # the study has not finished: no figures yet
-            leave_out(found, self, "metrics", "top_function", "verdict")
-        return found
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> StudyCell:
-        return from_json_fields(cls, value, {})
+    def _left_out(self) -> set[str]:
+        """No notes while there are none, no figures while the study has not finished."""
+        return ({"notes"} if not self.notes else set()) | (
+            {"metrics", "top_function", "verdict"} if self.metrics is None else set())
 
 
-_DOCUMENT_KEYS = {"name": "study", "version": "study_version"}
-
-
-@dataclass
-class StudyDocument:
+class StudyDocument(Record):
+    version_key, version = STUDY_VERSION_KEY, STUDY_VERSION
+    _wire_keys = {"name": "study"}
     name: str = ""
-    version: int = STUDY_VERSION
     orchestrate_version: str = ""
     file: str = ""                       # the study file it ran
     description: str = ""
     target: str = ""
     repeat: int = 0
-    variables: list[str] = field(default_factory=list)   # the matrix's variable names
+    variables: list[str] = []           # the matrix's variable names
     started: str = ""
     finished: str | None = None
     status: str = "running"              # running, complete, interrupted, failed
@@ -74,10 +62,9 @@ class StudyDocument:
     interval: str = ""                   # how the intervals were made
     target_fingerprint: str | None = None  # the target as far as results depend on it
     agent: dict[str, Any] | None = None
-    cells: list[StudyCell] = field(default_factory=list)
-    order: list[dict[str, Any]] = field(default_factory=list)         # each round's runs: round, cell, run
-    comparisons: list[dict[str, Any]] = field(default_factory=list)   # each cell against the first, per metric
-    unknown: dict[str, Any] = field(default_factory=dict)
+    cells: list[StudyCell] = []
+    order: list[dict[str, Any]] = []        # each round's runs: round, cell, run
+    comparisons: list[dict[str, Any]] = []  # each cell against the first, per metric
 
     @property
     def run_names(self) -> list[str]:
@@ -94,20 +81,9 @@ class StudyDocument:
                 return cell
         return None
 
-    def as_json(self) -> dict[str, Any]:
-        found = as_json_fields(self, _DOCUMENT_KEYS)
-        found["cells"] = [cell.as_json() for cell in self.cells]
-        leave_out(found, self, *(name for name in ("finished", "stopped", "stopped_in", "target_fingerprint", "agent")
-                                 if getattr(self, name) is None))
-        return found
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> StudyDocument:
-        document = from_json_fields(cls, {k: v for k, v in value.items() if k != "cells"}, _DOCUMENT_KEYS)
-        cells = value.get("cells")
-        document.cells = [StudyCell.from_json(c) for c in cells if isinstance(c, dict)] if isinstance(cells, list) \
-            else []
-        return document
+    def _left_out(self) -> set[str]:
+        return {name for name in ("finished", "stopped", "stopped_in", "target_fingerprint", "agent")
+                if getattr(self, name) is None}
 
 
 def study_file(folder: Path) -> Path:
@@ -124,8 +100,7 @@ def study_folders(folder: Path) -> list[Path]:
 
 
 def read_study(folder: Path) -> StudyDocument:
-    return StudyDocument.from_json(read_object(study_file(folder), "study_version", STUDY_VERSION, "a study",
-                                               "give the folder 'orchestrate study' printed"))
+    return read_record(StudyDocument, study_file(folder), "a study", "give the folder 'orchestrate study' printed")
 
 
 def read_study_or_none(folder: Path) -> StudyDocument | None:
@@ -137,4 +112,4 @@ def read_study_or_none(folder: Path) -> StudyDocument | None:
 
 
 def write_study(folder: Path, document: StudyDocument) -> Path:
-    return write_object(study_file(folder), document.as_json())
+    return write_record(study_file(folder), document)

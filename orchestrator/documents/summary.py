@@ -8,11 +8,10 @@ Versions: ``summary_version`` 1 is the only one written so far; a newer one is r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._json import as_json_fields, from_json_fields, read_object, write_object
+from .record import Record, read_object, write_object
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_VERSION = 1
@@ -26,35 +25,30 @@ SHARE_TITLES = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "displa
 SHARE_TITLES_OF_RUNS = {**SHARE_TITLES, "gpu": "waiting for the GPU (or a software renderer)"}
 
 
-@dataclass
-class Share:
-    """One share of the focus thread's time: over the window, per frame, and what it is made of."""
+class Share(Record):
+    """One share of the focus thread's time: over the window, per frame, and what it is made of. Lists are read item
+    by item: an item of the wrong kind (a hand-edited file) reads as missing."""
     ns: int = 0
     pct: float = 0.0
-    per_frame_ns: list[int] = field(default_factory=list)   # the frames inside the window, from Attribution's first
-    frames: list[dict[str, Any]] = field(default_factory=list)  # the frames carrying most of it (index, start, end, ns)
-    calls: list[str] = field(default_factory=list)      # its calls (the hottest functions for cpu), most time first
-    inside: list[str] = field(default_factory=list)     # the GPU or window-system calls they were made in
-    threads: list[str] = field(default_factory=list)    # the threads that woke it, or the software renderer's
-    unknown: dict[str, Any] = field(default_factory=dict)
+    per_frame_ns: list[int] = []        # the frames inside the window, from Attribution's first
+    frames: list[dict[str, Any]] = []   # the frames carrying most of it (index, start, end, ns)
+    calls: list[str] = []               # its calls (the hottest functions for cpu), most time first
+    inside: list[str] = []              # the GPU or window-system calls they were made in
+    threads: list[str] = []             # the threads that woke it, or the software renderer's
 
     @classmethod
-    def from_json(cls, value: Any) -> Share:
-        """Lists read item by item: an item of the wrong kind (a hand-edited file) reads as missing."""
-        found = from_json_fields(cls, value if isinstance(value, dict) else {}, {})
-        found.calls, found.inside, found.threads = (
-            [item for item in items if isinstance(item, str)] for items in (found.calls, found.inside, found.threads))
-        found.frames = [item for item in found.frames if isinstance(item, dict)]
-        if not all(isinstance(ns, int) and not isinstance(ns, bool) for ns in found.per_frame_ns):
+    def from_wire(cls, wire: Any, strict: bool = False) -> Share:
+        """per_frame_ns is read whole or not at all: without an item of the wrong kind the frames after it would
+        shift (it is kept as it was, as any value of the wrong kind)."""
+        found: Share = super().from_wire(wire, strict)
+        raw = wire.get("per_frame_ns") if isinstance(wire, dict) else None
+        if isinstance(raw, list) and len(found.per_frame_ns) != len(raw):
             found.per_frame_ns = []
+            found.extra["per_frame_ns"] = raw
         return found
 
-    def as_json(self) -> dict[str, Any]:
-        return as_json_fields(self, {})
 
-
-@dataclass
-class Attribution:
+class Attribution(Record):
     """summary.json's "attribution": the focus thread's time split by what it waits for."""
     thread: str = ""
     start_ns: int = 0
@@ -62,27 +56,14 @@ class Attribution:
     window_ns: int = 0                      # the time attributed: the window, or the sample of it read
     frames: dict[str, Any] | None = None    # first, count, every: the frames read (every k-th inside the window)
     sampled_every: int = 1                  # 1: all of the window; k: every k-th frame (or slice) of it
-    shares: dict[str, Share] = field(default_factory=dict)  # by name, in SHARES' order
+    shares: dict[str, Share] = {}       # by name, in SHARES' order
     largest: str = ""
     gpu_recorded: float | None = None       # of the GPU share, what the GPU's recorded work covers
     software_renderer: bool = False
     wait_function_samples: int = 0
-    sources: dict[str, Any] = field(default_factory=dict)   # os_runtime, context_switches, gpu_work, samples, ...
-    missing: list[str] = field(default_factory=list)        # the sources it lacks, in words
+    sources: dict[str, Any] = {}        # os_runtime, context_switches, gpu_work, samples, ...
+    missing: list[str] = []             # the sources it lacks, in words
     confidence: str = "low"
-    unknown: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, value: Any) -> Attribution | None:
-        if not isinstance(value, dict):
-            return None
-        found = from_json_fields(cls, value, {})
-        if isinstance(found.shares, dict):
-            found.shares = {str(name): Share.from_json(entry) for name, entry in found.shares.items()}
-        return found
-
-    def as_json(self) -> dict[str, Any]:
-        return {**as_json_fields(self, {}), "shares": {name: share.as_json() for name, share in self.shares.items()}}
 
     def share(self, name: str) -> Share:
         return self.shares.get(name) or Share()
@@ -118,20 +99,11 @@ class Attribution:
         return self.share(name).ns / self.frame_count / 1e6 if self.frame_count else None
 
 
-@dataclass
-class NextStep:
+class NextStep(Record):
     """What to do next: the rule that chose it, why (from the run's evidence), and the command to run."""
     rule: str = ""
     why: str = ""
     command: str = ""
-    unknown: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {**self.unknown, "rule": self.rule, "why": self.why, "command": self.command}
-
-    @classmethod
-    def from_json(cls, value: Any) -> NextStep:
-        return from_json_fields(cls, value if isinstance(value, dict) else {}, {})
 
 
 class Summary(dict[str, Any]):
@@ -196,7 +168,8 @@ class Summary(dict[str, Any]):
     @property
     def attribution(self) -> Attribution | None:
         """The focus thread's time by what it waits for (summaries written before it have none)."""
-        return Attribution.from_json(self.get("attribution"))
+        found = self.get("attribution")
+        return Attribution.from_json(found) if isinstance(found, dict) else None
 
     @property
     def next_steps(self) -> list[NextStep]:

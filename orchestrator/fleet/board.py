@@ -83,5 +83,5 @@ def board_failure(target: str, exc: OrchestratorError, base: Path, study_out: Pa
     run = read_run_or_none(exc.run_dir) if exc.run_dir is not None else None
     if run is not None and measured_despite_nsys(run):
         # nsys alone stalled after a complete capture and its report came back: measured, as a study counts it
-        return replace(measured, status="ok", reason=f"measured; {exc.one_line()}", exit_code=0)
-    return replace(measured, status=status, reason=exc.one_line(), exit_code=exc.exit_code)
+        return measured.replace(status="ok", reason=f"measured; {exc.one_line()}", exit_code=0)
+    return measured.replace(status=status, reason=exc.one_line(), exit_code=exc.exit_code)

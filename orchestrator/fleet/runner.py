@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -211,8 +211,8 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
     finally:
         watcher.close()
     if watcher.timed_out and result.status == "ok":
-        result = replace(result, status="failed", exit_code=11, reason=f"took longer than --board-timeout "
-                         f"{request.board_timeout_s:g} s: its capture was ended early (report kept)")
+        result = result.replace(status="failed", exit_code=11, reason=f"took longer than --board-timeout "
+                                f"{request.board_timeout_s:g} s: its capture was ended early (report kept)")
     result.seconds = round(time.monotonic() - started, 3)
     return result
 

@@ -89,7 +89,7 @@ def fetch(run_dir: Path, inventory_path: str | None, connect: ConnectOptions, pr
                                  f"({state.error or 'its supervisor died'})",
                                  "see agent.log in the run folder on the board")
             kinds_of_old_capture(capture)  # a capture an agent of before started
-            run.capture_attempts = [a.to_wire(version=False) for a in capture.previous_attempts]
+            run.capture_attempts = capture.previous_attempts
             capture.previous_attempts = []
             note_clocks(capture.clocks, log)
             early = capture.ended_early

@@ -235,7 +235,7 @@ def _run_on_target(request: ProfileRequest, agent: RemoteAgent, log: RunLog,
         if checked is None:
             asked = preflight_request(request.host, app, request.settings, agent.work_dir)
             checked = agent.call(PREFLIGHT, asked)
-    run.facts, run.preflight = checked.facts, [found.to_wire(version=False) for found in checked.findings]
+    run.facts, run.preflight = checked.facts, checked.findings
     run.board_fingerprint = board_fingerprint(checked.facts)  # the board's kind, and its software
     for found in checked.findings:  # what the run handles itself (level info) stays in run.json and doctor
         if found.level != "info":
@@ -301,7 +301,7 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
     after, capture.board_state_after = capture.board_state_after or board_state(agent), None
     run.board_state = (run.board_state or BoardStates()).set(after=after)
     note_clocks(capture.clocks, log)
-    run.capture_attempts = [a.to_wire(version=False) for a in capture.previous_attempts]
+    run.capture_attempts = capture.previous_attempts
     capture.previous_attempts = []
     # the exact command as it ran: the spec's environment plus what the agent added (display, scratch)
     run_env = tuple(sorted({**dict(masked_env(app.env)), **capture.env_added}.items()))

@@ -1,0 +1,67 @@
+"""What every document is: a ``Record``, a wire message (remote_agent/wire.py: the one record machinery of host,
+agent and run folder), read and written as run folders are; and reading and writing a document's file: whole or
+not at all, its version checked on the way in."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from remote_agent.messages import Message
+
+from ..errors import UsageError
+from ..files import write_text
+
+R = TypeVar("R", bound="Record")
+
+
+class Record(Message):
+    """A document or a section of one. Read, a key it does not know is kept and a value of the wrong kind reads as
+    missing (kept as it was too): written again, it is what it was, its own changes apart. Written without the
+    protocol's version: a document of its own says its own (``version_key``: the version this release writes, read
+    by read_record, which refuses a newer one)."""
+    version_key: ClassVar[str | None] = None
+    version: ClassVar[int] = 0
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.to_wire(version=False)
+        return {**found, self.version_key: self.version} if self.version_key else found
+
+    @classmethod
+    def from_json(cls: type[R], value: Any) -> R:
+        if cls.version_key and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != cls.version_key}
+        found: R = cls.from_wire(value)
+        return found
+
+
+def read_object(path: Path, version_key: str, newest: int, what: str, fix: str) -> dict[str, Any]:
+    """The JSON object in ``path``; UsageError (one line, with ``fix``) when it is missing, not an object, or
+    written by a newer release (its ``version_key`` above ``newest``)."""
+    try:
+        value = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"{path} could not be read ({exc.strerror or exc})", fix) from None
+    except ValueError as exc:
+        raise UsageError(f"{path} could not be read (not JSON: {exc})", fix) from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{path} could not be read (it holds {type(value).__name__}, not an object)", fix)
+    version = value.get(version_key, 0)
+    if not isinstance(version, int) or version > newest:
+        raise UsageError(f"{path} is {what} of version {version}, newer than this orchestrate reads ({newest})",
+                         "open it with the orchestrate release that wrote it, or upgrade")
+    return value
+
+
+def write_object(path: Path, value: dict[str, Any], indent: int = 2) -> Path:
+    return write_text(path, json.dumps(value, indent=indent, sort_keys=indent > 1, default=str) + "\n")
+
+
+def read_record(kind: type[R], path: Path, what: str, fix: str) -> R:
+    """The document in ``path``, of a version this release reads (read_object's checks)."""
+    return kind.from_json(read_object(path, str(kind.version_key), kind.version, what, fix))
+
+
+def write_record(path: Path, record: Record) -> Path:
+    """A document written whole or not at all (a crash leaves the previous version)."""
+    return write_object(path, record.as_json())
