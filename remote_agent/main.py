@@ -15,7 +15,8 @@ import sys
 import traceback
 
 from . import AGENT_VERSION
-from .messages import COMMANDS, SEND, Failure, Message, SessionCall
+from .commands import COMMANDS, SEND
+from .messages import Failure, Message, SessionCall
 from .protocol import emit, fail
 
 SESSION = "session"

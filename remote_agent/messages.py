@@ -5,14 +5,12 @@ are its fields, ``to_wire()`` gives its JSON object (with ``v``, the protocol's 
 one as run folders are read. A machine-readable ``kind`` says what happened wherever the host decides by it: an
 early end's, a watchdog step's, a failure's; the words beside it are for people, and the host never matches them.
 """
-from typing import Any, Dict, Generic, List, Optional, Type, TypeVar
+from typing import Any, Dict, List, Optional
 
 from .wire import PROTOCOL, Message
 
 __all__ = ["PROTOCOL", "Message"]  # the host's one way to the agent: what a message is comes with the messages
 
-Q = TypeVar("Q", bound=Message)
-A = TypeVar("A", bound=Message)
 
 
 # -- what the host asks -------------------------------------------------------------------------------------
@@ -392,42 +390,3 @@ class SentFile(Message):
     offset: Optional[int] = None
     failed: bool = False
     msg: Optional[str] = None
-
-
-# -- the commands -------------------------------------------------------------------------------------------
-
-
-class Command(Generic[Q, A]):
-    """An agent command: its name, the request it reads (strictly: an unknown key or a value of the wrong kind is
-    a bad_request failure), its answer, and its handler ("module.function" in the agent, imported when it runs:
-    a board's Python starts slowly enough that every call gains from loading nothing else). A handler takes the
-    request and returns the answer; a conversational one (attach) takes the function that writes its lines too.
-    Adding a command is one entry here and one handler."""
-
-    def __init__(self, name: str, request: Type[Q], answer: Type[A], handler: str, in_session: bool = True,
-                 conversational: bool = False) -> None:
-        self.name = name
-        self.request = request
-        self.answer = answer
-        self.module, self.function = handler.rsplit(".", 1)
-        self.in_session = in_session  # answered inside a session too (one process answering a run's calls)
-        self.conversational = conversational
-
-    def __repr__(self) -> str:
-        return "Command({})".format(self.name)
-
-
-VERSION = Command("version", NoRequest, VersionAnswer, "identity.version")
-FACTS = Command("facts", FactsRequest, Facts, "facts.answer")
-BOARD_STATE = Command("board_state", NoRequest, BoardState, "facts.board_state_now")
-PREFLIGHT = Command("preflight", PreflightRequest, PreflightAnswer, "preflight.run")
-LAUNCH = Command("launch", LaunchRequest, LaunchAnswer, "daemon.launch")
-# reads the host's lines (HostLine) after its request, writes progress lines (CaptureProgress) until the capture ended
-ATTACH = Command("attach", AttachRequest, CaptureState, "daemon.attach", conversational=True)
-STATUS = Command("status", StatusRequest, StatusAnswer, "daemon.status")
-REMOVE = Command("remove", RemoveRequest, RemoveAnswer, "files.remove_answer")
-# its stdout is the files' bytes, one after the other; its answers a SentFile line per file on stderr
-SEND = Command("send", SendRequest, SentFile, "send.send_files", in_session=False)
-
-COMMANDS = {command.name: command for command in (VERSION, FACTS, BOARD_STATE, PREFLIGHT, LAUNCH, ATTACH, STATUS,
-                                                  REMOVE, SEND)}  # type: Dict[str, Command[Any, Any]]

@@ -10,7 +10,7 @@ in messages.py.
 import copy
 import types
 import typing
-from typing import Any, Dict, List
+from typing import Any, Dict, Generic, List, Type, TypeVar
 
 if typing.TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -196,3 +196,27 @@ def _item(kind, value, strict):
     if strict:
         raise ValueError("{!r} is not a {}".format(value, getattr(kind, "__name__", kind)))
     return _SKIP
+
+
+Q = TypeVar("Q", bound=Message)
+A = TypeVar("A", bound=Message)
+
+
+class Command(Generic[Q, A]):
+    """An agent command: its name, the request it reads (strictly: an unknown key or a value of the wrong kind is
+    a bad_request failure), its answer, and its handler ("module.function" in the agent, imported when it runs:
+    a board's Python starts slowly enough that every call gains from loading nothing else). A handler takes the
+    request and returns the answer; a conversational one (attach) takes the function that writes its lines too.
+    The table is commands.py."""
+
+    def __init__(self, name: str, request: Type[Q], answer: Type[A], handler: str, in_session: bool = True,
+                 conversational: bool = False) -> None:
+        self.name = name
+        self.request = request
+        self.answer = answer
+        self.module, self.function = handler.rsplit(".", 1)
+        self.in_session = in_session  # answered inside a session too (one process answering a run's calls)
+        self.conversational = conversational
+
+    def __repr__(self) -> str:
+        return "Command({})".format(self.name)

@@ -19,16 +19,8 @@ from orchestrator.runs import remote_capture
 from orchestrator.targets.agent import build_agent_archive, deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
-from remote_agent.messages import (
-    ATTACH,
-    REMOVE,
-    STATUS,
-    VERSION,
-    CaptureSettings,
-    LaunchRequest,
-    RemoveRequest,
-    StatusRequest,
-)
+from remote_agent.commands import ATTACH, REMOVE, STATUS, VERSION
+from remote_agent.messages import CaptureSettings, LaunchRequest, RemoveRequest, StatusRequest
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""A command is one entry of the table in messages.py and one handler: a copy of the agent given a new command
-answers it through the host's typed call, with no other edit."""
+"""A command is its messages, one entry of the table in commands.py and one handler: a copy of the agent given a new
+command answers it through the host's typed call, with no other edit."""
 from __future__ import annotations
 
 import shutil
@@ -12,9 +12,10 @@ from orchestrator.targets import agent as agent_module
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
-from remote_agent.messages import COMMANDS, SEND, Command, Message
+from remote_agent.commands import COMMANDS, SEND, Command
+from remote_agent.messages import Message
 
-ENTRY = '''
+MESSAGES = '''
 
 class EchoRequest(Message):
     words: str = ""
@@ -23,10 +24,9 @@ class EchoRequest(Message):
 class EchoAnswer(Message):
     words: str = ""
     pid: int = 0
-
-
-ECHO = Command("echo", EchoRequest, EchoAnswer, "echo.answer")
-COMMANDS[ECHO.name] = ECHO
+'''
+ENTRY = '''
+COMMANDS["echo"] = Command("echo", messages.EchoRequest, messages.EchoAnswer, "echo.answer")
 '''
 HANDLER = '''import os
 
@@ -55,7 +55,9 @@ def agent_with_echo(tmp_path, monkeypatch):
     source = tmp_path / "remote_agent"
     shutil.copytree(Path(agent_module.AGENT_SOURCE), source, ignore=shutil.ignore_patterns("__pycache__"))
     with (source / "messages.py").open("a") as messages:
-        messages.write(ENTRY)
+        messages.write(MESSAGES)
+    with (source / "commands.py").open("a") as table:
+        table.write("from . import messages\n" + ENTRY)
     (source / "echo.py").write_text(HANDLER)
     monkeypatch.setattr(agent_module, "AGENT_SOURCE", source)  # the archive built from the copy
     host = Host(name="local", connection="local", work_dir=str(tmp_path / "work"))

@@ -10,6 +10,7 @@ import pytest
 from orchestrator.documents.fleet import BoardSummary, FleetBoard, FleetCell, FleetDocument, read_fleet, write_fleet
 from orchestrator.documents.record import Record
 from orchestrator.documents.run import RunDocument, RunTarget, read_run, read_run_or_none, write_run
+from orchestrator.documents.run_sections import RunImport
 from orchestrator.documents.study import StudyCell, StudyDocument, read_study, read_study_or_none, write_study
 from orchestrator.documents.summary import Attribution, NextStep, Share, Summary, read_summary, write_summary
 from orchestrator.errors import UsageError
@@ -43,7 +44,7 @@ def test_a_run_document_keeps_unknown_keys_and_values_of_the_wrong_kind(tmp_path
     (tmp_path / "run.json").write_text(json.dumps(written))
     run = read_run(tmp_path)
     assert (run.run_id, run.status, run.error, run.target, run.import_) == (
-        "r1", "ok", None, RunTarget.from_json({"name": "nano", "groups": 3}), {"where": "host"})
+        "r1", "ok", None, RunTarget.from_json({"name": "nano", "groups": 3}), RunImport(where="host"))
     assert (run.target.name, run.target.groups, run.target.extra) == ("nano", [], {"groups": 3})
     assert run.extra == {"newer_key": [1, 2], "error": "edited by hand"}
     write_run(tmp_path, run)

@@ -24,7 +24,7 @@ from orchestrator.runs.pull import partial_path, pull_verified
 from orchestrator.targets.agent import build_agent_archive, deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
-from remote_agent.messages import VERSION
+from remote_agent.commands import VERSION
 
 pytestmark = pytest.mark.integration
 # a loop of short sleeps: OS-runtime rows every 0.2 s, no display, ends on SIGTERM

@@ -7,6 +7,7 @@ import shlex
 import pytest
 
 from orchestrator.documents.run import RunDocument, RunTarget
+from orchestrator.documents.run_sections import Validity
 from orchestrator.documents.summary import SHARES, Attribution, Share, Summary
 from orchestrator.figures.next_steps import MAX_STEPS, next_steps
 from remote_agent.messages import Facts
@@ -47,7 +48,8 @@ def test_software_renderer_off_a_jetson_asks_for_the_board():
 
 def test_clocks_that_dropped_ask_to_lock_them_unless_the_run_did():
     dropped = run()
-    dropped.validity = {"flags": [{"code": "clocks_dropped", "what": "the CPU clock dropped from 1900 to 1200 MHz"}]}
+    dropped.validity = Validity(flags=[{"code": "clocks_dropped",
+                                        "what": "the CPU clock dropped from 1900 to 1200 MHz"}])
     assert rules(summary(), dropped)["lock_clocks"] == ("orchestrate profile --target nano01 --app posebench "
                                                        "--inventory fleet.yaml --lock-clocks")
     dropped.request = {"lock_clocks": True}
@@ -109,7 +111,7 @@ def test_unnamed_hot_functions_ask_for_symbols_unless_given():
 
 def test_never_more_than_three_steps_the_heaviest_first_and_commands_for_a_bare_report():
     dropped = run()
-    dropped.validity = {"flags": [{"code": "clocks_dropped", "what": "the GPU clock dropped"}]}
+    dropped.validity = Validity(flags=[{"code": "clocks_dropped", "what": "the GPU clock dropped"}])
     crowded = summary({"threads": 50.0, "unexplained": 30.0, "cpu": 20.0},
                       {"context_switches": False, "os_runtime": False}, software=True,
                       hotspots={"self": [{"symbol": "[libEGL.so]", "pct": 80.0}], "symbols": None})

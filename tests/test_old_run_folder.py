@@ -38,7 +38,7 @@ def test_its_documents_read_with_their_figures(old_run):
         "20261203T170830Z-local-es2gears", "ok", "pulled", "es2gears", "local")
     assert run.target.address == "this machine" and run.inventory is None
     assert run.stored_flags == [] and run.keep_remote is False and run.heartbeat_timeout_s == 30
-    assert run.import_ is not None and run.import_["where"] == "target"  # its "import" key
+    assert run.import_ is not None and run.import_.where == "target"  # its "import" key
     summary = read_summary(old_run)
     assert summary is not None
     assert (summary.frames["count"], summary.first_frame_ns, summary.verdict_kind) == (1802, 31810655, "gpu_wait")

@@ -16,7 +16,8 @@ from orchestrator.runs.pull import sha256_file
 from orchestrator.targets.agent import deploy_agent
 from orchestrator.targets.connect import open_transport
 from orchestrator.targets.settings import ConnectOptions
-from remote_agent.messages import FACTS, FactsRequest
+from remote_agent.commands import FACTS
+from remote_agent.messages import FactsRequest
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("nsys") and shutil.which("es2gears_x11") and shutil.which("Xvfb")),

@@ -18,7 +18,8 @@ from orchestrator.runs.pull import pull_verified
 from orchestrator.targets.agent import deploy_agent, deploy_and_call
 from orchestrator.targets.local import LocalTransport
 from remote_agent import files
-from remote_agent.messages import PREFLIGHT, VERSION, CaptureProgress, CaptureResult, PreflightRequest
+from remote_agent.commands import PREFLIGHT, VERSION
+from remote_agent.messages import CaptureProgress, CaptureResult, PreflightRequest
 
 
 class Counted(LocalTransport):

@@ -2,7 +2,8 @@
 until the capture and its import end, and any login can tell whether that lock is held."""
 from __future__ import annotations
 
-from remote_agent.messages import STATUS, StatusRequest
+from remote_agent.commands import STATUS
+from remote_agent.messages import StatusRequest
 
 from ..errors import OrchestratorError
 from ..inventory.host import Host

@@ -56,7 +56,7 @@ class FleetBoard(Record):
 
 
 class FleetDocument(Record):
-    version_key, version = FLEET_VERSION_KEY, FLEET_VERSION
+    VERSION_KEY, VERSION = FLEET_VERSION_KEY, FLEET_VERSION
     orchestrate_version: str = ""
     folder: str = ""                     # the fleet folder's name
     kind: str = "app"                    # app or study

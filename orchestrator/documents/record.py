@@ -18,19 +18,19 @@ R = TypeVar("R", bound="Record")
 class Record(Message):
     """A document or a section of one. Read, a key it does not know is kept and a value of the wrong kind reads as
     missing (kept as it was too): written again, it is what it was, its own changes apart. Written without the
-    protocol's version: a document of its own says its own (``version_key``: the version this release writes, read
+    protocol's version: a document of its own says its own (``VERSION_KEY``: the version this release writes, read
     by read_record, which refuses a newer one)."""
-    version_key: ClassVar[str | None] = None
-    version: ClassVar[int] = 0
+    VERSION_KEY: ClassVar[str | None] = None
+    VERSION: ClassVar[int] = 0
 
     def as_json(self) -> dict[str, Any]:
         found: dict[str, Any] = self.to_wire(version=False)
-        return {**found, self.version_key: self.version} if self.version_key else found
+        return {**found, self.VERSION_KEY: self.VERSION} if self.VERSION_KEY else found
 
     @classmethod
     def from_json(cls: type[R], value: Any) -> R:
-        if cls.version_key and isinstance(value, dict):
-            value = {k: v for k, v in value.items() if k != cls.version_key}
+        if cls.VERSION_KEY and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != cls.VERSION_KEY}
         found: R = cls.from_wire(value)
         return found
 
@@ -59,7 +59,7 @@ def write_object(path: Path, value: dict[str, Any], indent: int = 2) -> Path:
 
 def read_record(kind: type[R], path: Path, what: str, fix: str) -> R:
     """The document in ``path``, of a version this release reads (read_object's checks)."""
-    return kind.from_json(read_object(path, str(kind.version_key), kind.version, what, fix))
+    return kind.from_json(read_object(path, str(kind.VERSION_KEY), kind.VERSION, what, fix))
 
 
 def write_record(path: Path, record: Record) -> Path:

@@ -18,6 +18,19 @@ from remote_agent.messages import BoardState, CaptureResult, ClocksRestored, Clo
 
 from ..errors import UsageError
 from .record import Record, read_record, write_record
+from .run_sections import (
+    AgentUsed,
+    AnalysisOutcome,
+    AppExit,
+    BoardFolders,
+    FileDigest,
+    PullFigures,
+    RunError,
+    RunExport,
+    RunImport,
+    StagedFile,
+    Validity,
+)
 
 RUN_FILE = "run.json"
 RUN_VERSION = 1
@@ -52,7 +65,7 @@ class RunTarget(Record):
 
 class RunDocument(Record):
     """One run folder's run.json."""
-    version_key, version = RUN_VERSION_KEY, RUN_VERSION
+    VERSION_KEY, VERSION = RUN_VERSION_KEY, RUN_VERSION
 
     run_id: str = ""                        # "" only in a run.json this release did not write
     started_at: str = ""
@@ -67,28 +80,28 @@ class RunDocument(Record):
     finished_at: str | None = None
     study: dict[str, Any] | None = None     # the study and cell the run belongs to
     fleet: dict[str, Any] | None = None     # the fleet run it belongs to
-    agent: dict[str, Any] | None = None
+    agent: AgentUsed | None = None
     facts: Facts | None = None              # the board's facts from preflight
     preflight: list[Finding] | None = None
     board_fingerprint: dict[str, str] | None = None
     board_state: BoardStates | None = None  # before and after the capture
-    app_files: list[dict[str, Any]] | None = None
-    remote: dict[str, Any] | None = None    # run_dir and work_dir on the board
+    app_files: list[StagedFile] | None = None
+    remote: BoardFolders | None = None      # run_dir and work_dir on the board
     remote_command: str | None = None
     recovered_clocks: ClocksRestored | None = None  # an earlier capture's clocks, put back as this one launched
     clocks: ClocksUsed | None = None
     lost_contact: str | None = None
     capture: CaptureResult | None = None    # the agent's capture result
     capture_attempts: list[CaptureResult] | None = None  # the attempts before the one that counted
-    app_exit: dict[str, Any] | None = None
-    import_: dict[str, Any] | None = None   # where the raw capture was imported, with what (its key: "import")
-    files: dict[str, dict[str, Any]] | None = None   # name -> sha256, size
-    pull: dict[str, Any] | None = None
-    export: dict[str, Any] | None = None
+    app_exit: AppExit | None = None
+    import_: RunImport | None = None        # where the raw capture was imported, with what (its key: "import")
+    files: dict[str, FileDigest] | None = None   # name -> sha256, size
+    pull: PullFigures | None = None
+    export: RunExport | None = None
     remote_removed: bool | None = None
-    analysis: dict[str, Any] | None = None
-    validity: dict[str, Any] | None = None  # flags, samples
-    error: dict[str, Any] | None = None     # type, message, exit_code
+    analysis: AnalysisOutcome | None = None
+    validity: Validity | None = None
+    error: RunError | None = None
 
     # what the layers above read of the sections
     @property
@@ -101,11 +114,11 @@ class RunDocument(Record):
 
     @property
     def error_message(self) -> str | None:
-        return (self.error or {}).get("message")
+        return self.error.message if self.error else None
 
     @property
     def exit_code(self) -> int:
-        return int((self.error or {}).get("exit_code") or 0)
+        return self.error.exit_code if self.error else 0
 
     @property
     def study_name(self) -> str | None:
@@ -119,8 +132,7 @@ class RunDocument(Record):
     @property
     def stored_flags(self) -> list[dict[str, str]] | None:
         """The validity flags the run recorded when it came back, or None before it did."""
-        flags = (self.validity or {}).get("flags")
-        return flags if isinstance(flags, list) else None
+        return self.validity.flags if self.validity is not None else None
 
     @property
     def without_nsys(self) -> bool:
@@ -137,7 +149,7 @@ class RunDocument(Record):
 
     @property
     def remote_run_dir(self) -> str | None:
-        return (self.remote or {}).get("run_dir")
+        return self.remote.run_dir if self.remote else None
 
     @property
     def board_samples_source(self) -> str | None:
@@ -146,16 +158,16 @@ class RunDocument(Record):
 
     @property
     def app_ending(self) -> str:
-        return str((self.app_exit or {}).get("ended") or "")
+        return self.app_exit.ended if self.app_exit else ""
 
     @property
     def app_exit_status(self) -> int | None:
-        return (self.app_exit or {}).get("status")
+        return self.app_exit.status if self.app_exit else None
 
     @property
     def analysis_error(self) -> str | None:
         """Why the report that came back could not be summarised, or None."""
-        return (self.analysis or {}).get("error")
+        return self.analysis.error if self.analysis else None
 
     @property
     def power_modes(self) -> tuple[PowerMode | None, PowerMode | None]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .record import Record, read_record, write_record
+from .run_sections import AgentUsed
 
 STUDY_FILE = "study.json"
 STUDY_VERSION = 1
@@ -45,7 +46,7 @@ class StudyCell(Record):
 
 
 class StudyDocument(Record):
-    version_key, version = STUDY_VERSION_KEY, STUDY_VERSION
+    VERSION_KEY, VERSION = STUDY_VERSION_KEY, STUDY_VERSION
     _wire_keys = {"name": "study"}
     name: str = ""
     orchestrate_version: str = ""
@@ -61,7 +62,7 @@ class StudyDocument(Record):
     stopped_in: dict[str, Any] | None = None  # the cell, repeat and run it stopped in
     interval: str = ""                   # how the intervals were made
     target_fingerprint: str | None = None  # the target as far as results depend on it
-    agent: dict[str, Any] | None = None
+    agent: AgentUsed | None = None
     cells: list[StudyCell] = []
     order: list[dict[str, Any]] = []        # each round's runs: round, cell, run
     comparisons: list[dict[str, Any]] = []  # each cell against the first, per metric

@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from remote_agent.messages import PREFLIGHT, PreflightRequest
+from remote_agent.commands import PREFLIGHT
+from remote_agent.messages import PreflightRequest
 from remote_agent.nsys_locate import version_tuple
 
 from ..documents.fleet import BoardSummary

@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..documents.run_sections import StagedFile
 from ..errors import AppSpecError, RemoteCommandError
 from ..targets.agent import RemoteAgent
 from .folder import safe_name_part
@@ -24,7 +24,7 @@ class AppFile:
     remote: str
 
 
-def stage_app_files(agent: RemoteAgent, files: tuple[str, ...], run_dir: str) -> list[dict[str, Any]]:
+def stage_app_files(agent: RemoteAgent, files: tuple[str, ...], run_dir: str) -> list[StagedFile]:
     """Upload what the board lacks, link every file into run_dir; what was done, for run.json."""
     staged = []
     for name in files:
@@ -47,5 +47,5 @@ def stage_app_files(agent: RemoteAgent, files: tuple[str, ...], run_dir: str) ->
     if done.exit_status != 0:
         raise RemoteCommandError(f"cannot link the app's files into {run_dir}: {done.stderr.strip()[-200:]}",
                                  "check the work dir's free space and permissions")
-    return [{"name": f.local.name, "sha256": f.sha256, "size": f.local.stat().st_size, "remote": f.remote,
-             "uploaded": f.remote not in have} for f in staged]
+    return [StagedFile(name=f.local.name, sha256=f.sha256, size=f.local.stat().st_size, remote=f.remote,
+                       uploaded=f.remote not in have) for f in staged]

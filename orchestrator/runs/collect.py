@@ -6,10 +6,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from remote_agent.messages import REMOVE, CaptureResult, Facts, RemoveRequest
+from remote_agent.commands import REMOVE
+from remote_agent.messages import CaptureResult, Facts, RemoveRequest
 
 from ..analysis import AnalysisOptions, analyze_report
 from ..documents.run import RunDocument
+from ..documents.run_sections import AnalysisOutcome, AppExit, FileDigest, PullFigures, RunExport, RunImport, Validity
 from ..documents.summary import write_summary
 from ..errors import OrchestratorError, ReportError
 from ..figures.board import board_section, energy_section
@@ -34,13 +36,13 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
     status, failure = classify_capture(capture, app)
     # nsys exits with the app's status; without nsys the app's own is there
     exit_status = capture.nsys_exit if capture.with_nsys else capture.app_exit
-    run.app_exit = {"status": exit_status, "ended": app_ending(capture, status)}
+    run.app_exit = AppExit(status=exit_status, ended=app_ending(capture, status))
     run.capture = capture
     run.status = status
     if status == "ok" and capture.watchdog:
         progress.note("warning", nudged_warning(capture))
     if capture.import_:
-        run.import_ = {"where": "target", "output": str(capture.import_.get("output", ""))[-500:]}
+        run.import_ = RunImport(where="target", output=str(capture.import_.get("output", ""))[-500:])
     progress.finish("capture", capture_summary(capture, status))
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
@@ -55,7 +57,7 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
         return failure
     if not capture.reports:
         pulled = pull_verified(agent, logs, known=board_files(capture, paths))
-        run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+        run.files = {p.local.name: FileDigest(sha256=p.sha256, size=p.size) for p in pulled}
         _tidy_board(agent, paths, log, keep_remote)
         log.stage("failed")
         return failure
@@ -67,11 +69,11 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
     with log.phase("pull"):
         pulled = pull_verified(agent, wanted, lambda done, total: progress.update("pull", done, total),
                                board_files(capture, paths))
-    files = run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+    files = run.files = {p.local.name: FileDigest(sha256=p.sha256, size=p.size) for p in pulled}
     seconds = log.seconds["pull"] or 1e-9
     size, resumed_bytes = sum(p.size - p.resumed_from for p in pulled), sum(p.resumed_from for p in pulled)
-    run.pull = {"bytes": size, "seconds": seconds, "mb_per_s": round(size / 2**20 / seconds, 1),
-                "resumed_bytes": resumed_bytes}
+    run.pull = PullFigures(bytes=size, seconds=seconds, mb_per_s=round(size / 2**20 / seconds, 1),
+                           resumed_bytes=resumed_bytes)
     resumed = f", resumed after {resumed_bytes / 2**20:.1f} MB" if resumed_bytes else ""
     progress.finish("pull", f"{size / 2**20:.1f} MB verified (sha256 on both sides){resumed}")
     host_nsys = find_host_nsys()
@@ -79,7 +81,7 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
         local_report = _import_here(host_nsys, local_report, log)
     with log.phase("export"):
         sqlite, where = _export(agent, host_nsys, local_report, remote_report, run)
-    files[sqlite.name] = {"sha256": sha256_file(sqlite), "size": sqlite.stat().st_size}
+    files[sqlite.name] = FileDigest(sha256=sha256_file(sqlite), size=sqlite.stat().st_size)
     progress.finish("export", f"{sqlite.name} ({where})")
     _note_importer(run_dir / "nsys.log", run)
     tidied = _tidy_board_meanwhile(agent, paths, log, keep_remote)
@@ -117,7 +119,7 @@ def _pull_without_report(agent: RemoteAgent, logs: dict[str, Path], paths: Remot
     log.stage("on_board")
     with log.phase("pull"):
         pulled = pull_verified(agent, logs, known=known)
-    log.run.files = {p.local.name: {"sha256": p.sha256, "size": p.size} for p in pulled}
+    log.run.files = {p.local.name: FileDigest(sha256=p.sha256, size=p.size) for p in pulled}
     log.progress.finish("pull", f"{len(pulled)} files verified (sha256 on both sides)")
     _tidy_board(agent, paths, log, keep_remote)
     log.stage("pulled")
@@ -128,11 +130,11 @@ def _judge_without_report(app: AppSpec, log: RunLog) -> None:
     run, progress = log.run, log.progress
     samples = read_board_samples(log.run_dir)
     flags = validity_flags(run, samples)
-    run.validity = {"flags": flags, "samples": len(samples)}
+    run.validity = Validity(flags=flags, samples=len(samples))
     for flag in flags:
         progress.note("warning", f"doubtful figures: {flag['what']}")
     figures = run_metrics(log.run_dir, app.parser)
-    run.analysis = {"without_nsys": True, "app_failure": figures.app_failure}
+    run.analysis = AnalysisOutcome(without_nsys=True, app_failure=figures.app_failure)
     for note in figures.notes:
         progress.note("warning", note)
     shown = ", ".join(f"{name} {value:.4g} {figures.units[name][0]}" for name, value in figures.values.items())
@@ -152,9 +154,9 @@ def _note_importer(nsys_log: Path, run: RunDocument) -> None:
         return
     said = next((line.strip() for line in lines if line.startswith(NSYS_IMPORTER_MISSING)), None)
     if said and run.import_ is not None:
-        run.import_["nsys_said"] = said
-        where = "on the board" if run.import_["where"] == "target" else "here"
-        run.import_["handled"] = f"nsys could not import its raw capture itself (no QdstrmImporter beside it); " \
+        run.import_.nsys_said = said
+        where = "on the board" if run.import_.where == "target" else "here"
+        run.import_.handled = f"nsys could not import its raw capture itself (no QdstrmImporter beside it); " \
                                       f"it was imported {where}"
 
 
@@ -191,7 +193,7 @@ def _finished_report(reports: dict[str, str], run: RunDocument) -> str:
     for suffix in (".nsys-rep", ".qdrep"):
         if suffix in reports:
             if run.import_ is None:
-                run.import_ = {"where": "nsys"}
+                run.import_ = RunImport(where="nsys")
             return reports[suffix]
     return reports[".qdstrm"]
 
@@ -205,10 +207,10 @@ def _import_here(host_nsys: HostNsys | None, raw: Path, log: RunLog) -> Path:
         report = import_on_host(host_nsys, raw)
     # QdstrmImporter appends to the raw file it reads: keep the pulled checksum, record the new one
     pulled_raw = files[raw.name]
-    files[raw.name] = {"sha256": sha256_file(raw), "size": raw.stat().st_size,
-                       "pulled_sha256": pulled_raw["sha256"], "pulled_size": pulled_raw["size"]}
-    files[report.name] = {"sha256": sha256_file(report), "size": report.stat().st_size}
-    log.run.import_ = {"where": "host", "importer": host_nsys.importer}
+    files[raw.name] = FileDigest(sha256=sha256_file(raw), size=raw.stat().st_size, pulled_sha256=pulled_raw.sha256,
+                                 pulled_size=pulled_raw.size)
+    files[report.name] = FileDigest(sha256=sha256_file(report), size=report.stat().st_size)
+    log.run.import_ = RunImport(where="host", importer=host_nsys.importer)
     log.progress.finish("import", f"imported on this machine to {report.name}")
     return report
 
@@ -220,7 +222,7 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
         options = run_options(log.run_dir, run, AnalysisOptions(symbols=tuple(Path(s) for s in symbols)))
         summary = analyze_report(sqlite, options)
     except OrchestratorError as exc:
-        run.analysis = {"error": exc.one_line()}
+        run.analysis = AnalysisOutcome(error=exc.one_line())
         progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
         return
     samples = read_board_samples(log.run_dir)
@@ -228,14 +230,14 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     summary["board"] = board_section(samples, run.board_samples_source, epoch)
     summary["energy"] = energy_section(samples, summary["frames"], epoch)
     flags = validity_flags(run, samples, summary)
-    run.validity = {"flags": flags, "samples": len(samples)}
+    run.validity = Validity(flags=flags, samples=len(samples))
     for flag in flags:
         progress.note("warning", f"doubtful figures: {flag['what']}")
     path = write_summary(log.run_dir, with_next_steps(summary, run, log.run_dir))
     if run.files is not None:
-        run.files[path.name] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+        run.files[path.name] = FileDigest(sha256=sha256_file(path), size=path.stat().st_size)
     verdict, frames = summary["verdict"], summary["frames"]
-    run.analysis = {"verdict": verdict["kind"], "frames": frames["count"] if frames else None}
+    run.analysis = AnalysisOutcome(verdict=verdict["kind"], frames=frames["count"] if frames else None)
     timing = f"{frames['steady']['mean_ns'] / 1e6:.2f} ms per frame, " if frames else ""
     progress.finish("analyze", f"{timing}{verdict['kind']}: {verdict['summary']}")
 
@@ -248,7 +250,7 @@ def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, 
     if host_nsys is not None:
         try:
             export_on_host(host_nsys, local_report, sqlite)
-            run.export = {"where": "host", "nsys": host_nsys.path, "nsys_version": host_nsys.version}
+            run.export = RunExport(where="host", nsys=host_nsys.path, nsys_version=host_nsys.version)
             return sqlite, "host"
         except ReportError as exc:
             host_error = exc.one_line()
@@ -260,5 +262,5 @@ def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, 
     if failed is not None:
         raise ReportError(f"exporting to SQLite failed here ({host_error or 'no nsys here'}) and on the target",
                           failed[1] or "see nsys.log")
-    run.export = {"where": "target", "nsys": nsys.path, "nsys_version": nsys.version, "host_error": host_error}
+    run.export = RunExport(where="target", nsys=nsys.path, nsys_version=nsys.version, host_error=host_error)
     return sqlite, "target"

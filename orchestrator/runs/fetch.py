@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from remote_agent.messages import STATUS, StatusRequest
+from remote_agent.commands import STATUS
+from remote_agent.messages import StatusRequest
 
 from ..documents.run import RunDocument, kinds_of_old_capture, read_run_or_none
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError

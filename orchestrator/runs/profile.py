@@ -13,9 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from remote_agent.commands import BOARD_STATE, PREFLIGHT
 from remote_agent.messages import (
-    BOARD_STATE,
-    PREFLIGHT,
     BoardState,
     CaptureProgress,
     CaptureResult,
@@ -27,6 +26,7 @@ from remote_agent.messages import (
 
 from .. import __version__
 from ..documents.run import BoardStates, RunDocument, RunTarget
+from ..documents.run_sections import AgentUsed, BoardFolders, RunError
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
@@ -122,7 +122,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         try:
             if board is not None:
                 run.target.address = board.transport.description
-                run.agent = {**agent_section(board.agent), "shared": True}
+                run.agent = agent_section(board.agent).set(shared=True)
                 failure = _run_on_target(request, board.agent, log)
             else:
                 with log.phase("connect"):
@@ -160,8 +160,8 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
     return ProfileOutcome(run_dir=run_dir, status=run.status, run=run)
 
 
-def error_section(exc: OrchestratorError) -> dict[str, Any]:
-    return {"type": type(exc).__name__, "message": exc.one_line(), "exit_code": exc.exit_code}
+def error_section(exc: OrchestratorError) -> RunError:
+    return RunError(type=type(exc).__name__, message=exc.one_line(), exit_code=exc.exit_code)
 
 
 def finish(log: RunLog) -> None:
@@ -189,9 +189,9 @@ def interrupted(log: RunLog) -> InterruptedRunError:
     return InterruptedRunError("interrupted before the capture; nothing to keep", "")
 
 
-def agent_section(agent: RemoteAgent) -> dict[str, Any]:
-    return {"version": agent.version, "sha256": agent.sha256, "reused": agent.reused, "python": agent.python,
-            "path": agent.archive}
+def agent_section(agent: RemoteAgent) -> AgentUsed:
+    return AgentUsed(version=agent.version, sha256=agent.sha256, reused=agent.reused, python=agent.python,
+                     path=agent.archive)
 
 
 def deploy_agent_logged(transport: Transport, host: Host, log: RunLog) -> RemoteAgent:
@@ -260,7 +260,7 @@ def _capture_and_collect(request: ProfileRequest, agent: RemoteAgent, log: RunLo
             app = replace(app, workdir=paths.run_dir)
     argv = profile_argv(str(nsys.path), app, paths, nsys.profile_options, str(nsys.version),
                         nsys.gpu_metrics_option) if app.nsys else launch_argv(app, paths)
-    run.remote = {"run_dir": paths.run_dir, "work_dir": agent.work_dir}
+    run.remote = BoardFolders(run_dir=paths.run_dir, work_dir=agent.work_dir)
     run.remote_command = ShellCommand(tuple(argv), masked_env(app.env), app.workdir).render()
     launch = LaunchRequest(
         argv=list(argv), with_nsys=app.nsys, cwd=app.workdir, env=dict(app.env), run_dir=paths.run_dir,

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from remote_agent.messages import SEND, FileRange, SendRequest, SentFile
+from remote_agent.commands import SEND
+from remote_agent.messages import FileRange, SendRequest, SentFile
 
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted

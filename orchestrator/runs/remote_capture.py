@@ -21,16 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from remote_agent.messages import (
-    ATTACH,
-    LAUNCH,
-    AttachRequest,
-    CaptureProgress,
-    CaptureState,
-    HostLine,
-    LaunchAnswer,
-    LaunchRequest,
-)
+from remote_agent.commands import ATTACH, LAUNCH
+from remote_agent.messages import AttachRequest, CaptureProgress, CaptureState, HostLine, LaunchAnswer, LaunchRequest
 
 from ..errors import AgentError, BoardBusyError
 from ..targets.agent import RemoteAgent, parse_event

@@ -10,7 +10,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from remote_agent.messages import FACTS, REMOVE, FactsRequest, RemoveRequest
+from remote_agent.commands import FACTS, REMOVE
+from remote_agent.messages import FactsRequest, RemoveRequest
 
 from ..analysis.report_input import REPORT_SUFFIXES, check_report_file
 from ..errors import OrchestratorError, ReportError, TransferError, UsageError

@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from remote_agent.messages import FACTS, Facts, FactsRequest
+from remote_agent.commands import FACTS
+from remote_agent.messages import Facts, FactsRequest
 
 from .. import __version__
 from ..documents.run import read_run_or_none

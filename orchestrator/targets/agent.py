@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import remote_agent
-from remote_agent.messages import VERSION, A, Command, Failure, Message, Q
+from remote_agent.commands import VERSION, A, Command, Q
+from remote_agent.messages import Failure, Message
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
