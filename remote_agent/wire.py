@@ -10,13 +10,15 @@ in messages.py.
 import copy
 import types
 import typing
-from typing import Any, Dict, Generic, List, Type, TypeVar
+from typing import Any, Callable, Dict, Generic, List, Tuple, Type, TypeVar
 
 if typing.TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 else:
-    def dataclass_transform(**_):
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
         return lambda cls: cls
+
+M = TypeVar("M", bound="Message")
 
 PROTOCOL = 1
 _UNION_TYPES = tuple(kind for kind in (getattr(types, "UnionType", None),) if kind is not None)  # 3.10's X | Y
@@ -25,10 +27,10 @@ _UNION_TYPES = tuple(kind for kind in (getattr(types, "UnionType", None),) if ki
 @dataclass_transform()
 class Message(object):
     """A record of typed fields; subclasses declare them as annotated class attributes with defaults."""
-    _field_types = None  # type: Any
-    _wire_keys = {}  # type: Dict[str, str]  # a field whose JSON key is not its name (else: less a trailing _)
+    _field_types = None  # type: ClassVar[Any]
+    _wire_keys = {}  # type: ClassVar[Dict[str, str]]  # a field whose JSON key is not its name (else: less a final _)
 
-    def __init__(self, *args, **values):
+    def __init__(self, *args: Any, **values: Any) -> None:
         """Fields by name, or the first ones in the order they are declared (as a dataclass takes them)."""
         names = list(self._fields())
         if len(args) > len(names):
@@ -41,10 +43,10 @@ class Message(object):
             setattr(self, name, values.pop(name) if name in values else copy.deepcopy(default))
         if values:
             raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(values))))
-        self.extra = {}  # type: typing.Dict[str, Any]
-        self.read_keys = None  # type: typing.Optional[frozenset]  # the keys from_wire found (None: made here)
+        self.extra = {}  # type: Dict[str, Any]
+        self.read_keys = None  # type: Optional[FrozenSet[str]]  # the keys from_wire found (None: made here)
 
-    def set(self, **values):
+    def set(self: M, **values: Any) -> M:
         """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor."""
         unknown = set(values) - set(self._fields())
         if unknown:
@@ -53,35 +55,36 @@ class Message(object):
             setattr(self, name, value)
         return self
 
-    def replace(self, **values):
+    def replace(self: M, **values: Any) -> M:
         """A copy with these fields changed (as dataclasses.replace makes one)."""
         changed = copy.copy(self)
         changed.extra = dict(self.extra)
         return changed.set(**values)
 
     @classmethod
-    def _fields(cls):
+    def _fields(cls) -> Dict[str, Any]:
         """Each field's name and type, the base classes' first (forward references resolved once)."""
         if "_field_types" not in cls.__dict__:
             cls._field_types = {name: kind for name, kind in typing.get_type_hints(cls).items()
                                 if not _is_class_var(kind)}
-        return cls._field_types
+        found = cls._field_types  # type: Dict[str, Any]
+        return found
 
     @classmethod
-    def _defaults(cls):
+    def _defaults(cls) -> Dict[str, Any]:
         return {name: getattr(cls, name, None) for name in cls._fields()}
 
     @classmethod
-    def _key(cls, name):
+    def _key(cls, name: str) -> str:
         """The field's JSON key: a field named after a Python keyword (import_) is the keyword on the wire."""
         return cls._wire_keys.get(name) or name.rstrip("_")
 
-    def _left_out(self):
+    def _left_out(self) -> typing.Collection[str]:
         """The keys not written while their value is unset (a key that was read is written back whatever it
         holds): none for a message, whose every field the other side reads; a document's own choice."""
         return ()
 
-    def to_wire(self, version=True):
+    def to_wire(self, version: bool = True) -> Dict[str, Any]:
         """The JSON object; version: with ``v`` (what a side sends). A message read from_wire writes back the
         keys it read, and the others only once they differ from their default: a stored document read and
         written again loses nothing and gains nothing."""
@@ -101,7 +104,7 @@ class Message(object):
         return wire
 
     @classmethod
-    def from_wire(cls, wire, strict=False):
+    def from_wire(cls: Type[M], wire: Any, strict: bool = False) -> M:
         """The message a JSON object holds (None or not an object: every field at its default). strict: a
         value of the wrong kind or a key it does not declare is a ValueError, for what a side builds itself rather
         than reads."""
@@ -130,22 +133,22 @@ class Message(object):
         message.read_keys = frozenset(known & set(wire))
         return message
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in self._fields()) \
             and self.extra == other.extra
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shown = ", ".join("{}={!r}".format(name, getattr(self, name)) for name in self._fields())
         return "{}({})".format(type(self).__name__, shown)
 
 
-def _is_class_var(kind):
+def _is_class_var(kind: Any) -> bool:
     """ClassVar[X]: a class's constant, not a field (3.6's typing spells it otherwise than 3.7's)."""
     return kind is typing.ClassVar or getattr(kind, "__origin__", None) is typing.ClassVar or \
         type(kind).__name__ == "_ClassVar"
 
 
-def _to_wire(value, version=True):
+def _to_wire(value: Any, version: bool = True) -> Any:
     if isinstance(value, Message):
         return value.to_wire(version)
     if isinstance(value, (list, tuple)):
@@ -158,7 +161,7 @@ def _to_wire(value, version=True):
 _PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
 
 
-def _read(kind, value, strict=False):
+def _read(kind: Any, value: Any, strict: bool = False) -> Tuple[bool, Any]:
     """(whether value is of kind, the value read as kind): the rules of from_wire, for one field; strict, the
     items of a list or dict of the wrong kind are a ValueError rather than left out."""
     if kind is Any:
@@ -189,7 +192,7 @@ def _read(kind, value, strict=False):
 _SKIP = object()
 
 
-def _item(kind, value, strict):
+def _item(kind: Any, value: Any, strict: bool) -> Any:
     ok, read = _read(kind, value, strict)
     if ok:
         return read

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from orchestrator.documents.run import RunDocument, RunTarget
-from orchestrator.documents.run_sections import Validity
+from orchestrator.documents.run_sections import RunApp, RunRequest, Validity
 from orchestrator.documents.summary import SHARES, Attribution, Share, Summary
 from orchestrator.figures.next_steps import MAX_STEPS, next_steps
 from remote_agent.messages import Facts
@@ -31,7 +31,7 @@ def summary(pcts: dict[str, float] | None = None, sources: dict | None = None, s
 def run(**app: object) -> RunDocument:
     spec = {"name": "posebench", "command": ["python3", "posebench.py"], "trace": ["osrt", "nvtx"], "sample": "cpu",
             "source": "<built-in>", **app}
-    return RunDocument(run_id="r1", target=RunTarget("nano01"), app=spec, inventory="fleet.yaml")
+    return RunDocument(run_id="r1", target=RunTarget("nano01"), app=RunApp.from_json(spec), inventory="fleet.yaml")
 
 
 def rules(found: Summary, document: RunDocument | None = None) -> dict[str, str]:
@@ -52,7 +52,7 @@ def test_clocks_that_dropped_ask_to_lock_them_unless_the_run_did():
                                         "what": "the CPU clock dropped from 1900 to 1200 MHz"}])
     assert rules(summary(), dropped)["lock_clocks"] == ("orchestrate profile --target nano01 --app posebench "
                                                        "--inventory fleet.yaml --lock-clocks")
-    dropped.request = {"lock_clocks": True}
+    dropped.request = RunRequest(lock_clocks=True)
     assert "lock_clocks" not in rules(summary(), dropped)
     assert "lock_clocks" not in rules(summary(), run())
 

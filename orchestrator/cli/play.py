@@ -254,7 +254,7 @@ def _with_run_figures(result: dict[str, Any], run: RunDocument | None) -> dict[s
     result["metrics"] = {}
     if run is not None and run.stage == "pulled":
         with contextlib.suppress(OrchestratorError):
-            found = run_metrics(Path(result["folder"]), run.app.get("parser"))
+            found = run_metrics(Path(result["folder"]), run.parser)
             result["metrics"] = {name: round(value, 6) for name, value in found.values.items()}
     return result
 

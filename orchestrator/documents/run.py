@@ -25,9 +25,13 @@ from .run_sections import (
     BoardFolders,
     FileDigest,
     PullFigures,
+    RunApp,
     RunError,
     RunExport,
+    RunFleet,
     RunImport,
+    RunRequest,
+    RunStudy,
     StagedFile,
     Validity,
 )
@@ -72,14 +76,14 @@ class RunDocument(Record):
     target: RunTarget = RunTarget()
     orchestrate_version: str = ""
     inventory: str | None = None           # the inventory file the run's target came from
-    app: dict[str, Any] = {}                # the app spec as it ran (secrets masked)
-    request: dict[str, Any] = {}            # grace_s, keep_remote, retries, heartbeat_timeout_s, ...
+    app: RunApp = RunApp()                  # the app spec as it ran (secrets masked)
+    request: RunRequest = RunRequest()      # the run's settings, as asked
     status: str = "started"                 # started, ok, failed, interrupted, partial
     stage: str | None = None                # one of STAGES
     phases: dict[str, float] = {}           # seconds per phase
     finished_at: str | None = None
-    study: dict[str, Any] | None = None     # the study and cell the run belongs to
-    fleet: dict[str, Any] | None = None     # the fleet run it belongs to
+    study: RunStudy | None = None           # the study and cell the run belongs to
+    fleet: RunFleet | None = None           # the fleet run it belongs to
     agent: AgentUsed | None = None
     facts: Facts | None = None              # the board's facts from preflight
     preflight: list[Finding] | None = None
@@ -106,11 +110,11 @@ class RunDocument(Record):
     # what the layers above read of the sections
     @property
     def app_name(self) -> str:
-        return str(self.app.get("name") or "app")
+        return self.app.name or "app"
 
     @property
     def parser(self) -> str | None:
-        return self.app.get("parser")
+        return self.app.parser
 
     @property
     def error_message(self) -> str | None:
@@ -122,12 +126,11 @@ class RunDocument(Record):
 
     @property
     def study_name(self) -> str | None:
-        return (self.study or {}).get("name")
+        return self.study.name if self.study else None
 
     @property
     def study_variables(self) -> dict[str, Any] | None:
-        variables = (self.study or {}).get("variables")
-        return dict(variables) if isinstance(variables, dict) else None
+        return dict(self.study.variables) if self.study and self.study.variables is not None else None
 
     @property
     def stored_flags(self) -> list[dict[str, str]] | None:
@@ -137,15 +140,15 @@ class RunDocument(Record):
     @property
     def without_nsys(self) -> bool:
         """The app ran as a benchmark, without nsys (--no-nsys): no report, the app's figures and the board's."""
-        return self.request.get("with_nsys") is False
+        return self.request.with_nsys is False
 
     @property
     def keep_remote(self) -> bool:
-        return bool(self.request.get("keep_remote"))
+        return self.request.keep_remote
 
     @property
     def heartbeat_timeout_s(self) -> float:
-        return float(self.request.get("heartbeat_timeout_s") or 30)
+        return self.request.heartbeat_timeout_s or 30.0
 
     @property
     def remote_run_dir(self) -> str | None:

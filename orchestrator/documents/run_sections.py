@@ -2,6 +2,8 @@
 out what is unset, so that a section says what its writer knew and nothing more."""
 from __future__ import annotations
 
+from typing import Any
+
 from .record import Record
 
 
@@ -93,3 +95,60 @@ class Validity(Section):
     """Whether the board was fit to measure: the flags that say why not, and how many samples said so."""
     flags: list[dict[str, str]] = []   # code, what
     samples: int = 0
+
+
+class RunApp(Record):
+    """The app spec as it ran (environment values that look like secrets masked). A key a run.json of before did
+    not write reads as missing: None, or empty."""
+    name: str = ""
+    command: list[str] = []
+    description: str = ""
+    workdir: str | None = None
+    env: list[list[str]] = []           # [name, value] pairs
+    trace: list[str] = []
+    sample: str | None = None
+    cpuctxsw: str | None = None
+    duration_s: float | None = None
+    delay_s: float | None = None
+    needs_display: bool = False
+    xvfb: str | None = None
+    frame_delimiter: str | None = None
+    nsys_args: list[str] = []
+    gpu_metrics: str | None = None
+    parser: str | None = None
+    files: list[str] = []
+    nsys: bool = True                   # False: run as a benchmark, without nsys
+    source: str = ""                    # the spec's file, <built-in>, or the --app-cmd mark
+
+    @property
+    def env_pairs(self) -> list[tuple[str, str]]:
+        """The environment as (name, value) pairs, what is not a pair left out."""
+        return [(pair[0], pair[1]) for pair in self.env if len(pair) == 2]
+
+
+class RunRequest(Record):
+    """The run's settings as it was asked (RunSettings, and whether it ran with nsys). None: a run.json of before
+    that did not say."""
+    grace_s: float | None = None
+    retries: int | None = None
+    heartbeat_timeout_s: float | None = None
+    wait_lock_s: float | None = None
+    keep_remote: bool = False
+    lock_clocks: bool = False
+    nvpmodel: int | None = None
+    with_nsys: bool | None = None
+
+
+class RunStudy(Record):
+    """The study and cell a run belongs to: what a later run of the study matches to reuse it."""
+    name: str = ""
+    fingerprint: str | None = None      # the board as far as results depend on it
+    app_key: str | None = None          # the app as it ran
+    variables: dict[str, Any] | None = None  # the cell's
+    repeat: int = 0
+
+
+class RunFleet(Record):
+    """The fleet run a run belongs to."""
+    folder: str = ""
+    target: str = ""

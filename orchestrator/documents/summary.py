@@ -202,9 +202,9 @@ class Summary(dict[str, Any]):
         """Cores kept busy on average over the window: per-core use when known, else the threads' CPU added up."""
         cores, threads = self.get("cores"), self.get("threads")
         if cores:
-            return sum(c["busy_pct"] for c in cores) / 100.0
+            return float(sum(c["busy_pct"] for c in cores)) / 100.0
         if threads:
-            return sum(t["cpu_pct"] for t in threads) / 100.0
+            return float(sum(t["cpu_pct"] for t in threads)) / 100.0
         return None
 
     @property

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..documents.run import RunDocument
+from ..documents.run_sections import RunApp
 from ..documents.summary import Attribution, NextStep, Summary
 from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR, CAPTURE_OPTION_FIELDS
 
@@ -35,15 +36,9 @@ NAMELESS_FOR_GOOD = re.compile(r"^\[(JIT|vdso|kernel\.kallsyms|Unknown|Max depth
 VSYNC_OFF = {"vblank_mode": "0", "__GL_SYNC_TO_VBLANK": "0"}  # Mesa's and NVIDIA's drivers' switches
 
 
-def env_pairs(env: object) -> list[tuple[str, str]]:
-    """An app spec's environment ([[name, value], ...]) as pairs, what is not one left out."""
-    return [(str(p[0]), str(p[1])) for p in env if isinstance(p, list) and len(p) == 2] if isinstance(env, list) \
-        else []
-
-
-def vsync_off_in(env: object) -> bool:
-    """Whether an app spec's environment turns vsync off."""
-    return any(VSYNC_OFF.get(name) == value for name, value in env_pairs(env))
+def vsync_off_in(app: RunApp) -> bool:
+    """Whether an app's environment turns vsync off."""
+    return any(VSYNC_OFF.get(name) == value for name, value in app.env_pairs)
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ class Evidence:
 
     @property
     def traces(self) -> list[str]:
-        return [str(t) for t in (self.run.app.get("trace") or [])] if self.run else []
+        return list(self.run.app.trace) if self.run else []
 
     def pct(self, *names: str) -> float:
         found = self.attribution
@@ -81,15 +76,15 @@ def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> 
         return " ".join(words + [shlex.quote(w) for w in extra])
     words += ["--target", run.target.name]
     app = run.app
-    source = str(app.get("source") or "")
+    source = app.source
     if command is not None or source == APP_CMD_SOURCE:
-        env = [f"{name}={value}" for name, value in env_pairs(app.get("env"))]
-        argv = command or [str(w) for w in app.get("command") or []]
+        env = [f"{name}={value}" for name, value in app.env_pairs]
+        argv = command or list(app.command)
         words += ["--app-cmd", shlex.join((["env", *env] if env and argv[:1] != ["env"] else []) + argv)]
-        if app.get("needs_display"):
+        if app.needs_display:
             words.append("--needs-display")
         for option in RERUN_OPTIONS:
-            value = app.get(CAPTURE_OPTION_FIELDS[option])
+            value = getattr(app, CAPTURE_OPTION_FIELDS[option])
             if value and option not in extra:
                 words += [option, ",".join(value) if isinstance(value, list) else f"{value:g}"
                           if isinstance(value, float) else str(value)]
@@ -116,7 +111,7 @@ def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
     model = ev.run.facts.board.model if ev.run and ev.run.facts else None
     if found is None or not found.software_renderer or "jetson" in str(model or "").lower():
         return None
-    app = f"--app {ev.run.app_name}" if ev.run and ev.run.app.get("source") != APP_CMD_SOURCE else "--app-cmd APP"
+    app = f"--app {ev.run.app_name}" if ev.run and ev.run.app.source != APP_CMD_SOURCE else "--app-cmd APP"
     return 100.0, NextStep("on_the_board", "the renderer is a software one: its GPU work runs on this machine's CPU, "
                            "so the GPU's figures say nothing of a Jetson's; BOARD: a Jetson of the inventory "
                            "(orchestrate targets)", f"orchestrate profile --target BOARD {app}")
@@ -126,7 +121,7 @@ def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
     run = ev.run
     dropped = [flag for flag in (run.stored_flags or []) if isinstance(flag, dict)
                and flag.get("code") == "clocks_dropped"] if run else []
-    if not dropped or run is None or run.request.get("lock_clocks"):
+    if not dropped or run is None or run.request.lock_clocks:
         return None
     return 90.0, NextStep("lock_clocks", f"{dropped[0]['what']}: the figures drift with the clocks",
                           rerun(ev, "--lock-clocks"))
@@ -136,7 +131,7 @@ def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
     if found is None or found.sources.get("context_switches") or _perf_events_refused(ev):
         return None
-    if ev.run is not None and ev.run.app.get("cpuctxsw") in ("process-tree", "system-wide"):
+    if ev.run is not None and ev.run.app.cpuctxsw in ("process-tree", "system-wide"):
         return None
     waiting = ev.pct("threads", "unexplained")
     running = found.largest == "cpu"
@@ -181,10 +176,10 @@ def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
     verdict = ev.summary.verdict
-    if verdict.get("kind") != "vsync" or ev.run is None or vsync_off_in(ev.run.app.get("env")):
+    if verdict.get("kind") != "vsync" or ev.run is None or vsync_off_in(ev.run.app):
         return None
-    env = dict(env_pairs(ev.run.app.get("env")), **VSYNC_OFF)
-    command = ["env", *(f"{k}={v}" for k, v in env.items()), *[str(w) for w in ev.run.app.get("command") or []]]
+    env = dict(ev.run.app.env_pairs, **VSYNC_OFF)
+    command = ["env", *(f"{k}={v}" for k, v in env.items()), *ev.run.app.command]
     share = (ev.attribution.share(verdict.get("share") or "").pct if ev.attribution else 0.0)
     return share, NextStep("vsync_off", "the display's refresh likely paces the frames: with vsync off, the frame "
                            "time is the app's own", rerun(ev, command=command))

@@ -19,12 +19,11 @@ def run_options(run_dir: Path, run: RunDocument | None, options: AnalysisOptions
     if run is None:
         return options
     app = run.app
-    traces = tuple(str(t) for t in app.get("trace") or ())
-    return replace(options, frame_range=options.frame_range or app.get("frame_delimiter"),
+    return replace(options, frame_range=options.frame_range or app.frame_delimiter,
                    renderer=options.renderer or run_renderer(run_dir, run.facts),
-                   traces=traces if options.traces is None and app.get("nsys", True) else options.traces,
-                   sampled=options.sampled or app.get("sample") not in (None, "none"),
-                   vsync_off=options.vsync_off or vsync_off_in(app.get("env")))
+                   traces=tuple(app.trace) if options.traces is None and app.nsys else options.traces,
+                   sampled=options.sampled or app.sample not in (None, "none"),
+                   vsync_off=options.vsync_off or vsync_off_in(app))
 
 
 def with_next_steps(summary: Summary, run: RunDocument | None, folder: Path) -> Summary:

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..boards.lease import LeaseOptions, hold
 from ..documents.fleet import FleetBoard
 from ..documents.run import is_run_folder, read_run_or_none
+from ..documents.run_sections import RunFleet
 from ..documents.study import study_folders
 from ..errors import AuthError, BoardQuarantinedError, ConnectError, HostKeyError, OrchestratorError, UsageError
 from ..figures.measured import measured_despite_nsys
@@ -60,8 +61,8 @@ def skipped(target: str, exc: BoardQuarantinedError) -> FleetBoard:
     return FleetBoard(target, "skipped", exc.one_line(), exc.exit_code)
 
 
-def _purpose(what: str, fleet: dict[str, object] | None) -> str:
-    return f"fleet {fleet['folder']}: {what}" if fleet else what
+def _purpose(what: str, fleet: RunFleet | None) -> str:
+    return f"fleet {fleet.folder}: {what}" if fleet else what
 
 
 def board_failure(target: str, exc: OrchestratorError, base: Path, study_out: Path | None = None) -> FleetBoard:

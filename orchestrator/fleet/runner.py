@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from .. import __version__
 from ..boards.lease import LeaseOptions
 from ..documents.fleet import FleetBoard, FleetDocument, write_fleet
+from ..documents.run_sections import RunFleet
 from ..errors import OrchestratorError
 from ..inventory.catalog import AppSpec, chosen_app, load_catalog
 from ..inventory.hosts import Inventory, VaultOptions, load_inventory
@@ -190,7 +191,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
         if request.plan.app is not None:
             profile_request = ProfileRequest(
                 host=host, app=request.plan.app, out_dir=folder, connect=request.connect, settings=request.settings,
-                inventory=request.plan.inventory_path, fleet={"folder": folder.name, "target": target}, stop=stop)
+                inventory=request.plan.inventory_path, fleet=RunFleet(folder=folder.name, target=target), stop=stop)
             result = profile_board(profile_request, progress, folder, request.leases, watcher.begin)
         else:
             assert request.plan.study is not None
@@ -199,7 +200,7 @@ def _one_board(request: FleetRequest, target: str, folder: Path, view: FleetView
                 out_dir=folder / safe_name_part(target),
                 repeat=request.repeat or request.plan.study.repeat, connect=request.connect,
                 inventory=request.plan.inventory_path, settings=request.settings, stop=stop,
-                fleet={"folder": folder.name, "target": target})
+                fleet=RunFleet(folder=folder.name, target=target))
             result = study_board(study_request, progress, folder, request.leases, watcher.begin)
     except OrchestratorError as exc:  # the host's own values refused
         result = board_failure(target, exc, folder)

@@ -42,10 +42,10 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
         if len(given) != len(runs):
             raise UsageError(f"{len(given)} labels for {len(runs)} runs", "give one --label per run, in the same order")
         return list(given)
-    apps = [(run.document.app.get("name") if run.document else None) or run.source.stem for run in runs]
+    apps = [(run.document.app.name if run.document else None) or run.source.stem for run in runs]
     if len(set(apps)) == len(apps):
         return apps
-    commands = [(run.document.app.get("command") if run.document else None) or [] for run in runs]
+    commands = [run.document.app.command if run.document else [] for run in runs]
     common = set.intersection(*(set(c) for c in commands)) if commands else set()
     differing = [" ".join(shlex.quote(w) for w in c if w not in common) for c in commands]
     if all(differing) and len(set(differing)) == len(differing):
@@ -61,7 +61,7 @@ def variant(label: str, run: RunData) -> dict:
     verdict = summary.get("verdict")
     return {
         "label": label, "source": str(run.source),
-        "app": document.app.get("name") if document else None,
+        "app": (document.app.name or None) if document else None,
         "target": document.target.name if document and document.target.name != "unknown" else None,
         "status": document.status if document else None, "analysis_error": run.analysis_error,
         "frames_source": frames["source"] if frames else None,
@@ -140,9 +140,9 @@ def repeat_key(run: RunData, given: str | None) -> str:
     if given is not None:
         return "label:" + given
     document = run.document
-    if document is None or not document.app.get("command"):
+    if document is None or not document.app.command:
         return "source:" + str(run.source)
-    return "app:" + json.dumps([document.app.get("command"), document.app.get("env"), document.target.name])
+    return "app:" + json.dumps([document.app.command, document.app.env, document.target.name])
 
 
 def _started(run: RunData) -> str:

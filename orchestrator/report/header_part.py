@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from remote_agent.messages import Facts
 
+from ..documents.run_sections import RunApp
 from ..documents.summary import Summary
 from .render import Fact
 from .run_data import RunData
@@ -46,9 +47,9 @@ def header_section(run: RunData) -> Header:
     add("clocks", clock_words(board.clocks))
     add("system", " · ".join(filter(None, [system.os or capture.get("platform", {}).get("OsDescription"),
                                           system.kernel, system.arch])))
-    app = document.app if document else {}
-    add("app", app.get("name"))
-    add("command", " ".join(shlex.quote(a) for a in app.get("command", [])))
+    app = document.app if document else RunApp()
+    add("app", app.name or None)
+    add("command", " ".join(shlex.quote(a) for a in app.command))
     add("nsys", nsys.version or capture.get("nsys_version"))
     add("date", _when(document.started_at if document else None))
     if capture.get("duration_ns"):
@@ -95,6 +96,6 @@ def clock_words(clocks: dict | None) -> str | None:
 
 def page_title(run: RunData) -> str:
     document = run.document
-    app = (document.app.get("name") if document else None) or run.source.stem
+    app = (document.app.name if document else None) or run.source.stem
     target = document.target.name if document and document.target.name != "unknown" else None
     return f"{app} on {target}" if target else app

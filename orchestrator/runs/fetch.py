@@ -7,12 +7,12 @@ of both sides still has to agree. Running it again is always safe.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from remote_agent.commands import STATUS
 from remote_agent.messages import StatusRequest
 
 from ..documents.run import RunDocument, kinds_of_old_capture, read_run_or_none
+from ..documents.run_sections import RunApp
 from ..errors import AgentError, InterruptedRunError, OrchestratorError, TransferError, UsageError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Inventory, VaultOptions, find_host
@@ -24,16 +24,17 @@ from .profile import ProfileOutcome, deploy_agent_logged, error_section, finish,
 from .progress import Progress
 from .run_log import RunLog
 
-LIST_FIELDS = ("command", "env", "trace", "nsys_args")
 
-
-def app_from_section(spec: dict[str, Any]) -> AppSpec:
-    """The app spec back from run.json (lists become tuples again; masked values stay masked: only the
-    analysis options and the capture's timing are needed after the capture)."""
-    values: dict[str, Any] = {
-        key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in LIST_FIELDS else value
-        for key, value in spec.items() if key in AppSpec.__dataclass_fields__}
-    return AppSpec(**values)
+def app_from_section(app: RunApp) -> AppSpec:
+    """The app spec back from run.json (masked values stay masked: only the analysis options and the capture's
+    timing are needed after the capture; what a run.json of before did not say is the spec's default)."""
+    default = AppSpec(name=app.name, command=tuple(app.command))
+    return AppSpec(name=app.name, command=tuple(app.command), description=app.description, workdir=app.workdir,
+                   env=tuple(app.env_pairs), trace=tuple(app.trace), sample=app.sample or default.sample,
+                   cpuctxsw=app.cpuctxsw, duration_s=default.duration_s if app.duration_s is None else app.duration_s,
+                   delay_s=app.delay_s or 0.0, needs_display=app.needs_display, xvfb=app.xvfb,
+                   frame_delimiter=app.frame_delimiter, nsys_args=tuple(app.nsys_args), gpu_metrics=app.gpu_metrics,
+                   parser=app.parser, files=tuple(app.files), nsys=app.nsys, source=app.source or default.source)
 
 
 def run_to_fetch(run_dir: Path) -> RunDocument:

@@ -8,10 +8,10 @@ capture: the board finishes it on its own and keeps the report for ``orchestrate
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from remote_agent.commands import BOARD_STATE, PREFLIGHT
 from remote_agent.messages import (
@@ -26,7 +26,7 @@ from remote_agent.messages import (
 
 from .. import __version__
 from ..documents.run import BoardStates, RunDocument, RunTarget
-from ..documents.run_sections import AgentUsed, BoardFolders, RunError
+from ..documents.run_sections import AgentUsed, BoardFolders, RunApp, RunError, RunFleet, RunRequest, RunStudy
 from ..errors import AgentError, ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
@@ -69,8 +69,8 @@ class ProfileRequest:
     connect: ConnectOptions = field(default_factory=ConnectOptions)
     settings: RunSettings = field(default_factory=RunSettings)
     inventory: str | None = None
-    study: dict[str, Any] | None = None  # the study and cell a run belongs to, kept in run.json
-    fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in run.json
+    study: RunStudy | None = None  # the study and cell a run belongs to, kept in run.json
+    fleet: RunFleet | None = None  # the fleet run it belongs to, kept in run.json
     stop: remote_capture.HostStop | None = None  # another thread's wish to end the capture early (a fleet's)
     lease: LeaseWatch | None = None  # the board's lease: told of the run's capture and of the board's preflight
 
@@ -98,11 +98,14 @@ def preflight_request(host: Host, app: AppSpec, settings: RunSettings, work_dir:
         lock_clocks=settings.lock_clocks, nvpmodel_mode=settings.nvpmodel)
 
 
-def app_section(app: AppSpec) -> dict[str, Any]:
+def app_section(app: AppSpec) -> RunApp:
     """The app spec as run.json keeps it: environment values that look like secrets masked."""
-    spec = asdict(app)
-    spec["env"] = [list(pair) for pair in masked_env(app.env)]
-    return spec
+    return RunApp(name=app.name, command=list(app.command), description=app.description, workdir=app.workdir,
+                  env=[list(pair) for pair in masked_env(app.env)], trace=list(app.trace), sample=app.sample,
+                  cpuctxsw=app.cpuctxsw, duration_s=app.duration_s, delay_s=app.delay_s,
+                  needs_display=app.needs_display, xvfb=app.xvfb, frame_delimiter=app.frame_delimiter,
+                  nsys_args=list(app.nsys_args), gpu_metrics=app.gpu_metrics, parser=app.parser, files=list(app.files),
+                  nsys=app.nsys, source=app.source)
 
 
 def profile(request: ProfileRequest, progress: Progress, board: Board | None = None) -> ProfileOutcome:
@@ -113,7 +116,7 @@ def profile(request: ProfileRequest, progress: Progress, board: Board | None = N
         run_id=run_dir.name, orchestrate_version=__version__, started_at=datetime.now(timezone.utc).isoformat(),
         target=RunTarget(host.name, host.connection, list(host.groups)), inventory=request.inventory,
         app=app_section(app),
-        request={**request.settings.section(), "with_nsys": app.nsys},
+        request=RunRequest(**request.settings.section(), with_nsys=app.nsys),
         study=request.study, fleet=request.fleet)
     log = RunLog(run_dir, run, progress)
     log.stage("preparing")

@@ -27,6 +27,7 @@ from remote_agent.messages import Facts, FactsRequest
 
 from .. import __version__
 from ..documents.run import read_run_or_none
+from ..documents.run_sections import RunFleet, RunStudy
 from ..documents.study import StudyCell, StudyDocument, study_file, write_study
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
@@ -66,7 +67,7 @@ class StudyRequest:
     inventory: str | None = None
     settings: RunSettings = field(default_factory=RunSettings)
     stop: HostStop | None = None  # another thread's wish to end the study's capture early (a fleet's)
-    fleet: dict[str, Any] | None = None  # the fleet run it belongs to, kept in each run's run.json
+    fleet: RunFleet | None = None  # the fleet run it belongs to, kept in each run's run.json
     # after the planned rounds: which cells (their indices) to run once more, from the study folder and the
     # document so far; asked again after each extra round, until it names none or a cell has max_repeat runs
     more_runs: Callable[[Path, StudyDocument], list[int]] | None = None
@@ -113,7 +114,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
+def reusable_runs(out_dir: Path, name: str, tag: RunStudy) -> list[Path]:
     """Runs of earlier folders of this study with the same fingerprint, app and variables that came back
     with their analysis, oldest first."""
     found = []
@@ -121,9 +122,9 @@ def reusable_runs(out_dir: Path, name: str, tag: dict[str, Any]) -> list[Path]:
         run = None if run_dir.is_symlink() else read_run_or_none(run_dir)
         if run is None:
             continue
-        mine = run.study or {}
-        if all(mine.get(k) == tag[k] for k in ("name", "fingerprint", "app_key", "variables")) and \
-                measured_run(run_dir, run):
+        mine = run.study
+        if mine is not None and (mine.name, mine.fingerprint, mine.app_key, mine.variables) == (
+                tag.name, tag.fingerprint, tag.app_key, tag.variables) and measured_run(run_dir, run):
             found.append(run_dir)
     return found
 
@@ -190,8 +191,8 @@ def _run_cells(request: StudyRequest, board: Board, study_cells: list[Cell], doc
     entries = document.cells
     for cell in study_cells:
         app = cell_app(spec, cell, request.catalog)
-        tag = {"name": spec.name, "fingerprint": document.target_fingerprint, "app_key": app_key(app),
-               "variables": cell.variables}
+        tag = RunStudy(name=spec.name, fingerprint=document.target_fingerprint, app_key=app_key(app),
+                       variables=cell.variables)
         entry = StudyCell(index=cell.index, label=cell.label, variables=cell.variables, parser=app.parser)
         entries.append(entry)
         previous = [] if request.fresh else reusable_runs(request.out_dir, spec.name, tag)[:request.repeat]
@@ -250,8 +251,8 @@ class _Turns:
     def _run(self, cell: Cell, entry: StudyCell, repeat: int) -> None:
         request, folder, progress = self.request, self.folder, self.progress
         app = cell_app(request.spec, cell, request.catalog)
-        tag = {"name": request.spec.name, "fingerprint": self.document.target_fingerprint,
-               "app_key": app_key(app), "variables": cell.variables}
+        tag = RunStudy(name=request.spec.name, fingerprint=self.document.target_fingerprint, app_key=app_key(app),
+                       variables=cell.variables)
         planned = len(self.cells) * request.repeat + self.extra
         left = planned - len(self.document.run_names)
         eta = (sum(self.durations) / len(self.durations)) * left if self.durations else None
@@ -259,7 +260,7 @@ class _Turns:
         started = time.monotonic()
         profile_request = ProfileRequest(
             host=request.host, app=app, out_dir=folder, connect=request.connect, settings=request.settings,
-            inventory=request.inventory, study={**tag, "repeat": repeat}, fleet=request.fleet, stop=self.stop,
+            inventory=request.inventory, study=tag.set(repeat=repeat), fleet=request.fleet, stop=self.stop,
             lease=request.lease)
         try:
             outcome = profile(profile_request, progress, self.board)
