@@ -10,7 +10,7 @@ in messages.py.
 import copy
 import types
 import typing
-from typing import Any, Callable, Dict, Generic, List, Tuple, Type, TypeVar
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Generic, List, Optional, Tuple, Type, TypeVar
 
 if typing.TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -27,8 +27,8 @@ _UNION_TYPES = tuple(kind for kind in (getattr(types, "UnionType", None),) if ki
 @dataclass_transform()
 class Message(object):
     """A record of typed fields; subclasses declare them as annotated class attributes with defaults."""
-    _field_types = None  # type: ClassVar[Any]
-    _wire_keys = {}  # type: ClassVar[Dict[str, str]]  # a field whose JSON key is not its name (else: less a final _)
+    _field_types: ClassVar[Any] = None
+    _wire_keys: ClassVar[Dict[str, str]] = {}  # a field whose JSON key is not its name (else: less a final _)
 
     def __init__(self, *args: Any, **values: Any) -> None:
         """Fields by name, or the first ones in the order they are declared (as a dataclass takes them)."""
@@ -43,8 +43,8 @@ class Message(object):
             setattr(self, name, values.pop(name) if name in values else copy.deepcopy(default))
         if values:
             raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(values))))
-        self.extra = {}  # type: Dict[str, Any]
-        self.read_keys = None  # type: Optional[FrozenSet[str]]  # the keys from_wire found (None: made here)
+        self.extra: Dict[str, Any] = {}
+        self.read_keys: Optional[FrozenSet[str]] = None  # the keys from_wire found (None: made here)
 
     def set(self: M, **values: Any) -> M:
         """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor."""
@@ -67,7 +67,7 @@ class Message(object):
         if "_field_types" not in cls.__dict__:
             cls._field_types = {name: kind for name, kind in typing.get_type_hints(cls).items()
                                 if not _is_class_var(kind)}
-        found = cls._field_types  # type: Dict[str, Any]
+        found: Dict[str, Any] = cls._field_types
         return found
 
     @classmethod
@@ -171,7 +171,7 @@ def _read(kind: Any, value: Any, strict: bool = False) -> Tuple[bool, Any]:
     if kind in _PLAIN:
         fits = isinstance(value, _PLAIN[kind]) and (kind is bool or not isinstance(value, bool))
         return fits, (float(value) if kind is float and fits else value)
-    args = getattr(kind, "__args__", None) or ()  # type: Any
+    args: Any = getattr(kind, "__args__", None) or ()
     origin = getattr(kind, "__origin__", None)
     if origin is typing.Union or isinstance(kind, _UNION_TYPES):  # Optional[X], or X | None on the host
         if value is None:

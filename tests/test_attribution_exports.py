@@ -8,7 +8,8 @@ import pytest
 from share_sql import POINTS, cuda_wait_ns, display_ns, frames_read, global_tid, pct_of, renderer_wait_ns, running_ns
 
 from orchestrator.analysis import analyze_report
-from orchestrator.documents.summary import SHARES, Summary
+from orchestrator.documents.shares import SHARES
+from orchestrator.documents.summary import Summary
 
 
 def assert_frames_add_up(summary: Summary) -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from orchestrator.documents.run import RunDocument, RunTarget
 from orchestrator.documents.run_sections import RunApp, RunRequest, Validity
-from orchestrator.documents.summary import SHARES, Attribution, Share, Summary
+from orchestrator.documents.shares import SHARES
+from orchestrator.documents.summary import Attribution, Share, Summary
 from orchestrator.figures.next_steps import MAX_STEPS, next_steps
 from remote_agent.messages import Facts
 

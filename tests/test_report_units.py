@@ -13,7 +13,8 @@ from jinja2 import UndefinedError
 
 from orchestrator.analysis.timeline import Event, representative_frame, stack_levels
 from orchestrator.documents.run import RunDocument
-from orchestrator.documents.summary import SHARES, Summary
+from orchestrator.documents.shares import SHARES
+from orchestrator.documents.summary import Summary
 from orchestrator.errors import UsageError
 from orchestrator.report import charts, frame_chart
 from orchestrator.report.compare import comparison, delta, variant_labels

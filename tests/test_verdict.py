@@ -13,7 +13,8 @@ from orchestrator.analysis.pacing import refresh_pacing
 from orchestrator.analysis.schema import probe
 from orchestrator.analysis.trace import Trace
 from orchestrator.analysis.verdict import Context, decide
-from orchestrator.documents.summary import SHARES, Attribution, Share
+from orchestrator.documents.shares import SHARES
+from orchestrator.documents.summary import Attribution, Share
 
 WINDOW = (0, 1_000_000_000)  # 1 s, 100 frames of 10 ms
 

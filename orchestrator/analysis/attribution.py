@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..documents.summary import SHARES
+from ..documents.shares import SHARES
 
-CPU, GPU, DISPLAY, THREADS, IO, SLEEP, UNEXPLAINED = range(len(SHARES))
+# each share's column in the arrays below (a share declared after these has no rule here yet: no time)
+CPU, GPU, DISPLAY, THREADS, IO, SLEEP, UNEXPLAINED = (SHARES.index(name) for name in (
+    "cpu", "gpu", "display", "threads", "io", "sleep", "unexplained"))
 _UNSEEN = len(SHARES)  # nothing says whether the thread ran: its samples split this into cpu and unexplained
 
 

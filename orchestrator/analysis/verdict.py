@@ -18,18 +18,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..documents.summary import SHARES, Attribution, Share
+from ..documents.shares import SHARE_KINDS, SHARES
+from ..documents.summary import Attribution, Share
 from .calls import SWAP_CALLS
 from .pacing import Pacing
 from .where import Where
 
 GPU_BUSY_SHARE = 0.85
 NAMED_PCT = 1.0  # shares under 1 % of the window are left out of the words
-KINDS = {"cpu": "cpu_bound", "gpu": "gpu_wait", "display": "display_wait", "threads": "thread_wait",
-         "io": "io_wait", "sleep": "sleep", "unexplained": "unexplained"}
-SHARE_WORDS = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "display": "waiting on the display server",
-               "threads": "waiting on the app's other threads", "io": "in I/O and other blocking calls",
-               "sleep": "sleeping", "unexplained": "off a CPU outside any traced call"}
+KINDS = {kind.name: kind.verdict for kind in SHARE_KINDS}
+SHARE_WORDS = {kind.name: kind.verdict_words for kind in SHARE_KINDS}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..documents.summary import SHARES, Summary
+from ..documents.shares import SHARES
+from ..documents.summary import Summary
 
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",

@@ -12,17 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from .record import Record, read_object, write_object
+from .shares import SHARE_TITLES
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_VERSION = 1
 
-# What the focus thread's time is attributed to ("attribution"), in the order the page stacks them
-SHARES = ("cpu", "gpu", "display", "threads", "io", "sleep", "unexplained")
-SHARE_TITLES = {"cpu": "running on a CPU", "gpu": "waiting for the GPU", "display": "waiting on the display server",
-                "threads": "waiting on other threads", "io": "I/O and other blocking calls", "sleep": "sleeping",
-                "unexplained": "unexplained (off a CPU outside traced calls)"}
-# the same, for tables of several runs, which may have a GPU or a software renderer (studies, compare)
-SHARE_TITLES_OF_RUNS = {**SHARE_TITLES, "gpu": "waiting for the GPU (or a software renderer)"}
 
 
 class Share(Record):

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..documents.run import read_run_or_none
-from ..documents.summary import SHARES, Summary, read_summary
+from ..documents.shares import SHARES
+from ..documents.summary import Summary, read_summary
 from ..errors import ParseError, UsageError
 from ..parsers import parse
 

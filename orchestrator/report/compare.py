@@ -10,7 +10,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents.summary import SHARE_TITLES_OF_RUNS, SHARES, Summary
+from ..documents.shares import SHARE_TITLES_OF_RUNS, SHARES
+from ..documents.summary import Summary
 from ..errors import UsageError
 from . import charts
 from .charts import Chart

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..analysis.frames import first_steady_index
+from ..documents.shares import SHARE_KINDS
 from ..documents.summary import NextStep, Summary
 from ..figures.next_steps import next_steps
 from . import charts
@@ -27,11 +28,8 @@ from .units import format_ms, format_ns
 
 HOT_BARS = 15
 THREAD_BARS = 20
-VERDICT_TITLES = {"gpu_wait": "waits for the GPU", "gpu_bound": "GPU-bound", "cpu_bound": "CPU-bound",
-                  "display_wait": "waits on the display server", "thread_wait": "waits on other threads",
-                  "io_wait": "waits on I/O", "sleep": "sleeps", "vsync": "paced by vsync",
-                  "software_renderer": "waits for the software renderer (the CPU)",
-                  "unexplained": "waits nothing traced explains",
+VERDICT_TITLES = {**{kind.verdict: kind.verdict_title for kind in SHARE_KINDS}, "gpu_bound": "GPU-bound",
+                  "vsync": "paced by vsync", "software_renderer": "waits for the software renderer (the CPU)",
                   "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}  # the last two: older runs
 
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.verdict import ordinal
-from ..documents.summary import SHARES, Attribution
+from ..documents.shares import SHARES
+from ..documents.summary import Attribution
 from .charts import WIDTH, Area, Chart, Line, Rect, Text, nice_ticks
 from .units import format_ms
 

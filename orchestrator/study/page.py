@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..documents.shares import SHARE_TITLES_OF_RUNS, SHARES
 from ..documents.study import StudyCell, StudyDocument
-from ..documents.summary import SHARE_TITLES_OF_RUNS, SHARES
 from ..figures.run_metrics import SHARE_PREFIX, share_metric
 from ..report import charts
 from ..report.charts import Chart, Interval
