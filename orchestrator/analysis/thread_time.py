@@ -1,116 +1,26 @@
-"""The focus thread's time as the attribution reads it (attribution.ThreadTime), from one export: its blocking OS
-calls by what they wait for, its GPU and driver calls, when the GPU (or a software renderer's threads) worked,
-when the thread was on a CPU, and when its samples were taken; with what each share is made of (the calls,
-the threads that woke it) for the evidence.
-
-What counts as the display server's traffic: a socket call (poll, writev, recvmsg...) made inside a GPU or
-window-system call (eglSwapBuffers, glXSwapBuffers, glClear on an X11 window...), or with libX11, libxcb or
-libwayland-client on its stack, in a capture of an app that has a display. A software renderer's threads
-(llvmpipe-0...) count as the GPU of a thread that makes OpenGL calls in their process, while they are on a CPU
-(context switches), else while they are not blocked (OS runtime calls), else around their samples. The GPU's
-busy time matters only inside the thread's GPU calls, so only the work that overlaps one is kept.
+"""The focus thread's time as the attribution reads it (attribution.ThreadTime), assembled from one export: its
+calls (thread_calls.py), when the GPU or a software renderer worked (gpu_busy.py), when the thread was on a CPU and
+when its samples were taken; with what each share is made of (the calls, the threads that woke it) for the
+evidence.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, ThreadTime, sample_of, sampled
-from .calls import (
-    API_TABLES,
-    BLOCKING_CALLS,
-    DISPLAY_LIBRARY,
-    OTHER_BLOCKING_CALLS,
-    SLEEP_CALLS,
-    SOCKET_CALLS,
-    SYNC_CALLS,
-    WAIT_SYMBOL,
-    WAKE_CALLS,
-)
+from .calls import API_TABLES, WAIT_SYMBOL
 from .coverage import Coverage
-from .evidence import GPU_WORK_TABLES, SOFTWARE_GPU_THREAD
+from .evidence import SOFTWARE_GPU_THREAD
 from .frames import Frames
-from .names import PROFILER_THREAD_PREFIX, pid_of, string_values
-from .reads import Columns
+from .gpu_busy import gpu_work, gpu_work_count, own_work_waits, recorded_spans, renderer_busy, within
+from .names import PROFILER_THREAD_PREFIX, pid_of
 from .sampling import Samples
 from .scheduling import sampling_period_ns
+from .thread_calls import Calls, calls_from, display_in_capture, joined, os_kinds, wakers
 from .trace import Trace
-
-NOT_BLOCKING = -1
-_KIND_OF = {**{n: SLEEP for n in SLEEP_CALLS}, **{n: THREADS for n in SYNC_CALLS},
-            **{n: IO for n in SOCKET_CALLS + OTHER_BLOCKING_CALLS}}
-_VERSIONED = re.compile(r"_v\d+$")
-OWN_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
-
-
-@dataclass(frozen=True)
-class Calls:
-    """One thread's calls, clipped to the span: a code per call (an index into ``names``), starts and ends."""
-    codes: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    names: tuple[str, ...] = ()
-    corr: np.ndarray | None = None  # CUDA calls: the correlationId of the GPU work each queued
-
-    def spans(self, mask: np.ndarray | None = None) -> Spans:
-        return Spans(self.starts, self.ends) if mask is None else Spans(self.starts[mask], self.ends[mask])
-
-    def taken(self, index: np.ndarray) -> Calls:
-        return Calls(self.codes[index], self.starts[index], self.ends[index], self.names,
-                     None if self.corr is None else self.corr[index])
-
-    def named(self, wanted: tuple[str, ...]) -> np.ndarray:
-        """Which calls have one of the names."""
-        table = np.array([name in wanted for name in self.names] + [False], dtype=bool)
-        return table[self.codes]
-
-
-def _empty() -> Calls:
-    return Calls(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
-
-
-def _coded(trace: Trace, name_ids: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Dense codes for StringIds ids, and the plain name of each code ("cudaMemcpy_v3020" -> "cudaMemcpy")."""
-    if not len(name_ids):
-        return np.empty(0, dtype=np.int64), ()
-    low = int(name_ids.min())
-    present = np.flatnonzero(np.bincount(name_ids - low)) + low  # ids are small: no hashing, no sort
-    found = string_values(trace.local_conn(), present)
-    code_of = np.zeros(int(present[-1]) - low + 1, dtype=np.int64)
-    code_of[present - low] = np.arange(len(present))
-    return code_of[name_ids - low], tuple(_VERSIONED.sub("", found.get(int(i), "")) for i in present)
-
-
-def calls_of(trace: Trace, table: str, gtid: int, span: tuple[int, int],
-             sample: Sample | None = None) -> tuple[Calls, np.ndarray | None]:
-    """The thread's calls of the table (those the sample reads), and their stacks' callchainId where the table has
-    them."""
-    return calls_from(trace, trace.calls_of_thread(table, gtid, span), span, sample)
-
-
-def calls_from(trace: Trace, columns: Columns | None, span: tuple[int, int],
-               sample: Sample | None = None) -> tuple[Calls, np.ndarray | None]:
-    if columns is None or not len(columns["start"]):
-        return _empty(), None
-    if sample is not None and sample.every > 1:  # one thread's outermost calls: they never overlap
-        index = sampled(columns["start"], columns["end"], sample, disjoint=True)
-        columns = {name: values[index] for name, values in columns.items()}
-    codes, names = _coded(trace, columns["nameId"])
-    return (Calls(codes, np.clip(columns["start"], *span), np.clip(columns["end"], *span), names,
-                  columns.get("corr")), columns.get("chain"))
-
-
-def _joined(parts: list[Calls]) -> Calls:
-    """Calls of several tables as one set, their codes kept apart."""
-    codes, offset = [], 0
-    for part in parts:
-        codes.append(part.codes + offset)
-        offset += len(part.names)
-    return Calls(np.concatenate(codes), np.concatenate([p.starts for p in parts]),
-                 np.concatenate([p.ends for p in parts]), tuple(n for p in parts for n in p.names))
 
 
 @dataclass(frozen=True)
@@ -131,171 +41,6 @@ class Gathered:
     # with a software renderer, the process's other busiest threads on a CPU (context switches): who ran while the
     # thread waited for the renderer (Mesa's compute threads have no name)
     beside: dict[int, Spans] = field(default_factory=dict)
-
-
-def display_in_capture(trace: Trace) -> bool:
-    """Whether the captured app talks to a display server: a GLX call, a display library on a stack, or DISPLAY or
-    WAYLAND_DISPLAY in the environment the capture ran in."""
-    conn = trace.local_conn()
-    found = conn.execute("SELECT 1 FROM StringIds WHERE value GLOB 'glX*' OR value LIKE '%libX11%' "
-                         "OR value LIKE '%libxcb%' OR value LIKE '%libwayland-client%' LIMIT 1").fetchone()
-    if found:
-        return True
-    if not trace.has("TARGET_INFO_SYSTEM_ENV", "name", "value"):
-        return False
-    rows = conn.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'").fetchall()
-    return any(re.search(r"(^|\x00)(WAYLAND_)?DISPLAY=\S", str(value or "")) for (value,) in rows)
-
-
-def _display_stacks(trace: Trace, chains: np.ndarray) -> np.ndarray:
-    """Which of the calls' stacks (callchainId, 0 for none) pass through a display library."""
-    wanted = np.unique(chains[chains > 0])
-    if not len(wanted) or not trace.has("OSRT_CALLCHAINS", "id", "module"):
-        return np.zeros(len(chains), dtype=bool)
-    conn = trace.local_conn()
-    modules = [i for i, v in conn.execute("SELECT id, value FROM StringIds WHERE value LIKE '%lib%.so%'")
-               if DISPLAY_LIBRARY.search(v)]
-    if not modules:
-        return np.zeros(len(chains), dtype=bool)
-    hits: set[int] = set()
-    for start in range(0, len(wanted), 500):
-        part = [int(i) for i in wanted[start:start + 500]]
-        rows = conn.execute(f"SELECT DISTINCT id FROM OSRT_CALLCHAINS WHERE id IN ({','.join('?' * len(part))}) "
-                            f"AND module IN ({','.join(map(str, modules))})", part)
-        hits.update(int(row[0]) for row in rows)
-    return np.isin(chains, np.fromiter(hits, dtype=np.int64, count=len(hits)))
-
-
-def _os_kinds(trace: Trace, calls: Calls, chains: np.ndarray | None, api: Spans, has_display: bool) -> np.ndarray:
-    """The share each of the thread's OS runtime calls counts for."""
-    kinds = np.array([_KIND_OF.get(name, NOT_BLOCKING) for name in calls.names] + [NOT_BLOCKING],
-                     dtype=np.int64)[calls.codes]
-    if has_display and len(kinds):
-        inside = calls.named(SOCKET_CALLS) & api.covering(calls.starts)
-        blocking = kinds != NOT_BLOCKING
-        stacked = (_display_stacks(trace, np.where(blocking & ~inside, chains, 0)) if chains is not None
-                   else np.zeros(len(kinds), dtype=bool))
-        kinds = np.where(inside | (stacked & blocking), DISPLAY, kinds)
-    return kinds
-
-
-def _wakers(trace: Trace, calls: Calls, kinds: np.ndarray, gtid: int, span: tuple[int, int]) -> np.ndarray:
-    """For each wait on another thread, the thread whose wake call (pthread_cond_signal...) came last before
-    the wait ended, after it began; 0 where none did."""
-    wakers = np.zeros(len(kinds), dtype=np.int64)
-    waits = np.flatnonzero(kinds == THREADS)
-    if not len(waits):
-        return wakers
-    found = trace.named_calls("OSRT_API", WAKE_CALLS, span)
-    if found is None or not len(found["start"]):
-        return wakers
-    other = found["tid"] != gtid
-    if not other.any():
-        return wakers
-    starts, tids = found["start"][other], found["tid"][other]
-    order = np.argsort(starts, kind="stable")
-    starts, tids = starts[order], tids[order]
-    last = np.searchsorted(starts, calls.ends[waits], side="right") - 1
-    ok = (last >= 0) & (starts[np.maximum(last, 0)] >= calls.starts[waits])
-    wakers[waits[ok]] = tids[last[ok]]
-    return wakers
-
-
-# a call shorter than this is a launch, not a wait: its own work's overlap is left unread
-OWN_WORK_MIN_NS = 20_000
-
-
-def own_work_waits(calls: Calls, work: dict[str, Columns]) -> Spans:
-    """Where a CUDA call lasts while the GPU runs the work that call queued (a synchronous copy, a launch that
-    waits for room): the call waits for it, on a CPU or not. ``work``: the GPU's rows by table."""
-    if calls.corr is None or not len(calls.corr):
-        return Spans.of([], [])
-    long = calls.ends - calls.starts >= OWN_WORK_MIN_NS
-    order = np.argsort(calls.corr[long], kind="stable")  # the few long calls, by correlation id
-    corr, starts, ends = calls.corr[long][order], calls.starts[long][order], calls.ends[long][order]
-    lows, highs = [], []
-    for table in OWN_WORK_TABLES:
-        rows = work.get(table)
-        if rows is None or "corr" not in rows or not len(corr):
-            continue
-        at = np.minimum(np.searchsorted(corr, rows["corr"]), len(corr) - 1)
-        mine = np.flatnonzero(corr[at] == rows["corr"])
-        first, last = rows["start"][mine], rows["start"][mine] + rows["dur"][mine]
-        low, high = np.maximum(first, starts[at[mine]]), np.minimum(last, ends[at[mine]])
-        lows.append(low[high > low])
-        highs.append(high[high > low])
-    if not lows:
-        return Spans.of([], [])
-    return Spans.of(np.concatenate(lows), np.concatenate(highs))
-
-
-def gpu_work(trace: Trace, span: tuple[int, int], sample: Sample) -> dict[str, Columns]:
-    """The GPU's rows (kernels, memory copies and sets, OpenGL workloads) overlapping the span, those the sample
-    reads."""
-    found = {}
-    for table in GPU_WORK_TABLES:
-        rows = trace.events(table)
-        if rows is None:
-            continue
-        first, finish = rows["start"], rows["start"] + rows["dur"]
-        if sample.every > 1:
-            index = sampled(first, finish, sample)
-            rows, first, finish = {k: v[index] for k, v in rows.items()}, first[index], finish[index]
-        inside = (finish > span[0]) & (first < span[1])
-        found[table] = {k: v[inside] for k, v in rows.items()}
-    return found
-
-
-def recorded_spans(work: dict[str, Columns], span: tuple[int, int]) -> Spans:
-    """The GPU work as intervals, clipped to the span."""
-    if not work:
-        return Spans.of([], [])
-    starts = np.concatenate([rows["start"] for rows in work.values()])
-    ends = np.concatenate([rows["start"] + rows["dur"] for rows in work.values()])
-    return Spans.of(np.clip(starts, *span), np.clip(ends, *span))
-
-
-def gpu_work_count(trace: Trace, span: tuple[int, int]) -> int:
-    """How many pieces of GPU work overlap the span."""
-    return sum(int(((rows["start"] < span[1]) & (rows["start"] + rows["dur"] > span[0])).sum())
-               for table in GPU_WORK_TABLES if (rows := trace.events(table)) is not None)
-
-
-def within(spans: Spans, pieces: tuple[np.ndarray, np.ndarray]) -> Spans:
-    """The spans that overlap one of the (sorted, disjoint) pieces."""
-    lows, highs = pieces
-    if not len(spans) or not len(lows):
-        return Spans.of([], [])
-    at = np.searchsorted(highs, spans.starts, side="right")  # the first piece ending after the span begins
-    keep = (at < len(lows)) & (lows[np.minimum(at, len(lows) - 1)] < spans.ends)
-    return Spans(spans.starts[keep], spans.ends[keep])
-
-
-def renderer_busy(trace: Trace, tids: list[int], span: tuple[int, int], intervals: pd.DataFrame | None,
-                  samples: Samples | None, period: float) -> Spans:
-    """When a software renderer's threads worked: on a CPU, else outside their blocking calls, else around
-    their samples."""
-    if not tids:
-        return Spans.of([], [])
-    if intervals is not None and len(intervals):
-        mine = intervals["globalTid"].isin(tids).to_numpy()
-        return Spans.of(intervals["start"].to_numpy()[mine], intervals["end"].to_numpy()[mine])
-    starts, ends = [], []
-    for tid in tids:  # busy from the end of one blocking call to the start of the next
-        calls, _ = calls_of(trace, "OSRT_API", tid, span)
-        if not len(calls.starts):
-            continue
-        blocking = calls.named(BLOCKING_CALLS)
-        order = np.argsort(calls.starts[blocking], kind="stable")
-        waits_from, waits_to = calls.starts[blocking][order], calls.ends[blocking][order]
-        starts.append(np.r_[calls.starts.min(), waits_to])
-        ends.append(np.r_[waits_from, calls.ends.max()])
-    if starts:
-        return Spans.of(np.clip(np.concatenate(starts), *span), np.clip(np.concatenate(ends), *span))
-    if samples is not None:
-        times = samples.starts[np.isin(samples.tids, tids)]
-        return Spans.of(times - int(period / 2), times + int(period / 2))
-    return Spans.of([], [])
 
 
 def _wait_samples(samples: Samples | None, gtid: int) -> int:
@@ -338,12 +83,12 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     sample = sample_of(life, count, *((frames.starts, frames.ends) if frames is not None else ()))
     found = {table: calls_from(trace, raw[table], span, sample)[0] for table in API_TABLES}
     os_calls, chains = calls_from(trace, raw["OSRT_API"], span, sample)
-    api = _joined(list(found.values()))
+    api = joined(list(found.values()))
     waits = np.concatenate([calls.named(API_TABLES[table]) for table, calls in found.items()])
     work = gpu_work(trace, span, sample)
     own = own_work_waits(found["CUPTI_ACTIVITY_KIND_RUNTIME"], work)
     has_display = display_in_capture(trace)
-    kinds = _os_kinds(trace, os_calls, chains, api.spans(), has_display)
+    kinds = os_kinds(trace, os_calls, chains, api.spans(), has_display)
     in_calls = Coverage(api.starts, api.ends).pieces() if len(api.starts) else (api.starts, api.ends)
     recorded = recorded_spans(work, span)
 
@@ -356,8 +101,10 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                       calls_traced=_osrt_rows(trace),
                       samples=mine_samples, sample_period_ns=period)
     beside = _threads_beside(intervals, gtid, names, sample) if renderer else {}
-    return Gathered(time, os_calls, kinds, _wakers(trace, os_calls, kinds, gtid, span), api, recorded,
-                    tuple(names[t] for t in renderer), has_display, _wait_samples(samples, gtid), life, sample, beside)
+    return Gathered(time=time, os_calls=os_calls, kinds=kinds, wakers=wakers(trace, os_calls, kinds, gtid, span),
+                    api_calls=api, recorded_gpu=recorded, renderer_threads=tuple(names[t] for t in renderer),
+                    has_display=has_display, wait_samples=_wait_samples(samples, gtid), life=life, sample=sample,
+                    beside=beside)
 
 
 BESIDE = 8  # the process's threads busiest on a CPU that the evidence weighs
