@@ -12,10 +12,10 @@ import sqlite3
 import pytest
 
 from orchestrator.analysis import AnalysisOptions, analyze_report
-from orchestrator.analysis.evidence import gpu_busy_ns
-from orchestrator.analysis.frame_names import module_frame
-from orchestrator.analysis.report_input import open_report
-from orchestrator.analysis.trace import Trace
+from orchestrator.analysis.analyzers.evidence import gpu_busy_ns
+from orchestrator.analysis.export.frame_names import module_frame
+from orchestrator.analysis.export.report_input import open_report
+from orchestrator.analysis.export.trace import Trace
 from orchestrator.errors import UsageError
 
 SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "hotspots", "cores",

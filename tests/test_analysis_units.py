@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.analysis import sampling, scheduling
-from orchestrator.analysis.bulk import int_columns
-from orchestrator.analysis.durations import summarize
-from orchestrator.analysis.frames import warmup_frames
-from orchestrator.analysis.schema import probe
-from orchestrator.analysis.selection import parse_range, parse_time, pick_processes
-from orchestrator.analysis.trace import Trace
+from orchestrator.analysis.analyzers.frames import warmup_frames
+from orchestrator.analysis.export import sampling, scheduling
+from orchestrator.analysis.export.bulk import int_columns
+from orchestrator.analysis.export.durations import summarize
+from orchestrator.analysis.export.schema import probe
+from orchestrator.analysis.export.selection import parse_range, parse_time, pick_processes
+from orchestrator.analysis.export.trace import Trace
 from orchestrator.errors import ReportError, UsageError
 
 
@@ -175,7 +175,7 @@ def _gl_export(calls: list[tuple[int, int, str, int]]) -> Trace:
 
 
 def test_frames_end_at_swaps_and_the_busiest_swapping_thread_wins():
-    from orchestrator.analysis.frames import find_frames
+    from orchestrator.analysis.analyzers.frames import find_frames
     calls = [(5, 6, "glClear", 1), (10, 12, "glXSwapBuffers", 1), (20, 23, "glXSwapBuffers", 1),
              (31, 35, "glXSwapBuffers", 1), (8, 9, "glXSwapBuffers", 2)]
     trace = _gl_export(calls)
@@ -185,7 +185,7 @@ def test_frames_end_at_swaps_and_the_busiest_swapping_thread_wins():
 
 
 def test_apps_that_draw_nothing_are_cut_at_glfinish():
-    from orchestrator.analysis.frames import find_frames
+    from orchestrator.analysis.analyzers.frames import find_frames
     trace = _gl_export([(0, 1, "glDispatchCompute", 3), (2, 9, "glFinish", 3), (10, 11, "glDispatchCompute", 3),
                         (12, 20, "glFinish", 3)])
     frames = find_frames(trace.conn, trace.schema, None)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.analysis.attribution import (
+from orchestrator.analysis.intervals.attribution import (
     CPU,
     DISPLAY,
     GPU,
@@ -183,8 +183,8 @@ def test_a_window_holding_no_whole_frame_is_read_as_a_window():
 
 
 def test_the_threads_life_takes_in_the_frames_inside_the_window():
-    from orchestrator.analysis.frames import Frames
-    from orchestrator.analysis.thread_time import _life
+    from orchestrator.analysis.analyzers.frames import Frames
+    from orchestrator.analysis.analyzers.thread_time import _life
     frames = Frames("eglSwapBuffers", "opengl", 1, np.array([100, 200]), np.array([200, 300]), 0)
     calls = Spans.of([150], [160])  # the first call it made lies inside the first frame
     assert _life((100, 300), [calls], None, frames) == (100, 300)

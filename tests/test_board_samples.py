@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.analysis.energy import energy_per_frame_mj
+from orchestrator.analysis.analyzers.energy import energy_per_frame_mj
 from orchestrator.documents.run import RunDocument
 from orchestrator.figures.board import board_section, energy_section
 from orchestrator.figures.board_samples import parse_board_samples, series, total_power_mw

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.analysis import btree
-from orchestrator.analysis.btree import BtreeFile, Refused
-from orchestrator.analysis.report_input import open_report
+from orchestrator.analysis.export import btree
+from orchestrator.analysis.export.btree import BtreeFile, Refused
+from orchestrator.analysis.export.report_input import open_report
+from orchestrator.analysis.export.trace import BIG_TABLES, EARLY_TABLES, Trace
 from orchestrator.analysis.summary import analyze_trace
-from orchestrator.analysis.trace import BIG_TABLES, EARLY_TABLES, Trace
 
 pytestmark = pytest.mark.skipif(btree._btree is None and not os.environ.get("CI"),
                                 reason="the b-tree reader is not built (no C compiler at install)")

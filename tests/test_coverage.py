@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.analysis.coverage import Coverage, union_ns
+from orchestrator.analysis.intervals.coverage import Coverage, union_ns
 
 INTERVAL = st.tuples(st.integers(0, 60), st.integers(0, 15)).map(lambda p: (p[0], p[0] + p[1]))
 SET = st.lists(INTERVAL, max_size=40)

@@ -7,7 +7,18 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.analysis.exprs import Coalesce, Col, Compare, Const, Dims, In, NotNull, Raw, selected, where_sql
+from orchestrator.analysis.export.exprs import (
+    Coalesce,
+    Col,
+    Compare,
+    Const,
+    Dims,
+    In,
+    NotNull,
+    Raw,
+    selected,
+    where_sql,
+)
 
 SMALL = st.one_of(st.none(), st.integers(-6, 12), st.integers(-2**20, 2**20))  # small: equal values common
 ROWS = st.lists(st.tuples(SMALL, SMALL, SMALL), min_size=1, max_size=60)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from test_run_events import events_of, read_back
 
-from orchestrator.analysis.flows import Flows, flows, offsets
-from orchestrator.analysis.run_events import EventRow
+from orchestrator.analysis.analyzers.flows import Flows, flows, offsets
+from orchestrator.analysis.analyzers.run_events import EventRow
 from orchestrator.report.run_timeline import timeline_data
 
 

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.analysis import analyze_report
-from orchestrator.analysis.gpu_frames import frame_of, per_frame, queued_at
-from orchestrator.analysis.schema import probe
-from orchestrator.analysis.trace import Trace
+from orchestrator.analysis.analyzers.gpu_frames import frame_of, per_frame, queued_at
+from orchestrator.analysis.export.schema import probe
+from orchestrator.analysis.export.trace import Trace
 
 
 def plain_frame_of(starts: list[int], ends: list[int], at: int) -> int:

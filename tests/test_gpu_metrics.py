@@ -12,7 +12,7 @@ import pytest
 from browser import assert_clean, open_page
 
 from orchestrator.analysis import analyze_report
-from orchestrator.analysis.gpu_metrics import as_shown, metric_unit
+from orchestrator.analysis.analyzers.gpu_metrics import as_shown, metric_unit
 from orchestrator.report import write_report
 
 # the exporter's DDL (Exporter data schema, nsys 2024): GPU_METRICS and TARGET_INFO_GPU_METRICS

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jinja2 import UndefinedError
 
-from orchestrator.analysis.timeline import Event, representative_frame, stack_levels
+from orchestrator.analysis.analyzers.timeline import Event, representative_frame, stack_levels
 from orchestrator.documents.run import RunDocument
 from orchestrator.documents.shares import SHARES
 from orchestrator.documents.summary import Summary

@@ -11,10 +11,10 @@ import zlib
 import numpy as np
 import pytest
 
-from orchestrator.analysis.frames import NVTX_RANGE_TYPES
-from orchestrator.analysis.report_input import open_report
-from orchestrator.analysis.run_events import EventRow, RunEvents, run_events
-from orchestrator.analysis.trace import Trace
+from orchestrator.analysis.analyzers.frames import NVTX_RANGE_TYPES
+from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents, run_events
+from orchestrator.analysis.export.report_input import open_report
+from orchestrator.analysis.export.trace import Trace
 from orchestrator.report.levels import EXACT_EVENTS, level_runs
 from orchestrator.report.run_timeline import ESCAPE, timeline_data
 

@@ -10,9 +10,9 @@ import pytest
 from browser import assert_clean, open_page
 
 from orchestrator.analysis import analyze_report
-from orchestrator.analysis.names import thread_names
-from orchestrator.analysis.schema import probe
-from orchestrator.analysis.selection import parse_range
+from orchestrator.analysis.export.names import thread_names
+from orchestrator.analysis.export.schema import probe
+from orchestrator.analysis.export.selection import parse_range
 from orchestrator.report import write_report
 
 pytestmark = pytest.mark.integration
@@ -210,7 +210,7 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     ranges in view one by one (not a summary of every range since the outer one began)."""
     import numpy as np
 
-    from orchestrator.analysis.run_events import EventRow, RunEvents
+    from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents
     from orchestrator.report.render import render, write_page
     from orchestrator.report.run_timeline import timeline_data
     inner = 1000 + 100 * np.arange(20_000, dtype=np.int64)

@@ -12,9 +12,9 @@ import pytest
 from browser import assert_clean, open_page
 from test_run_timeline_page import after_paint, opened_timeline
 
-from orchestrator.analysis.names import thread_names
-from orchestrator.analysis.schema import probe
-from orchestrator.analysis.selection import parse_range
+from orchestrator.analysis.export.names import thread_names
+from orchestrator.analysis.export.schema import probe
+from orchestrator.analysis.export.selection import parse_range
 from orchestrator.report import write_report
 
 pytestmark = pytest.mark.integration
@@ -311,7 +311,7 @@ def test_a_call_that_queued_many_kernels_links_to_each(browser, tmp_path):
     """One launch of a graph queues 40 kernels under its one correlation id: a click on it links to all 40."""
     import numpy as np
 
-    from orchestrator.analysis.run_events import EventRow, RunEvents
+    from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents
     from orchestrator.report.render import render, write_page
     from orchestrator.report.run_timeline import timeline_data
     calls = np.array([0, 1_000, 2_000], dtype=np.int64)

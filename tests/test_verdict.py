@@ -8,11 +8,11 @@ import sqlite3
 import numpy as np
 import pytest
 
-from orchestrator.analysis.content import capture_gaps
-from orchestrator.analysis.pacing import refresh_pacing
-from orchestrator.analysis.schema import probe
-from orchestrator.analysis.trace import Trace
-from orchestrator.analysis.verdict import Context, decide
+from orchestrator.analysis.analyzers.content import capture_gaps
+from orchestrator.analysis.analyzers.pacing import refresh_pacing
+from orchestrator.analysis.analyzers.verdict import Context, decide
+from orchestrator.analysis.export.schema import probe
+from orchestrator.analysis.export.trace import Trace
 from orchestrator.documents.shares import SHARES
 from orchestrator.documents.summary import Attribution, Share
 
@@ -60,7 +60,7 @@ def test_the_largest_share_names_the_verdict_and_vsync_is_not_said_when_the_fram
 
 
 def test_vsync_is_said_when_a_refresh_paces_the_frames_and_the_wait_is_in_the_swap():
-    from orchestrator.analysis.pacing import Pacing
+    from orchestrator.analysis.analyzers.pacing import Pacing
     found = attribution({"display": 70.0, "cpu": 30.0}, display={"calls": ["poll"], "inside": ["eglSwapBuffers"]})
     verdict = decide(found, Context(WINDOW, pacing=Pacing(60.0, 1, 0.98)))
     assert verdict["kind"] == "vsync" and "60 Hz display's refresh (vsync) likely paces them" in verdict["summary"]

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.analysis import analyze_report
-from orchestrator.analysis.frames import Frames
-from orchestrator.analysis.where import in_frames_count, in_frames_ns, where
+from orchestrator.analysis.analyzers.frames import Frames
+from orchestrator.analysis.analyzers.where import in_frames_count, in_frames_ns, where
 
 
 def frames_of(bounds: list[int]) -> Frames:

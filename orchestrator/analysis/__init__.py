@@ -1,7 +1,9 @@
 """From an nsys report to the answers users dig for by hand in the GUI.
 
 ``analyze_report(path)`` opens a .sqlite/.nsys-rep/.qdrep and returns its ``Summary`` (summary.json's
-document); the modules below it each answer one question (schema, frames, sampling, scheduling, API summaries, verdict).
+document). Its rooms, in the order the data flows: ``export/`` reads the export into arrays, ``intervals/`` holds the
+interval algebra, ``analyzers/`` each answer one question (frames, API tables, GPU work, each thread's time by share,
+the verdict), and ``summary.py`` assembles their answers into summary.json.
 """
 from __future__ import annotations
 
@@ -13,10 +15,10 @@ from pathlib import Path
 
 from ..documents.summary import Summary
 from ..errors import ReportError
-from .memory import keep_freed_memory
-from .report_input import open_report
-from .selection import AnalysisOptions
-from .trace import Trace
+from .export.memory import keep_freed_memory
+from .export.report_input import open_report
+from .export.selection import AnalysisOptions
+from .export.trace import Trace
 
 __all__ = ["AnalysisOptions", "analyze_report"]
 

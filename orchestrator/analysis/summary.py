@@ -18,22 +18,23 @@ import pandas as pd
 
 from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
-from . import api_summaries, sampling, scheduling
-from .attribution import Split
-from .calls import API_TABLES, WAKE_CALLS
-from .capture import capture_section, cpu_count
-from .content import capture_gaps
-from .evidence import focus_thread, verdict_context
-from .frames import WARMUP_RULE, Frames, find_frames, steady_stats
-from .gpu_frames import gpu_frames_section
-from .gpu_metrics import gpu_metrics_section
-from .names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
-from .schema import Schema
-from .selection import AnalysisOptions, Window, parse_range, pick_processes
-from .shares import attribution_section
-from .thread_time import gather
-from .trace import Trace
-from .verdict import decide
+from .analyzers import api_summaries
+from .analyzers.content import capture_gaps
+from .analyzers.evidence import focus_thread, verdict_context
+from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
+from .analyzers.gpu_frames import gpu_frames_section
+from .analyzers.gpu_metrics import gpu_metrics_section
+from .analyzers.shares import attribution_section
+from .analyzers.thread_time import gather
+from .analyzers.verdict import decide
+from .export import sampling, scheduling
+from .export.calls import API_TABLES, WAKE_CALLS
+from .export.capture import capture_section, cpu_count
+from .export.names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
+from .export.schema import Schema
+from .export.selection import AnalysisOptions, Window, parse_range, pick_processes
+from .export.trace import Trace
+from .intervals.attribution import Split
 
 if TYPE_CHECKING:
     from ..symbols import Resolver

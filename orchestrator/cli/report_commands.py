@@ -113,7 +113,7 @@ def _export_first(args: argparse.Namespace, source: Path) -> None:
     """With --export-on, export the source's report with that target's nsys before anything reads it."""
     if not args.export_on:
         return
-    from ..analysis.report_input import nsys_report_of
+    from ..analysis.export.report_input import nsys_report_of
     from ..inventory.hosts import find_host
     from ..runs.remote_export import export_on_target
     report = nsys_report_of(source)

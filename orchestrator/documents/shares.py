@@ -1,7 +1,7 @@
 """The shares of a thread's time, declared once: each one's name (its key in summary.json, its study and compare
 metric's stem), its words, the verdict it gives when it is the largest, and its colour on the pages. The order is
 the rules' order (a tie goes to the share declared first) and the order the pages stack them in. Adding a share is
-one entry here (and the rule in analysis/attribution.py that gives it time)."""
+one entry here (and the rule in analysis/intervals/attribution.py that gives it time)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.energy import energy_per_frame_mj
-from ..analysis.frames import first_steady_index
+from ..analysis.analyzers.energy import energy_per_frame_mj
+from ..analysis.analyzers.frames import first_steady_index
 from ..documents.summary import warmup_of
 from .board_samples import series, total_power_mw
 

@@ -53,7 +53,7 @@ def frame_spread_ms(summary: Summary) -> dict[str, float] | None:
     much it varies from frame to frame."""
     import numpy as np
 
-    from ..analysis.frames import first_steady_index
+    from ..analysis.analyzers.frames import first_steady_index
     per_frame = summary.per_frame_ns
     steady = per_frame[first_steady_index(len(per_frame), summary.warmup_frames):]
     if not steady:

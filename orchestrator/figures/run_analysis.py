@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
-from ..analysis.report_input import report_of
+from ..analysis.export.report_input import report_of
 from ..documents.run import RunDocument, read_run_or_none
 from ..documents.summary import Summary
 from .next_steps import next_steps, vsync_off_in

@@ -28,7 +28,7 @@ REPORT_METRICS: dict[str, tuple[str, str | None]] = {
     "frames_per_s": ("frames/s", "higher"),
     "cores_busy": ("cores", None),
     "gpu_ms_per_frame": ("ms", "lower"),
-    # the focus thread's time per frame by what it waits for (analysis/attribution.py)
+    # the focus thread's time per frame by what it waits for (analysis/intervals/attribution.py)
     **{share_metric(name): ("ms", "lower") for name in SHARES},
 }
 FASTER_WHEN_UNIT = {"ms": "lower", "s": "lower", "qps": "higher", "frames/s": "higher"}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.timeline import KIND_ORDER
+from ..analysis.analyzers.timeline import KIND_ORDER
 from .units import format_ns
 
 WIDTH = 960.0

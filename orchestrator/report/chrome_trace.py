@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import UNREADABLE
-from ..analysis.frames import Frames
-from ..analysis.names import pid_of, tid_of
-from ..analysis.report_input import open_report, report_of
-from ..analysis.sampling import Samples
-from ..analysis.selection import AnalysisOptions
+from ..analysis.analyzers.frames import Frames
+from ..analysis.analyzers.timeline import SpanEvent, span_events
+from ..analysis.export.names import pid_of, tid_of
+from ..analysis.export.report_input import open_report, report_of
+from ..analysis.export.sampling import Samples
+from ..analysis.export.selection import AnalysisOptions
+from ..analysis.export.trace import Trace
 from ..analysis.summary import analysis_scope
-from ..analysis.timeline import SpanEvent, span_events
-from ..analysis.trace import Trace
 from ..errors import ReportError
 from ..files import replacing
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.frames import first_steady_index
+from ..analysis.analyzers.frames import first_steady_index
 from .charts import WIDTH, Chart, Line, Rect, Text, decimate, nice_ticks
 from .units import format_ns
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.coverage import Coverage
+from ..analysis.intervals.coverage import Coverage
 
 FACTOR = 4           # one level's bins are 4 of the next finer level's
 EXACT_EVENTS = 16384  # a row shows its events themselves once no more than this many are in view

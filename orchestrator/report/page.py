@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..analysis.frames import first_steady_index
+from ..analysis.analyzers.frames import first_steady_index
 from ..documents.shares import SHARE_KINDS
 from ..documents.summary import NextStep, Summary
 from ..figures.next_steps import next_steps

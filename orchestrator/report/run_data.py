@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
-from ..analysis.frames import first_steady_index
-from ..analysis.report_input import RUN_REPORT_NAMES
-from ..analysis.run_events import run_events
-from ..analysis.schema import open_export, probe
-from ..analysis.timeline import busy_span, frame_timeline, representative_frame
-from ..analysis.trace import Trace
+from ..analysis.analyzers.frames import first_steady_index
+from ..analysis.analyzers.run_events import run_events
+from ..analysis.analyzers.timeline import busy_span, frame_timeline, representative_frame
+from ..analysis.export.report_input import RUN_REPORT_NAMES
+from ..analysis.export.schema import open_export, probe
+from ..analysis.export.trace import Trace
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
 from ..errors import OrchestratorError, ReportError, UsageError

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.verdict import ordinal
+from ..analysis.analyzers.verdict import ordinal
 from ..documents.shares import SHARES
 from ..documents.summary import Attribution
 from .charts import WIDTH, Area, Chart, Line, Rect, Text, nice_ticks

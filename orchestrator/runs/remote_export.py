@@ -13,7 +13,7 @@ from pathlib import Path
 from remote_agent.commands import FACTS, REMOVE
 from remote_agent.messages import FactsRequest, RemoveRequest
 
-from ..analysis.report_input import REPORT_SUFFIXES, check_report_file
+from ..analysis.export.report_input import REPORT_SUFFIXES, check_report_file
 from ..errors import OrchestratorError, ReportError, TransferError, UsageError
 from ..inventory.hosts import Host
 from ..nsys.commands import export_sqlite_argv

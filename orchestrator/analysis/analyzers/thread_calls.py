@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, sampled
-from .calls import DISPLAY_LIBRARY, OTHER_BLOCKING_CALLS, SLEEP_CALLS, SOCKET_CALLS, SYNC_CALLS, WAKE_CALLS
-from .names import string_values
-from .reads import Columns
-from .trace import Trace
+from ..export.calls import DISPLAY_LIBRARY, OTHER_BLOCKING_CALLS, SLEEP_CALLS, SOCKET_CALLS, SYNC_CALLS, WAKE_CALLS
+from ..export.names import string_values
+from ..export.reads import Columns
+from ..export.trace import Trace
+from ..intervals.attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, sampled
 
 NOT_BLOCKING = -1
 

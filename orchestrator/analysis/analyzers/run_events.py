@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..export.exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
+from ..export.frame_names import name_frames
+from ..export.names import ID_MASK, PID_SHIFT, PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from ..export.reads import OSRT_CALL_CLASS, Read
+from ..export.trace import Trace
 from .api_summaries import MEMCPY_KINDS, memop_name
-from .exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
-from .frame_names import name_frames
 from .frames import NVTX_RANGE_TYPES
-from .names import ID_MASK, PID_SHIFT, PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
-from .reads import OSRT_CALL_CLASS, Read
-from .trace import Trace
 
 # kind -> its thread table (the GPU's are below)
 THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}

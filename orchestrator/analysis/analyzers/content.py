@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..export.reads import OSRT_CALL_CLASS
+from ..export.trace import Trace
 from .frames import NVTX_RANGE_TYPES
-from .reads import OSRT_CALL_CLASS
-from .trace import Trace
 
 
 @dataclass(frozen=True)

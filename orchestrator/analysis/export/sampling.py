@@ -20,7 +20,7 @@ from .names import ID_MASK, PID_SHIFT
 from .trace import Trace
 
 if TYPE_CHECKING:  # pyelftools loads only when --symbols is given
-    from ..symbols import Resolver
+    from ...symbols import Resolver
 
 TREE_MIN_SHARE = 0.01  # tree nodes under 1 % of the window's samples are pruned
 TREE_MAX_DEPTH = 64

@@ -17,9 +17,9 @@ import sqlite3
 
 import numpy as np
 
+from ..export.schema import Schema
 from .frames import Frames
 from .gpu_frames import frame_of
-from .schema import Schema
 
 UNIT = re.compile(r"\[([^\]]+)\]\s*$")
 KEPT_UNITS = {"Throughput %": "%", "MHz": "MHz"}

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bulk import int_columns
-from .calls import SWAP_CALLS
-from .names import pid_sql
-from .schema import Schema
+from ..export.bulk import int_columns
+from ..export.calls import SWAP_CALLS
+from ..export.names import pid_sql
+from ..export.schema import Schema
 
 FINISH_CALL = "glFinish"
 DEFAULT_RANGE = "frame"

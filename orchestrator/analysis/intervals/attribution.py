@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..documents.shares import SHARES
+from ...documents.shares import SHARES
 
 # each share's column in the arrays below (a share declared after these has no rule here yet: no time)
 CPU, GPU, DISPLAY, THREADS, IO, SLEEP, UNEXPLAINED = (SHARES.index(name) for name in (

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..documents.summary import Attribution, Share
-from ..parsers.renderer import is_software
-from .attribution import CPU, GPU, SHARES, THREADS, Spans, Split
-from .coverage import Coverage
+from ...documents.summary import Attribution, Share
+from ...parsers.renderer import is_software
+from ..export.names import tid_of
+from ..export.sampling import Samples
+from ..intervals.attribution import CPU, GPU, SHARES, THREADS, Spans, Split
+from ..intervals.coverage import Coverage
 from .frames import Frames
-from .names import tid_of
-from .sampling import Samples
 from .thread_time import Gathered
 from .where import where
 

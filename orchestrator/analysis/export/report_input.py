@@ -5,8 +5,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from ..errors import ReportError, UsageError
-from ..nsys.host import export_on_host, find_host_nsys
+from ...errors import ReportError, UsageError
+from ...nsys.host import export_on_host, find_host_nsys
 from .schema import Schema, open_export, probe
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")

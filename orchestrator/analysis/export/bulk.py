@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import ReportError
+from ...errors import ReportError
 
 CHUNK_ROWS = 2_000_000
 EXTENT = ("_first", "_last")  # keys of the extent columns int_columns_between adds when asked

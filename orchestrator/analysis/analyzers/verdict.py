@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..documents.shares import SHARE_KINDS, SHARES
-from ..documents.summary import Attribution, Share
-from .calls import SWAP_CALLS
+from ...documents.shares import SHARE_KINDS, SHARES
+from ...documents.summary import Attribution, Share
+from ..export.calls import SWAP_CALLS
 from .pacing import Pacing
 from .where import Where
 

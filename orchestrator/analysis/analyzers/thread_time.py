@@ -10,17 +10,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, ThreadTime, sample_of, sampled
-from .calls import API_TABLES, WAIT_SYMBOL
-from .coverage import Coverage
+from ..export.calls import API_TABLES, WAIT_SYMBOL
+from ..export.names import PROFILER_THREAD_PREFIX, pid_of
+from ..export.sampling import Samples
+from ..export.scheduling import sampling_period_ns
+from ..export.trace import Trace
+from ..intervals.attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, ThreadTime, sample_of, sampled
+from ..intervals.coverage import Coverage
 from .evidence import SOFTWARE_GPU_THREAD
 from .frames import Frames
 from .gpu_busy import gpu_work, gpu_work_count, own_work_waits, recorded_spans, renderer_busy, within
-from .names import PROFILER_THREAD_PREFIX, pid_of
-from .sampling import Samples
-from .scheduling import sampling_period_ns
 from .thread_calls import Calls, calls_from, display_in_capture, joined, os_kinds, wakers
-from .trace import Trace
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pandas as pd
 from .names import string_values
 
 if TYPE_CHECKING:  # pyelftools loads only when --symbols is given
-    from ..symbols import Resolver
+    from ...symbols import Resolver
 
 ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
 MODULE_LABELS = {"//anon": "[JIT]", "": "[unknown]"}  # //anon: anonymous executable memory, i.e. JIT code

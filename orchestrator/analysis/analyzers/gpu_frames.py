@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bulk import int_columns
+from ..export.bulk import int_columns
+from ..export.names import string_values
+from ..export.trace import Trace
 from .frames import Frames
-from .names import string_values
-from .trace import Trace
 
 # the tables of GPU work that name what ran, and how a summary calls each
 GPU_NAMED_TABLES = {"OPENGL_WORKLOAD": "OpenGL", "CUPTI_ACTIVITY_KIND_KERNEL": "CUDA"}

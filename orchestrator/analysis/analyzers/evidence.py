@@ -6,15 +6,15 @@ import re
 
 import numpy as np
 
-from .coverage import union_ns
+from ..export.names import PROFILER_THREAD_PREFIX, string_values
+from ..export.sampling import Samples
+from ..export.scheduling import CpuUse
+from ..export.selection import Window
+from ..export.trace import Trace
+from ..intervals.coverage import union_ns
 from .frames import Frames
 from .gpu_frames import GPU_NAMED_TABLES
-from .names import PROFILER_THREAD_PREFIX, string_values
 from .pacing import refresh_pacing
-from .sampling import Samples
-from .scheduling import CpuUse
-from .selection import Window
-from .trace import Trace
 from .verdict import Context
 from .where import in_frames_count, where
 

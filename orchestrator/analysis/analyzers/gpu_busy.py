@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .attribution import Sample, Spans, sampled
-from .calls import BLOCKING_CALLS
+from ..export.calls import BLOCKING_CALLS
+from ..export.reads import Columns
+from ..export.sampling import Samples
+from ..export.trace import Trace
+from ..intervals.attribution import Sample, Spans, sampled
 from .evidence import GPU_WORK_TABLES
-from .reads import Columns
-from .sampling import Samples
 from .thread_calls import Calls, calls_of
-from .trace import Trace
 
 OWN_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 

@@ -14,10 +14,10 @@ import sqlite3
 import numpy as np
 import pandas as pd
 
-from .durations import summarize
-from .exprs import unpack_dims
-from .names import pid_sql, string_values
-from .trace import Trace
+from ..export.durations import summarize
+from ..export.exprs import unpack_dims
+from ..export.names import pid_sql, string_values
+from ..export.trace import Trace
 
 NVTX_RANGE_STYLES = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
 NVTX_DOMAIN_CREATE = 75

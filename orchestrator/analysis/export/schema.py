@@ -9,7 +9,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ReportError
+from ...errors import ReportError
 
 # Tables an analyzer can use; an export with none of them is not something we can summarise.
 KNOWN_TABLES = (

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..export.names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
+from ..export.reads import OSRT_CALL_CLASS
+from ..export.schema import Schema
 from .api_summaries import memop_name
 from .frames import NVTX_RANGE_TYPES
-from .names import PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
-from .reads import OSRT_CALL_CLASS
-from .schema import Schema
 
 MAX_EVENTS = 3000  # past this the longest events are kept: a frame's structure, not its noise
 
