@@ -31,6 +31,8 @@
   });
   document.querySelectorAll("table.sortable th").forEach(function (th) {
     th.addEventListener("click", function () { sortBy(th); });
-    th.addEventListener("keydown", function (event) { if (event.key === "Enter") { sortBy(th); } });
+    th.addEventListener("keydown", function (/** @type {KeyboardEvent} */ event) {
+      if (event.key === "Enter") { sortBy(th); }
+    });
   });
 }());

@@ -8,26 +8,33 @@
   var section = document.getElementById("run-timeline-section");
   var block = document.getElementById("run-timeline-data");
   if (!section || !block) { return; }
-  var canvas = section.querySelector("canvas"), tip = section.querySelector(".tl-tip");
-  var $ = function (name) { return section.querySelector("[data-tl-" + name + "]"); };
-  var rangeText = $("range"), windowText = $("window"), status = $("status"), box = $("search"), matchText = $("matches");
-  var help = section.querySelector(".tl-help"), panel = $("panel"), detailText = $("details");
+  var canvas = /** @type {HTMLCanvasElement} */ (section.querySelector("canvas"));
+  var tip = /** @type {HTMLElement} */ (section.querySelector(".tl-tip"));
+  /** @param {string} name @returns {HTMLElement} */
+  var $ = function (name) { return /** @type {HTMLElement} */ (section.querySelector("[data-tl-" + name + "]")); };
+  var rangeText = $("range"), windowText = $("window"), status = $("status"), matchText = $("matches");
+  var box = /** @type {HTMLInputElement} */ ($("search"));
+  var help = /** @type {HTMLElement} */ (section.querySelector(".tl-help")), panel = $("panel"), detailText = $("details");
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
   var panels = orchestrateTimelinePanel;
   var ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, MIN_SPAN = 1000, DRAG_PX = 3;
   var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", sample: "CPU samples",
                     cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
+  /** @type {TimelineState} */
   var tl = {data: null, t0: 0, t1: 1, origin: 0, LABEL_W: 190, AXIS_H: 24, layout: [], placeOfRow: [],
             frameStarts: new Float64Array(0), pointer: null, search: null, selection: null, selecting: null,
             selected: null, flows: []};
   var api = {began: performance.now(), ready: false, detailLoaded: false, paints: 0, firstPaintMs: null,
              lastPaintMs: null, rows: [], view: [0, 0], shapes: 0, ticks: [], search: null, selection: null,
              selected: null, flows: [], helpOpen: false, inputs: 0, painted: 0};
-  window.orchestrateTimeline = api;
+  /** @type {any} */ (window).orchestrateTimeline = api;
   var dirty = false, drag = null;
 
   function plotWidth() { return canvas.clientWidth - tl.LABEL_W; }
-  function tOf(x) { return tl.t0 + (x - tl.LABEL_W) / plotWidth() * (tl.t1 - tl.t0); }
+  /** @returns {View} the view as it is now */
+  function view() { return tools.view(tl.t0, tl.t1, tl.LABEL_W, plotWidth()); }
+  /** @param {number} x */
+  function tOf(x) { return view().t(x); }
   function clock(ns) { return tools.seconds(tl.origin + ns); }
   function windowOf(a, b) { return "--window " + clock(Math.max(0, a)) + "s:" + clock(Math.min(tl.data.header.span, b)) + "s"; }
 
@@ -59,7 +66,7 @@
     }
     var ctx = canvas.getContext("2d");
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    var out = draw.paint(tl, ctx, cssW, cssH);
+    var out = draw.paint(tl, view(), ctx, cssW, cssH);
     api.rows = out.rows;
     api.ticks = out.ticks;
     api.view = [tl.origin + tl.t0, tl.origin + tl.t1];
@@ -278,7 +285,7 @@
       tl.selecting = null;
       if (s && s.t1 > s.t0) { select(s.t0, s.t1, rowsBetween(s.y0, s.y1), s.y0, s.y1); } else { schedule(); }
     } else if (!was.moved && p[0] >= tl.LABEL_W) {
-      var found = draw.hit(tl, p[0], p[1], plotWidth());
+      var found = draw.hit(tl, view(), p[0], p[1]);
       pick(found && found.row !== undefined ? found.row : null, found ? found.index : 0);
     }
   });
@@ -297,12 +304,12 @@
         schedule();
         return;
       }
-      var shift = (drag.x - p[0]) / plotWidth() * (drag.t1 - drag.t0);
+      var shift = (drag.x - p[0]) * tools.view(drag.t0, drag.t1, tl.LABEL_W, plotWidth()).nsPerPx;
       setView(drag.t0 + shift, drag.t1 + shift);
       return;
     }
     schedule();  // the pointer's line and time
-    var found = draw.hit(tl, p[0], p[1], plotWidth());
+    var found = draw.hit(tl, view(), p[0], p[1]);
     if (!found) { tip.hidden = true; return; }
     tip.textContent = found.text;
     tip.hidden = false;
@@ -312,7 +319,7 @@
   canvas.addEventListener("mouseleave", function () { tip.hidden = true; tl.pointer = null; schedule(); });
   canvas.addEventListener("dblclick", function (event) {
     if (!tl.data) { return; }
-    var p = local(event), found = draw.hit(tl, p[0], p[1], plotWidth());
+    var p = local(event), found = draw.hit(tl, view(), p[0], p[1]);
     if (p[0] < tl.LABEL_W) { return; }
     if (found && found.frame !== undefined) { fitFrame(found.frame); return; }
     if (found && found.start !== undefined) {
@@ -360,7 +367,8 @@
   $("help-close").addEventListener("click", function () { toggleHelp(false); });
 
   // a click on a chart of frames (frame time, the GPU's time per frame) shows that frame here
-  document.querySelectorAll("svg.chart[data-index-axis]").forEach(function (chart) {
+  document.querySelectorAll("svg.chart[data-index-axis]").forEach(function (element) {
+    var chart = /** @type {SVGSVGElement} */ (element);
     chart.addEventListener("click", function (event) {
       if (!tl.data) { return; }
       var axis = chart.dataset.indexAxis.split(",").map(Number), point = chart.createSVGPoint();

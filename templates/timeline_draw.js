@@ -14,10 +14,13 @@ var orchestrateTimelineDraw = (function () {
 
   function kindColour(kind) { return kindColours[kind] || "#888"; }
 
-  function paint(tl, ctx, cssW, cssH) {
-    var width = cssW - tl.LABEL_W, out = {rows: [], shapes: 0, inView: 0, ticks: []};
-    var v = {tl: tl, width: width, nsPerPx: (tl.t1 - tl.t0) / width, out: out, cssH: cssH,
-             x: function (t) { return tl.LABEL_W + (t - tl.t0) / (tl.t1 - tl.t0) * width; }};
+  /**
+   * @param {TimelineState} tl @param {View} view the view's mapping, made once for this paint
+   * @param {CanvasRenderingContext2D} ctx @param {number} cssW @param {number} cssH
+   */
+  function paint(tl, view, ctx, cssW, cssH) {
+    var out = {rows: [], shapes: 0, inView: 0, ticks: []};
+    var v = Object.assign({tl: tl, out: out, cssH: cssH}, view);
     ctx.clearRect(0, 0, cssW, cssH);
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "middle";
@@ -81,7 +84,7 @@ var orchestrateTimelineDraw = (function () {
       }
     }
     if (tl.pointer && tl.pointer[0] >= tl.LABEL_W) {
-      var px = tl.pointer[0], t = tl.t0 + (px - tl.LABEL_W) * v.nsPerPx;
+      var px = tl.pointer[0], t = v.t(px);
       var label = tools.seconds(tl.origin + t) + " s", lw = ctx.measureText(label).width + 8;
       var lx = Math.min(px + 1, tl.LABEL_W + v.width - lw);
       ctx.fillStyle = "rgba(29, 35, 48, 0.55)";
@@ -352,10 +355,11 @@ var orchestrateTimelineDraw = (function () {
     return null;
   }
 
-  // what is under the pointer (x, y on the canvas; width: the plot's): a frame, a board sample, or the event with
+  // what is under the pointer (x, y on the canvas): a frame, a board sample, or the event with
   // the most time under the pointer's pixel (within 3 pixels when none covers it), in the lane under it first
-  function hit(tl, x, y, width) {
-    var place = placeAt(tl, y), px = (tl.t1 - tl.t0) / width, t = tl.t0 + (x - tl.LABEL_W) * px, slop = 3 * px;
+  /** @param {TimelineState} tl @param {View} view @param {number} x @param {number} y */
+  function hit(tl, view, x, y) {
+    var place = placeAt(tl, y), t = view.t(x), px = view.nsPerPx, slop = 3 * px;
     var clock = function (ns) { return tools.seconds(tl.origin + ns); };
     if (!place || x < tl.LABEL_W) { return null; }
     if (place.type === "frames") {

@@ -1,6 +1,52 @@
 // The whole-run timeline's figures, apart from its drawing and its page: times as text, the axis's ticks, a
 // name's colour, the events of a row in a span, search, a span's statistics per name, and the links from a call
-// to the GPU work it queued. Pure: data in (templates/timeline_data.js's), numbers and text out.
+// to the GPU work it queued. Pure: data in (templates/timeline_data.js's), numbers and text out. The types below are
+// the timeline's own, checked by tsc --checkJs (templates/tsconfig.json).
+
+/**
+ * The view's mapping between time and the canvas: made once per paint (and per input), the one place where a time
+ * becomes a pixel and a pixel a time.
+ * @typedef {Object} View
+ * @property {number} t0 the view's first ns, from the origin
+ * @property {number} t1 its end
+ * @property {number} left the plot's left edge, in CSS pixels (the row labels' width)
+ * @property {number} width the plot's width, in CSS pixels
+ * @property {number} nsPerPx ns per CSS pixel
+ * @property {function(number): number} x a time's pixel
+ * @property {function(number): number} t a pixel's time
+ */
+
+/**
+ * The timeline's state (templates/timeline.js): what the page shows and what the user did.
+ * @typedef {Object} TimelineState
+ * @property {any} data the run's events, once read (timeline_data.js's parse), else null
+ * @property {number} t0 the view's first ns, from the origin
+ * @property {number} t1 the view's end
+ * @property {number} origin the report's clock at the data's 0
+ * @property {number} LABEL_W the row labels' width, in CSS pixels
+ * @property {number} AXIS_H the time axis's height
+ * @property {Array<any>} layout each row's place (type, y, h, row) on the canvas, top down
+ * @property {Array<any>} placeOfRow each data row's place in layout
+ * @property {Float64Array} frameStarts each frame's start, for a search by time
+ * @property {?Array<number>} pointer the pointer's [x, y] on the canvas, or null
+ * @property {?Object} search the query, its matches and the one stepped to
+ * @property {?Object} selection the span selected over some rows, and its figures
+ * @property {?Object} selecting the span being dragged out
+ * @property {?{row: number, index: number}} selected the event picked
+ * @property {Array<any>} flows the picked call's links to its GPU work
+ */
+
+/**
+ * A view of the run as a link's fragment says it: "#window=Ss:Es&select=Ss:Es&frame=N&search=TEXT" (each part
+ * optional; times in seconds on the report's clock, as the page prints them and --window takes them). Frame links and shared
+ * views both use this one format.
+ * @typedef {Object} ViewLink
+ * @property {?Array<number>} window [start, end] in ns on the report's clock
+ * @property {?Array<number>} selection [start, end] in ns on the report's clock
+ * @property {?number} frame a frame's index
+ * @property {?string} search the search box's text
+ */
+
 var orchestrateTimelineTools = (function () {
   "use strict";
   var codec = orchestrateTimelineData, search = codec.search;
@@ -19,7 +65,55 @@ var orchestrateTimelineTools = (function () {
   // ns on the report's clock as seconds, to the ns
   function seconds(ns) { return (ns / 1e9).toFixed(9).replace(/0{1,3}$/, "").replace(/0{1,3}$/, ""); }
 
+  /** @type {Array<[number, string]>} */
   var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "\u00b5s"], [1, "ns"]];
+
+  /** @param {string} text "Ss:Es" in seconds @returns {?Array<number>} [start, end] in ns, or null */
+  function spanOf(text) {
+    var parts = /^(\d+(?:\.\d+)?)s?:(\d+(?:\.\d+)?)s?$/.exec(text || "");
+    if (!parts) { return null; }
+    var a = Math.round(parseFloat(parts[1]) * 1e9), b = Math.round(parseFloat(parts[2]) * 1e9);
+    return b > a ? [a, b] : null;
+  }
+
+  /** @param {ViewLink} link @returns {string} the fragment, with its "#" ("" for an empty link) */
+  function fragmentOf(link) {
+    var parts = [];
+    if (link.window) { parts.push("window=" + seconds(link.window[0]) + "s:" + seconds(link.window[1]) + "s"); }
+    if (link.selection) { parts.push("select=" + seconds(link.selection[0]) + "s:" + seconds(link.selection[1]) + "s"); }
+    if (link.frame !== null && link.frame !== undefined) { parts.push("frame=" + link.frame); }
+    if (link.search) { parts.push("search=" + encodeURIComponent(link.search)); }
+    return parts.length ? "#" + parts.join("&") : "";
+  }
+
+  /** @param {string} fragment a link's fragment, with or without "#" @returns {ViewLink} what it says (null: not said) */
+  function linkOf(fragment) {
+    /** @type {ViewLink} */
+    var link = {window: null, selection: null, frame: null, search: null};
+    String(fragment || "").replace(/^#/, "").split("&").forEach(function (part) {
+      var at = part.indexOf("="), key = part.slice(0, at), value = part.slice(at + 1);
+      if (at < 0) { return; }
+      if (key === "window") { link.window = spanOf(value); }
+      else if (key === "select") { link.selection = spanOf(value); }
+      else if (key === "frame" && /^\d+$/.test(value)) { link.frame = parseInt(value, 10); }
+      else if (key === "search") {
+        try { link.search = decodeURIComponent(value); } catch (error) { link.search = null; }
+      }
+    });
+    return link;
+  }
+
+  /**
+   * The view [t0, t1) over a plot ``width`` pixels wide from ``left``.
+   * @param {number} t0 @param {number} t1 @param {number} left @param {number} width
+   * @returns {View}
+   */
+  function view(t0, t1, left, width) {
+    var nsPerPx = (t1 - t0) / width;
+    return {t0: t0, t1: t1, left: left, width: width, nsPerPx: nsPerPx,
+            x: function (t) { return left + (t - t0) / (t1 - t0) * width; },
+            t: function (x) { return t0 + (x - left) * nsPerPx; }};
+  }
 
   // ticks over [t0, t1) (ns on the report's clock) about every 110 pixels of width, at 1, 2 or 5 times a power
   // of ten, labelled with their time in seconds; below a microsecond's step (a deep zoom) the first tick keeps
@@ -229,5 +323,6 @@ var orchestrateTimelineTools = (function () {
 
   return {duration: duration, seconds: seconds, ticks: ticks, colourOf: colourOf, overlaps: overlaps,
           stretch: stretch, matchNames: matchNames, countMatches: countMatches, stepMatch: stepMatch,
-          rangeStats: rangeStats, binOf: binOf, binEdges: binEdges, tsv: tsv, flowsOf: flowsOf, BINS: BINS};
+          rangeStats: rangeStats, binOf: binOf, binEdges: binEdges, tsv: tsv, flowsOf: flowsOf, view: view, fragmentOf: fragmentOf, linkOf: linkOf,
+          BINS: BINS};
 }());

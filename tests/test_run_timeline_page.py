@@ -232,3 +232,20 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     stats = {e["name"]: e for e in opened.page.evaluate("window.orchestrateTimeline.selection.stats")}
     assert stats["main"]["total"] == 2_100_000 and stats["main"]["self"] == 2_100_000 - 20_000 * 50
     assert stats["step"]["count"] == 20_000 and stats["step"]["self"] == stats["step"]["total"] == 20_000 * 50
+
+
+def test_a_view_is_one_link_fragment_written_and_read_back(es2gears_page, browser):
+    """The one fragment format frame links and shared views use: what is written reads back the same, and what is
+    not one of its parts (or not of its kind) reads as not said."""
+    _, page, _ = es2gears_page
+    opened = opened_timeline(browser, page)
+    link = {"window": [4_201_000_000, 4_208_000_000], "selection": [4_202_500_001, 4_203_000_000], "frame": 4224,
+            "search": "glClear & eglSwapBuffers"}
+    fragment = opened.page.evaluate("(link) => orchestrateTimelineTools.fragmentOf(link)", link)
+    assert fragment == ("#window=4.201s:4.208s&select=4.202500001s:4.203s&frame=4224"
+                        "&search=glClear%20%26%20eglSwapBuffers")
+    assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", fragment) == link
+    assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", "#window=4.2s:4.1s&frame=-1&select&x=1") \
+        == {"window": None, "selection": None, "frame": None, "search": None}
+    assert opened.page.evaluate("() => orchestrateTimelineTools.fragmentOf({window: null, selection: null, "
+                                "frame: null, search: null})") == ""
