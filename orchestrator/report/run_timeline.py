@@ -10,9 +10,9 @@ padded to 4 bytes: its events when it has no levels (start deltas from the previ
 uint32; name indexes, uint32), per level its runs (start deltas in bins, uint32; lengths, uint32; values,
 uint8), then its float64 escapes. Every uint32 array is byte-planed: the n values' lowest bytes, then their
 second bytes, then their third, then their highest. The detail: per row with levels, its events and escapes as
-above, then the flows (analysis/analyzers/flows.py; the header's "links" of them): the first API events' places (deltas from
-the previous), each stretch's length less one, and the GPU events' places (steps from the previous, zigzag: a
-step s is 2s, or -2s - 1 below zero), uint32. A delta or length that does not
+above, then the flows (analysis/analyzers/flows.py; the header's "links" of them): the first API events' places
+(deltas from the previous), each stretch's length less one, and the GPU events' places (steps from the previous,
+zigzag: a step s is 2s, or -2s - 1 below zero), uint32. A delta or length that does not
 fit 32 bits is 0xFFFFFFFF and its value is the next of the row's escapes in that binary (in the order met: starts,
 durations, then each level's starts and lengths).
 """
