@@ -45,6 +45,21 @@ class StudyCell(Record):
             {"metrics", "top_function", "verdict"} if self.metrics is None else set())
 
 
+class RoundRun(Record):
+    """One run of a round, in the order the runs took: its round, its cell, its folder (None: the run made none)."""
+    round: int = 0
+    cell: int = 0
+    run: str | None = None
+
+
+class StoppedIn(Record):
+    """Where a study stopped early: the cell, its label, the repeat, the run folder (None: the run made none)."""
+    cell: int = 0
+    label: str = ""
+    repeat: int = 0
+    run: str | None = None
+
+
 class StudyDocument(Record):
     VERSION_KEY, VERSION = STUDY_VERSION_KEY, STUDY_VERSION
     _wire_keys = {"name": "study"}
@@ -59,12 +74,12 @@ class StudyDocument(Record):
     finished: str | None = None
     status: str = "running"              # running, complete, interrupted, failed
     stopped: str | None = None           # why it stopped early
-    stopped_in: dict[str, Any] | None = None  # the cell, repeat and run it stopped in
+    stopped_in: StoppedIn | None = None  # the cell, repeat and run it stopped in
     interval: str = ""                   # how the intervals were made
     target_fingerprint: str | None = None  # the target as far as results depend on it
     agent: AgentUsed | None = None
     cells: list[StudyCell] = []
-    order: list[dict[str, Any]] = []        # each round's runs: round, cell, run
+    order: list[RoundRun] = []              # each round's runs, in the order they took
     comparisons: list[dict[str, Any]] = []  # each cell against the first, per metric
 
     @property

@@ -28,7 +28,7 @@ from remote_agent.messages import Facts, FactsRequest
 from .. import __version__
 from ..documents.run import read_run_or_none
 from ..documents.run_sections import RunFleet, RunStudy
-from ..documents.study import StudyCell, StudyDocument, study_file, write_study
+from ..documents.study import RoundRun, StoppedIn, StudyCell, StudyDocument, study_file, write_study
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
 from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, run_metrics
@@ -244,8 +244,8 @@ class _Turns:
             try:
                 self._run(self.cells[position], entry, round_ + 1)
             finally:
-                self.document.order.append({"round": round_ + 1, "cell": entry.index,
-                                            "run": entry.runs[-1] if len(entry.runs) > before else None})
+                self.document.order.append(RoundRun(round=round_ + 1, cell=entry.index,
+                                                    run=entry.runs[-1] if len(entry.runs) > before else None))
             write_study(self.folder, self.document)
 
     def _run(self, cell: Cell, entry: StudyCell, repeat: int) -> None:
@@ -298,7 +298,7 @@ def _stopped_in(document: StudyDocument, entry: StudyCell, repeat: int, stopped:
     if run is not None:
         entry.runs.append(run)
     entry.status = "interrupted"
-    document.stopped_in = {"cell": entry.index, "label": entry.label, "repeat": repeat, "run": run}
+    document.stopped_in = StoppedIn(cell=entry.index, label=entry.label, repeat=repeat, run=run)
 
 
 def finish_document(document: StudyDocument, folder: Path) -> list[str]:
