@@ -45,6 +45,8 @@ class Message(object):
             raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(values))))
         self.extra: Dict[str, Any] = {}
         self.read_keys: Optional[FrozenSet[str]] = None  # the keys from_wire found (None: made here)
+        # a field read without some of its items (of the wrong kind): what was read of it, and the value as it was
+        self.as_read: Dict[str, Tuple[Any, Any]] = {}
 
     def set(self: M, **values: Any) -> M:
         """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor."""
@@ -58,7 +60,7 @@ class Message(object):
     def replace(self: M, **values: Any) -> M:
         """A copy with these fields changed (as dataclasses.replace makes one)."""
         changed = copy.copy(self)
-        changed.extra = dict(self.extra)
+        changed.extra, changed.as_read = dict(self.extra), dict(self.as_read)
         return changed.set(**values)
 
     @classmethod
@@ -95,7 +97,10 @@ class Message(object):
             key, value = self._key(name), getattr(self, name)
             if key in self.extra and value == defaults[name]:
                 continue  # read with a value of the wrong kind: written back as it was
-            if key in left_out and (self.read_keys is None or key not in self.read_keys):
+            if key in self.as_read and value == self.as_read[key][0]:
+                wire[key] = self.as_read[key][1]  # read without its items of the wrong kind, unchanged since
+                continue
+            if key in left_out and key not in self.extra:
                 continue
             if self.read_keys is None or key in self.read_keys or value != defaults[name]:
                 wire[key] = _to_wire(value, version)
@@ -117,10 +122,13 @@ class Message(object):
         for name, kind in cls._fields().items():
             key = cls._key(name)
             if key in wire:
-                ok, value = _read(kind, wire[key], strict)
+                skipped: List[Any] = []
+                ok, value = _read(kind, wire[key], strict, skipped)
                 if ok:
                     setattr(message, name, value)
                     known.add(key)
+                    if skipped:
+                        message.as_read[key] = (copy.deepcopy(value), wire[key])
                 elif strict:
                     raise ValueError("{}.{} cannot be {!r}".format(cls.__name__, key, wire[key]))
                 else:
@@ -161,30 +169,31 @@ def _to_wire(value: Any, version: bool = True) -> Any:
 _PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
 
 
-def _read(kind: Any, value: Any, strict: bool = False) -> Tuple[bool, Any]:
+def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[Any]] = None) -> Tuple[bool, Any]:
     """(whether value is of kind, the value read as kind): the rules of from_wire, for one field; strict, the
-    items of a list or dict of the wrong kind are a ValueError rather than left out."""
+    items of a list or dict of the wrong kind are a ValueError rather than left out (and noted in ``skipped``). A
+    whole number is a float's value as it is: read and written again, 5 stays 5."""
     if kind is Any:
         return True, value
     if isinstance(kind, type) and issubclass(kind, Message):
         return isinstance(value, dict), kind.from_wire(value, strict) if isinstance(value, dict) else None
     if kind in _PLAIN:
         fits = isinstance(value, _PLAIN[kind]) and (kind is bool or not isinstance(value, bool))
-        return fits, (float(value) if kind is float and fits else value)
+        return fits, value
     args: Any = getattr(kind, "__args__", None) or ()
     origin = getattr(kind, "__origin__", None)
     if origin is typing.Union or isinstance(kind, _UNION_TYPES):  # Optional[X], or X | None on the host
         if value is None:
             return True, None
-        return _read(next(arg for arg in args if arg is not type(None)), value, strict)
+        return _read(next(arg for arg in args if arg is not type(None)), value, strict, skipped)
     if origin in (list, List):
         if not isinstance(value, list):
             return False, None
-        return True, [item for item in (_item(args[0], item, strict) for item in value) if item is not _SKIP]
+        return True, [item for item in (_item(args[0], item, strict, skipped) for item in value) if item is not _SKIP]
     if origin in (dict, Dict):
         if not isinstance(value, dict):
             return False, None
-        items = ((key, _item(args[1], item, strict)) for key, item in value.items())
+        items = ((key, _item(args[1], item, strict, skipped)) for key, item in value.items())
         return True, {key: item for key, item in items if item is not _SKIP}
     return isinstance(value, kind), value
 
@@ -192,12 +201,14 @@ def _read(kind: Any, value: Any, strict: bool = False) -> Tuple[bool, Any]:
 _SKIP = object()
 
 
-def _item(kind: Any, value: Any, strict: bool) -> Any:
-    ok, read = _read(kind, value, strict)
+def _item(kind: Any, value: Any, strict: bool, skipped: Optional[List[Any]]) -> Any:
+    ok, read = _read(kind, value, strict, skipped)
     if ok:
         return read
     if strict:
         raise ValueError("{!r} is not a {}".format(value, getattr(kind, "__name__", kind)))
+    if skipped is not None:
+        skipped.append(value)
     return _SKIP
 
 

@@ -2,7 +2,7 @@
 analysis's own code (no numpy, no orchestrator import): what the tests hold the attribution to.
 
 Each function takes the export, the thread (globalTid) and the spans read (the frames or the window), and returns
-ns. They restate the rules of analysis/attribution.py for the share they compute, in the plainest form.
+ns. They restate the rules of analysis/intervals/attribution.py for the share they compute, in the plainest form.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The attribution of a thread's time to shares (analysis/attribution.py), held to a plain reference that
+"""The attribution of a thread's time to shares (analysis/intervals/attribution.py), held to a plain reference that
 classifies every nanosecond on its own, on synthetic sets of intervals; and the sample it reads of a long
 window."""
 from __future__ import annotations

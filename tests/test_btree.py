@@ -1,4 +1,4 @@
-"""The b-tree reader (orchestrator/analysis/btree.py and its C module) against SQLite itself.
+"""The b-tree reader (orchestrator/analysis/export/btree.py and its C module) against SQLite itself.
 
 Every value it decodes must be the one SQLite returns, for tables SQLite writes (values of every integer
 width, NULLs, INTEGER PRIMARY KEY, text beside the integers, trees of several levels, page sizes from 512

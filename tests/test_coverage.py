@@ -1,4 +1,4 @@
-"""The union of intervals (orchestrator/analysis/coverage.py) against a plain-Python sweep."""
+"""The union of intervals (orchestrator/analysis/intervals/coverage.py) against a plain-Python sweep."""
 from __future__ import annotations
 
 import numpy as np

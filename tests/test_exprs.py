@@ -1,4 +1,4 @@
-"""Each read expression gives on arrays what its SQL gives in SQLite, NULLs included (analysis/exprs.py)."""
+"""Each read expression gives on arrays what its SQL gives in SQLite, NULLs included (analysis/export/exprs.py)."""
 from __future__ import annotations
 
 import sqlite3

@@ -1,5 +1,5 @@
-"""The links from an API call to the GPU work it queued (analysis/flows.py) against SQL on real exports: a CUDA
-kernel, copy or set to the runtime call with its correlation id, an OpenGL workload to the calls from its first
+"""The links from an API call to the GPU work it queued (analysis/analyzers/flows.py) against SQL on real exports: a
+CUDA kernel, copy or set to the runtime call with its correlation id, an OpenGL workload to the calls from its first
 correlation id to its last; and the page's binary carrying them (read back as the page reads it)."""
 from __future__ import annotations
 

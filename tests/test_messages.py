@@ -25,7 +25,11 @@ def test_a_value_of_the_wrong_kind_reads_as_missing_and_an_unknown_key_is_kept()
     assert found.extra == {"newer": [1], "nsys_exit": "0", "elapsed_s": True}  # kept, as it was, for writing back
     assert found.to_wire(version=False)["nsys_exit"] == "0"
     assert found.watchdog == [WatchdogStep(kind="stalled", target="nsys")]
-    assert found.ended_early == EarlyEnd(kind="disk_low", after_s=2.0) and isinstance(found.ended_early.after_s, float)
+    assert found.ended_early == EarlyEnd(kind="disk_low", after_s=2.0)
+    again = found.to_wire(version=False)  # a whole number stays one, an item of the wrong kind comes back as it was
+    assert again["ended_early"]["after_s"] == 2 and isinstance(again["ended_early"]["after_s"], int)
+    assert again["watchdog"] == [{"kind": "stalled", "target": "nsys"}, "junk"] and again["reports"] == {".x": 1,
+                                                                                                         ".y": "p"}
 
 
 def test_strict_reading_names_the_field_of_the_wrong_kind():

@@ -42,17 +42,31 @@ def test_its_documents_read_with_their_figures(old):
     assert [(board.target, board.status) for board in fleet.boards] == [("local", "ok")]
 
 
-def test_each_document_written_again_is_what_it_was(old):
+def test_each_document_written_again_is_what_it_was_byte_for_byte(old):
+    """The release before wrote them with the same layout: written again, each file is the same bytes (a whole
+    number stays one, no key comes or goes)."""
     runs = sorted({*(p.parent for p in old.rglob("run.json"))})
     assert len(runs) == 4
     for folder in runs:
         for name, read, write in (("run.json", read_run, write_run), ("summary.json", read_summary, write_summary)):
-            before = json.loads((folder / name).read_text())
+            before = (folder / name).read_bytes()
             write(folder, read(folder))  # type: ignore[operator]
-            assert json.loads((folder / name).read_text()) == before, folder / name
+            assert (folder / name).read_bytes() == before, folder / name
     for name, read_doc, write_doc in (("study.json", read_study, write_study), ("fleet.json", read_fleet,
                                                                                 write_fleet)):
         folder = old / (STUDY if name == "study.json" else FLEET)
-        before = json.loads((folder / name).read_text())
+        before = (folder / name).read_bytes()
         write_doc(folder, read_doc(folder))  # type: ignore[operator]
-        assert json.loads((folder / name).read_text()) == before, folder / name
+        assert (folder / name).read_bytes() == before, folder / name
+
+
+def test_an_item_of_the_wrong_kind_is_read_as_missing_and_written_back_as_it_was(old):
+    folder = old / RUN
+    found = json.loads((folder / "run.json").read_text())
+    found["phases"]["edited"] = "by hand"
+    found["preflight"] = [*(found.get("preflight") or []), "a note"]
+    (folder / "run.json").write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
+    run = read_run(folder)
+    assert "edited" not in run.phases and all(not isinstance(f, str) for f in run.preflight or [])
+    write_run(folder, run)
+    assert json.loads((folder / "run.json").read_text()) == found

@@ -1,4 +1,4 @@
-"""The whole-run timeline's rows (analysis/run_events.py) against SQL on the real exports, and its binary
+"""The whole-run timeline's rows (analysis/analyzers/run_events.py) against SQL on the real exports, and its binary
 (report/run_timeline.py) read back as the page reads it."""
 from __future__ import annotations
 

@@ -48,3 +48,12 @@ def test_no_field_is_a_bare_dict_but_outside_input_and_the_ones_not_typed_yet():
             if _bare(annotation)}
     assert bare - AS_GIVEN - NOT_YET == set(), "a new untyped field: give it a Record of its own"
     assert NOT_YET - bare == set(), "typed now: take it off NOT_YET"
+
+
+def test_the_app_as_run_json_keeps_it_has_every_field_of_the_app_spec():
+    """run.json's app (RunApp) is written and read back field by field: a field the spec gains must be kept too."""
+    from dataclasses import fields
+
+    from orchestrator.documents.run_sections import RunApp
+    from orchestrator.inventory.catalog import AppSpec
+    assert set(RunApp._fields()) == {spec.name for spec in fields(AppSpec)}

@@ -1,4 +1,4 @@
-"""The verdict's words over hand-made shares (analysis/verdict.py): the largest share named, never one its
+"""The verdict's words over hand-made shares (analysis/analyzers/verdict.py): the largest share named, never one its
 evidence contradicts; vsync only for frames a display's refresh paces (pacing.py); a software renderer said to
 be the CPU; and a capture that holds none of what it was asked for (content.py) named first."""
 from __future__ import annotations

@@ -32,6 +32,7 @@ from .run_sections import (
     RunImport,
     RunRequest,
     RunStudy,
+    Section,
     StagedFile,
     Validity,
 )
@@ -51,7 +52,7 @@ STAGES = {
 
 
 
-class BoardStates(Record):
+class BoardStates(Section):
     """The board's state before the capture (preflight's) and after it (the capture's end)."""
     before: BoardState | None = None
     after: BoardState | None = None

@@ -39,6 +39,7 @@ class Share(Record):
         if isinstance(raw, list) and len(found.per_frame_ns) != len(raw):
             found.per_frame_ns = []
             found.extra["per_frame_ns"] = raw
+            found.as_read.pop("per_frame_ns", None)
         return found
 
 

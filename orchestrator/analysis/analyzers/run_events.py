@@ -5,7 +5,7 @@ instants) or one GPU lane's (a CUDA stream's kernels and memory operations, an O
 The rows hold the same events the report's tables do (OS runtime calls of eventClass 27, NVTX ranges, rows
 with an end), read by the same decoder as the analysis, so a row's count is the count SQL gives.
 Events are in start order; names are indexes into one list of the names used. An API call and the GPU work it
-queued carry their correlation ids (analysis/flows.py links them).
+queued carry their correlation ids (analyzers/flows.py links them).
 """
 from __future__ import annotations
 
