@@ -17,6 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# hypothesis's property tests hold figures, never time: no deadline per example (a busy machine, CI beside a
+# capture, makes a slow example, not a wrong one)
+settings.register_profile("orchestrate", deadline=None)
+settings.load_profile("orchestrate")
 
 sys.path.insert(0, str(Path(__file__).parent))
 
