@@ -82,8 +82,9 @@ class Message(object):
         return cls._wire_keys.get(name) or name.rstrip("_")
 
     def _left_out(self) -> typing.Collection[str]:
-        """The keys not written while their value is unset (a key that was read is written back whatever it
-        holds): none for a message, whose every field the other side reads; a document's own choice."""
+        """The keys not written while their value is unset, read or not (a value of the wrong kind read for one is
+        written back as it was): none for a message, whose every field the other side reads; a document's own
+        choice."""
         return ()
 
     def to_wire(self, version: bool = True) -> Dict[str, Any]:
