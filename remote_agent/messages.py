@@ -12,7 +12,6 @@ from .wire import PROTOCOL, Message
 __all__ = ["PROTOCOL", "Message"]  # the host's one way to the agent: what a message is comes with the messages
 
 
-
 # -- what the host asks -------------------------------------------------------------------------------------
 
 

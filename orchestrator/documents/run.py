@@ -17,7 +17,7 @@ from typing import Any
 from remote_agent.messages import BoardState, CaptureResult, ClocksRestored, ClocksUsed, Facts, Finding, PowerMode
 
 from ..errors import UsageError
-from .record import Record, read_record, write_record
+from .record import read_record, write_record
 from .run_sections import (
     AgentUsed,
     AnalysisOutcome,
@@ -58,18 +58,15 @@ class BoardStates(Section):
     after: BoardState | None = None
 
 
-class RunTarget(Record):
+class RunTarget(Section):
     name: str = "unknown"
     connection: str = ""
     groups: list[str] = []
     address: str | None = None   # where the run reached it (user@host:port, or this machine)
 
-    def _left_out(self) -> set[str]:
-        return {"address"} if self.address is None else set()
 
-
-class RunDocument(Record):
-    """One run folder's run.json."""
+class RunDocument(Section):
+    """One run folder's run.json: its unset fields left out, its inventory said even when there is none."""
     VERSION_KEY, VERSION = RUN_VERSION_KEY, RUN_VERSION
 
     run_id: str = ""                        # "" only in a run.json this release did not write
@@ -183,10 +180,6 @@ class RunDocument(Record):
     def thermal_trips_c(self) -> dict[str, float]:
         """The board's thermal zones' passive trip points, as its facts said."""
         return (self.facts.board.thermal_trips_c if self.facts else None) or {}
-
-    def _left_out(self) -> set[str]:
-        """The fields that are unset (the inventory is written even when it is not)."""
-        return {self._key(name) for name in self._fields() if name != "inventory" and getattr(self, name) is None}
 
     def as_json(self) -> dict[str, Any]:
         """run.json's object; its inventory said even when there is none, for any release that reads it."""

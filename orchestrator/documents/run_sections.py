@@ -8,7 +8,8 @@ from .record import Record
 
 
 class Section(Record):
-    """A section of run.json: fields that are None are not written (a reader reads them as missing)."""
+    """A section of run.json, or run.json itself: fields that are None are not written (a reader reads them as
+    missing)."""
 
     def _left_out(self) -> set[str]:
         return {self._key(name) for name in self._fields() if getattr(self, name) is None}

@@ -159,7 +159,7 @@ def _follow(agent: RemoteAgent, request: AttachRequest, on_progress: Callable[[C
             if event.get("event") == "result":
                 if event.get("data") is None:
                     raise LostContact("the board stopped hearing the host's heartbeat")
-                return CaptureState.from_wire(event["data"])
+                return ATTACH.answer.from_wire(event["data"])
             if event.get("failed"):
                 raise AgentError(f"agent 'attach' failed on {agent.transport.description}: "
                                  f"{event.get('msg')}", "see agent.log in the run folder on the board")

@@ -8,7 +8,6 @@ status 3, and is uploaded again.
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import io
 import json
@@ -230,9 +229,7 @@ def _with_work_dir(request: Q | None, work_dir: str) -> Q | None:
     """A request whose work dir was left to the probe's folder (None) names it: a call of its own runs elsewhere."""
     if request is None or not hasattr(request, "work_dir") or request.work_dir is not None:
         return request
-    named = copy.copy(request)
-    named.work_dir = work_dir
-    return named
+    return request.replace(work_dir=work_dir)
 
 
 def deploy_agent(transport: Transport, host: Host) -> RemoteAgent:
