@@ -158,8 +158,10 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
         if unsure:
             assert runs == 4 and "not sure yet after the most runs" in done.stderr
 
-    # 9: a commit whose frames do more work: a regression, exit 22, with the figures everywhere
-    repo = checkout(tmp_path, sshd, work=60000, repeat=2)
+    # 9: a commit whose frames do more work (about twice main's frame time): a regression, exit 22, with the figures
+    # everywhere. Three runs, up to six while not sure: a job on a busy machine whose runs scatter wider than main's
+    # is judged on its own scatter, and four runs on three degrees of freedom once left a +38 % change not sure
+    repo = checkout(tmp_path, sshd, work=150000, repeat=3)
     summary_file.write_text("")
     third = run_step(github_script, repo, shell_env(tmp_path, sshd, github, {
         "GITHUB_SHA": "9" * 40, "GITHUB_REF_NAME": "slower", "GITHUB_BASE_REF": "main",
@@ -167,10 +169,10 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert third.returncode == 22, third.stdout + third.stderr
     assert "error: " in third.stderr and "regressed; the first, perf steady_" in third.stderr
     slower = steady_means(repo)
-    # two runs, unless both gated metrics' runs scattered wider than main's (then not sure: a run more, at most
+    # three runs, unless both gated metrics' runs scattered wider than main's (then not sure: a run more, at most
     # twice the repeat); a job that already fails runs no more
     n = len(slower)
-    assert 2 <= n <= 4
+    assert 3 <= n <= 6
     base_figure, new_figure = statistics.mean(main_medians), statistics.median(slower)
     assert new_figure > 1.2 * base_figure
     suite = ET.parse(repo / "orchestrate-junit.xml").getroot()
@@ -178,7 +180,7 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert {name for name, failure in failures.items() if failure is not None} <= {"perf steady_mean_ms",
                                                                                    "perf steady_p90_ms"}
     # each metric the JUnit file fails carries its baseline (each main job's median) and the job's runs; a
-    # metric not failed is at worst not sure (its two runs scatter wider than main's: they ran 40 % slower)
+    # metric not failed is at worst not sure (its runs scatter wider than main's: they ran twice as slow)
     for metric, key, medians in (("steady_mean_ms", "mean_ns", main_medians), ("steady_p90_ms", "p90_ns", main_p90s)):
         failure = failures[f"perf {metric}"]
         runs = run_figures(repo, key)
@@ -210,7 +212,7 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert_board_clean(tmp_path / "work")
 
     # the trend on main's baseline, job by job, of a metric the job failed on: main's first five make it, the
-    # unchanged branches' jobs are not called, both runs of the slower commit are change points
+    # unchanged branches' jobs are not called, every run of the slower commit are change points
     metric = "steady_mean_ms" if failures["perf steady_mean_ms"] is not None else "steady_p90_ms"
     page = tmp_path / "trend.html"
     history = run_cli("results", "history", "--app", "perf", "--metric", metric, "--json", "--html",
