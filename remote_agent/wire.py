@@ -49,12 +49,15 @@ class Message(object):
         self.as_read: Dict[str, Tuple[Any, Any]] = {}
 
     def set(self: M, **values: Any) -> M:
-        """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor."""
+        """Fields changed in place; a name the message does not declare is a TypeError, as for the constructor. A
+        field set is written as a field read is, even at its default: it was given."""
         unknown = set(values) - set(self._fields())
         if unknown:
             raise TypeError("{} has no field {}".format(type(self).__name__, ", ".join(sorted(unknown))))
         for name, value in values.items():
             setattr(self, name, value)
+        if self.read_keys is not None:
+            self.read_keys = self.read_keys | frozenset(self._key(name) for name in values)
         return self
 
     def replace(self: M, **values: Any) -> M:
@@ -161,6 +164,8 @@ def _to_wire(value: Any, version: bool = True) -> Any:
     if isinstance(value, Message):
         return value.to_wire(version)
     if isinstance(value, (list, tuple)):
+        if set(map(type, value)) <= _SCALARS:  # a frame list of 60 000 numbers: no call per item
+            return list(value)
         return [_to_wire(item, version) for item in value]
     if isinstance(value, dict):
         return {key: _to_wire(item, version) for key, item in value.items()}
@@ -168,6 +173,10 @@ def _to_wire(value: Any, version: bool = True) -> Any:
 
 
 _PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+# the exact types each plain kind's items may be (True is an int to isinstance, never to a list of ints)
+_PLAIN_ITEMS = {str: frozenset((str,)), int: frozenset((int,)), float: frozenset((int, float)),
+                bool: frozenset((bool,))}
 
 
 def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[Any]] = None) -> Tuple[bool, Any]:
@@ -190,6 +199,8 @@ def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[An
     if origin in (list, List):
         if not isinstance(value, list):
             return False, None
+        if args[0] in _PLAIN_ITEMS and set(map(type, value)) <= _PLAIN_ITEMS[args[0]]:
+            return True, list(value)  # every item of the kind: read whole, without a call per item
         return True, [item for item in (_item(args[0], item, strict, skipped) for item in value) if item is not _SKIP]
     if origin in (dict, Dict):
         if not isinstance(value, dict):

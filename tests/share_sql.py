@@ -16,9 +16,9 @@ POINTS = 5.0  # the largest share within 5 points of SQL's
 
 def frames_read(summary: Any) -> list[tuple[int, int]]:
     """The frames the attribution read, by the summary's own frame list: every k-th from the first it names."""
-    found, frames = summary.attribution, summary["frames"]
+    found, frames = summary.attribution, summary.frames
     assert found is not None and found.first_frame is not None
-    starts, lengths = frames["frame_starts_ns"], frames["per_frame_ns"]
+    starts, lengths = frames.frame_starts_ns, frames.per_frame_ns
     picked = range(found.first_frame, found.first_frame + found.frame_count * found.sampled_every, found.sampled_every)
     return [(starts[i], starts[i] + lengths[i]) for i in picked]
 

@@ -36,12 +36,12 @@ def events_span(*columns: tuple[str, str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def pose(export):
-    return analyze_report(export("tflite-pose-xnnpack"))
+    return analyze_report(export("tflite-pose-xnnpack")).as_json()
 
 
 @pytest.fixture(scope="module")
 def gears(export):
-    return analyze_report(export("es2gears-opengl"))
+    return analyze_report(export("es2gears-opengl")).as_json()
 
 
 def test_every_section_is_present_and_json_ready(pose, gears):
@@ -157,7 +157,7 @@ def test_gears_hotspots_by_module_and_no_bare_addresses(gears, export):
 
 
 def test_sampled_python_app_without_frames_uses_the_whole_capture(export):
-    summary = analyze_report(export("python-cpu-sampling"))
+    summary = analyze_report(export("python-cpu-sampling")).as_json()
     path = export("python-cpu-sampling")
     # the whole capture is every event: scheduling and samples start before the session's startTime
     start, stop = sql(path, events_span(("SCHED_EVENTS", "start", "start"), ("COMPOSITE_EVENTS", "start", "start"),
@@ -173,7 +173,7 @@ def test_sampled_python_app_without_frames_uses_the_whole_capture(export):
 
 
 def test_cuda_report_sections(export):
-    summary = analyze_report(export("nsu_v100_2022.export2022_4"))
+    summary = analyze_report(export("nsu_v100_2022.export2022_4")).as_json()
     path = export("nsu_v100_2022.export2022_4")
     kernels, kernel_ns = sql(path, "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
     assert sum(k["calls"] for k in summary["cuda_kernels"]) == kernels
@@ -213,7 +213,7 @@ def test_gpu_busy_time_is_the_union_of_kernels_and_memory_operations(export, nam
 
 
 def test_2023_export_with_renamed_metadata(export):
-    summary = analyze_report(export("ompoffload_t4_2023"))
+    summary = analyze_report(export("ompoffload_t4_2023")).as_json()
     assert summary["capture"]["nsys_version"].startswith("2023.3")
     assert summary["cuda_kernels"] and summary["cuda_api"]
     heat = summary["threads"][0]
@@ -228,7 +228,7 @@ def test_2023_export_with_renamed_metadata(export):
 
 
 def test_2019_report_nvtx_text_ranges(export):
-    summary = analyze_report(export("flux_gtx1650_2019.export2022_4"))
+    summary = analyze_report(export("flux_gtx1650_2019.export2022_4")).as_json()
     assert summary["nvtx"] and summary["nvtx"][0]["style"] == "StartEnd"
     assert summary["capture"]["platform"]["gpus"] == ["GeForce GTX 1650"]
 
@@ -242,7 +242,7 @@ LEAF_COUNTS = """SELECT CASE WHEN s.value GLOB '0x[0-9a-f]*'
 
 def test_2024_export_counts_the_samples_before_the_session_start(export):
     path = export("cpuonly_sampling_2024")
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     start = sql(path, "SELECT startTime FROM ANALYSIS_DETAILS")[0]
     assert sql(path, "SELECT count(*) FROM COMPOSITE_EVENTS WHERE start < ?", start)[0] == 28
     assert summary["capture"]["nsys_version"].startswith("2024.6")
@@ -256,10 +256,10 @@ def test_2024_export_counts_the_samples_before_the_session_start(export):
 
 def test_legacy_2020_export_has_the_figures_of_its_2022_reexport(export, tmp_path, host_nsys):
     from conftest import NSYS_DATA
-    legacy = analyze_report(export("openacc_rtx3080_2020"))
+    legacy = analyze_report(export("openacc_rtx3080_2020")).as_json()
     copy = tmp_path / "openacc_rtx3080_2020.qdrep"
     shutil.copyfile(NSYS_DATA / copy.name, copy)
-    current = analyze_report(copy)  # exported here by the host's nsys 2022.4
+    current = analyze_report(copy).as_json()  # exported here by the host's nsys 2022.4
     assert legacy["capture"]["export_schema"] == "legacy" and current["capture"]["export_schema"] == "current"
     for section in ("cuda_kernels", "cuda_api", "memcpy", "osrt", "nvtx"):
         assert legacy[section] == current[section], section
@@ -287,17 +287,18 @@ def test_legacy_2020_export_has_the_figures_of_its_2022_reexport(export, tmp_pat
 ])
 def test_bad_selections_are_usage_errors(export, options, message):
     with pytest.raises(UsageError, match=message):
-        analyze_report(export("tflite-pose-xnnpack"), options)
+        analyze_report(export("tflite-pose-xnnpack"), options).as_json()
 
 
 def test_one_frame_and_a_time_window(export):
     path = export("tflite-pose-xnnpack")
-    whole = analyze_report(path, AnalysisOptions(window="all"))
-    one = analyze_report(path, AnalysisOptions(frame=10))
+    whole = analyze_report(path, AnalysisOptions(window="all")).as_json()
+    one = analyze_report(path, AnalysisOptions(frame=10)).as_json()
     assert one["window"]["kind"] == "frame"
     assert one["window"]["duration_ns"] == one["frames"]["per_frame_ns"][10]
     assert 0 < one["hotspots"]["samples"] < whole["hotspots"]["samples"]
     assert one["osrt"] == whole["osrt"]  # API sections always cover the whole capture
     start = whole["capture"]["start_ns"]
-    timed = analyze_report(path, AnalysisOptions(window=f"{start / 1e6 + 100:.0f}ms:{start / 1e6 + 300:.0f}ms"))
+    window = f"{start / 1e6 + 100:.0f}ms:{start / 1e6 + 300:.0f}ms"
+    timed = analyze_report(path, AnalysisOptions(window=window)).as_json()
     assert timed["window"]["duration_ns"] == pytest.approx(200e6, abs=1e6)

@@ -122,8 +122,8 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
     assert sum(core["busy_pct"] for core in summary["cores"]) > 50
     # the frame's time by what es2gears waits for, each share the verdict names recomputed from the export with
     # SQL: the X server (socket calls inside its GL calls) and llvmpipe's threads (the CPU), never "the GPU"
-    found, verdict = Summary(summary).attribution, summary["verdict"]
-    spans = frames_read(Summary(summary))
+    found, verdict = Summary.from_json(summary).attribution, summary["verdict"]
+    spans = frames_read(Summary.from_json(summary))
     with sqlite3.connect(run_dir / "report.sqlite") as conn:
         gtid = global_tid(conn, found.thread)
         display = pct_of(display_ns(conn, gtid, spans), spans)
@@ -178,8 +178,8 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
         assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
         assert summary["hotspots"]["self"][0]["symbol"].startswith("xnn_")  # XNNPACK's kernels are the hot code
         # the pipeline's thread runs on a CPU: the largest share, as SQL over the export finds it
-        found = Summary(summary).attribution
-        spans = frames_read(Summary(summary))
+        found = Summary.from_json(summary).attribution
+        spans = frames_read(Summary.from_json(summary))
         with sqlite3.connect(run_dir / "report.sqlite") as conn:
             running = pct_of(running_ns(conn, global_tid(conn, found.thread), spans), spans)
         assert found.largest == "cpu" and found.share("cpu").pct == pytest.approx(running, abs=POINTS)

@@ -16,7 +16,7 @@ def assert_frames_add_up(summary: Summary) -> None:
     """Every frame's shares add up to the frame's time (within 1 %)."""
     found = summary.attribution
     assert found is not None
-    per_frame = summary["frames"]["per_frame_ns"]
+    per_frame = summary.as_json()["frames"]["per_frame_ns"]
     for k in range(found.frame_count):
         index = found.first_frame + k * found.sampled_every
         total = sum(found.share(name).per_frame_ns[k] for name in SHARES if found.share(name).per_frame_ns)
@@ -26,7 +26,7 @@ def assert_frames_add_up(summary: Summary) -> None:
 def test_es2gears_waits_on_the_x_server_and_the_software_renderer_not_the_gpu(export):
     path = export("es2gears-opengl")
     summary = analyze_report(path)
-    found, verdict = summary.attribution, summary["verdict"]
+    found, verdict = summary.attribution, summary.as_json()["verdict"]
     assert found is not None and found.thread.startswith("es2gears_x11")
     spans = frames_read(summary)
     with sqlite3.connect(path) as conn:
@@ -46,7 +46,7 @@ def test_es2gears_waits_on_the_x_server_and_the_software_renderer_not_the_gpu(ex
     assert "do not represent the board's GPU" in verdict["summary"]
     assert found.share("display").calls[:2] == ["poll", "writev"] and "eglSwapBuffers" in found.share("display").inside
     assert found.share("threads").threads and found.share("threads").threads[0].startswith("llvmpipe-")
-    assert found.sources["context_switches"] and found.sources["os_runtime"] and found.confidence in ("high",
+    assert found.sources.context_switches and found.sources.os_runtime and found.confidence in ("high",
                                                                                                        "medium")
     assert_frames_add_up(summary)
 
@@ -63,14 +63,14 @@ def test_xnnpack_with_two_threads_runs_on_a_cpu(export):
         running = pct_of(running_ns(conn, gtid, spans), spans)
     assert found.largest == "cpu" and found.share("cpu").pct == pytest.approx(running, abs=POINTS)
     assert found.share("cpu").calls[0].startswith("xnn_")  # the hottest functions of the thread
-    assert summary["verdict"]["kind"] == "cpu_bound" and summary["verdict"]["confidence"] == "high"
+    assert summary.as_json()["verdict"]["kind"] == "cpu_bound" and summary.as_json()["verdict"]["confidence"] == "high"
     assert_frames_add_up(summary)
 
 
 def test_an_openmp_offload_waits_for_its_copies_on_the_gpu(export):
     path = export("ompoffload_t4_2023")
     summary = analyze_report(path)
-    found, verdict = summary.attribution, summary["verdict"]
+    found, verdict = summary.attribution, summary.as_json()["verdict"]
     assert found is not None and found.frames is None  # no frames: the window the thread lived in
     spans = [(found.start_ns, found.end_ns)]
     with sqlite3.connect(path) as conn:
@@ -88,5 +88,5 @@ def test_without_a_thread_to_follow_the_verdict_says_so(export):
     summary = analyze_report(export("openacc_rtx3080_2020"))
     found = summary.attribution
     assert found is not None and found.largest == "unexplained" and found.confidence == "low"
-    assert summary["verdict"]["kind"] == "unexplained" and summary["verdict"]["confidence"] == "low"
+    assert summary.as_json()["verdict"]["kind"] == "unexplained" and summary.as_json()["verdict"]["confidence"] == "low"
     assert len(found.missing) == 2

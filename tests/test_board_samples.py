@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.analysis.analyzers.energy import energy_per_frame_mj
 from orchestrator.documents.run import RunDocument
+from orchestrator.documents.summary_sections import SummaryFrames
 from orchestrator.figures.board import board_section, energy_section
 from orchestrator.figures.board_samples import parse_board_samples, series, total_power_mw
 from orchestrator.figures.validity import validity_flags
@@ -107,22 +108,24 @@ def test_energy_section_puts_each_steady_frame_on_the_board_clock():
     samples = parse_board_samples(stream(lines, start=1_800_000_000.0))
     # frames on the report's clock: 0 is the session start (= the first sample here); frame 0 and one
     # warm-up frame are left out, the rest are 50 ms each
-    frames = {"per_frame_ns": [90_000_000, 60_000_000] + [50_000_000] * 10,
-              "frame_starts_ns": [0, 90_000_000] + [150_000_000 + i * 50_000_000 for i in range(10)],
-              "warmup": {"frames": 1}}
+    frames = SummaryFrames.from_json({
+        "per_frame_ns": [90_000_000, 60_000_000] + [50_000_000] * 10,
+        "frame_starts_ns": [0, 90_000_000] + [150_000_000 + i * 50_000_000 for i in range(10)],
+        "warmup": {"frames": 1}})
     section = energy_section(samples, frames, epoch_ns)
-    assert section["rail"] == "POM_5V_IN" and section["frames"] == 10
+    assert section is not None and section.rail == "POM_5V_IN" and section.frames == 10
     # samples every 0.2 s from the session start: 2 W until 0.4 s, 4 W after; steady frames of 50 ms from 0.15 s
-    assert section["per_frame_mj"] == pytest.approx([100.0] * 5 + [200.0] * 5)
-    assert section["median_mj"] == pytest.approx(150.0) and section["mean_power_mw"] == pytest.approx(3200.0)
+    assert section.per_frame_mj == pytest.approx([100.0] * 5 + [200.0] * 5)
+    assert section.median_mj == pytest.approx(150.0) and section.mean_power_mw == pytest.approx(3200.0)
     assert energy_section(samples, frames, None) is None and energy_section([], frames, epoch_ns) is None
 
 
 def test_the_series_the_report_draws_are_on_the_report_clock():
     samples = parse_board_samples(stream([NANO, NANO], start=1000.5))
     section = board_section(samples, "tegrastats", 1000 * 10**9)
-    assert section["samples"] == 2 and section["source"] == "tegrastats"
-    assert section["series_ns"]["power_mw"] == [[500_000_000, 1022.0], [700_000_000, 1022.0]]
-    assert section["series_ns"]["cpu_mhz"][0] == [500_000_000, 204.0]
-    assert section["series_ns"]["temp_c"][0] == [500_000_000, 39.5]      # AO, the PMIC's 100 C left out
+    assert section is not None and section.samples == 2 and section.source == "tegrastats"
+    drawn = section.series_ns or {}
+    assert drawn["power_mw"] == [[500_000_000, 1022.0], [700_000_000, 1022.0]]
+    assert drawn["cpu_mhz"][0] == [500_000_000, 204.0]
+    assert drawn["temp_c"][0] == [500_000_000, 39.5]      # AO, the PMIC's 100 C left out
     assert set(series(samples)) == {"cpu_mhz", "cpu_load_pct", "gpu_pct", "gpu_mhz", "temp_c", "power_mw"}

@@ -75,7 +75,7 @@ def write(source: Path, tmp_path: Path, **options) -> dict:
 def test_every_event_of_the_window_with_the_reports_names_and_times(name, export, tmp_path):
     path = export(name)
     trace = write(path, tmp_path)
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     other = trace["otherData"]
     assert (other["window"], other["start_ns"], other["end_ns"]) == (
         summary["window"]["kind"], summary["window"]["start_ns"], summary["window"]["end_ns"])
@@ -134,7 +134,7 @@ def test_gpu_streams_are_tracks_of_their_gpu(export, tmp_path):
 
 def test_one_frame_and_a_bounded_size(export, tmp_path):
     path = export("es2gears-opengl")
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     one = write(path, tmp_path, frame=10)
     start, duration = summary["frames"]["frame_starts_ns"][10], summary["frames"]["per_frame_ns"][10]
     assert (one["otherData"]["start_ns"], one["otherData"]["end_ns"]) == (start, start + duration)

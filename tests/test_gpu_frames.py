@@ -63,7 +63,7 @@ def test_work_is_placed_at_the_call_that_queued_it_when_exactly_one_call_did():
 
 def test_es2gears_gpu_time_per_frame_is_the_workload_sql_finds(export):
     path = export("es2gears-opengl")
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     section, frames = summary["gpu_frames"], summary["frames"]
     assert section["sources"] == ["OpenGL"] and section["frame_source"] == frames["source"] == "eglSwapBuffers"
     assert section["renderer"] is None  # the report alone does not name it

@@ -49,7 +49,7 @@ def sampled(export, tmp_path_factory):
 
 def test_metrics_are_averaged_per_frame_as_a_plain_loop_does(sampled):
     path, times, series = sampled
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     section, frames = summary["gpu_metrics"], summary["frames"]
     assert section["gpus"] == [0] and section["left_out"] == ["Compute Warps in Flight [Avg]"]
     by_name = {m["name"]: m for m in section["metrics"]}
@@ -82,12 +82,12 @@ def test_units_kept_and_clocks_read_in_hz_or_mhz():
 
 
 def test_a_report_without_metrics_has_none(export):
-    assert analyze_report(export("es2gears-opengl"))["gpu_metrics"] is None
+    assert analyze_report(export("es2gears-opengl")).as_json()["gpu_metrics"] is None
 
 
 def test_the_page_shows_each_metric_per_steady_frame(sampled, browser, tmp_path):
     path = sampled[0]
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     page_path = write_report(path, tmp_path / "metrics.html")
     opened = open_page(browser, page_path)
     assert_clean(opened, page_path)

@@ -27,7 +27,7 @@ def test_a_zip_bomb_named_nsys_rep_is_refused_before_anything_reads_it(tmp_path)
     assert bomb.stat().st_size < 20 * 2**20
     # refused by its first bytes (a zip's), so nothing was inflated
     with pytest.raises(ReportError, match=r"capture.nsys-rep is not an Nsight Systems report \(it is a zip archive\)"):
-        analyze_report(bomb)
+        analyze_report(bomb).as_json()
     assert not bomb.with_suffix(".sqlite").exists()
 
 
@@ -37,7 +37,7 @@ def test_other_files_named_like_reports_are_refused(tmp_path, content, kind):
     fake = tmp_path / "capture.qdrep"
     fake.write_bytes(content)
     with pytest.raises(ReportError, match=rf"is not an Nsight Systems report \(it is {kind}\)"):
-        analyze_report(fake)
+        analyze_report(fake).as_json()
 
 
 TABLES_AND_COLUMNS = [("OPENGL_API", "start"), ("OPENGL_API", '"end"'), ("OPENGL_API", "nameId"),
@@ -63,7 +63,7 @@ def test_hostile_table_contents_give_a_summary_or_one_clean_error(export, tmp_pa
                 pass
     record("hostile_input", injected=False)
     try:
-        summary = analyze_report(copy)
+        summary = analyze_report(copy).as_json()
     except ReportError as exc:
         assert "\n" not in exc.one_line() and str(copy) in exc.message
     else:
@@ -78,7 +78,7 @@ def test_a_report_with_its_tables_emptied_says_what_is_missing(export, tmp_path)
         for name in names:
             db.execute(f'DELETE FROM "{name}"')
     with pytest.raises(ReportError) as err:
-        analyze_report(copy)
+        analyze_report(copy).as_json()
     assert "\n" not in err.value.one_line()
 
 
@@ -89,4 +89,4 @@ def test_a_huge_declared_size_is_called_truncated(tmp_path):
     header[28:32] = (2**31 - 1).to_bytes(4, "big")  # says it holds 8 TB of pages
     data.write_bytes(bytes(header) + b"\0" * 4000)
     with pytest.raises(ReportError, match="is truncated"):
-        analyze_report(data)
+        analyze_report(data).as_json()

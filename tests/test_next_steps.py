@@ -6,10 +6,12 @@ import shlex
 
 import pytest
 
+from orchestrator.documents.attribution import Attribution, AttributionFrames, AttributionSources, Share
 from orchestrator.documents.run import RunDocument, RunTarget
 from orchestrator.documents.run_sections import RunApp, RunRequest, Validity
 from orchestrator.documents.shares import SHARES
-from orchestrator.documents.summary import Attribution, Share, Summary
+from orchestrator.documents.summary import Summary
+from orchestrator.documents.summary_sections import CaptureGap
 from orchestrator.figures.next_steps import MAX_STEPS, next_steps
 from remote_agent.messages import Facts
 
@@ -19,14 +21,15 @@ def summary(pcts: dict[str, float] | None = None, sources: dict | None = None, s
             cpu_calls: list[str] | None = None) -> Summary:
     pcts = pcts or {"cpu": 100.0}
     found = Attribution(
-        thread="app (7)", window_ns=10**9, frames={"first": 1, "count": 100, "every": 1},
+        thread="app (7)", window_ns=10**9, frames=AttributionFrames(first=1, count=100, every=1),
         shares={n: Share(ns=int(pcts.get(n, 0) * 1e7), pct=pcts.get(n, 0.0),
                          calls=(cpu_calls or []) if n == "cpu" else []) for n in SHARES},
         largest=max(pcts, key=lambda n: pcts[n]), software_renderer=software, wait_function_samples=wait_samples,
-        sources={"os_runtime": True, "context_switches": True, "gpu_work": False, "samples": True,
-                 "software_renderer": [], **(sources or {})}, confidence="high")
-    return Summary({"attribution": found.as_json(), "hotspots": hotspots,
-                    "verdict": {"kind": verdict, "share": found.largest}})
+        sources=AttributionSources.from_json({"os_runtime": True, "context_switches": True, "gpu_work": False,
+                                             "samples": True, "software_renderer": [], **(sources or {})}),
+        confidence="high")
+    return Summary.from_json({"attribution": found.as_json(), "hotspots": hotspots,
+                              "verdict": {"kind": verdict, "share": found.largest}})
 
 
 def run(**app: object) -> RunDocument:
@@ -67,7 +70,7 @@ def test_missing_context_switches_are_asked_for_when_waits_or_running_cannot_be_
     assert "context_switches" not in rules(waits, run(cpuctxsw="process-tree"))
     assert "context_switches" not in rules(summary({"threads": 40.0, "cpu": 60.0}), run())
     refused = summary({"cpu": 90.0, "io": 10.0}, no_switches)
-    refused["capture_gaps"] = [{"code": "empty_trace", "trace": "sample", "what": "no CPU samples", "why": "denied"}]
+    refused.set(capture_gaps=[CaptureGap(code="empty_trace", trace="sample", what="no CPU samples", why="denied")])
     assert "context_switches" not in rules(refused, run())  # perf events refused: context switches would be too
 
 

@@ -15,11 +15,12 @@ from conftest import REPO, run_cli, write_inventory
 from scenarios import board, ssh_args
 
 from orchestrator.documents.run import RunDocument
+from orchestrator.documents.summary import Summary
 from orchestrator.errors import AppFailedError, AppNotFoundError, UsageError, WatchdogError
 from orchestrator.inventory.catalog import AppSpec, parse_app_spec, with_overrides
 from orchestrator.nsys.commands import LAUNCH_WRAPPER, RemoteRunPaths, launch_argv
 from orchestrator.report.page import NO_NSYS_REASON, report_page
-from orchestrator.report.run_data import RunData
+from orchestrator.report.run_data import RunData, WithoutNsys
 from orchestrator.runs.outcome import capture_summary, classify_capture
 from orchestrator.study.spec import cell_app, cells, load_study, without_nsys
 from remote_agent import facts as agent_facts
@@ -111,10 +112,9 @@ def test_the_page_of_a_run_without_nsys_shows_the_apps_figures_and_the_board():
     document = RunDocument.from_json({"run_id": "r", "status": "ok", "app": {"name": "posebench"},
                                       "request": {"with_nsys": False}, "target": {"name": "board"}})
     series = {"cpu_load_pct": [[0, 10.0], [500_000_000, 80.0], [1_000_000_000, 75.0]]}
-    seen = {"board": {"source": "/proc", "samples": 3, "series_ns": series},
-            "capture": {"start_ns": 0, "end_ns": 1_000_000_000},
-            "app_figures": [("app.inference_mean_ms", 21.456, "ms"), ("app.first_inference_ms", 180.0, "ms")],
-            "notes": []}
+    seen = WithoutNsys(Summary.from_json({"board": {"source": "/proc", "samples": 3, "series_ns": series},
+                                          "capture": {"start_ns": 0, "end_ns": 1_000_000_000}}),
+                       [("app.inference_mean_ms", 21.456, "ms"), ("app.first_inference_ms", 180.0, "ms")], [])
     page = report_page(RunData(Path("runs/r"), None, document, None, None, None, None, None, seen))
     assert [(f.label, f.value) for f in page.app_figures or []] == [("app.inference_mean_ms", "21.46 ms"),
                                                                    ("app.first_inference_ms", "180 ms")]

@@ -18,7 +18,7 @@ EXPORTS = ["es2gears-opengl", "python-cpu-sampling", "tflite-pose-xnnpack", "flu
 @pytest.mark.parametrize("name", EXPORTS)
 def test_summaries_equal_nsys_stats(name, export, host_nsys):
     path = export(name)
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     compared = sum(assert_same_numbers(section, summary[section], nsys_stats(host_nsys, report, path))
                    for section, report in REPORTS.items())
     assert compared > 0  # every export here has at least one summary nsys also makes
@@ -29,7 +29,7 @@ def test_reports_are_exported_first_and_still_agree(report, tmp_path, host_nsys)
     from conftest import NSYS_DATA
     copy = tmp_path / report
     shutil.copyfile(NSYS_DATA / report, copy)
-    summary = analyze_report(copy)
+    summary = analyze_report(copy).as_json()
     assert summary["capture"]["export"] == str(copy.with_suffix(".sqlite"))
     for section in ("nvtx", "cuda_kernels", "cuda_api", "memcpy", "osrt"):
         expected = nsys_stats(host_nsys, REPORTS[section], copy.with_suffix(".sqlite"))

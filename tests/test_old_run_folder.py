@@ -41,7 +41,7 @@ def test_its_documents_read_with_their_figures(old_run):
     assert run.import_ is not None and run.import_.where == "target"  # its "import" key
     summary = read_summary(old_run)
     assert summary is not None
-    assert (summary.frames["count"], summary.first_frame_ns, summary.verdict_kind) == (1802, 31810655, "gpu_wait")
+    assert (summary.frames.count, summary.first_frame_ns, summary.verdict_kind) == (1802, 31810655, "gpu_wait")
     assert summary.cores_busy == pytest.approx(0.9060528495725434)
     assert measured_run(old_run, run) and run_flags(run) == []
     figures = run_metrics(old_run, None)

@@ -13,6 +13,7 @@ from browser import ARTIFACTS, assert_clean, open_page
 
 from orchestrator.analysis import analyze_report
 from orchestrator.documents.run import RunDocument
+from orchestrator.documents.summary import Summary
 from orchestrator.report import compare_runs, load_run, write_comparison, write_report, write_run_report
 from orchestrator.report.charts import MAX_SERIES_POINTS, decimate
 from orchestrator.report.page import HOT_BARS, THREAD_BARS
@@ -70,7 +71,7 @@ def _numeric(headings: list[str]) -> set[str]:
 def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name, export, browser, tmp_path):
     source = export(name)
     page_path = write_report(source, tmp_path / f"{name}.html")
-    summary = analyze_report(source)
+    summary = analyze_report(source).as_json()
     opened = open_page(browser, page_path)
     assert_clean(opened, page_path)
     # the whole-run timeline read both its binaries and painted every row, on every exporter generation
@@ -163,7 +164,7 @@ def test_cuda_only_report_shows_gpu_lanes_and_says_what_is_missing(export, brows
 
 def test_tables_sort_by_raw_numbers_and_show_all_rows(export, browser, tmp_path):
     source = export("abacus_titanrtx_2020.export2022_4")
-    summary = analyze_report(source)
+    summary = analyze_report(source).as_json()
     kernels = summary["cuda_kernels"]
     assert len(kernels) > SHOWN_ROWS
     page_path = write_report(source, tmp_path / "sort.html")
@@ -190,7 +191,7 @@ MARKUP = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2
 def test_markup_and_quotes_in_names_are_shown_as_text(export, browser, tmp_path):
     source = export("tflite-pose-xnnpack")
     real = load_run(source, tmp_path)
-    summary = copy.deepcopy(real.summary)
+    summary = real.summary.as_json()  # summary.json as a hand might edit it
     summary["hotspots"]["self"][0]["symbol"] = MARKUP
     summary["hotspots"]["inclusive"][0]["symbol"] = MARKUP
     summary["hotspots"]["tree"]["children"][0]["symbol"] = MARKUP
@@ -201,7 +202,8 @@ def test_markup_and_quotes_in_names_are_shown_as_text(export, browser, tmp_path)
     timeline["lanes"][0]["name"] = MARKUP
     timeline["lanes"][0]["events"][0]["name"] = MARKUP
     document = RunDocument.from_json({"app": {"name": MARKUP, "command": [MARKUP]}, "target": {"name": "local"}})
-    run = RunData(source, summary, document, timeline, None, None, "report.nsys-rep", f"{MARKUP}.nsys-rep")
+    run = RunData(source, Summary.from_json(summary), document, timeline, None, None, "report.nsys-rep",
+                  f"{MARKUP}.nsys-rep")
     page_path = write_run_report(run, tmp_path / "markup.html")
     opened = open_page(browser, page_path)
     assert opened.page.evaluate("window.pwned") is None
@@ -245,7 +247,7 @@ def test_a_failed_run_without_report_says_what_is_missing(browser, tmp_path):
 
 def test_a_long_run_is_decimated_and_its_big_tables_capped(export, browser, tmp_path):
     real = load_run(export("tflite-pose-xnnpack"), tmp_path)
-    summary = copy.deepcopy(real.summary)
+    summary = real.summary.as_json()
     rng = np.random.default_rng(7)
     frames = 60_000
     durations = (14e6 + rng.gamma(2.0, 4e5, frames)).astype(np.int64)
@@ -254,7 +256,7 @@ def test_a_long_run_is_decimated_and_its_big_tables_capped(export, browser, tmp_
     summary["frames"].update(count=frames, per_frame_ns=durations.tolist(), frame_starts_ns=starts.tolist())
     summary["frames"]["steady"]["count"] = frames - 1
     summary["osrt"] = [{**summary["osrt"][0], "name": f"call_{i}", "calls": i + 1} for i in range(3000)]
-    run = RunData(real.source, summary, None, real.timeline, None, None, None, None)
+    run = RunData(real.source, Summary.from_json(summary), None, real.timeline, None, None, None, None)
     page_path = write_run_report(run, tmp_path / "long.html")
     assert page_path.stat().st_size < 3_000_000
     opened = open_page(browser, page_path)

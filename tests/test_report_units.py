@@ -15,6 +15,7 @@ from orchestrator.analysis.analyzers.timeline import Event, representative_frame
 from orchestrator.documents.run import RunDocument
 from orchestrator.documents.shares import SHARES
 from orchestrator.documents.summary import Summary
+from orchestrator.documents.summary_sections import ApiRow, CallTreeNode
 from orchestrator.errors import UsageError
 from orchestrator.report import charts, frame_chart
 from orchestrator.report.compare import comparison, delta, variant_labels
@@ -116,7 +117,7 @@ TREE = {"symbol": "[all samples]", "module": "", "samples": 100, "pct": 100.0, "
 
 
 def test_flame_graph_places_callees_under_their_callers():
-    chart = charts.flame_graph(TREE)
+    chart = charts.flame_graph(CallTreeNode.from_json(TREE))
     by_name = {r.tip.split(" ")[0].rstrip(":"): r for r in chart.rects}
     assert chart.marks == 6
     assert by_name["main"].y == by_name["worker"].y == by_name["[all"].y + 17
@@ -127,7 +128,7 @@ def test_flame_graph_places_callees_under_their_callers():
 
 
 def test_tree_items_close_every_branch_once():
-    items = tree_items(TREE)
+    items = tree_items(CallTreeNode.from_json(TREE))
     assert [(i.depth, i.symbol) for i in items] == [(0, "[all samples]"), (1, "main"), (2, "infer"), (3, "gemm"),
                                                     (2, "nms"), (1, "worker")]
     assert [i.closes for i in items] == [0, 0, 0, 1, 1, 1]   # infer ends after gemm; main after nms; root last
@@ -136,12 +137,12 @@ def test_tree_items_close_every_branch_once():
 
 
 def test_deep_trees_do_not_recurse():
-    node = {"symbol": "leaf", "module": "", "samples": 1, "pct": 100.0, "children": []}
+    tree = CallTreeNode(symbol="leaf", samples=1, pct=100.0)
     for depth in range(3000):
-        node = {"symbol": f"f{depth}", "module": "", "samples": 1, "pct": 100.0, "children": [node]}
-    items = tree_items(node)
+        tree = CallTreeNode(symbol=f"f{depth}", samples=1, pct=100.0, children=[tree])
+    items = tree_items(tree)
     assert len(items) == 3001 and items[-1].closes == 3000
-    assert charts.flame_graph(node, max_depth=80).marks == 81
+    assert charts.flame_graph(tree, max_depth=80).marks == 81
 
 
 def test_nested_events_stack_into_levels():
@@ -178,7 +179,7 @@ def test_cells_keep_the_raw_number_and_show_units():
     assert cell("count", None).text == "–"
     rows = [{"name": f"call{i}", "calls": i, "total_ns": i * 10, "avg_ns": 10.0, "med_ns": 10.0, "min_ns": 10,
              "max_ns": 10, "std_ns": None, "pct": 1.0} for i in range(40)]
-    table = api_table("osrt", rows)
+    table = api_table("osrt", [ApiRow.from_json(row) for row in rows])
     assert [c.key for c in table.columns][:3] == ["name", "calls", "pct"]
     assert table.shown == SHOWN_ROWS and len(table.hidden_rows) == 40 - SHOWN_ROWS
 
@@ -203,8 +204,10 @@ def test_deltas_say_which_way_things_went():
 def _run(name: str, command: list[str], mean: float | None) -> RunData:
     frames = None if mean is None else {"count": 100, "first_ns": 2 * mean, "source": "frame",
                                         "steady": {"mean_ns": mean, "p50_ns": mean, "p90_ns": mean, "p99_ns": mean}}
-    summary = Summary({"frames": frames, "cores": [{"cpu": 0, "busy_pct": 100.0}, {"cpu": 1, "busy_pct": 50.0}],
-                       "threads": None, "hotspots": None, "verdict": {"kind": "cpu_bound", "summary": "busy"}})
+    summary = Summary.from_json({"frames": frames,
+                                 "cores": [{"cpu": 0, "busy_pct": 100.0}, {"cpu": 1, "busy_pct": 50.0}],
+                                 "threads": None, "hotspots": None,
+                                 "verdict": {"kind": "cpu_bound", "summary": "busy"}})
     return RunData(Path(f"runs/{name}"), summary, as_run({"app": {"name": "pose", "command": command}}), None, None,
                    None, None, None)
 

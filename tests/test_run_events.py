@@ -176,7 +176,7 @@ def test_samples_are_named_as_the_hotspots_name_their_leaf_functions(export):
         if row.kind == "sample":
             for code in row.names.tolist():
                 counts[events.names[code]] = counts.get(events.names[code], 0) + 1
-    hot = analyze_report(source)["hotspots"]["self"][:3]
+    hot = analyze_report(source).as_json()["hotspots"]["self"][:3]
     assert [h["symbol"] for h in hot][2].startswith("[")  # an unresolved address, grouped under its module
     for spot in hot:  # the window of the analysis is the whole run here: the same counts
         assert counts.get(spot["symbol"]) == spot["samples"], spot

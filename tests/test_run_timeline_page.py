@@ -47,7 +47,7 @@ def after_paint(opened, action) -> dict:
 def es2gears_page(export, tmp_path_factory):
     source = export("es2gears-opengl")
     page = write_report(source, tmp_path_factory.mktemp("run-timeline") / "es2gears.html")
-    return source, page, analyze_report(source)
+    return source, page, analyze_report(source).as_json()
 
 
 def sql_in_window(source, kind_table: str, low: int, high: int) -> dict[str, int]:

@@ -240,14 +240,14 @@ def test_the_stand_in_studies_run_the_shipped_app_with_its_models(sshd, browser,
         # and the verdict says what it ran, on which renderer (the one posebench printed), and that it is the CPU
         said = gl_renderer((run_dir / "app.stderr.log").read_text())
         assert said is not None and said.startswith("llvmpipe (LLVM ") and gpu["renderer"] == said
-        verdict, found = summary["verdict"], Summary(summary).attribution
+        verdict, found = summary["verdict"], Summary.from_json(summary).attribution
         assert verdict["kind"] == "software_renderer", verdict
         # who ran the dispatches while the thread waited: llvmpipe's compute threads, which have no name
         ran = r" while (thread|llvmpipe-\d) \(\d+\).* ran glDispatchCompute on the CPU"
         assert re.search(ran, verdict["summary"]), verdict["summary"]
         assert f"the renderer is {said}, a software renderer" in verdict["summary"]
         # the thread waits in its GL calls while llvmpipe's threads run: the largest share, as SQL finds it
-        spans = frames_read(Summary(summary))
+        spans = frames_read(Summary.from_json(summary))
         with sqlite3.connect(run_dir / "report.sqlite") as conn:
             waiting = pct_of(renderer_wait_ns(conn, global_tid(conn, found.thread), spans), spans)
         assert found.largest == "gpu" and found.share("gpu").pct == pytest.approx(waiting, abs=POINTS)

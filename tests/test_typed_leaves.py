@@ -8,7 +8,7 @@ import typing
 from typing import Any, get_args, get_origin
 
 import remote_agent.messages as messages
-from orchestrator.documents import fleet, record, run, run_sections, study, summary
+from orchestrator.documents import attribution, fleet, record, run, run_sections, study, summary, summary_sections
 from remote_agent.wire import Message
 
 # outside input kept as it came: a study's variables are the study file's own values
@@ -18,12 +18,13 @@ NOT_YET = {
     "BoardFacts.clocks", "BoardFacts.memory", "BoardFacts.cpus", "BoardFacts.gpu", "BoardState.clocks",
     "CaptureResult.board_samples", "CaptureResult.import_", "StudyCell.metrics",
     "StudyDocument.comparisons", "FleetCell.frame_ms", "FleetCell.flags", "Validity.flags",
-    "Attribution.frames", "Attribution.sources", "Share.frames",
 }
 
 
 def _bare(annotation: Any) -> bool:
-    """A dict whose values are Any or dicts, or a list of dicts, at any depth under Optional."""
+    """Any, a dict whose values are Any or dicts, or a list of dicts, at any depth under Optional."""
+    if annotation is Any:
+        return True
     origin, args = get_origin(annotation), get_args(annotation)
     if origin in (typing.Union, types.UnionType):
         return any(_bare(arg) for arg in args if arg is not type(None))
@@ -35,12 +36,21 @@ def _bare(annotation: Any) -> bool:
 
 
 def _records() -> list[type[Message]]:
-    found = set()
-    for module in (messages, record, run, run_sections, study, fleet, summary):
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Message) and value is not Message:
-                found.add(value)
+    """Every record the modules declare, and every record their fields hold, at any depth."""
+    found: set[type[Message]] = set()
+    todo = [value for module in (messages, record, run, run_sections, study, fleet, summary, summary_sections,
+                                 attribution) for value in vars(module).values()]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, type) and issubclass(value, Message) and value is not Message and value not in found:
+            found.add(value)
+            todo += [kind for annotation in value._fields().values() for kind in _kinds(annotation)]
     return sorted(found, key=lambda kind: kind.__name__)
+
+
+def _kinds(annotation: Any) -> list[Any]:
+    """The types an annotation names, under Optional, list and dict."""
+    return [annotation, *(kind for arg in get_args(annotation) for kind in _kinds(arg))]
 
 
 def test_no_field_is_a_bare_dict_but_outside_input_and_the_ones_not_typed_yet():

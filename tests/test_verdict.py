@@ -13,8 +13,8 @@ from orchestrator.analysis.analyzers.pacing import refresh_pacing
 from orchestrator.analysis.analyzers.verdict import Context, decide
 from orchestrator.analysis.export.schema import probe
 from orchestrator.analysis.export.trace import Trace
+from orchestrator.documents.attribution import Attribution, AttributionFrames, AttributionSources, Share
 from orchestrator.documents.shares import SHARES
-from orchestrator.documents.summary import Attribution, Share
 
 WINDOW = (0, 1_000_000_000)  # 1 s, 100 frames of 10 ms
 
@@ -23,10 +23,10 @@ def attribution(pcts: dict[str, float], software: bool = False, **shares: dict) 
     found = {name: Share(ns=int(pcts.get(name, 0.0) * 1e7), pct=pcts.get(name, 0.0), **shares.get(name, {}))
              for name in SHARES}
     return Attribution(thread="app (7)", start_ns=0, end_ns=WINDOW[1], window_ns=WINDOW[1],
-                       frames={"first": 1, "count": 100, "every": 1}, shares=found,
+                       frames=AttributionFrames(first=1, count=100, every=1), shares=found,
                        largest=max(pcts, key=lambda n: pcts[n]), software_renderer=software,
-                       sources={"os_runtime": True, "context_switches": True, "gpu_work": True,
-                                "software_renderer": ["llvmpipe-0", "llvmpipe-1"] if software else []},
+                       sources=AttributionSources(os_runtime=True, context_switches=True, gpu_work=True,
+                                                  software_renderer=["llvmpipe-0", "llvmpipe-1"] if software else []),
                        confidence="high")
 
 

@@ -50,7 +50,7 @@ def test_time_in_frames_equals_brute_force(lengths, pieces, offset):
 def test_findings_say_which_frames_carry_them(export):
     path = export("es2gears-opengl")
     summary = analyze_report(path)
-    verdict = summary["verdict"]
+    verdict = summary.as_json()["verdict"]
     assert [f["text"] for f in verdict["findings"]] == verdict["evidence"]
     display = next(f for f in verdict["findings"] if f["kind"] == "share_display")
     assert len(display["frames"]) == 3
@@ -71,7 +71,7 @@ def test_findings_say_which_frames_carry_them(export):
 
 def test_the_hottest_function_is_placed_by_its_samples(export):
     path = export("tflite-pose-xnnpack")
-    summary = analyze_report(path)
+    summary = analyze_report(path).as_json()
     hottest = next(f for f in summary["verdict"]["findings"] if f["kind"] == "hottest_function")
     symbol = summary["hotspots"]["self"][0]["symbol"]
     with sqlite3.connect(path) as conn:

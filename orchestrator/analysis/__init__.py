@@ -45,7 +45,7 @@ def analyze_report(path: Path, options: AnalysisOptions | None = None, nsys_hint
     finally:
         conn.close()
     summary["capture"]["export"] = str(export)
-    return Summary(summary)
+    return Summary.from_json(summary)
 
 
 @contextmanager

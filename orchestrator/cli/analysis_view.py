@@ -7,6 +7,7 @@ from rich.text import Text
 
 from ..documents.shares import SHARES
 from ..documents.summary import Summary
+from ..documents.summary_sections import ApiRow, Hotspots, SteadyFrames, SummaryFrames, SummaryVerdict
 
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
@@ -22,18 +23,19 @@ def summary_view(summary: Summary) -> Group:
     parts: list = [_header(summary)]
     if summary.attribution is not None:
         parts.append(_shares(summary))
-    if summary["frames"]:
-        parts.append(_frames(summary["frames"]))
-    if summary["hotspots"]:
-        if summary["hotspots"].get("modules"):
-            parts.append(_modules(summary["hotspots"]))
-        parts.append(_hotspots(summary["hotspots"]))
-    if summary["threads"]:
+    if summary.frames:
+        parts.append(_frames(summary.frames))
+    if summary.hotspots:
+        if summary.hotspots.modules:
+            parts.append(_modules(summary.hotspots))
+        parts.append(_hotspots(summary.hotspots))
+    if summary.threads:
         parts.append(_cpu(summary))
     for key, title in API_TITLES.items():
-        if summary.get(key):
-            parts.append(_api(title, summary[key]))
-    missing = [API_TITLES[k] for k in API_TITLES if summary.get(k) is None]
+        rows = summary.api_rows(key)
+        if rows:
+            parts.append(_api(title, rows))
+    missing = [API_TITLES[k] for k in API_TITLES if summary.api_rows(k) is None]
     parts.append(Text(f"not in this report: {', '.join(missing)}", style="dim"))
     parts += next_steps_view(summary)
     return Group(*parts)
@@ -64,59 +66,60 @@ def _shares(summary: Summary) -> Table:
     return table
 
 
-def _header(summary: dict) -> Table:
-    capture, window, verdict = summary["capture"], summary["window"], summary["verdict"]
+def _header(summary: Summary) -> Table:
+    capture, window, verdict = summary.capture, summary.window, summary.verdict or SummaryVerdict()
     table = Table.grid(padding=(0, 2))
-    table.add_row("capture", f"{capture['duration_ns'] / 1e9:.3f} s, exported by nsys "
-                             f"{capture['nsys_version'] or '?'}, {len(capture['processes'])} processes seen")
-    table.add_row("window", f"{window['kind']}: {window['start_ns'] / 1e9:.3f} s to {window['end_ns'] / 1e9:.3f} s")
-    table.add_row("verdict", Text(f"{verdict['kind']} ({verdict['confidence']}): {verdict['summary']}", style="bold"))
-    for line in verdict["evidence"]:
+    table.add_row("capture", f"{capture.duration_ns / 1e9:.3f} s, exported by nsys "
+                             f"{capture.nsys_version or '?'}, {len(capture.processes)} processes seen")
+    table.add_row("window", f"{window.kind}: {window.start_ns / 1e9:.3f} s to {window.end_ns / 1e9:.3f} s")
+    table.add_row("verdict", Text(f"{verdict.kind} ({verdict.confidence}): {verdict.summary}", style="bold"))
+    for line in verdict.evidence:
         table.add_row("", f"- {line}")
     return table
 
 
-def _frames(frames: dict) -> Table:
-    steady = frames["steady"]
+def _frames(frames: SummaryFrames) -> Table:
+    steady = frames.steady or SteadyFrames()
     table = Table("frames", "count", "first ms", "steady mean ms", "p50", "p90", "p99", "max", "warm-up",
-                  title=f"Frames delimited by {frames['source']}")
-    table.add_row(frames["kind"], str(frames["count"]), _ms(frames["first_ns"]), _ms(steady["mean_ns"]),
-                  _ms(steady["p50_ns"]), _ms(steady["p90_ns"]), _ms(steady["p99_ns"]), _ms(steady["max_ns"]),
-                  str(frames["warmup"]["frames"]))
+                  title=f"SummaryFrames delimited by {frames.source}")
+    table.add_row(frames.kind, str(frames.count), _ms(frames.first_ns), _ms(steady.mean_ns),
+                  _ms(steady.p50_ns), _ms(steady.p90_ns), _ms(steady.p99_ns), _ms(steady.max_ns),
+                  str(frames.warmup.frames))
     return table
 
 
-def _modules(hotspots: dict) -> Table:
+def _modules(hotspots: Hotspots) -> Table:
     table = Table("self %", "samples", "module", title="CPU time by module (self samples)")
-    for row in hotspots["modules"][:ROWS]:
-        table.add_row(f"{row['pct']:.1f}", str(row["samples"]), Text(row["module"]))
+    for row in hotspots.modules[:ROWS]:
+        table.add_row(f"{row.pct:.1f}", str(row.samples), Text(row.module))
     return table
 
 
-def _hotspots(hotspots: dict) -> Table:
+def _hotspots(hotspots: Hotspots) -> Table:
     table = Table("self %", "self function", "incl. %", "inclusive function",
-                  title=f"CPU hotspots ({hotspots['samples']} samples in the window)")
-    for i in range(min(ROWS, max(len(hotspots["self"]), len(hotspots["inclusive"])))):
-        own = hotspots["self"][i] if i < len(hotspots["self"]) else None
-        inc = hotspots["inclusive"][i] if i < len(hotspots["inclusive"]) else None
-        table.add_row(f"{own['pct']:.1f}" if own else "", Text(own["symbol"]) if own else "",
-                      f"{inc['pct']:.1f}" if inc else "", Text(inc["symbol"]) if inc else "")
+                  title=f"CPU hotspots ({hotspots.samples} samples in the window)")
+    own_rows, inclusive = hotspots.self_, hotspots.inclusive
+    for i in range(min(ROWS, max(len(own_rows), len(inclusive)))):
+        own = own_rows[i] if i < len(own_rows) else None
+        inc = inclusive[i] if i < len(inclusive) else None
+        table.add_row(f"{own.pct:.1f}" if own else "", Text(own.symbol) if own else "",
+                      f"{inc.pct:.1f}" if inc else "", Text(inc.symbol) if inc else "")
     return table
 
 
-def _cpu(summary: dict) -> Table:
-    cores = " ".join(f"cpu{c['cpu']} {c['busy_pct']:.0f}%" for c in summary["cores"] or [])
-    table = Table("thread", "tid", "cpu %", "top function", title=f"CPU use ({summary['cpu_source']}): {cores}")
-    for row in summary["threads"][:ROWS]:
-        table.add_row(Text(row["name"] or "?"), str(row["tid"]), f"{row['cpu_pct']:.1f}", Text(row["top_symbol"] or ""))
+def _cpu(summary: Summary) -> Table:
+    cores = " ".join(f"cpu{c.cpu} {c.busy_pct:.0f}%" for c in summary.cores or [])
+    table = Table("thread", "tid", "cpu %", "top function", title=f"CPU use ({summary.cpu_source}): {cores}")
+    for row in (summary.threads or [])[:ROWS]:
+        table.add_row(Text(row.name or "?"), str(row.tid), f"{row.cpu_pct:.1f}", Text(row.top_symbol or ""))
     return table
 
 
-def _api(title: str, rows: list[dict]) -> Table:
+def _api(title: str, rows: list[ApiRow]) -> Table:
     table = Table("name", "calls", "total ms", "avg ms", "med ms", "min ms", "max ms", "%", title=title)
     for row in rows[:ROWS]:
-        table.add_row(Text(row["name"]), str(row["calls"]), _ms(row["total_ns"]), _ms(row["avg_ns"]),
-                      _ms(row["med_ns"]), _ms(row["min_ns"]), _ms(row["max_ns"]), f"{row['pct']:.1f}")
+        table.add_row(Text(row.name), str(row.calls), _ms(row.total_ns), _ms(row.avg_ns),
+                      _ms(row.med_ns), _ms(row.min_ns), _ms(row.max_ns), f"{row.pct or 0.0:.1f}")
     if len(rows) > ROWS:
         table.caption = f"{len(rows) - ROWS} more in --json"
     return table

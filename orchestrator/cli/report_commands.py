@@ -131,7 +131,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                               frame_range=args.frame_range, symbols=tuple(args.symbols))
     summary = analyze_source(args.report, options, args.nsys)
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary.as_json()))
     else:
         from .analysis_view import summary_view
         show(summary_view(summary))

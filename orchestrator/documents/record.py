@@ -23,9 +23,28 @@ class Record(Message):
     VERSION_KEY: ClassVar[str | None] = None
     VERSION: ClassVar[int] = 0
 
+    def __init__(self, *args: Any, **values: Any) -> None:
+        super().__init__(*args, **values)
+        self.key_order: tuple[str, ...] = ()  # the keys as read: written again in that order, new keys after
+
     def as_json(self) -> dict[str, Any]:
+        """The JSON object, the document's version first."""
         found: dict[str, Any] = self.to_wire(version=False)
-        return {**found, self.VERSION_KEY: self.VERSION} if self.VERSION_KEY else found
+        return {self.VERSION_KEY: self.VERSION, **found} if self.VERSION_KEY else found
+
+    def to_wire(self, version: bool = True) -> dict[str, Any]:
+        wire: dict[str, Any] = super().to_wire(version)
+        if not self.key_order:
+            return wire
+        ordered = {key: wire[key] for key in self.key_order if key in wire}
+        return {**ordered, **{key: value for key, value in wire.items() if key not in ordered}}
+
+    @classmethod
+    def from_wire(cls: type[R], wire: Any, strict: bool = False) -> R:
+        found: R = super().from_wire(wire, strict)
+        if isinstance(wire, dict):
+            found.key_order = tuple(wire)
+        return found
 
     @classmethod
     def from_json(cls: type[R], value: Any) -> R:
@@ -59,7 +78,11 @@ def write_object(path: Path, value: dict[str, Any], indent: int = 2) -> Path:
 
 def read_record(kind: type[R], path: Path, what: str, fix: str) -> R:
     """The document in ``path``, of a version this release reads (read_object's checks)."""
-    return kind.from_json(read_object(path, str(kind.VERSION_KEY), kind.VERSION, what, fix))
+    found = read_object(path, str(kind.VERSION_KEY), kind.VERSION, what, fix)
+    try:
+        return kind.from_json(found)
+    except RecursionError:  # sections nested deeper than any writer nests them (a call tree stops at 64)
+        raise UsageError(f"{path} could not be read (nested too deeply)", fix) from None
 
 
 def write_record(path: Path, record: Record) -> Path:

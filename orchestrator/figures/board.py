@@ -10,10 +10,11 @@ import numpy as np
 from ..analysis.analyzers.energy import energy_per_frame_mj
 from ..analysis.analyzers.frames import first_steady_index
 from ..documents.summary import warmup_of
+from ..documents.summary_sections import BoardSeries, Energy, SummaryFrames
 from .board_samples import series, total_power_mw
 
 
-def board_section(samples: list[dict[str, Any]], source: str | None, utc_epoch_ns: int | None) -> dict[str, Any] | None:
+def board_section(samples: list[dict[str, Any]], source: str | None, utc_epoch_ns: int | None) -> BoardSeries | None:
     """{'source', 'samples', 'series': {metric: [[report ns, value], ...]}} (times on the report's clock when
     the export says when its time 0 was, else seconds from the first sample under 'series_s')."""
     if not samples:
@@ -26,11 +27,11 @@ def board_section(samples: list[dict[str, Any]], source: str | None, utc_epoch_n
                                 for key, points in drawn.items()}
     else:
         section["series_s"] = {key: [[at, value] for at, value in points] for key, points in drawn.items()}
-    return section
+    return BoardSeries.from_wire(section)
 
 
-def energy_section(samples: list[dict[str, Any]], frames: dict[str, Any] | None,
-                   utc_epoch_ns: int | None) -> dict[str, Any] | None:
+def energy_section(samples: list[dict[str, Any]], frames: SummaryFrames | None,
+                   utc_epoch_ns: int | None) -> Energy | None:
     """Energy of each steady frame (mJ) and their median, where the board reports power and the export
     places its frames in time."""
     if not frames or utc_epoch_ns is None:
@@ -44,8 +45,8 @@ def energy_section(samples: list[dict[str, Any]], frames: dict[str, Any] | None,
             powered.append((sample["t"], found[1]))
     if len(powered) < 2:
         return None
-    per_frame = np.asarray(frames.get("per_frame_ns") or [], dtype=np.float64)
-    starts = np.asarray(frames.get("frame_starts_ns") or [], dtype=np.float64)
+    per_frame = np.asarray(frames.per_frame_ns, dtype=np.float64)
+    starts = np.asarray(frames.frame_starts_ns, dtype=np.float64)
     if not len(per_frame) or len(starts) != len(per_frame):
         return None
     first = first_steady_index(len(per_frame), warmup_of(frames))
@@ -57,6 +58,5 @@ def energy_section(samples: list[dict[str, Any]], frames: dict[str, Any] | None,
     measured = [e for e in energy if e is not None]
     if not measured:
         return None
-    return {"rail": rail, "frames": len(measured), "median_mj": round(median(measured), 4),
-            "mean_power_mw": round(sum(mw for _, mw in powered) / len(powered), 1),
-            "per_frame_mj": energy}
+    return Energy(rail=rail, frames=len(measured), median_mj=round(median(measured), 4),
+                  mean_power_mw=round(sum(mw for _, mw in powered) / len(powered), 1), per_frame_mj=energy)

@@ -129,7 +129,7 @@ def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    if found is None or found.sources.get("context_switches") or _perf_events_refused(ev):
+    if found is None or found.sources.context_switches or _perf_events_refused(ev):
         return None
     if ev.run is not None and ev.run.app.cpuctxsw in ("process-tree", "system-wide"):
         return None
@@ -147,12 +147,12 @@ def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def _perf_events_refused(ev: Evidence) -> bool:
     """The kernel refused CPU sampling: context switches would be refused alike (both are perf events)."""
-    return any(gap.get("trace") == "sample" for gap in ev.summary.capture_gaps)
+    return any(gap.trace == "sample" for gap in ev.summary.capture_gaps)
 
 
 def os_runtime(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    if found is None or found.sources.get("os_runtime") or "osrt" in ev.traces:
+    if found is None or found.sources.os_runtime or "osrt" in ev.traces:
         return None
     unexplained = ev.pct("unexplained")
     if unexplained < UNEXPLAINED_PCT:
@@ -164,7 +164,7 @@ def os_runtime(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    if found is None or not found.wait_function_samples or found.sources.get("gpu_work"):
+    if found is None or not found.wait_function_samples or found.sources.gpu_work:
         return None
     api = "cuda" if "cuda" in " ".join(found.share("cpu").calls).lower() else "opengl"
     if api in ev.traces:
@@ -176,26 +176,24 @@ def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:
     verdict = ev.summary.verdict
-    if verdict.get("kind") != "vsync" or ev.run is None or vsync_off_in(ev.run.app):
+    if verdict is None or verdict.kind != "vsync" or ev.run is None or vsync_off_in(ev.run.app):
         return None
     env = dict(ev.run.app.env_pairs, **VSYNC_OFF)
     command = ["env", *(f"{k}={v}" for k, v in env.items()), *ev.run.app.command]
-    share = (ev.attribution.share(verdict.get("share") or "").pct if ev.attribution else 0.0)
+    share = (ev.attribution.share(verdict.share or "").pct if ev.attribution else 0.0)
     return share, NextStep("vsync_off", "the display's refresh likely paces the frames: with vsync off, the frame "
                            "time is the app's own", rerun(ev, command=command))
 
 
 def symbols(ev: Evidence) -> tuple[float, NextStep] | None:
     hotspots = ev.summary.hotspots
-    if not hotspots or hotspots.get("symbols") is not None:
+    if not hotspots or hotspots.symbols is not None:
         return None
-    rows = [row for row in hotspots.get("self") or [] if isinstance(row, dict)
-            and isinstance(row.get("pct"), (int, float))]
-    unnamed = [row for row in rows if _unnamed(str(row.get("symbol", "")))]
-    share = sum(float(row["pct"]) for row in unnamed)
+    unnamed = [row for row in hotspots.self_ if _unnamed(row.symbol)]
+    share = sum(row.pct for row in unnamed)
     if share < UNNAMED_PCT:
         return None
-    names = ", ".join(str(row["symbol"]) for row in unnamed[:3])
+    names = ", ".join(row.symbol for row in unnamed[:3])
     return share, NextStep("symbols", f"{share:.0f} % of the samples are in functions nsys could not name ({names}); "
                            "DIR: a folder of unstripped copies or .debug files of the board's libraries",
                            f"orchestrate analyze {shlex.quote(ev.folder)} --symbols DIR")

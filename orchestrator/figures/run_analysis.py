@@ -27,8 +27,7 @@ def run_options(run_dir: Path, run: RunDocument | None, options: AnalysisOptions
 
 
 def with_next_steps(summary: Summary, run: RunDocument | None, folder: Path) -> Summary:
-    summary["next_steps"] = [step.as_json() for step in next_steps(summary, run, str(folder))]
-    return summary
+    return summary.set(next_steps=next_steps(summary, run, str(folder)))
 
 
 def analyze_source(source: Path, options: AnalysisOptions, nsys: str | None = None) -> Summary:

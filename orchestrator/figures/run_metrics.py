@@ -48,12 +48,13 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
     summary = _summary_of(run_dir)
     values: dict[str, float] = {}
     steady = summary.steady
-    for name, raw in (("first_frame_ms", summary.first_frame_ns), ("steady_mean_ms", steady.get("mean_ns")),
-                      ("steady_p90_ms", steady.get("p90_ns"))):
+    for name, raw in (("first_frame_ms", summary.first_frame_ns),
+                      ("steady_mean_ms", steady.mean_ns if steady else None),
+                      ("steady_p90_ms", steady.p90_ns if steady else None)):
         if raw is not None:
             values[name] = raw / 1e6
-    if steady.get("mean_ns"):
-        values["frames_per_s"] = 1e9 / steady["mean_ns"]
+    if steady is not None and steady.mean_ns:
+        values["frames_per_s"] = 1e9 / steady.mean_ns
     busy = summary.cores_busy
     if busy is not None:
         values["cores_busy"] = busy

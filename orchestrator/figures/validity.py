@@ -23,7 +23,7 @@ THERMAL_MARGIN_C = 2.0
 def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None,
                    summary: Summary | None = None) -> list[dict[str, str]]:
     """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
-    flags = [{"code": gap["code"], "what": f"{gap['what']}: {gap['why']}"} for gap in
+    flags = [{"code": gap.code, "what": f"{gap.what}: {gap.why}"} for gap in
              (summary.capture_gaps if summary is not None else [])]
     mode_before, mode_after = run.power_modes
     if mode_before and mode_after and mode_before != mode_after:

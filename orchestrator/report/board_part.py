@@ -26,13 +26,13 @@ BOARD_LINES = (("cpu_mhz", "CPU clock (the highest of the online cores)", "MHz")
 
 def board_part(summary: Summary) -> BoardSection | None:
     board, drawn, capture = summary.board, summary.board_series_ns, summary.capture
-    span = (int(capture.get("start_ns") or 0), int(capture.get("end_ns") or 0))
+    span = (capture.start_ns, capture.end_ns)
     lines = [(f"{title} ({unit})", charts.board_line(f"board-{key}", drawn[key], unit, span))
              for key, title, unit in BOARD_LINES if drawn.get(key)]
-    if not lines:
+    if not lines or board is None:
         return None
-    energy = summary.get("energy")
-    facts = [Fact("energy per frame (median of the steady frames)", f"{energy['median_mj']:.4g} mJ"),
-             Fact("mean power", f"{energy['mean_power_mw']:.0f} mW on {energy['rail']}"),
-             Fact("frames measured", str(energy["frames"]))] if energy else []
-    return BoardSection(f"{board.get('samples')} samples from {board.get('source')}", lines, facts)
+    energy = summary.energy
+    facts = [Fact("energy per frame (median of the steady frames)", f"{energy.median_mj:.4g} mJ"),
+             Fact("mean power", f"{energy.mean_power_mw:.0f} mW on {energy.rail}"),
+             Fact("frames measured", str(energy.frames))] if energy and energy.median_mj is not None else []
+    return BoardSection(f"{board.samples} samples from {board.source}", lines, facts)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..analysis.analyzers.timeline import KIND_ORDER
+from ..documents.summary_sections import CallTreeNode
 from .units import format_ns
 
 WIDTH = 960.0
@@ -193,7 +194,7 @@ def hbars(name: str, rows: list[tuple[str, float, str]], scale_max: float | None
     return chart
 
 
-def flame_graph(tree: dict, max_depth: int = 80) -> Chart:
+def flame_graph(tree: CallTreeNode, max_depth: int = 80) -> Chart:
     """Top-down icicle: the root on top, each call under its caller, width = share of samples."""
     row_h = 17.0
     rects: list[Rect] = []
@@ -201,19 +202,19 @@ def flame_graph(tree: dict, max_depth: int = 80) -> Chart:
     stack = [(tree, 0.0, 0)]
     while stack:
         node, x, depth = stack.pop()
-        width = WIDTH * node["pct"] / 100.0
+        width = WIDTH * node.pct / 100.0
         if depth > max_depth:
             continue
         deepest = max(deepest, depth)
-        tip = f"{node['symbol']} ({node['module']}): {node['samples']} samples, {node['pct']:.1f} %" \
-            if node["module"] else f"{node['symbol']}: {node['samples']} samples"
-        label = node["symbol"] if width > 40 else ""
+        tip = f"{node.symbol} ({node.module}): {node.samples} samples, {node.pct:.1f} %" \
+            if node.module else f"{node.symbol}: {node.samples} samples"
+        label = node.symbol if width > 40 else ""
         rects.append(Rect(x, depth * row_h, max(width - 0.5, 0.5), row_h - 1, f"mark flame d{depth % 6}", tip,
                           shorten(label, max(int(width / 7), 1))))
         offset = x
-        for child in node["children"]:
+        for child in node.children:
             stack.append((child, offset, depth + 1))
-            offset += WIDTH * child["pct"] / 100.0
+            offset += WIDTH * child.pct / 100.0
     return Chart("flame-graph", WIDTH, (deepest + 1) * row_h, rects)
 
 

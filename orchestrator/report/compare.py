@@ -56,27 +56,25 @@ def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[
 
 def variant(label: str, run: RunData) -> dict:
     summary, document = run.summary or Summary(), run.document
-    frames = summary.get("frames")
-    steady = summary.steady
+    frames, steady, verdict = summary.frames, summary.steady, summary.verdict
     hot = summary.self_hotspots
-    verdict = summary.get("verdict")
     return {
         "label": label, "source": str(run.source),
         "app": (document.app.name or None) if document else None,
         "target": document.target.name if document and document.target.name != "unknown" else None,
         "status": document.status if document else None, "analysis_error": run.analysis_error,
-        "frames_source": frames["source"] if frames else None,
+        "frames_source": frames.source if frames else None,
         "values": {
-            "first_frame_ns": frames["first_ns"] if frames else None,
-            "steady_mean_ns": steady.get("mean_ns"), "p50_ns": steady.get("p50_ns"),
-            "p90_ns": steady.get("p90_ns"), "p99_ns": steady.get("p99_ns"),
-            "frames_per_s": 1e9 / steady["mean_ns"] if steady.get("mean_ns") else None,
-            "frames": frames["count"] if frames else None,
+            "first_frame_ns": frames.first_ns if frames else None,
+            "steady_mean_ns": steady.mean_ns if steady else None, "p50_ns": steady.p50_ns if steady else None,
+            "p90_ns": steady.p90_ns if steady else None, "p99_ns": steady.p99_ns if steady else None,
+            "frames_per_s": 1e9 / steady.mean_ns if steady and steady.mean_ns else None,
+            "frames": frames.count if frames else None,
             "cores_busy": summary.cores_busy,
             **{f"share_{name}_ns": _per_frame_ns(summary, name) for name in SHARES},
         },
-        "top_functions": [{"symbol": h["symbol"], "pct": h["pct"]} for h in hot[:TOP_FUNCTIONS]],
-        "verdict": {"kind": verdict["kind"], "summary": verdict["summary"]} if verdict else None,
+        "top_functions": [{"symbol": h.symbol, "pct": h.pct} for h in hot[:TOP_FUNCTIONS]],
+        "verdict": {"kind": verdict.kind, "summary": verdict.summary} if verdict else None,
     }
 
 

@@ -30,7 +30,7 @@ def header_section(run: RunData) -> Header:
     document, summary = run.document, run.summary or Summary()
     facts_in = (document.facts if document else None) or Facts()
     board, system, nsys = facts_in.board, facts_in.system, facts_in.nsys
-    capture = summary.get("capture", {})
+    capture = summary.capture
     facts: list[Fact] = []
 
     def add(label: str, value) -> None:
@@ -39,21 +39,21 @@ def header_section(run: RunData) -> Header:
     if document is not None:
         address = f"({document.target.address})" if document.target.address else ""
         add("target", " ".join(filter(None, [document.target.name, address])))
-    cpu = capture.get("platform", {}).get("CpuDescription")
+    cpu = capture.platform.cpu_description
     add("board", board.model or (f"not a Jetson ({cpu})" if cpu else None))
     if board.l4t:
         add("L4T / JetPack", f"{board.l4t} / {board.jetpack or 'unknown'}")
     add("power mode", board.power_mode.name if board.power_mode else None)
     add("clocks", clock_words(board.clocks))
-    add("system", " · ".join(filter(None, [system.os or capture.get("platform", {}).get("OsDescription"),
+    add("system", " · ".join(filter(None, [system.os or capture.platform.os_description,
                                           system.kernel, system.arch])))
     app = document.app if document else RunApp()
     add("app", app.name or None)
     add("command", " ".join(shlex.quote(a) for a in app.command))
-    add("nsys", nsys.version or capture.get("nsys_version"))
+    add("nsys", nsys.version or capture.nsys_version)
     add("date", _when(document.started_at if document else None))
-    if capture.get("duration_ns"):
-        add("capture", format_ns(capture["duration_ns"]))
+    if capture.duration_ns:
+        add("capture", format_ns(capture.duration_ns))
     phases = document.phases if document else {}
     if phases:
         add("run took", f"{sum(phases.values()):.1f} s, capture {phases.get('capture', 0):.1f} s")

@@ -12,6 +12,17 @@ import numpy as np
 from ..analysis.analyzers.frames import first_steady_index
 from ..documents.shares import SHARE_KINDS
 from ..documents.summary import NextStep, Summary
+from ..documents.summary_sections import (
+    CallTreeNode,
+    FunctionHotspot,
+    Hotspots,
+    SteadyFrames,
+    SummaryFrames,
+    SummaryGpuFrames,
+    SummaryVerdict,
+    SummaryWindow,
+    VerdictFinding,
+)
 from ..figures.next_steps import next_steps
 from . import charts
 from .board_part import BoardSection, board_part
@@ -20,7 +31,7 @@ from .frame_chart import frame_series
 from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
 from .header_part import Header, header_section, page_title
 from .render import Fact
-from .run_data import RunData
+from .run_data import RunData, WithoutNsys
 from .run_timeline import TimelineData
 from .share_parts import SharesPart, shares_part
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
@@ -134,13 +145,14 @@ def report_page(run: RunData) -> ReportPage:
         for section in SECTIONS:
             missing[section] = reason
         return ReportPage(page_title(run), header_section(run), None, None, None, None, None, [], [], missing)
-    window = window_words(summary["window"])
-    findings = summary["verdict"].get("findings") or []  # summaries from before findings have none
-    frames = frames_section(summary["frames"], findings, summary.get("gpu_frames"))
+    window = window_words(summary.window)
+    verdict = summary.verdict or SummaryVerdict()
+    findings = verdict.findings  # summaries from before findings have none
+    frames = frames_section(summary.frames, findings, summary.gpu_frames)
     if frames is None:
         missing["frames"] = no_frames_reason(summary)
-    hotspots = hotspots_section(summary["hotspots"], window)
-    if hotspots is None and summary["hotspots"] is None:
+    hotspots = hotspots_section(summary.hotspots, window)
+    if hotspots is None and summary.hotspots is None:
         missing["hotspots"] = ("no CPU samples in this report: it was captured without CPU sampling "
                                "(profile with --sample cpu)")
     elif hotspots is None:
@@ -153,19 +165,19 @@ def report_page(run: RunData) -> ReportPage:
     if timeline is None:
         missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
     slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline")
-    tables = [api_table(key, summary[key]) for key in API_TITLES if summary.get(key)]
-    absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.get(key)]
+    tables = [api_table(key, rows) for key in API_TITLES if (rows := summary.api_rows(key))]
+    absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.api_rows(key)]
     if run.run_timeline is None:
         missing["run-timeline"] = run.run_timeline_missing or "no events in the report"
-    return ReportPage(page_title(run), header_section(run), verdict_section(summary["verdict"]), frames, hotspots, cpu,
+    return ReportPage(page_title(run), header_section(run), verdict_section(verdict), frames, hotspots, cpu,
                       timeline, tables, absent, missing, slowest, board_part(summary),
-                      gpu_metrics_facts(summary.get("gpu_metrics")), run_timeline=run.run_timeline,
+                      gpu_metrics_facts(summary.gpu_metrics), run_timeline=run.run_timeline,
                       shares=shares_part(summary.attribution), next_steps=steps_of(run, summary))
 
 
 def steps_of(run: RunData, summary: Summary) -> list[NextStep]:
     """The summary's next steps; a summary written before they were chosen gets them chosen now."""
-    if "next_steps" in summary:
+    if "next_steps" in (summary.read_keys or ()):
         return summary.next_steps
     return next_steps(summary, run.document, str(run.source))
 
@@ -174,74 +186,74 @@ NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its 
                   "are here")
 
 
-def without_nsys_page(run: RunData, seen: dict) -> ReportPage:
+def without_nsys_page(run: RunData, seen: WithoutNsys) -> ReportPage:
     """A run without nsys: the app's figures in place of the verdict, the board's samples under the frames."""
     missing = {section: NO_NSYS_REASON for section in SECTIONS}
-    figures = [Fact(name, f"{value:.4g} {unit}") for name, value, unit in seen["app_figures"]]
-    figures += [Fact("no figures", note) for note in seen["notes"]]
+    figures = [Fact(name, f"{value:.4g} {unit}") for name, value, unit in seen.app_figures]
+    figures += [Fact("no figures", note) for note in seen.notes]
     if not figures:
         figures = [Fact("no figures", "the app spec names no output parser (parser:)")]
     return ReportPage(page_title(run), header_section(run), None, None, None, None, None, [], [], missing,
-                      board=board_part(Summary(seen)), app_figures=figures)
+                      board=board_part(seen.summary), app_figures=figures)
 
 
-def window_words(window: dict) -> str:
+def window_words(window: SummaryWindow) -> str:
     kind = {"steady": "the steady frames", "all": "the whole capture", "frame": "one frame",
-            "range": "the chosen range"}.get(window["kind"], window["kind"])
-    return f"{kind} ({format_ns(window['duration_ns'])})"
+            "range": "the chosen range"}.get(window.kind, window.kind)
+    return f"{kind} ({format_ns(window.duration_ns)})"
 
 
-def verdict_section(verdict: dict) -> Verdict:
-    findings = verdict.get("findings") or []
-    return Verdict(verdict["kind"], VERDICT_TITLES.get(verdict["kind"], verdict["kind"]), verdict["confidence"],
-                   verdict["summary"], list(verdict["evidence"]), [where_words(f) for f in findings])
+def verdict_section(verdict: SummaryVerdict) -> Verdict:
+    kind = verdict.kind or ""
+    return Verdict(kind, VERDICT_TITLES.get(kind, kind), verdict.confidence, verdict.summary, list(verdict.evidence),
+                   [where_words(f) for f in verdict.findings])
 
 
-def where_words(finding: dict) -> str:
+def where_words(finding: VerdictFinding) -> str:
     """'most in frames 716 (8.28 ms of it), 101 (...)' for a finding with frames, else ''."""
-    if not finding.get("frames"):
+    if not finding.frames:
         return ""
     parts = []
-    for frame in finding["frames"]:
-        amount = f"{frame['samples']} samples" if "samples" in frame else f"{format_ms(frame['ns'])} of it"
-        parts.append(f"{frame['index']} ({amount}, at {frame['start_ns'] / 1e9:.3f} s)")
+    for frame in finding.frames:
+        amount = f"{frame.samples} samples" if frame.samples is not None else f"{format_ms(frame.ns)} of it"
+        parts.append(f"{frame.index} ({amount}, at {frame.start_ns / 1e9:.3f} s)")
     return "most in frames " + ", ".join(parts)
 
 
-def heaviest_frames(findings: list[dict]) -> dict[int, list[str]]:
+def heaviest_frames(findings: list[VerdictFinding]) -> dict[int, list[str]]:
     """frame index -> the kinds of the findings whose heaviest frame it is."""
     marks: dict[int, list[str]] = {}
     for finding in findings:
-        if finding.get("frames"):
-            marks.setdefault(finding["frames"][0]["index"], []).append(finding["kind"])
+        if finding.frames:
+            marks.setdefault(finding.frames[0].index, []).append(finding.kind)
     return marks
 
 
-def no_frames_reason(summary: dict) -> str:
-    if summary.get("opengl") is None and summary.get("nvtx") is None:
+def no_frames_reason(summary: Summary) -> str:
+    if summary.opengl is None and summary.nvtx is None:
         return ("no frames: the capture has no OpenGL calls and no NVTX ranges (trace opengl, or mark each frame "
                 "with an NVTX range named 'frame', or set frame_delimiter in the app spec)")
     return ("no frames: no buffer swaps, no glFinish and no NVTX range named 'frame' (give the range that marks a "
             "frame with --frame-range, or frame_delimiter in the app spec)")
 
 
-def frames_section(frames: dict | None, findings: list[dict] | None = None,
-                   gpu: dict | None = None) -> FramesSection | None:
+def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] | None = None,
+                   gpu: SummaryGpuFrames | None = None) -> FramesSection | None:
     if frames is None:
         return None
-    steady, warmup = frames["steady"], frames["warmup"]["frames"]
-    per_frame = frames["per_frame_ns"]
-    stats = [Fact("frames", f"{frames['count']:,} ({frames['source']})"),
-             Fact("first frame", format_ms(frames["first_ns"])),
+    steady, warmup = frames.steady or SteadyFrames(), frames.warmup.frames
+    per_frame = frames.per_frame_ns
+    stats = [Fact("frames", f"{frames.count:,} ({frames.source})"),
+             Fact("first frame", format_ms(frames.first_ns)),
              Fact("warm-up", f"{warmup} frame{'s' if warmup != 1 else ''}" if warmup else "none"),
-             Fact("steady mean", format_ms(steady["mean_ns"])),
-             Fact("p50", format_ms(steady["p50_ns"])), Fact("p90", format_ms(steady["p90_ns"])),
-             Fact("p99", format_ms(steady["p99_ns"])), Fact("max", format_ms(steady["max_ns"]))]
-    if steady["mean_ns"]:
-        stats.append(Fact("rate", f"{1e9 / steady['mean_ns']:.1f} frames/s"))
-    levels = {"p50": steady["p50_ns"], "p90": steady["p90_ns"], "p99": steady["p99_ns"]}
+             Fact("steady mean", format_ms(steady.mean_ns)),
+             Fact("p50", format_ms(steady.p50_ns)), Fact("p90", format_ms(steady.p90_ns)),
+             Fact("p99", format_ms(steady.p99_ns)), Fact("max", format_ms(steady.max_ns))]
+    if steady.mean_ns:
+        stats.append(Fact("rate", f"{1e9 / steady.mean_ns:.1f} frames/s"))
+    levels = {"p50": steady.p50_ns, "p90": steady.p90_ns, "p99": steady.p99_ns}
     steady_values = np.asarray(per_frame[first_steady_index(len(per_frame), warmup):])
-    notes = [frames["warmup"]["rule"] + "."]
+    notes = [frames.warmup.rule + "."]
     if len(per_frame) > charts.MAX_SERIES_POINTS:
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
@@ -249,54 +261,55 @@ def frames_section(frames: dict | None, findings: list[dict] | None = None,
     return FramesSection(stats, series, charts.histogram(steady_values), notes, gpu_frames_part(gpu, warmup))
 
 
-def hotspots_section(hotspots: dict | None, window: str) -> HotspotsSection | None:
-    if hotspots is None or not hotspots["samples"]:
+def hotspots_section(hotspots: Hotspots | None, window: str) -> HotspotsSection | None:
+    if hotspots is None or not hotspots.samples:
         return None
 
-    def bars(name: str, rows: list[dict]) -> Chart:
-        return charts.hbars(name, [(r["symbol"], r["pct"], f"{r['symbol']} ({r['module']}): {r['samples']} samples, "
-                                   f"{r['pct']:.1f} %") for r in rows[:HOT_BARS]], 100.0)
-    modules = hotspots.get("modules")  # summaries written before modules were counted have none
+    def bars(name: str, rows: list[FunctionHotspot]) -> Chart:
+        return charts.hbars(name, [(r.symbol, r.pct, f"{r.symbol} ({r.module}): {r.samples} samples, "
+                                   f"{r.pct:.1f} %") for r in rows[:HOT_BARS]], 100.0)
+    modules = hotspots.modules  # summaries written before modules were counted have none
     modules_chart = None if not modules else charts.hbars(
-        "hotspots-modules", [(r["module"], r["pct"], f"{r['module']} ({r['path']}): {r['samples']} samples, "
-                             f"{r['pct']:.1f} %") for r in modules[:HOT_BARS]], 100.0)
-    return HotspotsSection(window, hotspots["samples"], modules_chart, modules_table(modules) if modules else None,
+        "hotspots-modules", [(r.module, r.pct, f"{r.module} ({r.path}): {r.samples} samples, "
+                             f"{r.pct:.1f} %") for r in modules[:HOT_BARS]], 100.0)
+    tree = hotspots.tree or CallTreeNode()
+    return HotspotsSection(window, hotspots.samples, modules_chart, modules_table(modules) if modules else None,
                            symbol_notes(hotspots),
-                           bars("hotspots-self", hotspots["self"]),
-                           bars("hotspots-inclusive", hotspots["inclusive"]), charts.flame_graph(hotspots["tree"]),
-                           tree_items(hotspots["tree"]),
-                           hotspot_table("hotspots_self", "Self time (bottom-up)", hotspots["self"]),
-                           hotspot_table("hotspots_inclusive", "Inclusive time (top-down)", hotspots["inclusive"]))
+                           bars("hotspots-self", hotspots.self_),
+                           bars("hotspots-inclusive", hotspots.inclusive), charts.flame_graph(tree),
+                           tree_items(tree),
+                           hotspot_table("hotspots_self", "Self time (bottom-up)", hotspots.self_),
+                           hotspot_table("hotspots_inclusive", "Inclusive time (top-down)", hotspots.inclusive))
 
 
-def symbol_notes(hotspots: dict) -> list[str]:
+def symbol_notes(hotspots: Hotspots) -> list[str]:
     """What became of the addresses nsys could not name: grouped per module, or resolved from --symbols."""
     notes = []
-    grouped = hotspots.get("grouped_addresses") or 0
+    grouped = hotspots.grouped_addresses
     if grouped:
         notes.append(f"{grouped:,} addresses nsys could not name are shown as their module's one frame, "
                      "e.g. [swrast_dri.so]; give the unstripped libraries with --symbols DIR to name them.")
-    for module in hotspots.get("symbols") or []:  # modules without a file in the folders: in the JSON only
-        if module["file"]:
-            notes.append(f"{module['module']}: {module['resolved']:,} addresses named from {module['file']} "
-                         f"(loaded at {module['load_address']}, from {module['named_frames']} frames nsys named).")
-        elif not module["why"].startswith("no file"):
-            notes.append(f"{module['module']}: not resolved ({module['why']}).")
+    for module in hotspots.symbols or []:  # modules without a file in the folders: in the JSON only
+        if module.file:
+            notes.append(f"{module.module}: {module.resolved:,} addresses named from {module.file} "
+                         f"(loaded at {module.load_address}, from {module.named_frames} frames nsys named).")
+        elif not (module.why or "").startswith("no file"):
+            notes.append(f"{module.module}: not resolved ({module.why}).")
     return notes
 
 
-def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:
+def tree_items(tree: CallTreeNode, open_share: float = 20.0) -> list[TreeItem]:
     """The call tree flattened in page order; each item says how many branches end right after it."""
     items: list[TreeItem] = []
-    stack: list[tuple[dict | None, int]] = [(tree, 0)]
+    stack: list[tuple[CallTreeNode | None, int]] = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if node is None:  # every descendant of a branch is out: the branch ends after the last one
             items[-1] = replace(items[-1], closes=items[-1].closes + 1)
             continue
-        kids = node["children"]
-        items.append(TreeItem(depth, node["symbol"], node["module"], node["pct"], node["samples"], not kids,
-                              node["pct"] >= open_share, 0))
+        kids = node.children
+        items.append(TreeItem(depth, node.symbol, node.module, node.pct, node.samples, not kids,
+                              node.pct >= open_share, 0))
         if kids:
             stack.append((None, depth))
             stack += [(kid, depth + 1) for kid in reversed(kids)]
@@ -304,30 +317,30 @@ def tree_items(tree: dict, open_share: float = 20.0) -> list[TreeItem]:
 
 
 def cpu_section(summary: Summary, window: str) -> CpuSection | None:
-    threads, cores = summary.get("threads"), summary.get("cores")
+    threads, cores = summary.threads, summary.cores
     if threads is None:
         return None
     busy = summary.cores_busy or 0.0
     core_chart = None
     if cores:
-        rows = [(f"CPU {c['cpu']}", c["busy_pct"], f"CPU {c['cpu']}: {c['busy_pct']:.1f} % busy") for c in cores]
+        rows = [(f"CPU {c.cpu}", c.busy_pct, f"CPU {c.cpu}: {c.busy_pct:.1f} % busy") for c in cores]
         core_chart = charts.hbars("cores", rows, 100.0)
-    shown = sorted(threads, key=lambda t: -t["cpu_pct"])
-    bars = [(f"{t['name'] or 'thread'} ({t['tid']})", t["cpu_pct"],
-             f"{t['name']} ({t['tid']}): {t['cpu_pct']:.1f} % of a core, {format_ns(t['cpu_ns'])}; "
-             f"hottest: {t['top_symbol'] or '–'}") for t in shown[:THREAD_BARS]]
-    thread_chart = charts.hbars("threads", bars, max([100.0] + [t["cpu_pct"] for t in shown]))
-    return CpuSection(summary["cpu_source"], window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
+    shown = sorted(threads, key=lambda t: -t.cpu_pct)
+    bars = [(f"{t.name or 'thread'} ({t.tid})", t.cpu_pct,
+             f"{t.name} ({t.tid}): {t.cpu_pct:.1f} % of a core, {format_ns(t.cpu_ns)}; "
+             f"hottest: {t.top_symbol or '–'}") for t in shown[:THREAD_BARS]]
+    thread_chart = charts.hbars("threads", bars, max([100.0] + [t.cpu_pct for t in shown]))
+    return CpuSection(summary.cpu_source or "", window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
 
 
-def timeline_section(timeline: dict | None, findings: list[dict] | None = None,
+def timeline_section(timeline: dict | None, findings: list[VerdictFinding] | None = None,
                      name: str = "frame-timeline") -> TimelineSection | None:
     if not timeline or not timeline["lanes"]:
         return None
     kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
     note = f"{timeline['dropped']:,} shorter events left out" if timeline["dropped"] else ""
     frame = timeline.get("frame")
-    here = [f for f in findings or [] if any(fr["index"] == frame for fr in f.get("frames", []))]
-    marked = frozenset((f["thread"], call) for f in here if f.get("thread") for call in f.get("names", []))
+    here = [f for f in findings or [] if any(fr.index == frame for fr in f.frames)]
+    marked = frozenset((f.thread, call) for f in here if f.thread for call in f.names)
     return TimelineSection(timeline["caption"], charts.timeline_chart(timeline, name, marked), kinds, note,
-                           [f["text"] for f in here])
+                           [f.text for f in here])

@@ -16,6 +16,7 @@ from ..analysis.export.schema import open_export, probe
 from ..analysis.export.trace import Trace
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
+from ..documents.summary_sections import Capture, SummaryFrames
 from ..errors import OrchestratorError, ReportError, UsageError
 from ..figures.board import board_section
 from ..figures.board_samples import read_board_samples
@@ -30,6 +31,15 @@ NO_FRAME_SLICE_NS = 50_000_000
 
 
 @dataclass(frozen=True)
+class WithoutNsys:
+    """What the page of a run without nsys shows: the board's samples (as summary.json's "board" and "capture" would
+    hold them, on a clock from the first sample) and the app's own figures (name, value, unit)."""
+    summary: Summary
+    app_figures: list[tuple[str, float, str]]
+    notes: list[str]
+
+
+@dataclass(frozen=True)
 class RunData:
     source: Path                  # the run folder or report file it came from
     summary: Summary | None       # summary.json's document
@@ -39,9 +49,7 @@ class RunData:
     analysis_error: str | None
     report_name: str | None       # the Nsight Systems report's file name
     report_href: str | None       # that report, relative to the page's folder
-    # a run without nsys (--no-nsys): the board's samples (as summary.json's "board" and "capture" would hold
-    # them, on a clock from the first sample) and the app's own figures (name, value, unit)
-    without_nsys: dict | None = None
+    without_nsys: WithoutNsys | None = None  # a run without nsys (--no-nsys)
     run_timeline: TimelineData | None = None  # the whole run's events, levels of detail and all, for the page
     run_timeline_missing: str | None = None
 
@@ -97,15 +105,15 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
                    whole, whole_why)
 
 
-def _without_nsys(run_dir: Path, document: RunDocument) -> dict:
+def _without_nsys(run_dir: Path, document: RunDocument) -> WithoutNsys:
     """What the page of a run without nsys shows instead of a report's analysis."""
     samples = read_board_samples(run_dir)
     board = board_section(samples, document.board_samples_source, int(samples[0]["t"] * 1e9)) if samples else None
     end = max((at for points in Summary(board=board).board_series_ns.values() for at, _ in points), default=0)
     figures = run_metrics(run_dir, document.parser)
-    return {"board": board, "capture": {"start_ns": 0, "end_ns": end},
-            "app_figures": [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
-            "notes": figures.notes}
+    return WithoutNsys(Summary(board=board, capture=Capture(start_ns=0, end_ns=int(end))),
+                       [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
+                       figures.notes)
 
 
 def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None]:
@@ -116,28 +124,28 @@ def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None
         return None, f"the export could not be read for the timeline: {exc.one_line()}"
     try:
         schema = probe(conn)
-        frames = summary["frames"]
+        frames, steady = summary.frames, summary.steady
         slowest = None
-        if frames and frames["count"]:
-            first_steady = first_steady_index(frames["count"], frames["warmup"]["frames"])
+        if frames and frames.count and steady:
+            first_steady = first_steady_index(frames.count, frames.warmup.frames)
             incomplete = summary.incomplete_gpu_frames
-            index = representative_frame(frames["per_frame_ns"], first_steady, frames["steady"]["p50_ns"], incomplete)
+            index = representative_frame(frames.per_frame_ns, first_steady, steady.p50_ns, incomplete)
             span = _frame_span(frames, index)
             whole = " whose GPU work nsys recorded whole" if incomplete else ""
-            caption = (f"frame {index} of {frames['count']}: {format_ms(span[1] - span[0])}, the steady frame{whole} "
-                       f"closest to the median ({format_ms(frames['steady']['p50_ns'])})")
-            slow = slowest_frame(frames["per_frame_ns"], first_steady)
+            caption = (f"frame {index} of {frames.count}: {format_ms(span[1] - span[0])}, the steady frame{whole} "
+                       f"closest to the median ({format_ms(steady.p50_ns)})")
+            slow = slowest_frame(frames.per_frame_ns, first_steady)
             if slow != index:
                 slow_span = _frame_span(frames, slow)
                 slowest = {**frame_timeline(conn, schema, slow_span), "frame": slow,
-                           "caption": f"frame {slow} of {frames['count']}: {format_ms(slow_span[1] - slow_span[0])}, "
+                           "caption": f"frame {slow} of {frames.count}: {format_ms(slow_span[1] - slow_span[0])}, "
                                       f"the slowest steady frame"}
         else:
             index = None
-            window = (summary["window"]["start_ns"], summary["window"]["end_ns"])
+            window = (summary.window.start_ns, summary.window.end_ns)
             span = busy_span(conn, schema, window, NO_FRAME_SLICE_NS)
             caption = (f"no frames: {format_ns(span[1] - span[0])} of the capture, around "
-                       f"{'the median kernel launch' if summary.get('cuda_kernels') else 'its middle'}")
+                       f"{'the median kernel launch' if summary.cuda_kernels else 'its middle'}")
         timeline = frame_timeline(conn, schema, span)
     except (ReportError, OSError, sqlite3.Error) as exc:
         return None, f"the export could not be read for the timeline: {exc}"
@@ -166,23 +174,23 @@ def whole_run_of(export: Path, summary: Summary) -> tuple[TimelineData | None, s
         conn.close()
     if not events.count:
         return None, "no traced calls, ranges, samples or GPU work in the report"
-    frames = summary["frames"] or {}
-    starts, lengths = frames.get("frame_starts_ns") or [], frames.get("per_frame_ns") or []
+    frames = summary.frames
+    starts, lengths = (frames.frame_starts_ns, frames.per_frame_ns) if frames else ([], [])
     spans = []
-    for finding in summary["verdict"].get("findings") or []:
-        for frame in finding.get("frames") or []:
-            if 0 <= frame["index"] < len(lengths):
-                start = starts[frame["index"]]
-                spans.append({"title": str(finding["kind"]).replace("_", " "), "frame": frame["index"],
-                              "start_ns": start, "end_ns": start + lengths[frame["index"]]})
+    for finding in summary.verdict.findings if summary.verdict else []:
+        for frame in finding.frames:
+            if 0 <= frame.index < len(lengths):
+                start = starts[frame.index]
+                spans.append({"title": finding.kind.replace("_", " "), "frame": frame.index,
+                              "start_ns": start, "end_ns": start + lengths[frame.index]})
     drawn = summary.board_series_ns
     board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
     return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board), None
 
 
-def _frame_span(frames: dict, index: int) -> tuple[int, int]:
-    start = frames["frame_starts_ns"][index]
-    return start, start + frames["per_frame_ns"][index]
+def _frame_span(frames: SummaryFrames, index: int) -> tuple[int, int]:
+    start = frames.frame_starts_ns[index]
+    return start, start + frames.per_frame_ns[index]
 
 
 def slowest_frame(per_frame_ns: list[int], first_steady: int) -> int:

@@ -5,8 +5,11 @@ sorts by the first, people read the second.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..documents.record import Record
+from ..documents.summary_sections import ApiRow, FunctionHotspot, ModuleHotspot, ThreadUse
 from .units import format_bytes, format_ns, format_pct
 
 SHOWN_ROWS = 25  # rows drawn at first; the rest wait behind "show all"
@@ -85,17 +88,22 @@ def table(key: str, title: str, entries: list[dict], order: tuple[str, ...], sho
     return Table(key, title, columns, rows, min(shown, len(rows)))
 
 
-def api_table(key: str, entries: list[dict]) -> Table:
-    return table(key, API_TITLES[key], entries, API_ORDER)
+def api_table(key: str, entries: Sequence[ApiRow]) -> Table:
+    return table(key, API_TITLES[key], _as_json(entries), API_ORDER)
 
 
-def threads_table(entries: list[dict]) -> Table:
-    return table("threads", "Threads", entries, ("name", "tid", "cpu_pct", "cpu_ns", "top_symbol"))
+def threads_table(entries: Sequence[ThreadUse]) -> Table:
+    return table("threads", "Threads", _as_json(entries), ("name", "tid", "cpu_pct", "cpu_ns", "top_symbol"))
 
 
-def hotspot_table(key: str, title: str, entries: list[dict]) -> Table:
-    return table(key, title, entries, ("symbol", "samples", "pct", "module"))
+def hotspot_table(key: str, title: str, entries: Sequence[FunctionHotspot]) -> Table:
+    return table(key, title, _as_json(entries), ("symbol", "samples", "pct", "module"))
 
 
-def modules_table(entries: list[dict]) -> Table:
-    return table("hotspots_modules", "Self time by module", entries, ("module", "samples", "pct", "path"))
+def modules_table(entries: Sequence[ModuleHotspot]) -> Table:
+    return table("hotspots_modules", "Self time by module", _as_json(entries), ("module", "samples", "pct", "path"))
+
+
+def _as_json(rows: Sequence[Record]) -> list[dict]:
+    """The rows as summary.json holds them: a table shows the columns its rows have."""
+    return [row.as_json() for row in rows]

@@ -117,7 +117,7 @@ EXTRA_METRICS: dict[str, tuple[str, str]] = {"steady_p50_ms": ("ms", "lower"), "
 
 def _extra_metrics(summary: Summary) -> dict[str, Metric]:
     extra: dict[str, Metric] = {}
-    p50 = summary.steady.get("p50_ns")
+    p50 = summary.steady.p50_ns if summary.steady is not None else None
     if p50 is not None:
         extra["steady_p50_ms"] = Metric(p50 / 1e6, *EXTRA_METRICS["steady_p50_ms"])
     energy = summary.energy_median_mj

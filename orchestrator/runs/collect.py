@@ -13,6 +13,7 @@ from ..analysis import AnalysisOptions, analyze_report
 from ..documents.run import RunDocument
 from ..documents.run_sections import AnalysisOutcome, AppExit, FileDigest, PullFigures, RunExport, RunImport, Validity
 from ..documents.summary import write_summary
+from ..documents.summary_sections import SummaryVerdict
 from ..errors import OrchestratorError, ReportError
 from ..figures.board import board_section, energy_section
 from ..figures.board_samples import read_board_samples
@@ -226,9 +227,9 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
         progress.note("warning", f"the report was kept but could not be summarised: {exc.one_line()}")
         return
     samples = read_board_samples(log.run_dir)
-    epoch = summary["capture"].get("utc_epoch_ns")
-    summary["board"] = board_section(samples, run.board_samples_source, epoch)
-    summary["energy"] = energy_section(samples, summary["frames"], epoch)
+    epoch = summary.capture.utc_epoch_ns
+    summary.set(board=board_section(samples, run.board_samples_source, epoch),
+                energy=energy_section(samples, summary.frames, epoch))
     flags = validity_flags(run, samples, summary)
     run.validity = Validity(flags=flags, samples=len(samples))
     for flag in flags:
@@ -236,10 +237,10 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     path = write_summary(log.run_dir, with_next_steps(summary, run, log.run_dir))
     if run.files is not None:
         run.files[path.name] = FileDigest(sha256=sha256_file(path), size=path.stat().st_size)
-    verdict, frames = summary["verdict"], summary["frames"]
-    run.analysis = AnalysisOutcome(verdict=verdict["kind"], frames=frames["count"] if frames else None)
-    timing = f"{frames['steady']['mean_ns'] / 1e6:.2f} ms per frame, " if frames else ""
-    progress.finish("analyze", f"{timing}{verdict['kind']}: {verdict['summary']}")
+    verdict, frames, steady = summary.verdict or SummaryVerdict(), summary.frames, summary.steady
+    run.analysis = AnalysisOutcome(verdict=verdict.kind, frames=frames.count if frames else None)
+    timing = f"{steady.mean_ns / 1e6:.2f} ms per frame, " if steady else ""
+    progress.finish("analyze", f"{timing}{verdict.kind}: {verdict.summary}")
 
 
 def _export(agent: RemoteAgent, host_nsys: HostNsys | None, local_report: Path, remote_report: str,

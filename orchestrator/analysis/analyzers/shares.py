@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...documents.summary import Attribution, Share
+from ...documents.attribution import Attribution, AttributionFrames, AttributionSources, Share
+from ...documents.summary_sections import WhereFrame
 from ...parsers.renderer import is_software
 from ..export.names import tid_of
 from ..export.sampling import Samples
@@ -99,17 +100,18 @@ def _recorded_share(split: Split, recorded: Spans, gpu_ns: float) -> float | Non
     return float(covered[0, GPU]) / gpu_ns
 
 
-def sources_of(gathered: Gathered, samples_seen: bool) -> dict:
+def sources_of(gathered: Gathered, samples_seen: bool) -> AttributionSources:
     time = gathered.time
-    return {"os_runtime": time.calls_traced, "context_switches": time.on_cpu is not None,
-            "gpu_work": bool(len(gathered.recorded_gpu)), "samples": samples_seen,
-            "software_renderer": list(gathered.renderer_threads), "display": gathered.has_display}
+    return AttributionSources(os_runtime=time.calls_traced, context_switches=time.on_cpu is not None,
+                              gpu_work=bool(len(gathered.recorded_gpu)), samples=samples_seen,
+                              software_renderer=list(gathered.renderer_threads), display=gathered.has_display)
 
 
-def confidence_of(pcts: dict[str, float], sources: dict, uses_gpu: bool) -> tuple[str, list[str]]:
+def confidence_of(pcts: dict[str, float], sources: AttributionSources, uses_gpu: bool) -> tuple[str, list[str]]:
     """high, medium or low, and what lowers it: missing sources, time nothing explains, a close second share."""
-    missing = [MISSING[key] for key in ("os_runtime", "context_switches") if not sources[key]]
-    if uses_gpu and not sources["gpu_work"] and not sources["software_renderer"]:
+    missing = [MISSING[key] for key, found in (("os_runtime", sources.os_runtime),
+                                                ("context_switches", sources.context_switches)) if not found]
+    if uses_gpu and not sources.gpu_work and not sources.software_renderer:
         missing.append(MISSING["gpu_work"])
     level = 2 - len([m for m in missing if m != MISSING["gpu_work"]])
     unexplained = pcts["unexplained"] / 100.0
@@ -135,12 +137,12 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
     made = made_of(split, gathered, names)
     shares: dict[str, Share] = {}
     for k, name in enumerate(SHARES):
-        heaviest: list[dict] = []
+        heaviest: list[WhereFrame] = []
         own: list[int] = []
         if frames is not None:
             full = np.zeros(len(frames.starts), dtype=np.int64)
             full[inside] = np.rint(per_frame[:, k]).astype(np.int64)
-            heaviest = where(span, frames, full).to_json()["frames"]
+            heaviest = [WhereFrame.from_wire(frame) for frame in where(span, frames, full).to_json()["frames"]]
             own = [int(v) for v in full[inside]] if total[k] > 0 else []
         calls, within, threads = _what_of(made, gathered, k, names, samples, gtid)
         shares[name] = Share(ns=int(round(total[k])), pct=float(total[k] * 100.0 / window_ns) if window_ns else 0.0,
@@ -150,7 +152,7 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
                                         uses_gpu=bool(len(gathered.api_calls.starts)))
     return Attribution(
         thread=_thread_label(gtid, names), start_ns=span[0], end_ns=span[1], window_ns=window_ns,
-        frames={"first": int(inside[0]), "count": int(len(inside)), "every": sample.every} if len(inside) else None,
+        frames=AttributionFrames(int(inside[0]), int(len(inside)), sample.every) if len(inside) else None,
         sampled_every=sample.every, shares=shares,
         largest=max(SHARES, key=lambda n: (shares[n].ns, -SHARES.index(n))),
         gpu_recorded=_recorded_share(split, gathered.recorded_gpu, float(total[GPU])),

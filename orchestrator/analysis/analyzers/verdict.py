@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...documents.attribution import Attribution, Share
 from ...documents.shares import SHARE_KINDS, SHARES
-from ...documents.summary import Attribution, Share
 from ..export.calls import SWAP_CALLS
 from .pacing import Pacing
 from .where import Where
@@ -142,7 +142,8 @@ def decide(found: Attribution | None, context: Context) -> dict:
         if share.pct < NAMED_PCT:
             continue
         add(f"{_share_label(name, found)}: {_amount(share, found)}{_share_detail(name, share, found, context)}",
-            f"share_{name}", {"start_ns": found.start_ns, "end_ns": found.end_ns, "frames": share.frames},
+            f"share_{name}", {"start_ns": found.start_ns, "end_ns": found.end_ns,
+                             "frames": [frame.as_json() for frame in share.frames]},
             share.calls + share.inside if name != "cpu" else ())
     if found is not None and found.software_renderer:
         add(f"the renderer is {_renderer_words(found, context)}", "renderer")
