@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from same_outputs import CASES, DATA, output, stored
 
+from orchestrator.documents.summary import Summary
+
 OLD_FOLDERS = ("written-before-typed-documents", "written-before-typed-messages", "written-before-one-record-type")
 
 
@@ -38,3 +40,13 @@ def test_the_folders_are_not_changed_by_reading(folder):
     for old in OLD_FOLDERS:
         for path in (DATA / old).rglob("*.json"):
             assert (folder / old / path.relative_to(DATA / old)).read_bytes() == path.read_bytes(), path
+
+
+@pytest.mark.parametrize("case", [name for name, _ in CASES if name.startswith("analyze-")])
+def test_every_key_the_analysis_writes_is_a_declared_field_of_its_kind(case):
+    """Read strictly (a key no section declares, or a value of another kind, is an error), each summary the
+    stored exports give is its typed sections whole, and written again it is the same JSON."""
+    written = stored(case)
+    summary = Summary.from_wire({k: v for k, v in written.items() if k != Summary.VERSION_KEY}, strict=True)
+    assert summary.as_json() == written
+    assert summary.verdict is not None and summary.verdict.kind == written["verdict"]["kind"]
