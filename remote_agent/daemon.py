@@ -20,12 +20,14 @@ import traceback
 from . import board_lock, clocks, facts, files, sampler, watchdog
 from . import capture as capture_mod
 from .messages import (
+    BoardSamples,
     CaptureProgress,
     CaptureState,
     ClocksRestored,
     ClocksUsed,
     DiskLow,
     HostLine,
+    ImportOutcome,
     LaunchAnswer,
     LockHolder,
     StatusAnswer,
@@ -256,13 +258,14 @@ def supervise(request):
             if locked:
                 sup.save(clocks=ClocksUsed.from_wire({"locked": locked, "restore": restored}, strict=True))
         result.settings = request.settings  # what the board ran with, as it read it
-        result.board_samples = samples
+        result.board_samples = BoardSamples.from_wire(samples, strict=True) if samples else None
         result.board_state_after = facts.board_state_now()  # the board after the run: one round trip less
         result.clocks = sup.state.clocks
         importer = request.importer
         if ".qdstrm" in result.reports and not (set(result.reports) & {".nsys-rep", ".qdrep"}) and importer:
             sup.save(stage="importing", capture=result)
-            result.import_ = files.import_qdstrm(importer, result.reports[".qdstrm"])
+            result.import_ = ImportOutcome.from_wire(files.import_qdstrm(importer, result.reports[".qdstrm"]),
+                                                     strict=True)
             result.reports = capture_mod.find_reports(request.report_base)
         shutil.rmtree(os.path.join(sup.run_dir, "scratch"), ignore_errors=True)  # nsys's, not needed now
         files.release_reserve(sup.run_dir)

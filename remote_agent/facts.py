@@ -12,7 +12,7 @@ import sys
 
 from . import board, boardfs, files, nsys_locate
 from .board_text import jetpack_for_l4t, parse_l4t_core_version, parse_nv_tegra_release, parse_nvpmodel_query
-from .messages import BoardState, Facts, PowerMode
+from .messages import BoardState, CurrentClocks, Facts, PowerMode
 
 
 def parse_device_tree_string(raw):
@@ -108,7 +108,9 @@ def board_state():
     temperatures, the load average (None for what the board does not expose)."""
     load = _read("/proc/loadavg")
     mode = current_power_mode()
-    return BoardState(clocks=current_clocks(), power_mode=PowerMode(**mode) if mode else None,
+    clocks = current_clocks()
+    return BoardState(clocks=CurrentClocks.from_wire(clocks, strict=True) if clocks else None,
+                      power_mode=PowerMode(**mode) if mode else None,
                       temperatures_c=current_temperatures() or None,
                       load_average=[float(x) for x in load.split()[:3]] if load else None)
 

@@ -7,9 +7,23 @@ early end's, a watchdog step's, a failure's; the words beside it are for people,
 """
 from typing import Any, Dict, List, Optional
 
+from .board_messages import (
+    BoardFacts,
+    BoardState,
+    CpuClock,
+    CurrentClocks,
+    Facts,
+    GpuClock,
+    MemoryFacts,
+    NsysFacts,
+    PowerMode,
+    SystemFacts,
+)
 from .wire import PROTOCOL, Message
 
-__all__ = ["PROTOCOL", "Message"]  # the host's one way to the agent: what a message is comes with the messages
+# the host's one way to the agent: what a message is, and the board's facts and state, come with the messages
+__all__ = ["PROTOCOL", "Message", "BoardFacts", "BoardState", "CpuClock", "CurrentClocks", "Facts", "GpuClock",
+           "MemoryFacts", "NsysFacts", "PowerMode", "SystemFacts"]
 
 
 # -- what the host asks -------------------------------------------------------------------------------------
@@ -131,75 +145,6 @@ class SendRequest(Message):
 # -- what the agent answers ---------------------------------------------------------------------------------
 
 
-class PowerMode(Message):
-    name: Optional[str] = None  # nvpmodel's name for it: MAXN, 10W, ...
-    id: Optional[int] = None
-
-
-class BoardState(Message):
-    """What can change between two runs on one board: clocks, power mode, temperatures, load (read at ``at``,
-    or ``error`` when it could not be)."""
-    at: Optional[str] = None
-    clocks: Optional[Dict[str, Any]] = None
-    power_mode: Optional[PowerMode] = None
-    temperatures_c: Optional[Dict[str, float]] = None
-    load_average: Optional[List[float]] = None
-    error: Optional[str] = None
-
-
-class SystemFacts(Message):
-    hostname: Optional[str] = None
-    uid: Optional[int] = None
-    user: Optional[str] = None
-    kernel: Optional[str] = None
-    arch: Optional[str] = None
-    os: Optional[str] = None
-    python: Optional[str] = None
-    cpu_count: Optional[int] = None
-    perf_event_paranoid: Optional[int] = None
-    xvfb: Optional[str] = None  # the Xvfb a private display would run, if installed
-    display_env: Optional[str] = None
-    work_dir_free_mb: Optional[int] = None
-
-
-class BoardFacts(Message):
-    """What the board is and how it runs now (a PC's are mostly None)."""
-    model: Optional[str] = None
-    chip: Optional[str] = None
-    l4t: Optional[str] = None
-    jetpack: Optional[str] = None
-    is_jetson: Optional[bool] = None  # None: facts from an agent that did not say
-    power_mode: Optional[PowerMode] = None
-    clocks: Optional[Dict[str, Any]] = None
-    temperatures_c: Optional[Dict[str, float]] = None
-    thermal_trips_c: Optional[Dict[str, float]] = None  # each zone's lowest passive trip point
-    memory: Optional[Dict[str, Any]] = None
-    cpus: List[Dict[str, Any]] = []
-    online_cores: List[int] = []
-    gpu: Optional[Dict[str, Any]] = None
-    emc_mhz: Optional[float] = None
-    jetson_clocks: Optional[bool] = None  # every online core and the GPU held at one clock
-
-
-class NsysFacts(Message):
-    path: Optional[str] = None
-    version: Optional[str] = None
-    tried: List[str] = []
-    importer: Optional[str] = None
-    imports_itself: bool = False
-    used: Optional[bool] = None  # False: a run without nsys, which neither looked for it nor started it
-    profile_options: Optional[Dict[str, List[str]]] = None  # the values this nsys's profile --help lists
-    gpu_metrics_option: Optional[str] = None
-
-
-class Facts(Message):
-    """The facts command's answer, and preflight's facts: the machine, the board, its nsys."""
-    system: SystemFacts = SystemFacts()
-    board: BoardFacts = BoardFacts()
-    nsys: NsysFacts = NsysFacts()
-    board_root: Optional[str] = None
-
-
 class Failure(Message):
     """An agent command that could not answer: ``kind`` is bad_request (the request could not be read),
     unknown_command, or error (anything else; ``trace`` has the agent's traceback)."""
@@ -296,6 +241,22 @@ class ClocksUsed(Message):
     restore: Optional[ClocksRestored] = None
 
 
+class BoardSamples(Message):
+    """The board's samples during the capture: the file in the run folder that holds them, and what read them."""
+    file: str = ""
+    source: Optional[str] = None   # tegrastats, or /proc and /sys
+    samples: int = 0
+    interval_ms: Optional[float] = None
+
+
+class ImportOutcome(Message):
+    """The raw capture (.qdstrm) imported on the board: the importer's exit status, the report it wrote (None: none)
+    and the end of what it printed."""
+    exit: Optional[int] = None
+    report: Optional[str] = None
+    output: str = ""
+
+
 class CaptureResult(Message):
     """A capture as it ended on the board (one attempt). Without nsys (--no-nsys) the process was the app:
     app_exit and app_elapsed_s say how it went, nsys_exit is None."""
@@ -326,11 +287,11 @@ class CaptureResult(Message):
     # added by the supervisor around the attempt
     settings: Optional[CaptureSettings] = None  # the launch's settings as the board read them
     previous_attempts: List["CaptureResult"] = []
-    board_samples: Optional[Dict[str, Any]] = None
+    board_samples: Optional[BoardSamples] = None
     board_state_after: Optional[BoardState] = None
     clocks: Optional[ClocksUsed] = None
     sizes: Optional[Dict[str, int]] = None  # the run folder's files as they stay (None: not known)
-    import_: Optional[Dict[str, Any]] = None
+    import_: Optional[ImportOutcome] = None
 
 
 class CaptureState(Message):

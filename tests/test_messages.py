@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remote_agent.messages import PROTOCOL, CaptureResult, EarlyEnd, Facts, LaunchRequest, WatchdogStep
+from remote_agent.messages import PROTOCOL, CaptureResult, EarlyEnd, Facts, ImportOutcome, LaunchRequest, WatchdogStep
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
                     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20)
@@ -21,7 +21,7 @@ def test_a_value_of_the_wrong_kind_reads_as_missing_and_an_unknown_key_is_kept()
                                      "ended_early": {"kind": "disk_low", "after_s": 2}, "import": {"output": "o"},
                                      "newer": [1]})
     assert (found.nsys_exit, found.elapsed_s, found.app_exit) == (None, 0.0, 3)
-    assert found.reports == {".y": "p"} and found.import_ == {"output": "o"}
+    assert found.reports == {".y": "p"} and found.import_ == ImportOutcome(output="o")
     assert found.extra == {"newer": [1], "nsys_exit": "0", "elapsed_s": True}  # kept, as it was, for writing back
     assert found.to_wire(version=False)["nsys_exit"] == "0"
     assert found.watchdog == [WatchdogStep(kind="stalled", target="nsys")]

@@ -25,6 +25,7 @@ from orchestrator.report.render import environment, render
 from orchestrator.report.run_data import RunData
 from orchestrator.report.tables import SHOWN_ROWS, api_table, cell
 from orchestrator.report.units import format_ms, format_ns
+from remote_agent.messages import CurrentClocks
 
 
 def test_decimation_keeps_the_extremes_of_every_stretch():
@@ -261,7 +262,7 @@ def test_header_has_the_board_facts_and_the_command_that_opens_the_report():
     assert facts["command"] == "./gl2posenet --delegate gpu" and facts["nsys"] == "2021.2.4.12"
     assert facts["date"] == "2026-11-30 03:20:51 UTC" and facts["run took"] == "14.0 s, capture 12.0 s"
     assert header.open_command == "nsys-ui report.nsys-rep" and header.title == "gl2posenet on nano01"
-    assert clock_words({"cpu_mhz": [], "gpu_mhz": None}) is None
+    assert clock_words(CurrentClocks(cpu_mhz=[], gpu_mhz=None)) is None and clock_words(None) is None
 
 
 def test_a_page_without_summary_says_why_in_every_section():

@@ -155,7 +155,7 @@ class RunDocument(Section):
     @property
     def board_samples_source(self) -> str | None:
         samples = self.capture.board_samples if self.capture else None
-        return samples.get("source") if samples else None
+        return samples.source if samples else None
 
     @property
     def app_ending(self) -> str:

@@ -6,7 +6,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from remote_agent.messages import Facts
+from remote_agent.messages import CurrentClocks, Facts
 
 from ..documents.run_sections import RunApp
 from ..documents.summary import Summary
@@ -80,17 +80,15 @@ def _when(iso: str | None) -> str | None:
         return iso
 
 
-def clock_words(clocks: dict | None) -> str | None:
+def clock_words(clocks: CurrentClocks | None) -> str | None:
     if not clocks:
         return None
     parts = []
-    if clocks.get("cpu_mhz"):
-        low, high = min(clocks["cpu_mhz"]), max(clocks["cpu_mhz"])
+    if clocks.cpu_mhz:
+        low, high = min(clocks.cpu_mhz), max(clocks.cpu_mhz)
         parts.append(f"CPU {low}-{high} MHz" if low != high else f"CPU {low} MHz")
-    if clocks.get("gpu_mhz"):
-        parts.append(f"GPU {clocks['gpu_mhz']} MHz")
-    if clocks.get("emc_mhz"):
-        parts.append(f"EMC {clocks['emc_mhz']} MHz")
+    if clocks.gpu_mhz:
+        parts.append(f"GPU {clocks.gpu_mhz} MHz")
     return ", ".join(parts) or None
 
 

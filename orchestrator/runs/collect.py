@@ -43,12 +43,12 @@ def collect(agent: RemoteAgent, capture: CaptureResult, app: AppSpec, paths: Rem
     if status == "ok" and capture.watchdog:
         progress.note("warning", nudged_warning(capture))
     if capture.import_:
-        run.import_ = RunImport(where="target", output=str(capture.import_.get("output", ""))[-500:])
+        run.import_ = RunImport(where="target", output=capture.import_.output[-500:])
     progress.finish("capture", capture_summary(capture, status))
     logs = {paths.app_stdout: run_dir / "app.stdout.log", paths.app_stderr: run_dir / "app.stderr.log",
             paths.nsys_log: run_dir / "nsys.log"}
     if capture.board_samples:  # the board's clocks, loads, temperatures and power during the capture
-        logs[f"{paths.run_dir}/{capture.board_samples['file']}"] = run_dir / "board.jsonl"
+        logs[f"{paths.run_dir}/{capture.board_samples.file}"] = run_dir / "board.jsonl"
     if not capture.with_nsys:
         del logs[paths.nsys_log]
         logs[f"{paths.run_dir}/{LAUNCH_LOG}"] = run_dir / LAUNCH_LOG
