@@ -11,7 +11,15 @@ from orchestrator.documents.fleet import BoardSummary, FleetBoard, FleetCell, Fl
 from orchestrator.documents.record import Record
 from orchestrator.documents.run import RunDocument, RunTarget, read_run, read_run_or_none, write_run
 from orchestrator.documents.run_sections import RunImport
-from orchestrator.documents.study import RoundRun, StudyCell, StudyDocument, read_study, read_study_or_none, write_study
+from orchestrator.documents.study import (
+    MetricFigures,
+    RoundRun,
+    StudyCell,
+    StudyDocument,
+    read_study,
+    read_study_or_none,
+    write_study,
+)
 from orchestrator.documents.summary import Attribution, NextStep, Share, Summary, read_summary, write_summary
 from orchestrator.errors import UsageError
 from remote_agent.wire import _read
@@ -73,15 +81,15 @@ def test_a_newer_or_broken_document_is_one_clean_line(tmp_path):
 def test_a_study_cell_writes_its_figures_only_once_the_study_finished(tmp_path):
     cell = StudyCell(index=1, label="threads=2", variables={"threads": 2}, runs=["a"])
     assert set(cell.as_json()) == {"index", "label", "variables", "status", "reason", "runs", "reused", "parser"}
-    cell.metrics, cell.notes = {"steady_mean_ms": {"median": 16.6}}, ["a: no app figures"]
+    cell.metrics, cell.notes = {"steady_mean_ms": MetricFigures(median=16.6)}, ["a: no app figures"]
     assert cell.as_json()["top_function"] is None and cell.as_json()["notes"] == ["a: no app figures"]
     document = StudyDocument(name="s", cells=[cell], order=[RoundRun(round=1, cell=1, run="a")])
     write_study(tmp_path, document)
     written = json.loads((tmp_path / "study.json").read_text())
     assert (written["study"], written["study_version"], "finished" in written) == ("s", 1, False)
     back = read_study(tmp_path)
-    assert back == document and back.cell_of("a") is back.cells[0] and back.cells[0].metric("steady_mean_ms") == {
-        "median": 16.6}
+    assert back == document and back.cell_of("a") is back.cells[0]
+    assert back.cells[0].metric("steady_mean_ms") == MetricFigures(median=16.6) and back.cells[0].metric("x") is None
 
 
 def test_a_fleet_still_running_has_no_end_and_no_recap(tmp_path):

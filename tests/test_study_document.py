@@ -78,9 +78,9 @@ def test_cells_are_compared_round_by_round_and_reused_runs_pair_with_none(tmp_pa
     assert a["metrics"]["steady_mean_ms"]["rounds"] == [25.0, 30.0, 33.0, 25.3]
     assert b["metrics"]["steady_mean_ms"]["rounds"] == [None, 28.8, 31.7, 24.3]  # b0 came from an earlier folder
     assert b["metrics"]["steady_mean_ms"]["values"] == [24.0, 28.8, 31.7, 24.3]  # its figures still count
-    [steady] = [c for c in document.comparisons if c["metric"] == "steady_mean_ms"]
-    assert (steady["verdict"], steady["rounds"]) == ("faster", 3)
-    assert steady["relative"] == pytest.approx(-0.0397, abs=1e-3)
+    [steady] = [c for c in document.comparisons if c.metric == "steady_mean_ms"]
+    assert (steady.verdict, steady.rounds, steady.base, steady.other) == ("faster", 3, 0, 1)
+    assert steady.relative == pytest.approx(-0.0397, abs=1e-3)
 
 
 def test_an_extra_round_runs_the_cells_asked_for_that_are_ok_and_behind():

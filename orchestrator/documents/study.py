@@ -19,9 +19,33 @@ STUDY_VERSION = 1
 STUDY_VERSION_KEY = "study_version"
 
 
+class MetricFigures(Record):
+    """A metric over a cell's runs: each run's value, their median and its 95 % interval, each round's value (None:
+    the run shared no round with this folder's), its unit and which way is better (None: neither)."""
+    values: list[float] = []
+    median: float = 0.0
+    ci95: list[float] = []              # low, high
+    n: int = 0
+    rounds: list[float | None] = []
+    unit: str = ""
+    faster_when: str | None = None
+
+
+class StudyComparison(Record):
+    """A cell against the first, on one metric (stats.estimates.compare_rounds's verdict)."""
+    metric: str = ""
+    base: int = 0                       # the cells' indices
+    other: int = 0
+    verdict: str = ""
+    relative: float = 0.0               # other / base - 1
+    p_value: float | None = None
+    rounds: int = 0
+    reason: str = ""
+
+
 class StudyCell(Record):
     """One cell of the matrix: its variables, how it went, its runs (folder names, in the rounds' order) and
-    each metric's figures (``metrics``: name -> values, median, ci95, rounds, unit, faster_when)."""
+    each metric's figures."""
 
     index: int = 0
     label: str = ""
@@ -32,12 +56,12 @@ class StudyCell(Record):
     reused: list[str] = []              # runs linked from an earlier folder of the study
     parser: str | None = None           # the app's output parser
     notes: list[str] = []               # what a measured run lacks, and why
-    metrics: dict[str, dict[str, Any]] | None = None   # None until the study is finished
+    metrics: dict[str, MetricFigures] | None = None   # None until the study is finished
     top_function: str | None = None
     verdict: str | None = None
 
-    def metric(self, name: str) -> dict[str, Any]:
-        return (self.metrics or {}).get(name) or {}
+    def metric(self, name: str) -> MetricFigures | None:
+        return (self.metrics or {}).get(name)
 
     def _left_out(self) -> set[str]:
         """No notes while there are none, no figures while the study has not finished."""
@@ -80,7 +104,7 @@ class StudyDocument(Record):
     agent: AgentUsed | None = None
     cells: list[StudyCell] = []
     order: list[RoundRun] = []              # each round's runs, in the order they took
-    comparisons: list[dict[str, Any]] = []  # each cell against the first, per metric
+    comparisons: list[StudyComparison] = []  # each cell against the first, per metric
 
     @property
     def run_names(self) -> list[str]:

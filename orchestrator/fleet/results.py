@@ -51,11 +51,10 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
                 continue
             facts = facts or run.facts
             flags.extend(f for f in run_flags(run) if f not in flags)
-        interval = metric.get("ci95") or [None, None]
         cells.append(FleetCell(
             label=entry.label or study.name or "cell", status=entry.status, reason=entry.reason,
-            frame_ms={"median": metric["median"], "low": interval[0], "high": interval[1],
-                      "runs": len(metric.get("values") or [])} if metric.get("median") is not None else None,
+            frame_ms={"median": metric.median, "low": metric.ci95[0], "high": metric.ci95[1],
+                      "runs": len(metric.values)} if metric is not None else None,
             interval="95 % interval of the median over the runs", verdict=entry.verdict,
             flags=flags, report=os.path.relpath(study_dir / "study.html", fleet_folder)))
     failed = [c for c in cells if c.status != "ok"]

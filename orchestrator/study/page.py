@@ -108,7 +108,7 @@ def study_page(document: StudyDocument) -> StudyPage:
     row_variable, rows, columns, by_place = layout(document)
     tables, drawn = [], []
     for key in metric_keys(document.cells):
-        unit = next(c.metric(key)["unit"] for c in document.cells if c.metric(key))
+        unit = next(figures.unit for c in document.cells if (figures := c.metric(key)) is not None)
         table_rows = []
         values: dict[tuple[str, str], Interval | str] = {}
         for row in rows:
@@ -119,8 +119,8 @@ def study_page(document: StudyDocument) -> StudyPage:
                 if cell is None:
                     continue
                 metric = cell.metric(key)
-                if metric:
-                    values[(row, column)] = Interval(metric["median"], metric["ci95"][0], metric["ci95"][1])
+                if metric is not None:
+                    values[(row, column)] = Interval(metric.median, *metric.ci95)
                 elif cell.status == "failed":
                     values[(row, column)] = cell.reason or "failed"
             table_rows.append((row, found))
@@ -135,13 +135,14 @@ def study_page(document: StudyDocument) -> StudyPage:
                Fact("cells", str(len(document.cells))), Fact("started", document.started),
                Fact("study file", document.file)],
         tables=tables, charts=drawn, variants=[_variant(c) for c in document.cells],
-        verdicts=[Verdict(v["metric"], labels[v["base"]], labels[v["other"]], v["verdict"],
-                          f"{v['relative']:+.1%}", v["reason"]) for v in document.comparisons],
+        verdicts=[Verdict(v.metric, labels[v.base], labels[v.other], v.verdict, f"{v.relative:+.1%}", v.reason)
+                  for v in document.comparisons],
         interval=document.interval, shares=shares_table(document.cells))
 
 
 def shares_table(cells: list[StudyCell]) -> SharesTable | None:
-    present = [name for name in SHARES if any(c.metric(share_metric(name)).get("median") for c in cells)]
+    present = [name for name in SHARES if any((found := c.metric(share_metric(name))) is not None and found.median
+                                              for c in cells)]
     if not present:
         return None
     rows = [(cell.label or "the cell", [_table_cell(cell, share_metric(name)) for name in present]) for cell in cells]
@@ -159,10 +160,10 @@ def _table_cell(cell: StudyCell | None, key: str) -> TableCell:
     if cell is None:
         return TableCell("–", "", "missing", "not in the study (excluded)")
     metric = cell.metric(key)
-    if metric:
-        low, high = metric["ci95"]
-        return TableCell(f"{metric['median']:.4g}", f"{low:.4g}–{high:.4g}", "ok",
-                         f"{len(metric['values'])} runs: " + ", ".join(f"{v:.4g}" for v in metric["values"]))
+    if metric is not None:
+        low, high = metric.ci95
+        return TableCell(f"{metric.median:.4g}", f"{low:.4g}–{high:.4g}", "ok",
+                         f"{len(metric.values)} runs: " + ", ".join(f"{v:.4g}" for v in metric.values))
     if cell.status == "failed":
         return TableCell("failed", "", "failed", cell.reason or "")
     return TableCell("–", "", "missing", "no such figure in these runs")
@@ -172,7 +173,7 @@ def _variant(cell: StudyCell) -> Variant:
     busy = cell.metric("cores_busy")
     top = cell.top_function
     return Variant(cell.label or "the cell", cell.status, cell.reason,
-                   f"{busy['median']:.2f}" if busy else "–", charts.shorten(top, 90) if top else None,
+                   f"{busy.median:.2f}" if busy else "–", charts.shorten(top, 90) if top else None,
                    cell.verdict, [(name, f"{name}/report.html") for name in cell.runs], cell.notes)
 
 

@@ -28,7 +28,16 @@ from remote_agent.messages import Facts, FactsRequest
 from .. import __version__
 from ..documents.run import read_run_or_none
 from ..documents.run_sections import RunFleet, RunStudy
-from ..documents.study import RoundRun, StoppedIn, StudyCell, StudyDocument, study_file, write_study
+from ..documents.study import (
+    MetricFigures,
+    RoundRun,
+    StoppedIn,
+    StudyCell,
+    StudyComparison,
+    StudyDocument,
+    study_file,
+    write_study,
+)
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
 from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, run_metrics
@@ -340,8 +349,8 @@ def finish_document(document: StudyDocument, folder: Path) -> list[str]:
                 est = estimate(found)
             except ValueError:
                 continue
-            entry.metrics[metric] = {**est.as_json(), "rounds": rounds.get(metric, []), "unit": units[metric][0],
-                                        "faster_when": units[metric][1]}
+            entry.metrics[metric] = MetricFigures(list(est.values), est.median, list(est.ci95), len(est.values),
+                                                  rounds.get(metric, []), units[metric][0], units[metric][1])
         entry.top_function = _most_common(tops)
         entry.verdict = _most_common(verdicts)
     document.comparisons = comparisons(document.cells)
@@ -353,7 +362,7 @@ def _measured_despite_nsys(run_dir: Path) -> bool:
     return run is not None and measured_despite_nsys(run)
 
 
-def comparisons(study_cells: list[StudyCell]) -> list[dict[str, Any]]:
+def comparisons(study_cells: list[StudyCell]) -> list[StudyComparison]:
     ok = [c for c in study_cells if c.status == "ok" and c.metrics]
     if len(ok) < 2:
         return []
@@ -363,16 +372,17 @@ def comparisons(study_cells: list[StudyCell]) -> list[dict[str, Any]]:
             if metric.startswith(SHARE_PREFIX):  # the parts of a frame's time: the study's page shows them whole
                 continue
             a, b = base.metric(metric), other.metric(metric)
-            if not (a and b):
+            if a is None or b is None:
                 continue
-            diff = compare_rounds(*_paired(a, b), a["faster_when"])
-            found.append({"metric": metric, "base": base.index, "other": other.index, **diff.as_json()})
-    return sorted(found, key=lambda d: (d["other"], d["metric"]))
+            diff = compare_rounds(*_paired(a, b), a.faster_when)
+            found.append(StudyComparison(metric, base.index, other.index, diff.verdict, diff.relative, diff.p_value,
+                                         diff.rounds, diff.reason))
+    return sorted(found, key=lambda d: (d.other, d.metric))
 
 
-def _paired(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[float], list[float]]:
+def _paired(a: MetricFigures, b: MetricFigures) -> tuple[list[float], list[float]]:
     """Two cells' values of a metric in the rounds both ran in this folder."""
-    pairs = [(x, y) for x, y in zip(a["rounds"], b["rounds"]) if x is not None and y is not None]
+    pairs = [(x, y) for x, y in zip(a.rounds, b.rounds) if x is not None and y is not None]
     return [x for x, _ in pairs], [y for _, y in pairs]
 
 
