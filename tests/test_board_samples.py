@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.analysis.analyzers.energy import energy_per_frame_mj
 from orchestrator.documents.run import RunDocument
+from orchestrator.documents.run_sections import Flag
 from orchestrator.documents.summary_sections import SummaryFrames
 from orchestrator.figures.board import board_section, energy_section
 from orchestrator.figures.board_samples import parse_board_samples, series, total_power_mw
@@ -61,7 +62,7 @@ def test_a_steady_stream_raises_no_flag():
 def test_a_throttle_drops_the_clocks_and_reaches_the_thermal_limit():
     lines = [XAVIER_NX] * 4 + [throttled(XAVIER_NX, mhz, c) for mhz, c in ((1190, 80.5), (1036, 93.0), (806, 96.5))]
     flags = validity_flags(run_document(), parse_board_samples(stream(lines)))
-    assert flags == [
+    assert [flag.as_json() for flag in flags] == [
         {"code": "clocks_dropped", "what": "the CPU clock dropped from 1267 to 806 MHz, 1.2 s into the capture"},
         {"code": "thermal_limit", "what": "CPU reached 93 C (its limit: 95 C), 1.0 s into the capture"}]
 
@@ -71,7 +72,7 @@ def test_the_zones_own_trip_point_wins_and_the_pmic_never_counts():
     samples = parse_board_samples(stream([line]))
     assert validity_flags(run_document(), samples) == []
     record = {"facts": {"board": {"thermal_trips_c": {"CPU-therm": 89.5, "GPU-therm": 89.5}}}}
-    assert [f["code"] for f in validity_flags(run_document(**record), samples)] == ["thermal_limit"]
+    assert [f.code for f in validity_flags(run_document(**record), samples)] == ["thermal_limit"]
 
 
 def test_an_idle_gpu_lowering_its_clock_is_no_drop_but_a_busy_one_is():
@@ -80,15 +81,15 @@ def test_an_idle_gpu_lowering_its_clock_is_no_drop_but_a_busy_one_is():
     assert validity_flags(run_document(), parse_board_samples(stream([busy, idle, busy]))) == []
     slowed = busy.replace("GR3D_FREQ 62%@306", "GR3D_FREQ 99%@204")
     assert validity_flags(run_document(), parse_board_samples(stream([busy, slowed]))) == [
-        {"code": "clocks_dropped",
-         "what": "the GPU clock dropped from 306 to 204 MHz while busy, 0.2 s into the capture"}]
+        Flag(code="clocks_dropped",
+             what="the GPU clock dropped from 306 to 204 MHz while busy, 0.2 s into the capture")]
 
 
 def test_a_power_mode_change_between_before_and_after():
     record = {"board_state": {"before": {"power_mode": {"name": "MAXN", "id": 0}},
                               "after": {"power_mode": {"name": "5W", "id": 1}}}}
-    assert validity_flags(run_document(**record)) == [{"code": "power_mode_changed",
-                                       "what": "the power mode changed during the run: MAXN (0) -> 5W (1)"}]
+    assert validity_flags(run_document(**record)) == [
+        Flag(code="power_mode_changed", what="the power mode changed during the run: MAXN (0) -> 5W (1)")]
 
 
 def test_energy_of_constant_and_stepped_power_is_exact():

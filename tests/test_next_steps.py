@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.documents.attribution import Attribution, AttributionFrames, AttributionSources, Share
 from orchestrator.documents.run import RunDocument, RunTarget
-from orchestrator.documents.run_sections import RunApp, RunRequest, Validity
+from orchestrator.documents.run_sections import Flag, RunApp, RunRequest, Validity
 from orchestrator.documents.shares import SHARES
 from orchestrator.documents.summary import Summary
 from orchestrator.documents.summary_sections import CaptureGap
@@ -52,8 +52,7 @@ def test_software_renderer_off_a_jetson_asks_for_the_board():
 
 def test_clocks_that_dropped_ask_to_lock_them_unless_the_run_did():
     dropped = run()
-    dropped.validity = Validity(flags=[{"code": "clocks_dropped",
-                                        "what": "the CPU clock dropped from 1900 to 1200 MHz"}])
+    dropped.validity = Validity(flags=[Flag(code="clocks_dropped", what="the CPU clock dropped from 1900 to 1200 MHz")])
     assert rules(summary(), dropped)["lock_clocks"] == ("orchestrate profile --target nano01 --app posebench "
                                                        "--inventory fleet.yaml --lock-clocks")
     dropped.request = RunRequest(lock_clocks=True)
@@ -115,7 +114,7 @@ def test_unnamed_hot_functions_ask_for_symbols_unless_given():
 
 def test_never_more_than_three_steps_the_heaviest_first_and_commands_for_a_bare_report():
     dropped = run()
-    dropped.validity = Validity(flags=[{"code": "clocks_dropped", "what": "the GPU clock dropped"}])
+    dropped.validity = Validity(flags=[Flag(code="clocks_dropped", what="the GPU clock dropped")])
     crowded = summary({"threads": 50.0, "unexplained": 30.0, "cpu": 20.0},
                       {"context_switches": False, "os_runtime": False}, software=True,
                       hotspots={"self": [{"symbol": "[libEGL.so]", "pct": 80.0}], "symbols": None})

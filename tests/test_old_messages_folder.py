@@ -57,7 +57,8 @@ def test_its_fleet_reads_typed_draws_its_page_and_written_again_is_what_it_was(o
     assert board.board.kind == "not a Jetson: x86_64, Debian GNU/Linux 12 (bookworm)"
     assert board.board.fingerprint == read_run(old / FLEET / FLEET_RUN).board_fingerprint
     [cell] = board.cells
-    assert (cell.label, cell.verdict, cell.frame_ms["median"]) == ("es2gears", "display_wait", 0.551)
+    assert cell.frame_ms is not None
+    assert (cell.label, cell.verdict, cell.frame_ms.median) == ("es2gears", "display_wait", 0.551)
     page = fleet_page(fleet)
     assert [(row.target, row.status, row.kind) for row in page.recap] == [
         ("local", "ok", "not a Jetson: x86_64, Debian GNU/Linux 12 (bookworm)")]

@@ -19,6 +19,7 @@ from orchestrator.database.connection import (
     upgrade,
 )
 from orchestrator.database.schema import metadata
+from orchestrator.documents.run_sections import Flag
 from orchestrator.errors import ResultsDatabaseError
 from orchestrator.results.records import Metric, Provenance, RunRecord, folder_records, provenance_from
 from orchestrator.results.store import Series, add_run, baseline, count_runs, finish_job, history, list_runs, start_job
@@ -41,7 +42,7 @@ def record(index: int, value: float, *, valid: bool = True, app: str = "posebenc
         started_at=started or T0 + timedelta(hours=index),
         target=target, board_kind="NVIDIA Jetson Nano Developer Kit", kind_fingerprint=kind,
         software_fingerprint="s" * 16, app=app, status="ok", valid=valid,
-        flags=[] if valid else [{"flag": "clocks_dropped", "what": "the CPU clock dropped"}], folder=f"/runs/{index}",
+        flags=[] if valid else [Flag(code="clocks_dropped", what="the CPU clock dropped")], folder=f"/runs/{index}",
         cell=cell, metrics={"steady_mean_ms": Metric(value, "ms", "lower"),
                             "frames_per_s": Metric(1000 / value, "frames/s", "higher")})
 
@@ -88,7 +89,7 @@ def test_runs_go_in_once_and_come_out_with_their_figures(db_url):
         assert (first["git_commit"], first["git_branch"], first["valid"], first["flags"]) == \
             ("1" * 40, "main", True, [])
         assert first["started_at"] == T0 + timedelta(hours=1)
-        assert newest[1]["flags"][0]["flag"] == "clocks_dropped" and newest[1]["valid"] is False
+        assert newest[1]["flags"][0]["code"] == "clocks_dropped" and newest[1]["valid"] is False
         assert [r["run_id"] for r in list_runs(database, app="posebench")] == ["run-2", "run-1"]
         assert [r["run_id"] for r in list_runs(database, target="orin-01")] == ["run-3"]
         assert [r["run_id"] for r in list_runs(database, since=T0 + timedelta(hours=2))] == ["run-3", "run-2"]
@@ -233,10 +234,10 @@ def test_a_run_folder_and_a_study_folder_become_records(tmp_path):
         assert figures["frames_per_s"] == (12.5, "frames/s", "higher")
         assert figures["app.first_inference_ms"][0] == 250.1 and figures["app.inference_mean_ms"][0] == 81.25
     # a throttled run is stored, flagged, and not valid
-    run_json["validity"] = {"flags": [{"flag": "thermal_limit", "what": "a zone passed its trip point"}]}
+    run_json["validity"] = {"flags": [{"code": "thermal_limit", "what": "a zone passed its trip point"}]}
     (run / "run.json").write_text(json.dumps(run_json))
     (flagged,) = folder_records(run)
-    assert not flagged.valid and flagged.flags[0]["flag"] == "thermal_limit"
+    assert not flagged.valid and flagged.flags == [Flag(code="thermal_limit", what="a zone passed its trip point")]
     assert folder_records(tmp_path / "nothing") == []
 
 

@@ -222,7 +222,7 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
                                     reason=cell.reason or "no run of this cell measured anything"))
                 continue
             if not valid:
-                flags = "; ".join(dict.fromkeys(f.get("what", "") for r in measured for f in r.flags))
+                flags = "; ".join(dict.fromkeys(f.what for r in measured for f in r.flags))
                 checks.append(Check(target, kind, app, label, metric, "invalid",
                                     reason=f"every run was flagged ({flags}): not judged, and not a baseline"))
                 continue

@@ -127,7 +127,7 @@ def _print_recap(results: list) -> None:
     table = Table("board", "status", "why", "doubtful figures", "folder", title="recap", expand=True)
     for result in results:
         style = STATUS_STYLES.get(result.status, "red")
-        doubts = "; ".join(dict.fromkeys(f["what"] for cell in result.cells for f in cell.flags))
+        doubts = "; ".join(dict.fromkeys(f.what for cell in result.cells for f in cell.flags))
         table.add_row(result.target, Text(result.status, style=style), result.reason or "",
                       Text(doubts, style="yellow"), str(result.folder or ""))
     show(table, err=True)

@@ -4,9 +4,9 @@ with what to do."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .record import Record, read_record, write_record
+from .run_sections import Flag, Section
 
 FLEET_FILE = "fleet.json"
 FLEET_VERSION = 1
@@ -29,15 +29,25 @@ class BoardSummary(Record):
     fingerprint: dict[str, str] | None = None  # None: the board was never reached
 
 
+class FrameSpread(Section):
+    """A cell's frame time (ms): the median with its low and high (a run's 10th and 90th percentiles of the steady
+    frames, or a study cell's 95 % interval of the median over its runs), of how many frames or runs."""
+    median: float | None = None
+    low: float | None = None
+    high: float | None = None
+    frames: int | None = None    # a run's steady frames
+    runs: int | None = None      # a study cell's runs
+
+
 class FleetCell(Record):
     """One app's or study cell's figures on one board."""
     label: str = ""
     status: str | None = None
     reason: str | None = None
-    frame_ms: dict[str, Any] | None = None   # median, low, high (and runs, for a study cell)
+    frame_ms: FrameSpread | None = None
     interval: str = ""                       # what low-high is
     verdict: str | None = None
-    flags: list[dict[str, str]] = []
+    flags: list[Flag] = []
     report: str | None = None                # the page, relative to the fleet folder
     first_frame_ms: float | None = None
     energy_mj: float | None = None

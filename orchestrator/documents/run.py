@@ -24,6 +24,7 @@ from .run_sections import (
     AppExit,
     BoardFolders,
     FileDigest,
+    Flag,
     PullFigures,
     RunApp,
     RunError,
@@ -131,7 +132,7 @@ class RunDocument(Section):
         return dict(self.study.variables) if self.study and self.study.variables is not None else None
 
     @property
-    def stored_flags(self) -> list[dict[str, str]] | None:
+    def stored_flags(self) -> list[Flag] | None:
         """The validity flags the run recorded when it came back, or None before it did."""
         return self.validity.flags if self.validity is not None else None
 

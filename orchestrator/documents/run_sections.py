@@ -92,9 +92,16 @@ class AnalysisOutcome(Section):
     app_failure: str | None = None
 
 
+class Flag(Record):
+    """What makes a run's figures doubtful: its code (clocks_dropped, thermal_limit, power_mode_changed, an empty
+    trace's) and what happened, in words."""
+    code: str = ""
+    what: str = ""
+
+
 class Validity(Section):
     """Whether the board was fit to measure: the flags that say why not, and how many samples said so."""
-    flags: list[dict[str, str]] = []   # code, what
+    flags: list[Flag] = []
     samples: int = 0
 
 

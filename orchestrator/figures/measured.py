@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..documents.fleet import FrameSpread
 from ..documents.run import RunDocument, read_run_or_none
+from ..documents.run_sections import Flag
 from ..documents.summary import Summary, summary_file
 from .validity import validity_flags
 
@@ -42,13 +44,13 @@ def measured_run(run_dir: Path, run: RunDocument | None = None) -> bool:
     return summary_file(run_dir).is_file() and (run.status == "ok" or measured_despite_nsys(run))
 
 
-def run_flags(run: RunDocument) -> list[dict[str, str]]:
+def run_flags(run: RunDocument) -> list[Flag]:
     """The flags the run recorded when it came back (its board's samples included), else what run.json says."""
     stored = run.stored_flags
     return stored if stored is not None else validity_flags(run)
 
 
-def frame_spread_ms(summary: Summary) -> dict[str, float] | None:
+def frame_spread_ms(summary: Summary) -> FrameSpread | None:
     """The steady frames' median with their 10th and 90th percentiles (ms): one run's frame time and how
     much it varies from frame to frame."""
     import numpy as np
@@ -59,5 +61,5 @@ def frame_spread_ms(summary: Summary) -> dict[str, float] | None:
     if not steady:
         return None
     low, median, high = np.percentile(np.asarray(steady, dtype=float) / 1e6, [10, 50, 90])
-    return {"median": round(float(median), 4), "low": round(float(low), 4), "high": round(float(high), 4),
-            "frames": len(steady)}
+    return FrameSpread(median=round(float(median), 4), low=round(float(low), 4), high=round(float(high), 4),
+                       frames=len(steady))

@@ -119,11 +119,10 @@ def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
     run = ev.run
-    dropped = [flag for flag in (run.stored_flags or []) if isinstance(flag, dict)
-               and flag.get("code") == "clocks_dropped"] if run else []
+    dropped = [flag for flag in (run.stored_flags or []) if flag.code == "clocks_dropped"] if run else []
     if not dropped or run is None or run.request.lock_clocks:
         return None
-    return 90.0, NextStep("lock_clocks", f"{dropped[0]['what']}: the figures drift with the clocks",
+    return 90.0, NextStep("lock_clocks", f"{dropped[0].what}: the figures drift with the clocks",
                           rerun(ev, "--lock-clocks"))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from remote_agent.messages import PowerMode
 
 from ..documents.run import RunDocument
+from ..documents.run_sections import Flag
 from ..documents.summary import Summary
 from .board_samples import cpu_top_mhz
 
@@ -21,21 +22,21 @@ THERMAL_MARGIN_C = 2.0
 
 
 def validity_flags(run: RunDocument, samples: list[dict[str, Any]] | None = None,
-                   summary: Summary | None = None) -> list[dict[str, str]]:
-    """[{'code', 'what'}] for each thing that makes the run's figures doubtful; [] when nothing does."""
-    flags = [{"code": gap.code, "what": f"{gap.what}: {gap.why}"} for gap in
+                   summary: Summary | None = None) -> list[Flag]:
+    """A flag for each thing that makes the run's figures doubtful; [] when nothing does."""
+    flags = [Flag(code=gap.code, what=f"{gap.what}: {gap.why}") for gap in
              (summary.capture_gaps if summary is not None else [])]
     mode_before, mode_after = run.power_modes
     if mode_before and mode_after and mode_before != mode_after:
-        flags.append({"code": "power_mode_changed",
-                      "what": f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"})
+        flags.append(Flag(code="power_mode_changed",
+                          what=f"the power mode changed during the run: {_mode(mode_before)} -> {_mode(mode_after)}"))
     if samples:
         flags += clock_drops(samples)
         flags += thermal_limits(samples, run.thermal_trips_c)
     return flags
 
 
-def clock_drops(samples: list[dict[str, Any]]) -> list[dict[str, str]]:
+def clock_drops(samples: list[dict[str, Any]]) -> list[Flag]:
     t0 = samples[0]["t"]
     cpu = [(s["t"], mhz) for s in samples if (mhz := cpu_top_mhz(s)) is not None]
     gpu = [(s["t"], s["gr3d_freq_mhz"]) for s in samples
@@ -44,7 +45,7 @@ def clock_drops(samples: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [flag for flag in found if flag is not None]
 
 
-def _drop(points: list[tuple[float, float]], name: str, when: str, t0: float) -> dict[str, str] | None:
+def _drop(points: list[tuple[float, float]], name: str, when: str, t0: float) -> Flag | None:
     """A flag when the clock fell under CLOCK_DROP of its own highest value in the capture."""
     if not points:
         return None
@@ -52,11 +53,11 @@ def _drop(points: list[tuple[float, float]], name: str, when: str, t0: float) ->
     at, low = min(points, key=lambda point: point[1])
     if low >= CLOCK_DROP * top:
         return None
-    return {"code": "clocks_dropped",
-            "what": f"{name} dropped from {top:g} to {low:g} MHz{when}, {at - t0:.1f} s into the capture"}
+    return Flag(code="clocks_dropped",
+                what=f"{name} dropped from {top:g} to {low:g} MHz{when}, {at - t0:.1f} s into the capture")
 
 
-def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> list[dict[str, str]]:
+def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> list[Flag]:
     """A zone at (or within 2 C of) its passive trip point, where the kernel starts throttling."""
     for sample in samples:
         for zone, temp in sample["temps_c"].items():
@@ -64,8 +65,8 @@ def thermal_limits(samples: list[dict[str, Any]], trips: dict[str, float]) -> li
                 continue
             limit = _trip(zone, trips)
             if temp >= limit - THERMAL_MARGIN_C:
-                return [{"code": "thermal_limit", "what": f"{zone} reached {temp:g} C (its limit: {limit:g} C), "
-                                                          f"{sample['t'] - samples[0]['t']:.1f} s into the capture"}]
+                return [Flag(code="thermal_limit", what=f"{zone} reached {temp:g} C (its limit: {limit:g} C), "
+                                                        f"{sample['t'] - samples[0]['t']:.1f} s into the capture")]
     return []
 
 

@@ -63,13 +63,13 @@ def _cell(found: FleetCell | None) -> GridCell:
     if found is None:
         return GridCell("–", "", "missing", "", [], None)
     frame = found.frame_ms
-    flags = [flag["what"] for flag in found.flags]
+    flags = [flag.what for flag in found.flags]
     failed = found.status not in ("ok", None)
-    if frame and frame.get("median") is not None:
-        low, high = frame.get("low"), frame.get("high")
+    if frame and frame.median is not None:
+        low, high = frame.low, frame.high
         interval = f"{low:.4g}–{high:.4g}" if low is not None and high is not None else ""
         energy = f"{found.energy_mj:.4g} mJ per frame" if found.energy_mj is not None else ""
-        return GridCell(f"{frame['median']:.4g} ms", interval, "flagged" if flags else "ok",
+        return GridCell(f"{frame.median:.4g} ms", interval, "flagged" if flags else "ok",
                         found.verdict or "", flags, found.report, energy)
     return GridCell("failed" if failed else "no frames", "", "failed" if failed else "missing",
                     found.reason or found.verdict or "", flags, found.report)
@@ -79,7 +79,7 @@ def fleet_page(document: FleetDocument) -> FleetPage:
     boards = document.boards
     recap = [RecapRow(b.target, b.status, b.reason or "", b.board.kind or "–",
                       _software(b.board), f"{b.seconds:.0f} s", b.folder,
-                      list(dict.fromkeys(f["what"] for c in b.cells for f in c.flags)))
+                      list(dict.fromkeys(f.what for c in b.cells for f in c.flags)))
              for b in boards]
     by_kind: dict[str, list[FleetBoard]] = {}
     for board in boards:
@@ -97,8 +97,8 @@ def fleet_page(document: FleetDocument) -> FleetPage:
             for label, found in mine.items():
                 interval = interval or found.interval
                 frame = found.frame_ms
-                if frame and frame.get("median") is not None and frame.get("low") is not None:
-                    values[(board.target, label)] = Interval(frame["median"], frame["low"], frame["high"])
+                if frame and frame.median is not None and frame.low is not None and frame.high is not None:
+                    values[(board.target, label)] = Interval(frame.median, frame.low, frame.high)
                 elif found.status not in ("ok", None):
                     values[(board.target, label)] = found.reason or "failed"
         measured = any(isinstance(v, Interval) for v in values.values())

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..documents.fleet import FleetBoard, FleetCell
+from ..documents.fleet import FleetBoard, FleetCell, FrameSpread
 from ..documents.run import read_run_or_none
+from ..documents.run_sections import Flag
 from ..documents.study import read_study
 from ..documents.summary import Summary, read_summary
 from ..errors import UsageError
@@ -44,7 +45,7 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
     cells, facts = [], None
     for entry in study.cells:
         metric = entry.metric("steady_mean_ms")
-        flags: list[dict[str, str]] = []
+        flags: list[Flag] = []
         for name in entry.runs:
             run = read_run_or_none(study_dir / name)
             if run is None:
@@ -53,8 +54,8 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
             flags.extend(f for f in run_flags(run) if f not in flags)
         cells.append(FleetCell(
             label=entry.label or study.name or "cell", status=entry.status, reason=entry.reason,
-            frame_ms={"median": metric.median, "low": metric.ci95[0], "high": metric.ci95[1],
-                      "runs": len(metric.values)} if metric is not None else None,
+            frame_ms=FrameSpread(median=metric.median, low=metric.ci95[0], high=metric.ci95[1],
+                                 runs=len(metric.values)) if metric is not None else None,
             interval="95 % interval of the median over the runs", verdict=entry.verdict,
             flags=flags, report=os.path.relpath(study_dir / "study.html", fleet_folder)))
     failed = [c for c in cells if c.status != "ok"]

@@ -66,7 +66,7 @@ def header_section(run: RunData) -> Header:
     if run.analysis_error:
         problems.append(f"the report could not be analysed: {run.analysis_error}")
     command = f"nsys-ui {shlex.quote(run.report_href)}" if run.report_href else None
-    doubts = [flag["what"] for flag in (document.stored_flags if document else None) or []]
+    doubts = [flag.what for flag in (document.stored_flags if document else None) or []]
     return Header(page_title(run), facts, run.report_href, command, problems, doubts)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents.run import is_run_folder, read_run_or_none
+from ..documents.run_sections import Flag
 from ..documents.study import StudyCell, StudyDocument, read_study_or_none, study_folders
 from ..documents.summary import Summary, read_summary
 from ..errors import UsageError
@@ -51,7 +52,7 @@ class RunRecord:
     app: str
     status: str
     valid: bool
-    flags: list[dict[str, str]]
+    flags: list[Flag]
     folder: str
     study: str | None = None
     cell: str = ""

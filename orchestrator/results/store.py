@@ -95,7 +95,8 @@ def add_run(database: Database, record: RunRecord, provenance: Provenance, job_i
         "kind_fingerprint": record.kind_fingerprint, "software_fingerprint": record.software_fingerprint,
         "app": record.app, "study": record.study, "cell": record.cell, "variables": record.variables_key,
         "git_commit": provenance.commit, "git_branch": provenance.branch, "job_id": job_id,
-        "status": record.status, "valid": record.valid, "flags": json.dumps(record.flags), "folder": record.folder,
+        "status": record.status, "valid": record.valid, "folder": record.folder,
+        "flags": json.dumps([flag.as_json() for flag in record.flags]),
     }
     try:
         with database.engine.begin() as connection:

@@ -133,7 +133,7 @@ def _judge_without_report(app: AppSpec, log: RunLog) -> None:
     flags = validity_flags(run, samples)
     run.validity = Validity(flags=flags, samples=len(samples))
     for flag in flags:
-        progress.note("warning", f"doubtful figures: {flag['what']}")
+        progress.note("warning", f"doubtful figures: {flag.what}")
     figures = run_metrics(log.run_dir, app.parser)
     run.analysis = AnalysisOutcome(without_nsys=True, app_failure=figures.app_failure)
     for note in figures.notes:
@@ -233,7 +233,7 @@ def _summarize(sqlite: Path, app: AppSpec, log: RunLog, symbols: tuple[str, ...]
     flags = validity_flags(run, samples, summary)
     run.validity = Validity(flags=flags, samples=len(samples))
     for flag in flags:
-        progress.note("warning", f"doubtful figures: {flag['what']}")
+        progress.note("warning", f"doubtful figures: {flag.what}")
     path = write_summary(log.run_dir, with_next_steps(summary, run, log.run_dir))
     if run.files is not None:
         run.files[path.name] = FileDigest(sha256=sha256_file(path), size=path.stat().st_size)
