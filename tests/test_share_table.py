@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 
 NEW = ('    ShareKind("gpu_spin", "spinning in a GPU call", "spinning in a GPU call (or a software renderer)",\n'
-       '              "gpu_spin", "spinning in a GPU call", "spins in its GPU calls", "#123456"),\n')
+       '              "gpu_spin", "spinning in a GPU call", "spins in its GPU calls", "#123456", "#654321"),\n')
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,9 @@ def test_one_more_share_in_the_table_is_said_everywhere(copy, export, tmp_path):
     assert sum(share["ns"] for share in shares.values()) == summary["attribution"]["window_ns"]
     page = tmp_path / "page.html"
     _run(copy, "-m", "orchestrator", "report", str(es2gears), "-o", str(page))
-    assert "--s-gpu_spin: #123456;" in page.read_text() and ".key.share-gpu_spin" in page.read_text()
+    text = page.read_text()
+    assert "--s-gpu_spin: #123456;" in text and ".key.share-gpu_spin" in text
+    assert ".v-gpu_spin strong { color: #654321; }" in text  # its verdict's headline colour
     compared = json.loads(_run(copy, "-m", "orchestrator", "compare", str(es2gears), str(tflite), "--json"))
     metric = next(m for m in compared["metrics"] if m["key"] == "share_gpu_spin_ns")
     assert metric["label"] == "per frame: spinning in a GPU call (or a software renderer)"

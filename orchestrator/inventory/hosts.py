@@ -18,6 +18,7 @@ from ..errors import InventoryError, bounded
 from .ansible_source import VaultOptions, read_sources
 from .host import DEFAULT_WORK_DIR, Host
 from .play_values import AnsibleHost, PlayValues, masked, play_values
+from .reader_document import ReaderDocument
 
 __all__ = ["DEFAULT_WORK_DIR", "Host", "Inventory", "LOCAL_TARGET", "VaultOptions", "find_host", "load_inventory",
            "local_host", "play_inventory"]
@@ -85,8 +86,9 @@ def inventory_from_document(document: Mapping[str, Any], source: str) -> Invento
     broken: dict[str, InventoryError] = {}
     values: dict[str, PlayValues] = {}
     variables: dict[str, Mapping[str, Any]] = {}
-    for name, record in document.get("hosts", {}).items():
-        parsed = AnsibleHost.from_document(name, record, record.get("source") or source)
+    found = ReaderDocument.from_wire(document)
+    for name, record in found.hosts.items():
+        parsed = AnsibleHost.from_document(name, record, source)
         variables[name] = {key: masked(key, value) for key, value in parsed.vars.items()}
         values[name] = play_values(parsed)
         error = values[name].error()
@@ -94,13 +96,12 @@ def inventory_from_document(document: Mapping[str, Any], source: str) -> Invento
             broken[name] = error
         else:
             hosts[name] = values[name].host
-    groups = {name: tuple(g.get("hosts", ())) for name, g in document.get("groups", {}).items()}
-    children = {name: tuple(g.get("children", ())) for name, g in document.get("groups", {}).items()
-                if g.get("children")}
-    members = {name: tuple(g["members"]) for name, g in document.get("groups", {}).items() if "members" in g}
+    groups = {name: tuple(g.hosts) for name, g in found.groups.items()}
+    children = {name: tuple(g.children) for name, g in found.groups.items() if g.children}
+    members = {name: tuple(g.members) for name, g in found.groups.items() if g.members is not None}
     return Inventory(source=source, hosts=hosts, groups=groups, broken=broken, children=children,
-                     order=tuple(document.get("host_order") or document.get("hosts", {})), members=members,
-                     values=values, variables=variables, warnings=tuple(document.get("warnings", ())))
+                     order=tuple(found.host_order or found.hosts), members=members,
+                     values=values, variables=variables, warnings=tuple(found.warnings))
 
 
 def play_inventory(name: str, record: Mapping[str, Any]) -> Inventory:

@@ -29,7 +29,7 @@ def targets_document(inventory: Inventory, chosen: Collection[str] | None = None
         if host.connection != "local":  # what ssh would use where the inventory leaves it to ssh's config
             shown.update(address=host.address or name, port=host.port or DEFAULT_PORT, user=host.user or DEFAULT_USER)
         hosts[name] = {"groups": list(host.groups), **shown, "ssh_args": list(values.ssh_args),
-                       "vars": dict(inventory.variables.get(name, {}))}
+                       "vars": dict(inventory.variables[name])}  # every host the reader listed has its own
         if values.defaulted:
             defaulted[name] = list(values.defaulted)
     groups = {group: [h for h in inventory.group_hosts(group) if h in hosts]

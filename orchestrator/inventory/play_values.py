@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InventoryError, bounded
 from .host import HOST_SETTINGS, Host
+from .reader_document import HostValues
 from .ssh_args import play_command, read_command, split_args
 
 DEFAULT_PYTHON = "python3"
@@ -53,12 +54,10 @@ class AnsibleHost:
     error: str | None = None                                    # what Ansible could not render for it
 
     @classmethod
-    def from_document(cls, name: str, record: Mapping[str, Any], source: str) -> AnsibleHost:
-        return cls(name=name, groups=tuple(record.get("groups", ())), vars=record.get("vars", {}),
-                   resolved=record.get("resolved", {}), origins=record.get("origins", {}),
-                   files=record.get("files", {}), settings=record.get("settings", {}),
-                   secrets=record.get("secrets", {}), source=source,
-                   error=record.get("error"))
+    def from_document(cls, name: str, record: HostValues, source: str) -> AnsibleHost:
+        return cls(name=name, groups=tuple(record.groups), vars=record.vars, resolved=record.resolved,
+                   origins=record.origins, files=record.files, settings=record.settings, secrets=record.secrets,
+                   source=record.source or source, error=record.error)
 
     def at(self, variable: str) -> str:
         """' (FILE)' when a variable comes from a file other than the one that lists the host, else ''."""

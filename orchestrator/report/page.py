@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..analysis.analyzers.frames import first_steady_index
-from ..documents.shares import SHARE_KINDS
+from ..documents.shares import VERDICT_TITLES
 from ..documents.summary import NextStep, Summary
 from ..documents.summary_sections import (
     CallTreeNode,
@@ -39,9 +39,6 @@ from .units import format_ms, format_ns
 
 HOT_BARS = 15
 THREAD_BARS = 20
-VERDICT_TITLES = {**{kind.verdict: kind.verdict_title for kind in SHARE_KINDS}, "gpu_bound": "GPU-bound",
-                  "vsync": "paced by vsync", "software_renderer": "waits for the software renderer (the CPU)",
-                  "io_or_sleep": "waits on I/O or sleeps", "unknown": "no clear bottleneck"}  # the last two: older runs
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from .. import __version__
-from ..documents.shares import SHARE_KINDS
+from ..documents.shares import SHARE_KINDS, VERDICT_KINDS
 from ..files import write_error, write_text
 
 
@@ -49,7 +49,8 @@ def environment() -> Environment:
     script = "\n".join((templates_dir() / name).read_text() for name in SCRIPTS)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     env.globals.update(script=Markup(script), script_hash=f"sha256-{digest}", version=__version__,
-                       kind_names=KIND_NAMES, share_kinds=SHARE_KINDS)
+                       kind_names=KIND_NAMES, share_kinds=SHARE_KINDS,
+                       verdict_kinds=VERDICT_KINDS)
     return env
 
 

@@ -4,6 +4,7 @@ Backend-neutral SQLAlchemy Core: the same calls on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -222,15 +223,15 @@ def list_runs(database: Database, app: str | None = None, target: str | None = N
     if since:
         query = query.where(runs.c.started_at >= since)
     found = [dict(row._mapping) for row in _read(database, query)]
-    figures: dict[int, dict[str, float]] = {}
+    figures: defaultdict[int, dict[str, float]] = defaultdict(dict)  # a run without figures has none
     if found:
         wanted = select(metrics.c.run_id, metrics.c.name, metrics.c.value).where(
             metrics.c.run_id.in_([row["id"] for row in found]))
         for row in _read(database, wanted):
-            figures.setdefault(row.run_id, {})[row.name] = row.value
+            figures[row.run_id][row.name] = row.value
     for row in found:
         row["started_at"], row["recorded_at"] = _aware(row["started_at"]), _aware(row["recorded_at"])
-        row["metrics"] = figures.get(row["id"], {})
+        row["metrics"] = figures[row["id"]]
         row["flags"] = json.loads(row["flags"] or "[]")
     return found
 
