@@ -36,7 +36,7 @@ def test_a_report_exported_on_the_board_analyses_like_one_exported_here(sshd, tm
     assert "exported on root@127.0.0.1" in done.stderr and "nsys 2022.4.2.1" in done.stderr
     assert report.with_suffix(".sqlite").is_file()
     remote = json.loads(done.stdout)
-    here = analyze_report(export("tflite-pose-xnnpack"))  # the same report, exported on this machine
+    here = analyze_report(export("tflite-pose-xnnpack")).as_json()  # the same report, exported on this machine
     for section in ("frames", "nvtx", "osrt", "hotspots", "cores"):
         assert remote[section] == here[section], section
     assert leftovers(work) == []

@@ -100,7 +100,7 @@ def test_profile_es2gears_locally_without_ssh(es2gears_here):
     [app] = [p for p in summary["capture"]["processes"] if "es2gears_x11" in p["aliases"]]
     assert app["name"] == "es2gears_x11"
     picked = analyze_report(run_dir / "report.sqlite", AnalysisOptions(process="es2gears_x11"))
-    assert picked["frames"]["count"] == swap_count(run_dir / "report.sqlite")
+    assert picked.frames is not None and picked.frames.count == swap_count(run_dir / "report.sqlite")
 
 
 def test_agent_is_redeployed_only_when_it_changed(sshd, tmp_path):
