@@ -263,7 +263,7 @@ def supervise(request):
         result.clocks = sup.state.clocks
         importer = request.importer
         if ".qdstrm" in result.reports and not (set(result.reports) & {".nsys-rep", ".qdrep"}) and importer:
-            sup.save(stage="importing", capture=result)
+            sup.save(stage="importing")
             result.import_ = ImportOutcome.from_wire(files.import_qdstrm(importer, result.reports[".qdstrm"]),
                                                      strict=True)
             result.reports = capture_mod.find_reports(request.report_base)

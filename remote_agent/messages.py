@@ -305,12 +305,11 @@ class CaptureState(Message):
     attempt: int = 1
     capture_elapsed_s: Optional[float] = None
     app_s: Optional[float] = None
-    result: Optional[CaptureResult] = None
+    result: Optional[CaptureResult] = None  # once it ended (its raw capture imported)
     error: Optional[str] = None
     trace: Optional[str] = None
     host_gone: bool = False  # the capture ended for the host's silence
     clocks: Optional[ClocksUsed] = None  # --lock-clocks: the lock and its restore, once the capture ended
-    capture: Optional[CaptureResult] = None  # the capture's result while its raw capture is imported
     free_bytes: Optional[int] = None  # free in the run folder once it ended
     disk_full: bool = False  # a save found the disk full and gave back the reserve
     disk_low: Optional["DiskLow"] = None  # the capture was ended for the disk

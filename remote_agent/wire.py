@@ -199,7 +199,8 @@ def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[An
     if origin in (list, List):
         if not isinstance(value, list):
             return False, None
-        if args[0] in _PLAIN_ITEMS and set(map(type, value)) <= _PLAIN_ITEMS[args[0]]:
+        allowed = _plain_items(args[0])
+        if allowed is not None and set(map(type, value)) <= allowed:
             return True, list(value)  # every item of the kind: read whole, without a call per item
         return True, [item for item in (_item(args[0], item, strict, skipped) for item in value) if item is not _SKIP]
     if origin in (dict, Dict):
@@ -211,6 +212,20 @@ def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[An
 
 
 _SKIP = object()
+
+
+def _plain_items(kind: Any) -> Optional[FrozenSet[type]]:
+    """The exact types a list's items may be for it to be read whole: a plain kind's, or an Optional plain kind's
+    and None's; None for any other kind of item."""
+    if kind in _PLAIN_ITEMS:
+        found: FrozenSet[type] = _PLAIN_ITEMS[kind]
+        return found
+    args = getattr(kind, "__args__", None) or ()
+    if (getattr(kind, "__origin__", None) is typing.Union or isinstance(kind, _UNION_TYPES)) and len(args) == 2 \
+            and type(None) in args:
+        inner = next(arg for arg in args if arg is not type(None))
+        return _PLAIN_ITEMS[inner] | {type(None)} if inner in _PLAIN_ITEMS else None
+    return None
 
 
 def _item(kind: Any, value: Any, strict: bool, skipped: Optional[List[Any]]) -> Any:

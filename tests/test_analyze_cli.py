@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -22,7 +23,7 @@ def test_readable_tables(export):
     assert done.returncode == 0, done.stderr
     for heading in ("Frames delimited by eglSwapBuffers", "CPU hotspots", "CPU use (context switches)",
                     "OpenGL API (CPU)", "OS runtime", "verdict"):
-        assert heading in done.stdout
+        assert re.search(rf"(?<!\w){re.escape(heading)}", done.stdout), heading  # whole: no word glued before it
     assert "not in this report: NVTX ranges, KHR_debug groups, CUDA API" in done.stdout
     # names reach the terminal as text, whole, even piped: '[swrast_dri.so]' is not markup, nothing is cut
     assert "hottest function: [swrast_dri.so] (61 % of samples)" in done.stdout

@@ -81,7 +81,7 @@ def _header(summary: Summary) -> Table:
 def _frames(frames: SummaryFrames) -> Table:
     steady = frames.steady or SteadyFrames()
     table = Table("frames", "count", "first ms", "steady mean ms", "p50", "p90", "p99", "max", "warm-up",
-                  title=f"SummaryFrames delimited by {frames.source}")
+                  title=f"Frames delimited by {frames.source}")
     table.add_row(frames.kind, str(frames.count), _ms(frames.first_ns), _ms(steady.mean_ns),
                   _ms(steady.p50_ns), _ms(steady.p90_ns), _ms(steady.p99_ns), _ms(steady.max_ns),
                   str(frames.warmup.frames))

@@ -52,7 +52,6 @@ STAGES = {
 }
 
 
-
 class BoardStates(Section):
     """The board's state before the capture (preflight's) and after it (the capture's end)."""
     before: BoardState | None = None

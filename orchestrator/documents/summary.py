@@ -126,7 +126,7 @@ class Summary(Record):
 
     @property
     def energy_median_mj(self) -> float | None:
-        return None if self.energy is None else self.energy.median_mj
+        return None if self.energy is None or self.energy.median_mj is None else float(self.energy.median_mj)
 
     @property
     def cores_busy(self) -> float | None:

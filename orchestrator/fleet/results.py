@@ -55,7 +55,7 @@ def board_result_from_study(target: str, study_dir: Path, fleet_folder: Path) ->
         cells.append(FleetCell(
             label=entry.label or study.name or "cell", status=entry.status, reason=entry.reason,
             frame_ms=FrameSpread(median=metric.median, low=metric.ci95[0], high=metric.ci95[1],
-                                 runs=len(metric.values)) if metric is not None else None,
+                                 runs=len(metric.values)) if metric is not None and len(metric.ci95) == 2 else None,
             interval="95 % interval of the median over the runs", verdict=entry.verdict,
             flags=flags, report=os.path.relpath(study_dir / "study.html", fleet_folder)))
     failed = [c for c in cells if c.status != "ok"]

@@ -25,7 +25,6 @@ class Header:
     doubts: list[str] = field(default_factory=list)  # why the board was not in a fit state to be measured
 
 
-
 def header_section(run: RunData) -> Header:
     document, summary = run.document, run.summary or Summary()
     facts_in = (document.facts if document else None) or Facts()

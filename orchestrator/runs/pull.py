@@ -17,6 +17,7 @@ from remote_agent.messages import FileRange, SendRequest, SentFile
 
 from ..errors import DiskFullError, TransferError
 from ..targets.agent import RemoteAgent, raise_if_untrusted
+from ..targets.agent_session import message_line
 from ..targets.shell import ShellCommand
 from ..targets.streams import CommandResult
 
@@ -155,7 +156,7 @@ def pull_verified(agent: RemoteAgent, wanted: dict[str, Path],
         f.partial.touch(mode=0o600)
     request = SendRequest(files=[FileRange(path=f.remote, offset=f.offset, size=f.size) for f in files])
     answer = agent.transport.download(agent.command(SEND.name), [(f.partial, f.size - f.offset) for f in files],
-                                      json.dumps(request.to_wire()).encode() + b"\n", forward)
+                                      message_line(request), forward)
     raise_if_untrusted(answer, agent.transport)
     answers, stopped = _send_answers(answer.stderr)
     return [_verify(f, follower, answers.get(f.remote), answer, stopped) for f, follower in zip(files, followers)]

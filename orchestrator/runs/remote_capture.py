@@ -14,7 +14,6 @@ request to end the capture never reached the board.
 """
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
@@ -26,9 +25,11 @@ from remote_agent.messages import AttachRequest, CaptureProgress, CaptureState, 
 
 from ..errors import AgentError, BoardBusyError
 from ..targets.agent import RemoteAgent, parse_event
+from ..targets.agent_session import message_line
 from ..targets.transport import Stream
 
 BEAT_EVERY_S = 1.0
+BEAT = message_line(HostLine(beat=True))
 INTERRUPT_REASON = "the user interrupted orchestrate on the host"
 
 
@@ -146,7 +147,7 @@ def _follow(agent: RemoteAgent, request: AttachRequest, on_progress: Callable[[C
             raise StoppedFollowing()
         if stop.interrupt.is_set() and not interrupted:
             interrupted = True
-            stream.send(_line(HostLine(stop=stop.kind, reason=stop.reason)))
+            stream.send(message_line(HostLine(stop=stop.kind, reason=stop.reason)))
             on_interrupt()
         if now - last_beat >= BEAT_EVERY_S:
             stream.send(BEAT)
@@ -169,10 +170,3 @@ def _follow(agent: RemoteAgent, request: AttachRequest, on_progress: Callable[[C
             raise LostContact(detail[0])
         if time.monotonic() - heard > silence_s:
             raise LostContact(f"nothing heard from the board for {silence_s:.0f} s")
-
-
-def _line(message: HostLine) -> bytes:
-    return json.dumps(message.to_wire()).encode() + b"\n"
-
-
-BEAT = _line(HostLine(beat=True))

@@ -25,7 +25,7 @@ from remote_agent.messages import Failure, Message
 
 from ..errors import AgentError
 from ..inventory.hosts import Host
-from .agent_session import UNTRUSTED_EXIT, AgentSession, EventHandler, parse_event
+from .agent_session import UNTRUSTED_EXIT, AgentSession, EventHandler, message_line, parse_event
 from .shell import ShellCommand, shell_path
 from .streams import CommandResult
 from .transport import Stream, Transport
@@ -120,7 +120,7 @@ class RemoteAgent:
         if session is not None:
             return session.attach(command.name, request)
         stream = self.transport.open_stream(self.command(command.name))
-        stream.send(_wire(request) + b"\n")
+        stream.send(message_line(request))
         return stream
 
     @contextmanager

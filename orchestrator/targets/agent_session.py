@@ -40,6 +40,11 @@ def is_answer(event: dict[str, Any]) -> bool:
     return event.get("event") == "result" or bool(event.get("failed"))
 
 
+def message_line(message: Message) -> bytes:
+    """A message as the agent reads it from a stream (a session's calls, attach's lines, send's request): one line."""
+    return json.dumps(message.to_wire()).encode() + b"\n"
+
+
 class AgentSession:
     def __init__(self, stream: Stream, description: str) -> None:
         self.stream = stream
@@ -50,7 +55,7 @@ class AgentSession:
              timeout: float | None) -> list[dict[str, Any]]:
         """The call's answer lines (progress events go to on_event); without an answer when the session broke."""
         wire = request.to_wire() if request is not None else {}
-        self.stream.send(json.dumps(SessionCall(command=command, request=wire).to_wire()).encode() + b"\n")
+        self.stream.send(message_line(SessionCall(command=command, request=wire)))
         deadline = time.monotonic() + timeout if timeout else None
         events: list[dict[str, Any]] = []
         while True:
@@ -80,8 +85,7 @@ class AgentSession:
         return CommandResult(UNTRUSTED_EXIT if UNTRUSTED_MARK in errors else -1, "", errors)
 
     def attach(self, command: str, request: Message) -> Stream:
-        self.stream.send(json.dumps(SessionCall(command=command, request=request.to_wire()).to_wire()).encode()
-                         + b"\n")
+        self.stream.send(message_line(SessionCall(command=command, request=request.to_wire())))
         return AttachOnSession(self)
 
     def close(self) -> None:
@@ -90,7 +94,7 @@ class AgentSession:
 
     def end(self) -> None:
         if self.usable:
-            self.stream.send(json.dumps(SessionCall(command="end").to_wire()).encode() + b"\n")
+            self.stream.send(message_line(SessionCall(command="end")))
         self.close()
 
 
