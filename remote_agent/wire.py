@@ -175,8 +175,7 @@ def _to_wire(value: Any, version: bool = True) -> Any:
 _PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 # the exact types each plain kind's items may be (True is an int to isinstance, never to a list of ints)
-_PLAIN_ITEMS = {str: frozenset((str,)), int: frozenset((int,)), float: frozenset((int, float)),
-                bool: frozenset((bool,))}
+_PLAIN_ITEMS = {kind: frozenset(types) for kind, types in _PLAIN.items()}
 
 
 def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[Any]] = None) -> Tuple[bool, Any]:
@@ -190,12 +189,11 @@ def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[An
     if kind in _PLAIN:
         fits = isinstance(value, _PLAIN[kind]) and (kind is bool or not isinstance(value, bool))
         return fits, value
+    optional = _union_arg(kind)
+    if optional is not None:
+        return (True, None) if value is None else _read(optional, value, strict, skipped)
     args: Any = getattr(kind, "__args__", None) or ()
     origin = getattr(kind, "__origin__", None)
-    if origin is typing.Union or isinstance(kind, _UNION_TYPES):  # Optional[X], or X | None on the host
-        if value is None:
-            return True, None
-        return _read(next(arg for arg in args if arg is not type(None)), value, strict, skipped)
     if origin in (list, List):
         if not isinstance(value, list):
             return False, None
@@ -214,18 +212,22 @@ def _read(kind: Any, value: Any, strict: bool = False, skipped: Optional[List[An
 _SKIP = object()
 
 
+def _union_arg(kind: Any) -> Any:
+    """X, of Optional[X] (or of X | None on the host): a union's first kind that is not None; None for a kind that
+    is no union."""
+    if getattr(kind, "__origin__", None) is typing.Union or isinstance(kind, _UNION_TYPES):
+        return next(arg for arg in kind.__args__ if arg is not type(None))
+    return None
+
+
 def _plain_items(kind: Any) -> Optional[FrozenSet[type]]:
     """The exact types a list's items may be for it to be read whole: a plain kind's, or an Optional plain kind's
     and None's; None for any other kind of item."""
     if kind in _PLAIN_ITEMS:
         found: FrozenSet[type] = _PLAIN_ITEMS[kind]
         return found
-    args = getattr(kind, "__args__", None) or ()
-    if (getattr(kind, "__origin__", None) is typing.Union or isinstance(kind, _UNION_TYPES)) and len(args) == 2 \
-            and type(None) in args:
-        inner = next(arg for arg in args if arg is not type(None))
-        return _PLAIN_ITEMS[inner] | {type(None)} if inner in _PLAIN_ITEMS else None
-    return None
+    optional = _union_arg(kind)
+    return _PLAIN_ITEMS[optional] | {type(None)} if optional in _PLAIN_ITEMS else None
 
 
 def _item(kind: Any, value: Any, strict: bool, skipped: Optional[List[Any]]) -> Any:
