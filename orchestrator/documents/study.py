@@ -30,6 +30,12 @@ class MetricFigures(Record):
     unit: str = ""
     faster_when: str | None = None
 
+    def paired_with(self, other: MetricFigures) -> tuple[list[float], list[float]]:
+        """This metric's values and another's in the rounds both have (a round either lacks is left out): what
+        stats.estimates.compare_rounds compares."""
+        pairs = [(x, y) for x, y in zip(self.rounds, other.rounds) if x is not None and y is not None]
+        return [x for x, _ in pairs], [y for _, y in pairs]
+
 
 class StudyComparison(Record):
     """A cell against the first, on one metric (stats.estimates.compare_rounds's verdict)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..documents.run import read_run_or_none
 from ..documents.shares import SHARES
+from ..documents.study import MetricFigures
 from ..documents.summary import Summary, read_summary
 from ..errors import ParseError, UsageError
 from ..parsers import parse
@@ -101,3 +102,14 @@ def _missing_figures(exc: ParseError, run_dir: Path) -> str:
         return (f"{exc.message}: the app was {ended}, before it printed its figures; give it less work or a longer "
                 f"duration_s")
     return exc.message
+
+
+def metric_figures(values: list[float], rounds: list[float | None], unit: str,
+                   faster_when: str | None) -> MetricFigures:
+    """A metric over several runs (a study cell's, a repeated variant's in compare): the values, their median and its
+    95 % interval (stats.estimates), each round's value, its unit and which way is better. ValueError without a
+    finite value."""
+    from ..stats.estimates import estimate  # scipy loads only where figures over runs are made
+    found = estimate(values)
+    return MetricFigures(list(found.values), found.median, list(found.ci95), len(found.values), rounds, unit,
+                         faster_when)

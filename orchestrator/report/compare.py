@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-from typing import Any
 
 from ..documents.shares import SHARE_TITLES_OF_RUNS, SHARES
+from ..documents.study import MetricFigures
 from ..documents.summary import Summary
 from ..errors import UsageError
+from ..figures.run_metrics import metric_figures
 from . import charts
 from .charts import Chart
 from .run_data import RunData
@@ -152,7 +153,7 @@ def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) 
     """When some variant was run more than once: each variant's distribution (median and 95 % interval per
     metric) and, against the first variant, the verdict of the study's statistics instead of one delta: the
     k-th run of each variant (by start time) is one round, as in a study whose cells take turns."""
-    from ..stats.estimates import compare_rounds, estimate
+    from ..stats.estimates import compare_rounds
     groups: dict[str, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(repeat_key(run, given[i] if given else None), []).append(i)
@@ -160,24 +161,24 @@ def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) 
         return None
     members = [sorted(found, key=lambda i: _started(runs[i])) for found in groups.values()]
     labels = variant_labels([runs[m[0]] for m in members], [given[m[0]] for m in members] if given else None)
-    found: list[dict[str, Any]] = []
-    for label, indices in zip(labels, members):
+    figures: list[dict[str, MetricFigures]] = []  # each group's, by metric
+    for indices in members:
         metrics = {}
         for key, _, unit, better in METRICS:
             values = [variants[i]["values"][key] for i in indices if variants[i]["values"][key] is not None]
             if values:
-                metrics[key] = {**estimate(values).as_json(), "rounds": [variants[i]["values"][key] for i in indices],
-                                "unit": unit, "faster_when": better}
-        found.append({"label": label, "runs": [variants[i]["label"] for i in indices], "metrics": metrics})
+                metrics[key] = metric_figures(values, [variants[i]["values"][key] for i in indices], unit, better)
+        figures.append(metrics)
     verdicts = []
-    for other in found[1:]:
+    for label, metrics in zip(labels[1:], figures[1:]):
         for key, title, _, better in METRICS:
-            a, b = found[0]["metrics"].get(key), other["metrics"].get(key)
-            if a and b and key != "frames":
-                pairs = [(x, y) for x, y in zip(a["rounds"], b["rounds"]) if x is not None and y is not None]
-                diff = compare_rounds([x for x, _ in pairs], [y for _, y in pairs], better)
-                verdicts.append({"metric": key, "title": title, "base": found[0]["label"], "other": other["label"],
-                                 **diff.as_json()})
+            a, b = figures[0].get(key), metrics.get(key)
+            if a is not None and b is not None and key != "frames":
+                diff = compare_rounds(*a.paired_with(b), better)
+                verdicts.append({"metric": key, "title": title, "base": labels[0], "other": label, **diff.as_json()})
+    found = [{"label": label, "runs": [variants[i]["label"] for i in indices],
+              "metrics": {key: metric.as_json() for key, metric in metrics.items()}}
+             for label, indices, metrics in zip(labels, members, figures)]
     return {"groups": found, "verdicts": verdicts}
 
 

@@ -29,7 +29,6 @@ from .. import __version__
 from ..documents.run import read_run_or_none
 from ..documents.run_sections import RunFleet, RunStudy
 from ..documents.study import (
-    MetricFigures,
     RoundRun,
     StoppedIn,
     StudyCell,
@@ -40,14 +39,14 @@ from ..documents.study import (
 )
 from ..errors import ConnectionLostError, InterruptedRunError, OrchestratorError
 from ..figures.measured import measured_despite_nsys, measured_run
-from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, run_metrics
+from ..figures.run_metrics import REPORT_METRICS, SHARE_PREFIX, metric_figures, run_metrics
 from ..inventory.catalog import AppSpec
 from ..inventory.hosts import Host
 from ..runs.profile import Board, LeaseWatch, ProfileRequest, agent_section, profile
 from ..runs.progress import Progress
 from ..runs.remote_capture import HostStop
 from ..runs.run_settings import RunSettings
-from ..stats.estimates import INTERVAL_METHOD, compare_rounds, estimate
+from ..stats.estimates import INTERVAL_METHOD, compare_rounds
 from ..targets.agent import deploy_agent
 from ..targets.connect import open_transport
 from ..targets.facts import picked
@@ -346,11 +345,9 @@ def finish_document(document: StudyDocument, folder: Path) -> list[str]:
         entry.metrics = {}
         for metric, found in values.items():
             try:
-                est = estimate(found)
+                entry.metrics[metric] = metric_figures(found, rounds.get(metric, []), *units[metric])
             except ValueError:
                 continue
-            entry.metrics[metric] = MetricFigures(list(est.values), est.median, list(est.ci95), len(est.values),
-                                                  rounds.get(metric, []), units[metric][0], units[metric][1])
         entry.top_function = _most_common(tops)
         entry.verdict = _most_common(verdicts)
     document.comparisons = comparisons(document.cells)
@@ -374,16 +371,10 @@ def comparisons(study_cells: list[StudyCell]) -> list[StudyComparison]:
             a, b = base.metric(metric), other.metric(metric)
             if a is None or b is None:
                 continue
-            diff = compare_rounds(*_paired(a, b), a.faster_when)
+            diff = compare_rounds(*a.paired_with(b), a.faster_when)
             found.append(StudyComparison(metric, base.index, other.index, diff.verdict, diff.relative, diff.p_value,
                                          diff.rounds, diff.reason))
     return sorted(found, key=lambda d: (d.other, d.metric))
-
-
-def _paired(a: MetricFigures, b: MetricFigures) -> tuple[list[float], list[float]]:
-    """Two cells' values of a metric in the rounds both ran in this folder."""
-    pairs = [(x, y) for x, y in zip(a.rounds, b.rounds) if x is not None and y is not None]
-    return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def _most_common(items: list[str | None]) -> str | None:
