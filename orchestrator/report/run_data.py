@@ -109,10 +109,11 @@ def _without_nsys(run_dir: Path, document: RunDocument) -> WithoutNsys:
     """What the page of a run without nsys shows instead of a report's analysis."""
     samples = read_board_samples(run_dir)
     board = board_section(samples, document.board_samples_source, int(samples[0]["t"] * 1e9)) if samples else None
-    end = max((at for points in Summary(board=board).board_series_ns.values() for at, _ in points), default=0)
+    seen = Summary(board=board)
+    seen.capture = Capture(start_ns=0, end_ns=int(max((at for points in seen.board_series_ns.values()
+                                                       for at, _ in points), default=0)))
     figures = run_metrics(run_dir, document.parser)
-    return WithoutNsys(Summary(board=board, capture=Capture(start_ns=0, end_ns=int(end))),
-                       [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
+    return WithoutNsys(seen, [(name, value, figures.units[name][0]) for name, value in figures.values.items()],
                        figures.notes)
 
 
