@@ -9,7 +9,10 @@ least --events rows of trace events. Then, in the same run and on the same file,
   (printed for information);
 - orchestrate: one `orchestrate analyze --json` process doing the whole analysis (every API section plus
   frames, hotspots, cores, threads and verdict: more than nsys computes);
-and prints the ratio and the analysis's peak memory.
+and prints the ratio and the analysis's peak memory. With --against REV, also the same `orchestrate analyze` of
+the tree at REV (a git revision: its files only, the compiled b-tree reader built for it when its C source
+differs), in the same rounds on the same file, and the ratio of today's time to it: the analysis's speed against
+an earlier release's, measured side by side (a target of at most +10 % sets the exit status).
 
 Workloads: "cuda" grows the abacus CUDA report (kernels, runtime API, memcpy, memset, OS runtime): nsys has
 a report for every event table, so both sides read the same rows; this one is held to the targets (>= 5x
@@ -19,6 +22,7 @@ report (OpenGL, OS runtime, CPU sampling, context switches): nsys's reports cove
 each side covers.
 
     python bench/analysis_speed.py [--workload cuda|opengl|both] [--events 5000000] [--rounds 3] [--nsys PATH]
+                                   [--against REV]
 """
 from __future__ import annotations
 
@@ -47,6 +51,26 @@ EVENT_TABLES = ["OSRT_API", "OPENGL_API", "OPENGL_WORKLOAD", "KHR_DEBUG_EVENTS",
                 "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
                 "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
 TARGET_RATIO, MEMORY_LIMIT = 5.0, 2**30
+AGAINST_LIMIT = 1.10  # today's analysis takes at most this much of the earlier release's time
+BTREE = Path("orchestrator/analysis/export/_btree.c")
+
+
+def tree_at(revision: str, folder: Path) -> Path:
+    """The repository's files at a revision, in a folder of their own, with its compiled b-tree reader: today's
+    when the C source is the same, else built for it."""
+    tree = folder / f"tree-{revision}"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    built = sorted((REPO / BTREE.parent).glob("_btree*.so"))
+    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", revision, "--", str(BTREE)]).returncode == 0
+    if built and same:
+        shutil.copy(built[0], tree / BTREE.parent / built[0].name)
+    else:
+        subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "build_ext", "--inplace"],
+                       cwd=tree, check=True, capture_output=True)
+    compileall.compile_dir(tree / "orchestrator", quiet=1)
+    return tree
 
 
 def build_export(source: str, events: int, folder: Path) -> tuple[Path, int, int]:
@@ -102,7 +126,7 @@ def run_measured(argv: list[str]) -> tuple[float, int]:
     return seconds, usage.ru_maxrss * 1024
 
 
-def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) -> bool:
+def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path, before: Path | None = None) -> bool:
     started = time.perf_counter()
     export, total, covered = build_export(SOURCES[workload], events, folder)
     print(f"\n[{workload}] {total:,} events in {export.stat().st_size / 2**20:.0f} MB "
@@ -115,8 +139,14 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) ->
     run_measured(ours_argv)  # warm the page cache for both sides
     one_argv = [nsys, "stats", *(arg for r in NSYS_REPORTS for arg in ("--report", r)), "--format", "csv",
                 "--output", "-", str(export)]
-    one_times, each_times, ours_times, peaks = [], [], [], []
+    # the earlier release's analysis, run from its own tree (the environment's packages are today's)
+    # (-P: not the working folder's package first)
+    before_argv = ["env", f"PYTHONPATH={before}", sys.executable, "-P", "-m", "orchestrator", "analyze", "--json",
+                   str(export)] if before is not None else []
+    one_times, each_times, ours_times, peaks, before_times = [], [], [], [], []
     for _ in range(rounds):
+        if before_argv:
+            before_times.append(run_measured(before_argv)[0])
         one_times.append(run_measured(one_argv)[0])
         each = [run_measured([nsys, "stats", "--report", r, "--format", "csv", "--output", "-", str(export)])[0]
                 for r in NSYS_REPORTS]
@@ -132,11 +162,19 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path) ->
     peak = max(peaks)
     ok = ratio >= TARGET_RATIO and peak < MEMORY_LIMIT
     verdict = ("ok" if ok else "MISSED") if workload == GATED else "for information"
+    if before_times and before is not None:
+        against = ours / statistics.median(before_times)
+        print(f"  against {before.name.removeprefix('tree-')}: analyze {statistics.median(before_times):.2f} s there, "
+              f"{ours:.2f} s here -> {against:.2f}x its time (target <= {AGAINST_LIMIT:.2f}x) -> "
+              f"{'ok' if against <= AGAINST_LIMIT else 'MISSED'}")
+        ok_against = against <= AGAINST_LIMIT
+    else:
+        ok_against = True
     print(f"  median: nsys stats {statistics.median(one_times):.2f} s in one process "
           f"({statistics.median(each_times):.2f} s one report at a time: {statistics.median(each_times) / ours:.2f}x), "
           f"analyze {ours:.2f} s -> ratio {ratio:.2f}x (target >= {TARGET_RATIO:g}x); peak memory "
           f"{peak / 2**30:.2f} GB (target < {MEMORY_LIMIT / 2**30:g} GB) -> {verdict}")
-    return ok or workload != GATED
+    return (ok or workload != GATED) and ok_against
 
 
 def main() -> int:
@@ -145,12 +183,14 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=5_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--nsys", default=shutil.which("nsys"))
+    parser.add_argument("--against", metavar="REV", help="also time the analysis of this git revision, side by side")
     args = parser.parse_args()
     if not args.nsys:
         raise SystemExit("no nsys on PATH: install Nsight Systems (scripts/setup.sh) or pass --nsys")
     workloads = ["cuda", "opengl"] if args.workload == "both" else [args.workload]
     with tempfile.TemporaryDirectory(prefix="orchestrate-bench-") as folder:
-        results = [measure(w, args.events, args.rounds, args.nsys, Path(folder)) for w in workloads]
+        before = tree_at(args.against, Path(folder)) if args.against else None
+        results = [measure(w, args.events, args.rounds, args.nsys, Path(folder), before) for w in workloads]
     return 0 if all(results) else 1
 
 

@@ -1,7 +1,7 @@
 """What `analyze --json` and `compare --json` print for the stored exports and the old folders, paths made
-relative: test_same_outputs.py holds it equal to what the release before the one record type printed
-(tests/data/outputs-before-one-record-type, see its SOURCES.md). ``python tests/same_outputs.py DIR`` writes
-today's into DIR."""
+relative: test_same_outputs.py holds it equal to the outputs stored in tests/data/outputs (see its SOURCES.md:
+when they were written, and each change of behaviour that wrote them again). ``python tests/same_outputs.py DIR``
+writes today's into DIR."""
 from __future__ import annotations
 
 import gzip
@@ -79,7 +79,7 @@ def outputs(folder: Path) -> Iterator[tuple[str, Any]]:
 
 
 def stored(name: str) -> Any:
-    with gzip.open(DATA / "outputs-before-one-record-type" / f"{name}.json.gz", "rt") as packed:
+    with gzip.open(DATA / "outputs" / f"{name}.json.gz", "rt") as packed:
         found = json.load(packed)
     return undated(found) if isinstance(found, str) else found
 

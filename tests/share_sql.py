@@ -115,6 +115,8 @@ def os_calls(conn: sqlite3.Connection, gtid: int, names: tuple[str, ...], inside
 
 
 def api_calls(conn: sqlite3.Connection, table: str, gtid: int, names: tuple[str, ...] | None = None) -> Spans:
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+        return []
     named = f"AND nameId IN (SELECT id FROM StringIds WHERE value IN ({_marks(names)}))" if names else ""
     rows = conn.execute(f'SELECT start, "end" FROM {table} WHERE globalTid = ? {named}', (gtid,))
     return [(int(s), int(e)) for s, e in rows]
@@ -143,33 +145,44 @@ def thread_ids(conn: sqlite3.Connection, pattern: str, pid_of: int | None = None
     return tuple(int(r[0]) for r in rows if pid_of is None or (int(r[0]) >> 24) & 0xFFFFFF == pid_of)
 
 
+GL_WAITS = ("glFinish", "glClientWaitSync", "eglClientWaitSync", "eglClientWaitSyncKHR", "glWaitSync",
+            "glGetQueryObjectuiv", "glGetQueryObjectui64v")
+
+
+def off_cpu(conn: sqlite3.Connection, gtid: int, spans: Spans) -> Spans:
+    """The spans' time the thread was off a CPU (context switches)."""
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    return complement(on_cpu(conn, (gtid,), lo, hi), spans)
+
+
 def display_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
-    """Socket calls begun inside one of the thread's OpenGL (EGL, GLX) calls: traffic with the display server."""
-    return length(intersect(os_calls(conn, gtid, SOCKET, inside_gl=True), spans))
+    """Off a CPU in a socket call begun inside one of the thread's OpenGL (EGL, GLX) calls: blocked on the display
+    server (the copy into its socket, on a CPU, is running), outside the calls that only wait for the GPU."""
+    blocked = intersect(os_calls(conn, gtid, SOCKET, inside_gl=True), off_cpu(conn, gtid, spans))
+    return length(complement(api_calls(conn, "OPENGL_API", gtid, GL_WAITS), blocked))
 
 
 def renderer_wait_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
-    """Inside an OpenGL call, off a CPU or blocked in an OS call (not a display one), while a software renderer's
-    threads (llvmpipe-N of the same process) run on a CPU or the GPU work nsys recorded runs (llvmpipe's compute
-    dispatches run on threads without a name, and nsys times them as GPU work)."""
+    """Inside an OpenGL call that only waits for the GPU (on a CPU or off), or off a CPU in any other OpenGL call
+    outside a display one, while a software renderer's threads (llvmpipe-N of the same process) run on a CPU or the
+    GPU work nsys recorded runs (llvmpipe's compute dispatches run on threads without a name, and nsys times them as
+    GPU work)."""
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
     pid = (gtid >> 24) & 0xFFFFFF
     gl = api_calls(conn, "OPENGL_API", gtid)
+    waits = intersect(api_calls(conn, "OPENGL_API", gtid, GL_WAITS), spans)
     display = os_calls(conn, gtid, SOCKET, inside_gl=True)
-    blocked = complement(on_cpu(conn, (gtid,), lo, hi), [(lo, hi)]) + os_calls(conn, gtid, SYNC + OTHER_BLOCKING) \
-        + os_calls(conn, gtid, SOCKET, inside_gl=False)
-    blocked += api_calls(conn, "OPENGL_API", gtid, ("glFinish", "glClientWaitSync", "eglClientWaitSync"))
     busy = on_cpu(conn, thread_ids(conn, "llvmpipe-*", pid), lo, hi) + [
         (int(s), int(e)) for s, e in conn.execute('SELECT start, "end" FROM OPENGL_WORKLOAD')]
-    waiting = intersect(intersect(intersect(gl, busy), blocked), spans)
-    return length(waiting) - length(intersect(waiting, display))
+    blocked = complement(display + waits, intersect(intersect(gl, busy), off_cpu(conn, gtid, spans)))
+    return length(waits) + length(blocked)
 
 
 def running_ns(conn: sqlite3.Connection, gtid: int, spans: Spans) -> int:
-    """On a CPU (context switches) outside every blocking OS call."""
+    """On a CPU (context switches), inside a call or not, outside the calls that only wait for the GPU."""
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
-    blocking = os_calls(conn, gtid, SYNC + OTHER_BLOCKING + SOCKET)
-    return length(intersect(complement(blocking, on_cpu(conn, (gtid,), lo, hi)), spans))
+    ran = intersect(on_cpu(conn, (gtid,), lo, hi), spans)
+    return length(complement(api_calls(conn, "OPENGL_API", gtid, GL_WAITS), ran))
 
 
 def cuda_wait_ns(conn: sqlite3.Connection, gtid: int, spans: Spans, min_call_ns: int = 20_000) -> int:

@@ -120,17 +120,23 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
     names = {row["name"] for row in summary["threads"]}
     assert {"es2gears_x11", "llvmpipe-0"} <= names  # the app and Mesa's render threads
     assert sum(core["busy_pct"] for core in summary["cores"]) > 50
-    # the frame's time by what es2gears waits for, each share the verdict names recomputed from the export with
-    # SQL: the X server (socket calls inside its GL calls) and llvmpipe's threads (the CPU), never "the GPU"
+    # the frame's time by whether es2gears runs and what it waits for, each share recomputed from the export with
+    # SQL: running (writev's copy of each frame into the X socket included), blocked on the X server (off a CPU
+    # in socket calls inside its GL calls) and waiting for llvmpipe's threads (the CPU), never "the GPU"
     found, verdict = Summary.from_json(summary).attribution, summary["verdict"]
     spans = frames_read(Summary.from_json(summary))
     with sqlite3.connect(run_dir / "report.sqlite") as conn:
         gtid = global_tid(conn, found.thread)
         display = pct_of(display_ns(conn, gtid, spans), spans)
         renderer = pct_of(renderer_wait_ns(conn, gtid, spans), spans)
-    assert found.share("display").pct == pytest.approx(display, abs=POINTS)
+        running = pct_of(running_ns(conn, gtid, spans), spans)
+    assert found.share("display").pct == pytest.approx(display, abs=2.0)
     assert found.share("gpu").pct == pytest.approx(renderer, abs=POINTS)
-    assert verdict["share"] in ("display", "gpu") and verdict["kind"] in ("display_wait", "software_renderer")
+    assert found.share("cpu").pct == pytest.approx(running, abs=POINTS)
+    assert "writev" in found.share("cpu").inside  # the copy into the X socket, on a CPU: running
+    [thread] = [row for row in summary["threads"] if f"({row['tid']})" in found.thread]
+    assert found.on_cpu_pct == pytest.approx(thread["cpu_pct"], abs=1.0)  # the CPU section's figure
+    assert verdict["share"] == found.largest and verdict["kind"] in ("cpu_bound", "display_wait", "software_renderer")
     assert "waiting for the GPU" not in verdict["summary"] and "vsync" not in verdict["summary"]  # vsync is off
     assert "do not represent the board's GPU" in verdict["summary"]
     assert [step["rule"] for step in summary["next_steps"]][0] == "on_the_board"
@@ -147,6 +153,7 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
     assert opened.charts()["frame-shares"]["drawn"] > 0
     shown = opened.page.locator("table[data-table=shares] tr[data-share=display] td").nth(1).inner_text()
     assert shown == f"{found.share('display').pct:.1f} %"
+    assert f"on a CPU {found.on_cpu_pct:.1f} % of this time" in opened.page.locator("[data-on-cpu]").inner_text()
     assert opened.charts()["frame-histogram"]["counts"] == frames["steady"]["count"]
     opened.screenshot("recorded-es2gears")
 

@@ -4,7 +4,6 @@ window."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from orchestrator.analysis.intervals.attribution import (
     Spans,
     Split,
     ThreadTime,
+    running_from_samples,
     sample_of,
     sampled,
 )
@@ -36,15 +36,20 @@ intervals = st.lists(st.tuples(st.integers(0, SPAN - 1), st.integers(0, 60)), ma
 
 
 def reference(time: ThreadTime, span: tuple[int, int]) -> np.ndarray:
-    """Each ns of the span classified on its own, by the rules in the module's docstring: (SPAN,) share codes,
-    -1 where nothing says whether the thread ran."""
+    """Each ns of the span classified on its own, by the rule of precedence in the module's docstring: (SPAN,)
+    share codes."""
     def inside(spans: Spans | None, t: int) -> bool:
         return spans is not None and bool(((spans.starts <= t) & (t < spans.ends)).any())
     found = []
     for t in range(*span):
-        off = time.on_cpu is not None and not inside(time.on_cpu, t)
-        blocked = inside(time.sync, t) or inside(time.io, t) or inside(time.api_waits, t) or off
-        if inside(time.sleep, t):
+        known = time.on_cpu is not None
+        on = known and inside(time.on_cpu, t)
+        blocked = inside(time.sync, t) or inside(time.io, t) or (known and not on)
+        if inside(time.api_waits, t):
+            found.append(GPU)           # a call that only waits for the GPU, spinning or not
+        elif on:
+            found.append(CPU)           # on a CPU anywhere else: running
+        elif inside(time.sleep, t):
             found.append(SLEEP)
         elif inside(time.display, t):
             found.append(DISPLAY)
@@ -54,12 +59,10 @@ def reference(time: ThreadTime, span: tuple[int, int]) -> np.ndarray:
             found.append(THREADS)
         elif inside(time.io, t):
             found.append(IO)
-        elif off:
-            found.append(UNEXPLAINED)
-        elif time.on_cpu is not None or time.calls_traced:
-            found.append(CPU)
+        elif known or not time.calls_traced:
+            found.append(UNEXPLAINED)   # off a CPU outside a blocking call; or nothing says whether it ran
         else:
-            found.append(-1)
+            found.append(CPU)           # no context switches: outside the traced blocking calls it ran
     return np.array(found)
 
 
@@ -87,23 +90,19 @@ def test_every_frames_shares_sum_to_its_time_and_match_a_plain_per_ns_reference(
     truth = reference(time, (0, SPAN))
     for row, (start, end) in zip(found, zip(starts, ends)):
         part = truth[start:end]
-        expected = [int((part == k).sum()) for k in range(len(SHARES))]
-        expected[UNEXPLAINED] += int((part == -1).sum())  # no samples: unseen time stays unexplained
-        assert row.tolist() == expected
+        assert row.tolist() == [int((part == k).sum()) for k in range(len(SHARES))]
+    # on a CPU: where the context switches say so (running or spinning in a GPU wait), else where it ran
+    on = time.on_cpu.covering(np.arange(SPAN)) if time.on_cpu is not None else truth == CPU
+    assert split.on_cpu(starts, ends).tolist() == [int(on[start:end].sum()) for start, end in zip(starts, ends)]
 
 
 @settings(max_examples=200, deadline=None)
-@given(thread_times(), st.lists(st.integers(0, SPAN - 1), max_size=30), st.integers(1, 20))
-def test_samples_count_as_running_where_nothing_else_says_one_period_each(time, sample_times, period):
-    time = ThreadTime(**{**time.__dict__, "on_cpu": None, "calls_traced": False,
-                         "samples": np.array(sample_times, dtype=np.int64), "sample_period_ns": float(period)})
-    [row] = Split(time, (0, SPAN)).totals([0], [SPAN])
-    truth = reference(time, (0, SPAN))
-    unseen = int((truth == -1).sum())
-    in_unseen = sum(1 for t in sample_times if truth[t] == -1)
-    assert row[CPU] == pytest.approx(min(unseen, in_unseen * period))
-    assert row[UNEXPLAINED] == pytest.approx(unseen - min(unseen, in_unseen * period))
-    assert row.sum() == pytest.approx(SPAN)
+@given(st.lists(st.integers(0, SPAN - 1), max_size=30), st.integers(1, 20))
+def test_without_context_switches_each_sample_stands_for_the_period_before_it(sample_times, period):
+    running = running_from_samples(np.array(sample_times, dtype=np.int64), period)
+    [row] = Split(ThreadTime(on_cpu=running, on_cpu_estimated=True), (0, SPAN)).totals([0], [SPAN])
+    ran = {t for s in sample_times for t in range(max(0, s - period), s)}
+    assert (row[CPU], row[UNEXPLAINED]) == (len(ran), SPAN - len(ran))
 
 
 def test_the_rules_case_by_case():
@@ -113,9 +112,15 @@ def test_the_rules_case_by_case():
                       api_waits=Spans.of([70], [75]), gpu_busy=Spans.of([30], [80]),
                       on_cpu=Spans.of([0, 50, 60], [30, 55, 90]))
     [row] = Split(time, (0, 100)).totals([0], [100])
-    # sleep 0-10, display 10-20, threads 20-30, io 30-35, gpu 35-40 (io inside a GPU call while busy), gpu 40-50
-    # (waiting on a thread inside a GPU call while busy), cpu 50-55 (running in a call), gpu 55-60 (off a CPU in a
-    # call while busy), cpu 60-70, gpu 70-75 (a wait call, though on a CPU), cpu 75-90, unexplained 90-100
+    # on a CPU 0-30: cpu (running, though inside sleep, display and sync calls); io 30-35, gpu 35-40 (io inside a
+    # GPU call while busy), gpu 40-50 (waiting on a thread inside a GPU call while busy), cpu 50-55 (running in a
+    # call), gpu 55-60 (off a CPU in a call while busy), cpu 60-70, gpu 70-75 (a call that only waits for the GPU,
+    # though on a CPU), cpu 75-90, unexplained 90-100
+    assert dict(zip(SHARES, row.tolist())) == {"cpu": 60, "gpu": 25, "display": 0, "threads": 0, "io": 5,
+                                                "sleep": 0, "unexplained": 10}
+    time = ThreadTime(**{**time.__dict__, "on_cpu": Spans.of([50, 60], [55, 90])})
+    [row] = Split(time, (0, 100)).totals([0], [100])
+    # off a CPU 0-30: sleep 0-10, display 10-20, threads 20-30
     assert dict(zip(SHARES, row.tolist())) == {"cpu": 30, "gpu": 25, "display": 10, "threads": 10, "io": 5,
                                                 "sleep": 10, "unexplained": 10}
 

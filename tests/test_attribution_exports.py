@@ -23,7 +23,9 @@ def assert_frames_add_up(summary: Summary) -> None:
         assert total == pytest.approx(per_frame[index], rel=0.01)
 
 
-def test_es2gears_waits_on_the_x_server_and_the_software_renderer_not_the_gpu(export):
+def test_es2gears_copies_into_the_x_socket_on_a_cpu_and_waits_on_the_x_server_off_one(export):
+    """writev's copy of each frame into the X socket, on a CPU, is running; only off a CPU is the thread blocked on
+    the X server. The running share is the thread's CPU time the threads table shows."""
     path = export("es2gears-opengl")
     summary = analyze_report(path)
     found, verdict = summary.attribution, summary.as_json()["verdict"]
@@ -34,20 +36,21 @@ def test_es2gears_waits_on_the_x_server_and_the_software_renderer_not_the_gpu(ex
         display = pct_of(display_ns(conn, gtid, spans), spans)
         renderer = pct_of(renderer_wait_ns(conn, gtid, spans), spans)
         running = pct_of(running_ns(conn, gtid, spans), spans)
-    assert found.share("display").pct == pytest.approx(display, abs=1.0)
+    assert found.share("display").pct == pytest.approx(display, abs=2.0)
     assert found.share("gpu").pct == pytest.approx(renderer, abs=2.0)
-    assert found.share("display").pct > 25 and found.share("gpu").pct > 25  # the X server's round trips and llvmpipe
-    assert found.share("cpu").pct <= running + 0.5  # running outside blocking calls, less the spinning in waits
-    largest = max(SHARES, key=lambda n: found.share(n).pct)
-    assert largest in ("display", "gpu") and verdict["share"] == largest
-    assert verdict["kind"] in ("display_wait", "software_renderer")
+    assert found.share("cpu").pct == pytest.approx(running, abs=1.0)
+    [thread] = [t for t in summary.threads if t.tid == int(found.thread.rsplit("(", 1)[1].rstrip(")"))]
+    assert found.share("cpu").pct == pytest.approx(thread.cpu_pct, abs=1.0)  # the CPU section's figure
+    assert (int(found.share("cpu").pct), int(found.share("gpu").pct), int(found.share("display").pct)) == (43, 35, 15)
+    assert "writev" in found.share("cpu").inside and found.share("display").calls[:2] == ["poll", "writev"]
+    assert verdict["kind"] == "cpu_bound" and verdict["share"] == "cpu" == found.largest
     # llvmpipe is the CPU: never "waiting for the GPU", no vsync (vblank_mode=0; frames far under a refresh)
     assert "waiting for the GPU" not in verdict["summary"] and "vsync" not in verdict["summary"]
     assert "do not represent the board's GPU" in verdict["summary"]
-    assert found.share("display").calls[:2] == ["poll", "writev"] and "eglSwapBuffers" in found.share("display").inside
+    assert "inside writev" in verdict["summary"]
     assert found.share("threads").threads and found.share("threads").threads[0].startswith("llvmpipe-")
-    assert found.sources.context_switches and found.sources.os_runtime and found.confidence in ("high",
-                                                                                                       "medium")
+    assert found.sources.context_switches and found.sources.os_runtime
+    assert found.confidence == "medium"  # running leads waiting for llvmpipe by under 10 points
     assert_frames_add_up(summary)
 
 

@@ -60,12 +60,15 @@ def test_clocks_that_dropped_ask_to_lock_them_unless_the_run_did():
     assert "lock_clocks" not in rules(summary(), run())
 
 
-def test_missing_context_switches_are_asked_for_when_waits_or_running_cannot_be_told_apart():
+def test_missing_context_switches_are_asked_for_since_running_is_then_an_estimate():
     no_switches = {"context_switches": False}
     waits = summary({"threads": 40.0, "cpu": 30.0, "io": 30.0}, no_switches, verdict="thread_wait")
     assert rules(waits, run())["context_switches"].endswith("--cpuctxsw process-tree")
     assert "context_switches" in rules(summary({"cpu": 90.0, "io": 10.0}, no_switches), run())
-    assert "context_switches" not in rules(summary({"io": 95.0, "cpu": 5.0}, no_switches), run())
+    io = next_steps(summary({"io": 95.0, "cpu": 5.0}, no_switches), run(), "runs/r1")
+    assert [step.why for step in io if step.rule == "context_switches"] == [
+        "when app (7) ran is estimated from its CPU samples: context switches record when it was on a CPU, "
+        "inside which call, and the thread that ends each wait"]
     assert "context_switches" not in rules(waits, run(cpuctxsw="process-tree"))
     assert "context_switches" not in rules(summary({"threads": 40.0, "cpu": 60.0}), run())
     refused = summary({"cpu": 90.0, "io": 10.0}, no_switches)

@@ -1,7 +1,7 @@
 """`analyze --json`, `compare --json` and the pages of `report` and `compare`, on the stored exports and on run,
-study and fleet folders written by earlier releases, equal what the release before the one record type printed
-(tests/data/outputs-before-one-record-type): the documents' and messages' machinery changed, their output did
-not."""
+study and fleet folders written by earlier releases, equal the outputs stored in tests/data/outputs: a change of
+the output is a change of behaviour, made on purpose, with the outputs written again in the same commit and the
+change said in their SOURCES.md."""
 from __future__ import annotations
 
 import difflib

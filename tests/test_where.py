@@ -6,6 +6,7 @@ import sqlite3
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from share_sql import display_ns, global_tid
 
 from orchestrator.analysis import analyze_report
 from orchestrator.analysis.analyzers.frames import Frames
@@ -57,14 +58,9 @@ def test_findings_say_which_frames_carry_them(export):
     assert display["frames"][0]["ns"] >= display["frames"][1]["ns"] >= display["frames"][2]["ns"]
     assert display["names"][:2] == ["poll", "writev"] and display["thread"] == summary.attribution.thread
     with sqlite3.connect(path) as conn:
-        for frame in display["frames"]:  # the socket calls made inside OpenGL calls, in that frame, by SQL
-            spent = conn.execute(
-                """SELECT sum(min(o."end", :hi) - max(o.start, :lo)) FROM OSRT_API o JOIN StringIds s
-                   ON s.id = o.nameId WHERE s.value IN ('poll', 'writev', 'recvmsg') AND o.start < :hi
-                   AND o."end" > :lo AND EXISTS (SELECT 1 FROM OPENGL_API g WHERE g.globalTid = o.globalTid
-                   AND g.start <= o.start AND o.start < g."end")""",
-                {"lo": frame["start_ns"], "hi": frame["end_ns"]}).fetchone()[0]
-            assert frame["ns"] == spent
+        gtid = global_tid(conn, summary.attribution.thread)
+        for frame in display["frames"]:  # off a CPU in socket calls made inside OpenGL calls, in that frame, by SQL
+            assert frame["ns"] == display_ns(conn, gtid, [(frame["start_ns"], frame["end_ns"])])
     gpu = next(f for f in verdict["findings"] if f["kind"] == "gpu_busy")
     assert gpu["frames"] == [] and (gpu["start_ns"], gpu["end_ns"]) == (display["start_ns"], display["end_ns"])
 

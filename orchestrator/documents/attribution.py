@@ -34,7 +34,8 @@ class Share(Record):
     per_frame_ns: list[int] = []        # the frames inside the window, from Attribution's first
     frames: list[WhereFrame] = []       # the frames carrying most of it
     calls: list[str] = []               # its calls (the hottest functions for cpu), most time first
-    inside: list[str] = []              # the GPU or window-system calls they were made in
+    inside: list[str] = []              # the GPU or window-system calls they were made in (for cpu: the OS calls,
+    #                                     then the GPU calls, it ran inside)
     threads: list[str] = []             # the threads that woke it, or the software renderer's
 
     @classmethod
@@ -60,6 +61,8 @@ class Attribution(Record):
     sampled_every: int = 1                  # 1: all of the window; k: every k-th frame (or slice) of it
     shares: dict[str, Share] = {}       # by name, in SHARES' order
     largest: str = ""
+    on_cpu_ns: int | None = None            # the thread on a CPU in the time attributed: running and spinning in
+    #                                         calls that wait for the GPU (None: nothing says when it ran)
     gpu_recorded: float | None = None       # of the GPU share, what the GPU's recorded work covers
     software_renderer: bool = False
     wait_function_samples: int = 0
@@ -78,6 +81,10 @@ class Attribution(Record):
     @property
     def largest_share(self) -> Share:
         return self.share(self.largest)
+
+    @property
+    def on_cpu_pct(self) -> float | None:
+        return None if self.on_cpu_ns is None or not self.window_ns else self.on_cpu_ns * 100.0 / self.window_ns
 
     @property
     def first_frame(self) -> int | None:

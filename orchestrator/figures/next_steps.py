@@ -4,9 +4,8 @@ that the run already did. Pure over summary.json and run.json.
 Each rule says when it applies (its evidence), why, and the command; its weight orders the steps:
   on_the_board      the renderer is a software one on a machine that is not a Jetson: profile on a board
   lock_clocks       a clock dropped during the capture and the run did not lock them: --lock-clocks
-  context_switches  the capture has none, and time waits on other threads, is unexplained or counts as running
-                    (with no context switches, waiting for a CPU does), and the kernel did not refuse perf events
-                    (CPU sampling): --cpuctxsw process-tree
+  context_switches  the capture has none (the time on a CPU is an estimate from samples, or not known), and the
+                    kernel did not refuse perf events (CPU sampling): --cpuctxsw process-tree
   os_runtime        the capture has no OS runtime calls and time is unexplained: --trace ...,osrt
   gpu_trace         the thread's samples sit in a function that waits for the GPU while no GPU work was recorded:
                     --trace ...,opengl (or cuda)
@@ -29,7 +28,7 @@ from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR, CAPTURE_OPTION_FIEL
 
 MAX_STEPS = 3
 UNNAMED_PCT = 20.0          # of the samples in unnamed hottest functions before --symbols is worth it
-WAIT_SHARE_PCT = 10.0       # of the thread's time waiting on threads or unexplained, before context switches are
+WAIT_SHARE_PCT = 10.0       # of the thread's time waiting on threads or unexplained, to be named in the step
 UNEXPLAINED_PCT = 10.0
 # frames nsys names in brackets that no symbol file can name
 NAMELESS_FOR_GOOD = re.compile(r"^\[(JIT|vdso|kernel\.kallsyms|Unknown|Max depth|Broken backtraces)")
@@ -133,15 +132,13 @@ def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
     if ev.run is not None and ev.run.app.cpuctxsw in ("process-tree", "system-wide"):
         return None
     waiting = ev.pct("threads", "unexplained")
-    running = found.largest == "cpu"
-    if waiting < WAIT_SHARE_PCT and not running:
-        return None
-    what = (f"{waiting:.0f} % of {found.thread}'s time waits on other threads or is unexplained"
-            if waiting >= WAIT_SHARE_PCT else f"{ev.pct('cpu'):.0f} % of {found.thread}'s time counts as running")
+    known = ("estimated from its CPU samples" if found.sources.samples
+             else "not known (no context switches, no CPU samples)")
+    what = f"; {waiting:.0f} % of it waits on other threads or is unexplained" if waiting >= WAIT_SHARE_PCT else ""
     return max(waiting, 20.0), NextStep(
-        "context_switches", f"{what}, and the capture has no context switches to tell waiting for a CPU from "
-                            "running and to name the thread that ends each wait", rerun(ev, "--cpuctxsw",
-                                                                                        "process-tree"))
+        "context_switches", f"when {found.thread} ran is {known}{what}: context switches record when it was on a "
+                            "CPU, inside which call, and the thread that ends each wait",
+        rerun(ev, "--cpuctxsw", "process-tree"))
 
 
 def _perf_events_refused(ev: Evidence) -> bool:

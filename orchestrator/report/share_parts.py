@@ -33,6 +33,7 @@ class SharesPart:
     legend: list[tuple[str, str]]   # (share key, its title) of the shares the chart draws
     amount: str                     # what the rows' amounts are: per frame, or over the window
     chart_note: str = ""            # what a bar stands for, when not one frame
+    on_cpu: str = ""                # the thread on a CPU, as the CPU section counts it
 
 
 def made_of(found: Attribution, key: str) -> str:
@@ -66,7 +67,21 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
     legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns and found.share(k).pct >= 0.05]
     group = math.ceil(frames / MAX_BARS) if frames else 1
     note = f" (a bar is the mean of {group} frames read one after the other)" if group > 1 else ""
-    return SharesPart(f"{found.thread} over {what}", rows, chart, legend, "per frame" if frames else "time", note)
+    return SharesPart(f"{found.thread} over {what}", rows, chart, legend, "per frame" if frames else "time", note,
+                      on_cpu_words(found))
+
+
+def on_cpu_words(found: Attribution) -> str:
+    """'es2gears_x11 (7188) was on a CPU 43.2 % of this time: running 41.0 %, spinning in calls that wait for the
+    GPU 2.2 % (context switches)'"""
+    pct = found.on_cpu_pct
+    if pct is None:
+        return ""
+    running = found.share("cpu").pct
+    spin = f": running {running:.1f} %, spinning in calls that wait for the GPU {pct - running:.1f} %" \
+        if pct - running >= 0.05 else ""
+    how = "context switches" if found.sources.context_switches else "estimated from its CPU samples"
+    return f"{found.thread} was on a CPU {pct:.1f} % of this time{spin} ({how})"
 
 
 def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart | None:

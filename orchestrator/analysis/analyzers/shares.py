@@ -23,11 +23,12 @@ TOP_NAMES = 3
 UNEXPLAINED_MEDIUM, UNEXPLAINED_LOW = 0.10, 0.25
 # the largest share leads the next by at least this much for high confidence
 CLEAR_LEAD = 0.10
+NAMED_SHARE = 0.01  # a call the thread ran inside is named when it holds this much of the window
 
 MISSING = {
     "os_runtime": "no OS runtime trace: time blocked in system calls cannot be told from running",
-    "context_switches": "no context switches: time waiting for a CPU counts as running, and time off a CPU "
-                        "outside traced calls is not seen",
+    "context_switches": "no context switches: the time on a CPU is estimated from the thread's CPU samples (one "
+                        "sampling period each)",
     "gpu_work": "no GPU work recorded: waits in GPU calls cannot be set against the GPU's busy time",
 }
 
@@ -74,11 +75,18 @@ def made_of(split: Split, gathered: Gathered, names: dict[int, str]) -> Made:
 
 
 def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], samples: Samples | None,
-             gtid: int) -> tuple[list[str], list[str], list[str]]:
-    """What the share is made of: its calls, the GPU or window-system calls they happen inside, its threads."""
+             gtid: int, floor_ns: float) -> tuple[list[str], list[str], list[str]]:
+    """What the share is made of: its calls, the GPU or window-system calls they happen inside, its threads; the
+    calls a thread ran inside when at least floor_ns of it."""
     os_names, api_names = gathered.os_calls.names, gathered.api_calls.names
-    if share == CPU:
-        return _hot_functions(samples, gtid), [], []
+    if share == CPU:  # the functions it ran, and the calls it ran inside: an OS call's copy, a GL call's own work
+        if gathered.time.on_cpu_estimated:  # a sample stands for time before it, which may lie in the call before
+            return _hot_functions(samples, gtid), [], []
+
+        def inside(found: np.ndarray) -> np.ndarray:
+            return np.where(found[:, CPU] >= floor_ns, found[:, CPU], 0.0)
+        return (_hot_functions(samples, gtid),
+                ranked(os_names, inside(made.os), 2) + ranked(api_names, inside(made.api), 2), [])
     if share == GPU:
         return ranked(api_names, made.api[:, GPU]), [], made.beside or list(gathered.renderer_threads)
     threads: list[str] = []
@@ -102,7 +110,8 @@ def _recorded_share(split: Split, recorded: Spans, gpu_ns: float) -> float | Non
 
 def sources_of(gathered: Gathered, samples_seen: bool) -> AttributionSources:
     time = gathered.time
-    return AttributionSources(os_runtime=time.calls_traced, context_switches=time.on_cpu is not None,
+    return AttributionSources(os_runtime=time.calls_traced,
+                              context_switches=time.on_cpu is not None and not time.on_cpu_estimated,
                               gpu_work=bool(len(gathered.recorded_gpu)), samples=samples_seen,
                               software_renderer=list(gathered.renderer_threads), display=gathered.has_display)
 
@@ -144,10 +153,10 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
             full[inside] = np.rint(per_frame[:, k]).astype(np.int64)
             heaviest = [WhereFrame.from_wire(frame) for frame in where(span, frames, full).to_json()["frames"]]
             own = [int(v) for v in full[inside]] if total[k] > 0 else []
-        calls, within, threads = _what_of(made, gathered, k, names, samples, gtid)
+        calls, within, threads = _what_of(made, gathered, k, names, samples, gtid, NAMED_SHARE * window_ns)
         shares[name] = Share(ns=int(round(total[k])), pct=float(total[k] * 100.0 / window_ns) if window_ns else 0.0,
                              per_frame_ns=own, frames=heaviest, calls=calls, inside=within, threads=threads)
-    sources = sources_of(gathered, gathered.time.samples is not None and len(gathered.time.samples) > 0)
+    sources = sources_of(gathered, gathered.sampled)
     confidence, missing = confidence_of({name: share.pct for name, share in shares.items()}, sources,
                                         uses_gpu=bool(len(gathered.api_calls.starts)))
     return Attribution(
@@ -155,6 +164,8 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         frames=AttributionFrames(int(inside[0]), int(len(inside)), sample.every) if len(inside) else None,
         sampled_every=sample.every, shares=shares,
         largest=max(SHARES, key=lambda n: (shares[n].ns, -SHARES.index(n))),
+        on_cpu_ns=int(round(split.on_cpu(sample.starts, sample.ends).sum())) if gathered.time.on_cpu is not None
+        else None,
         gpu_recorded=_recorded_share(split, gathered.recorded_gpu, float(total[GPU])),
         software_renderer=is_software(renderer) or bool(gathered.renderer_threads),
         wait_function_samples=gathered.wait_samples, sources=sources, missing=missing, confidence=confidence)

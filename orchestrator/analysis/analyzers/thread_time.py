@@ -15,7 +15,18 @@ from ..export.names import PROFILER_THREAD_PREFIX, pid_of
 from ..export.sampling import Samples
 from ..export.scheduling import sampling_period_ns
 from ..export.trace import Trace
-from ..intervals.attribution import DISPLAY, IO, SLEEP, THREADS, Sample, Spans, ThreadTime, sample_of, sampled
+from ..intervals.attribution import (
+    DISPLAY,
+    IO,
+    SLEEP,
+    THREADS,
+    Sample,
+    Spans,
+    ThreadTime,
+    running_from_samples,
+    sample_of,
+    sampled,
+)
 from ..intervals.coverage import Coverage
 from .evidence import SOFTWARE_GPU_THREAD
 from .frames import Frames
@@ -36,6 +47,7 @@ class Gathered:
     renderer_threads: tuple[str, ...]
     has_display: bool
     wait_samples: int             # the thread's samples inside a function that waits for the GPU
+    sampled: bool                 # the thread has CPU samples
     life: tuple[int, int]         # the part of the span the thread was seen in (it may start late, end early)
     sample: Sample                # what of it the attribution reads
     # with a software renderer, the process's other busiest threads on a CPU (context switches): who ran while the
@@ -71,6 +83,9 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
             on_cpu = Spans.of(intervals["start"].to_numpy()[mine], intervals["end"].to_numpy()[mine])
     period = sampling_period_ns(samples) if samples is not None and len(samples.ids) else 1e6
     mine_samples = samples.starts[samples.tids == gtid] if samples is not None else None
+    estimated = on_cpu is None and mine_samples is not None and len(mine_samples) > 0
+    if estimated and mine_samples is not None:
+        on_cpu = running_from_samples(mine_samples, period)
     # a software renderer's threads are the GPU of a thread that makes OpenGL calls, in its own process
     gl = raw["OPENGL_API"]
     draws = gl is not None and len(gl["start"]) > 0
@@ -78,7 +93,7 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                        and SOFTWARE_GPU_THREAD.match(n)), key=lambda t: (names[t], t))
     rendering = renderer_busy(trace, renderer, span, intervals, samples, period)
     calls_seen = [Spans(c["start"], c["end"]) for c in raw.values() if c is not None and len(c["start"])]
-    life = _life(span, calls_seen + ([on_cpu] if on_cpu is not None else []), mine_samples, frames)
+    life = _life(span, calls_seen + ([on_cpu] if on_cpu is not None and not estimated else []), mine_samples, frames)
     count = sum(len(c) for c in calls_seen) + len(rendering) + len(on_cpu or ()) + gpu_work_count(trace, life)
     sample = sample_of(life, count, *((frames.starts, frames.ends) if frames is not None else ()))
     found = {table: calls_from(trace, raw[table], span, sample)[0] for table in API_TABLES}
@@ -97,13 +112,13 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     time = ThreadTime(sleep=of_kind(SLEEP), display=of_kind(DISPLAY), sync=of_kind(THREADS), io=of_kind(IO),
                       api=api.spans() | own, api_waits=api.spans(waits) | own,
                       gpu_busy=within(recorded | _picked(rendering, sample), in_calls),
-                      on_cpu=None if on_cpu is None else _picked(on_cpu, sample, disjoint=True),
-                      calls_traced=_osrt_rows(trace),
-                      samples=mine_samples, sample_period_ns=period)
+                      on_cpu=None if on_cpu is None else _picked(on_cpu, sample, disjoint=not estimated),
+                      on_cpu_estimated=estimated, calls_traced=_osrt_rows(trace))
     beside = _threads_beside(intervals, gtid, names, sample) if renderer else {}
     return Gathered(time=time, os_calls=os_calls, kinds=kinds, wakers=wakers(trace, os_calls, kinds, gtid, span),
                     api_calls=api, recorded_gpu=recorded, renderer_threads=tuple(names[t] for t in renderer),
-                    has_display=has_display, wait_samples=_wait_samples(samples, gtid), life=life, sample=sample,
+                    has_display=has_display, wait_samples=_wait_samples(samples, gtid),
+                    sampled=mine_samples is not None and len(mine_samples) > 0, life=life, sample=sample,
                     beside=beside)
 
 

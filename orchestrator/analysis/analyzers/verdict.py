@@ -74,7 +74,8 @@ def _share_detail(name: str, share: Share, found: Attribution, context: Context)
     if name == "cpu":
         waiting = (f"; {found.wait_function_samples} of its samples are in a function that waits for the GPU"
                    if found.wait_function_samples else "")
-        return (f", mostly in {_list(calls)}" if calls else "") + waiting
+        ran_in = f" inside {_list(inside, 3)}" if inside else ""
+        return ran_in + (f", mostly in {_list(calls)}" if calls else "") + waiting
     if name == "gpu":
         work = f" {_list(context.gpu_work_names, 2)}" if context.gpu_work_names else " its work"
         if found.software_renderer:
@@ -85,7 +86,14 @@ def _share_detail(name: str, share: Share, found: Attribution, context: Context)
         woke = f", woken by {_list(threads, 2)}" if threads else ""
         return f"{in_calls}{within}{woke}"
     if name == "unexplained":
-        return " (waiting for a CPU, or blocked in a call nsys did not trace)"
+        sources = found.sources
+        if sources.context_switches:
+            return (" (off a CPU outside any blocking call: waiting for a CPU, or blocked in a call nsys did not "
+                    "trace)")
+        if sources.samples:
+            return (" (no CPU sample there and no blocking call: waiting for a CPU, or blocked in a call nsys did "
+                    "not trace)")
+        return " (nothing recorded says whether the thread ran or waited)"
     return f"{in_calls}{within}"
 
 
@@ -144,7 +152,7 @@ def decide(found: Attribution | None, context: Context) -> dict:
         add(f"{_share_label(name, found)}: {_amount(share, found)}{_share_detail(name, share, found, context)}",
             f"share_{name}", {"start_ns": found.start_ns, "end_ns": found.end_ns,
                              "frames": [frame.as_json() for frame in share.frames]},
-            share.calls + share.inside if name != "cpu" else ())
+            share.calls + share.inside if name != "cpu" else share.inside)  # cpu's calls are functions
     if found is not None and found.software_renderer:
         add(f"the renderer is {_renderer_words(found, context)}", "renderer")
     if context.gpu_busy_pct is not None:

@@ -79,12 +79,19 @@ def cpu_use_from_samples(samples: Samples, window: tuple[int, int], cpu_count: i
                   _threads(per_thread, length))
 
 
+# The sampling period is the gap between two samples of a thread that runs on: nsys samples a thread each period of
+# its CPU clock (2022.4: every 1,000,000 CPU-clock ns by default, 2,000,000 with DWARF backtraces). A thread that also
+# waits is sampled further apart, so the period is a low quantile of the gaps, not their median (which a thread on
+# a CPU half the time would double).
+PERIOD_QUANTILE = 10
+
+
 def sampling_period_ns(samples: Samples) -> float:
-    """The typical gap between two samples of one running thread."""
+    """The gap between two samples of one thread running on, from the gaps of every thread."""
     order = np.lexsort((samples.starts, samples.tids))
     tids, starts = samples.tids[order], samples.starts[order]
     gaps = np.diff(starts)[tids[1:] == tids[:-1]]
-    return float(np.median(gaps)) if len(gaps) else 1e6
+    return float(np.percentile(gaps, PERIOD_QUANTILE)) if len(gaps) else 1e6
 
 
 def _cores(busy: pd.Series, length: int, cpu_count: int) -> pd.DataFrame:

@@ -1,18 +1,22 @@
-"""Where a thread's time goes: each instant of the thread goes to one share, by what the thread waits for.
-Pure: sets of intervals in, ns per share out.
+"""Where a thread's time goes: each instant of the thread goes to one share, by whether it ran and what it waited
+for. Pure: sets of intervals in, ns per share out.
 
-The shares, first match wins at each instant:
-  sleep     in a sleep call (nanosleep, usleep...)
-  display   in socket traffic with the display server (X11, Wayland)
-  gpu       inside a GPU or driver call (OpenGL, EGL, CUDA) while the GPU, or a software renderer's threads, is
-            busy, and not running there: blocked in an OS call, off a CPU, or in a call that waits for the GPU
-            (glFinish, eglSwapBuffers, cudaStreamSynchronize: a spinning wait is a wait too)
-  threads   waiting on the app's other threads (condition variables, mutexes, futexes, joins, barriers)
-  io        in another blocking call (files, sockets that are not the display's, ioctl, waitpid...)
-  unexplained  off a CPU outside any traced call (waiting for a CPU, or blocked in a call nsys did not trace)
-  cpu       running: on a CPU by the context switches; without them, outside every blocking call (with OS
-            runtime trace); with neither, as much as the thread's CPU samples cover, one sampling period
-            each, and the rest is unexplained
+One rule of precedence at each instant (first match wins):
+  gpu       inside a call that only waits for the GPU (glFinish, cuda*Synchronize, cuEventSynchronize, synchronous
+            copies), on a CPU or off: a spinning wait is a wait too
+  cpu       on a CPU anywhere else: running, inside a call (named for it: "running inside writev") or outside
+  and off a CPU, the wait of the call it is in:
+  sleep     a sleep call (nanosleep, usleep...)
+  display   socket traffic with the display server (X11, Wayland)
+  gpu       a GPU or driver call (OpenGL, EGL, CUDA) while the GPU, or a software renderer's threads, is busy
+  threads   the app's other threads (condition variables, mutexes, futexes, joins, barriers)
+  io        another blocking call (files, sockets that are not the display's, ioctl, waitpid...)
+  unexplained  off a CPU outside any blocking call (waiting for a CPU, or blocked in a call nsys did not trace:
+            the reason is not recorded)
+
+When the thread was on a CPU comes from its context switches; without them, from its CPU samples (which land only
+on a running thread: each stands for the sampling period before it), an estimate; with neither, the thread ran
+wherever it was in no blocking call when those calls were traced, and nothing says so otherwise (unexplained).
 
 Every instant of a span goes to exactly one share, so a frame's shares add up to the frame's time.
 """
@@ -27,7 +31,6 @@ from ...documents.shares import SHARES
 # each share's column in the arrays below (a share declared after these has no rule here yet: no time)
 CPU, GPU, DISPLAY, THREADS, IO, SLEEP, UNEXPLAINED = (SHARES.index(name) for name in (
     "cpu", "gpu", "display", "threads", "io", "sleep", "unexplained"))
-_UNSEEN = len(SHARES)  # nothing says whether the thread ran: its samples split this into cpu and unexplained
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,19 @@ class ThreadTime:
     sync: Spans = NO_SPANS       # waits on the app's other threads
     io: Spans = NO_SPANS         # other blocking calls
     api: Spans = NO_SPANS        # GPU and driver calls (OpenGL, EGL, GLX, CUDA)
-    api_waits: Spans = NO_SPANS  # those of them that wait for the GPU
+    api_waits: Spans = NO_SPANS  # those of them that only wait for the GPU
     gpu_busy: Spans = NO_SPANS   # the GPU's recorded work, and a software renderer's threads on a CPU
-    on_cpu: Spans | None = None  # the thread on a CPU (context switches); None when they were not traced
-    calls_traced: bool = False   # blocking OS calls were traced: outside them the thread ran
-    samples: np.ndarray | None = None  # when the thread's CPU samples were taken
-    sample_period_ns: float = 1e6
+    on_cpu: Spans | None = None  # the thread on a CPU (context switches, else estimated from samples); None: unknown
+    on_cpu_estimated: bool = False  # on_cpu is an estimate from the thread's CPU samples
+    calls_traced: bool = False   # blocking OS calls were traced: without on_cpu, outside them the thread ran
+
+
+def running_from_samples(times: np.ndarray, period_ns: float) -> Spans:
+    """When a thread ran, estimated from its CPU samples: each stands for the sampling period of the thread's CPU
+    time before it (a sample is taken when the thread's clock has run one period), so a thread sampled without a
+    break ran throughout and a thread never sampled in a wait did not run there."""
+    ends = np.sort(np.asarray(times, dtype=np.int64))
+    return Spans.of(ends - int(round(period_ns)), ends)
 
 
 # The attribution reads at most this many of the thread's intervals (calls, times on a CPU, GPU work): past it, an
@@ -167,44 +177,39 @@ class Split:
         bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]
         self.bounds = bounds
         sleep, display, sync, io, api, waits, busy = (_covered(bounds, spans) for spans in layers)
+        on = _covered(bounds, on_cpu) if on_cpu is not None else np.zeros(len(bounds) - 1, dtype=bool)
         if on_cpu is not None:
-            off = ~_covered(bounds, on_cpu)
-            ran = ~off
+            rules = [(waits, GPU), (on, CPU), (sleep, SLEEP), (display, DISPLAY), (api & busy, GPU), (sync, THREADS),
+                     (io, IO)]
+            otherwise = UNEXPLAINED
         else:
-            off = np.zeros(len(bounds) - 1, dtype=bool)
-            ran = np.full(len(bounds) - 1, time.calls_traced)
-        self.share = np.select([sleep, display, api & busy & (sync | io | waits | off), sync, io, off, ran],
-                               [SLEEP, DISPLAY, GPU, THREADS, IO, UNEXPLAINED, CPU], _UNSEEN).astype(np.int64)
+            rules = [(waits, GPU), (sleep, SLEEP), (display, DISPLAY), (api & busy & (sync | io), GPU),
+                     (sync, THREADS), (io, IO)]
+            otherwise = CPU if time.calls_traced else UNEXPLAINED
+        self.share = np.select([when for when, _ in rules], [share for _, share in rules], otherwise).astype(np.int64)
+        self.running = (self.share == CPU) | (waits & on)
         self.lengths = np.diff(bounds)
         # the pieces inside the spans read: what the calls' and threads' shares are counted over
         self.read = (_span_of(sample.starts, sample.ends, bounds[:-1]) >= 0 if sample is not None
                      else np.ones(len(bounds) - 1, dtype=bool))
-        self.samples = np.empty(0, dtype=np.int64)
-        if time.samples is not None and len(time.samples):
-            times = np.asarray(time.samples, dtype=np.int64)
-            times = times[(times >= lo) & (times < hi)]
-            piece = np.minimum(np.searchsorted(bounds, times, side="right") - 1, len(self.share) - 1)
-            self.samples = np.sort(times[self.share[piece] == _UNSEEN])  # samples where nothing else says
-        self.period = float(time.sample_period_ns)
 
     def totals(self, starts, ends) -> np.ndarray:
         """ns per share (columns in SHARES' order) of each span (sorted, disjoint, its ends among the split's
-        bounds: the span's or its sample's); a span's row adds up to its length inside the split. Where nothing
-        says whether the thread ran, its samples count as running, one period each, and the rest is unexplained."""
+        bounds: the span's or its sample's); a span's row adds up to its length inside the split."""
         starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
-        count = len(starts)
+        count, width = len(starts), len(SHARES)
         of_piece = _span_of(starts, ends, self.bounds[:-1])
         mine = of_piece >= 0
-        spent = np.bincount(of_piece[mine] * (_UNSEEN + 1) + self.share[mine], weights=self.lengths[mine],
-                            minlength=count * (_UNSEEN + 1)).reshape(count, _UNSEEN + 1)
-        unseen = spent[:, _UNSEEN]
-        if unseen.any():
-            of_sample = _span_of(starts, ends, self.samples)
-            counted = np.bincount(of_sample[of_sample >= 0], minlength=count)
-            ran = np.minimum(unseen, counted * self.period)
-            spent[:, CPU] += ran
-            spent[:, UNEXPLAINED] += unseen - ran
-        return spent[:, :_UNSEEN]
+        return np.bincount(of_piece[mine] * width + self.share[mine], weights=self.lengths[mine],
+                           minlength=count * width).reshape(count, width)
+
+    def on_cpu(self, starts, ends) -> np.ndarray:
+        """ns on a CPU in each span (as totals reads them): running, and spinning in a call that waits for the
+        GPU."""
+        starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+        of_piece = _span_of(starts, ends, self.bounds[:-1])
+        mine = (of_piece >= 0) & self.running
+        return np.bincount(of_piece[mine], weights=self.lengths[mine], minlength=len(starts))
 
     def by_code(self, starts: np.ndarray, ends: np.ndarray, *groupings: tuple[np.ndarray, int]) -> list[np.ndarray]:
         """ns per share of calls grouped by code, for each grouping (codes per call, how many codes): a
@@ -216,9 +221,10 @@ class Split:
         of_piece = _span_of(starts, ends, self.bounds[:-1])
         inside = (of_piece >= 0) & self.read
         call, share, length = of_piece[inside], self.share[inside], self.lengths[inside]
+        width = len(SHARES)
         found = []
         for codes, size in groupings:
             codes = codes if order is None else codes[order]
-            total = np.bincount(codes[call] * (_UNSEEN + 1) + share, weights=length, minlength=size * (_UNSEEN + 1))
-            found.append(total.reshape(size, _UNSEEN + 1)[:, :_UNSEEN])
+            total = np.bincount(codes[call] * width + share, weights=length, minlength=size * width)
+            found.append(total.reshape(size, width))
         return found
