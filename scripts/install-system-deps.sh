@@ -65,7 +65,7 @@ PACKAGES=(
     openssh-server openssh-client sudo
     nsight-systems nsight-systems-target libssh-4 libpfm4
     iproute2 xvfb xauth mesa-utils mesa-utils-extra glmark2-es2-x11 libgles2 libegl1 libegl-mesa0
-    gcc libc6-dev binutils python3-dev
+    gcc libc6-dev binutils python3-dev make libegl-dev libgles-dev libx11-dev
     libpq5 postgresql
 )
 # the tests open the HTML reports in it (headless, through Playwright); Ubuntu ships it as a snap only,

@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -62,6 +63,7 @@ def output(args: tuple[str, ...], folder: Path) -> Any:
     assert done.returncode == 0, f"{argv}: {done.stderr}"
     text = (folder / "page.html").read_text() if "page.html" in argv else done.stdout
     text = text.replace(str(folder) + "/", "").replace(str(folder), ".")
+    text = text.replace(shlex.join([sys.executable, "-m", "orchestrator"]), "orchestrate")  # next steps' program
     return undated(text) if "page.html" in argv else json.loads(text)
 
 

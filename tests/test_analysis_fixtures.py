@@ -113,7 +113,7 @@ def test_gears_names_its_waits_and_its_software_renderer(gears):
     each frame into the X socket on a CPU, and waits for the render threads and the X server in its swap
     (test_attribution_exports recomputes the shares with SQL)."""
     verdict = gears["verdict"]
-    assert (verdict["kind"], verdict["confidence"]) == ("cpu_bound", "medium")
+    assert (verdict["kind"], verdict["confidence"]) == ("cpu_bound", "low")  # llvmpipe's share close behind
     [renderer] = [f for f in verdict["findings"] if f["kind"] == "renderer"]
     assert renderer["text"] == ("the renderer is a software renderer: its work runs on the CPU (llvmpipe-0, "
                                 "llvmpipe-1), so these figures do not represent the board's GPU")

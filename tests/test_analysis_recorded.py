@@ -4,6 +4,7 @@ report.html and the comparison of two variants opened in headless Chromium."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -97,7 +98,19 @@ def test_nvtx_frames_match_the_apps_own_timer(tmp_path, browser):
 
 
 @pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
-def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
+def assert_board_step_runs_as_printed(command: str, elsewhere: Path) -> None:
+    """The step that profiles on a board, pasted into a shell in another folder with BOARD filled in (the test
+    board the run used): it exits 0 (or ends in one of nsys's stalls, as the tool promises) with a run of its own."""
+    assert command.split(" profile ", 1)[0] in (shlex.join([sys.executable, "-m", "orchestrator"]), "orchestrate")
+    filled = command.replace("--target BOARD", "--target here") + f" --out {shlex.quote(str(elsewhere / 'runs'))}"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent), COLUMNS="120")
+    done = subprocess.run(filled + " --retries 3", shell=True, cwd=elsewhere, env=env, capture_output=True, text=True,
+                          timeout=600)
+    run_dir = profiled_run(done, elsewhere / "runs")
+    assert json.loads((run_dir / "run.json").read_text())["app"]["name"] == "es2gears-fps"
+
+
+def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser, tmp_path_factory):
     """es2gears as built in, its stdout line-buffered, 7 s on this machine (test_profile_e2e reads the same run
     for the local target's run folder)."""
     done = subprocess.CompletedProcess([], es2gears_here["returncode"], es2gears_here["stdout"],
@@ -140,7 +153,8 @@ def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser):
     assert "waiting for the GPU" not in verdict["summary"] and "vsync" not in verdict["summary"]  # vsync is off
     assert "do not represent the board's GPU" in verdict["summary"]
     assert [step["rule"] for step in summary["next_steps"]][0] == "on_the_board"
-    assert "next steps:" in done.stderr and "orchestrate profile --target BOARD --app es2gears-fps" in done.stderr
+    assert "next steps:" in done.stderr and " profile --target BOARD --app es2gears-fps --apps-dir " in done.stderr
+    assert_board_step_runs_as_printed(summary["next_steps"][0]["command"], tmp_path_factory.mktemp("elsewhere"))
     assert assert_agrees_with_nsys_stats(run_dir, summary) >= 1  # osrtsum
     opened = open_page(browser, run_dir / "report.html")
     assert_clean(opened, run_dir / "report.html")

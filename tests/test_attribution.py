@@ -194,3 +194,19 @@ def test_the_threads_life_takes_in_the_frames_inside_the_window():
     calls = Spans.of([150], [160])  # the first call it made lies inside the first frame
     assert _life((100, 300), [calls], None, frames) == (100, 300)
     assert _life((0, 1000), [calls], None, None) == (150, 160)
+
+
+def test_the_confidence_says_when_two_causes_weigh_about_the_same():
+    from orchestrator.analysis.analyzers.shares import confidence_of
+    from orchestrator.documents.attribution import AttributionSources
+    every = AttributionSources(os_runtime=True, context_switches=True, gpu_work=True, samples=True)
+
+    def level(**pcts: float) -> str:
+        return confidence_of({name: pcts.get(name, 0.0) for name in SHARES}, every, uses_gpu=False)[0]
+    assert level(cpu=70, sleep=20, threads=10) == "high"           # a clear lead
+    assert level(cpu=40, sleep=31, threads=29) == "medium"         # a lead under 10 points; sleep 78 % of it
+    assert level(cpu=54, sleep=44, unexplained=2) == "low"         # sleep weighs 81 % of running: no single cause
+    assert level(threads=50, io=50) == "low"
+    assert level(cpu=60, unexplained=30, io=10) == "low"           # a quarter of the time nothing explains
+    fewer = AttributionSources(os_runtime=True, context_switches=False, samples=True)
+    assert confidence_of({**{n: 0.0 for n in SHARES}, "cpu": 90.0, "io": 10.0}, fewer, uses_gpu=False)[0] == "medium"

@@ -3,6 +3,7 @@ never more than three steps; none the run already did; each a command."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +44,8 @@ def rules(found: Summary, document: RunDocument | None = None) -> dict[str, str]
 
 
 def test_software_renderer_off_a_jetson_asks_for_the_board():
-    assert rules(summary(software=True), run())["on_the_board"] == "orchestrate profile --target BOARD --app posebench"
+    board = rules(summary(software=True), run())["on_the_board"]
+    assert board == "orchestrate profile --target BOARD --app posebench --inventory fleet.yaml"
     jetson = run()
     jetson.facts = Facts.from_wire({"board": {"model": "NVIDIA Jetson Orin Nano Developer Kit"}})
     assert "on_the_board" not in rules(summary(software=True), jetson)
@@ -109,7 +111,10 @@ def test_unnamed_hot_functions_ask_for_symbols_unless_given():
     unnamed = {"self": [{"symbol": "[libnvinfer.so.8]", "pct": 35.0}, {"symbol": "0x7f00dead", "pct": 5.0},
                         {"symbol": "[JIT]", "pct": 30.0}], "symbols": None}
     found = rules(summary(hotspots=unnamed), run())
-    assert found["symbols"] == "orchestrate analyze runs/r1 --symbols DIR"
+    # the page again, with the names, of the run folder by its full path
+    assert found["symbols"] == f"orchestrate report {Path('runs/r1').absolute()} --symbols DIR"
+    profiler = {"self": [{"symbol": "[libToolsInjection64.so]", "pct": 50.0}], "symbols": None}
+    assert "symbols" not in rules(summary(hotspots=profiler), run())  # nsys's own library: not the app's to name
     assert "symbols" not in rules(summary(hotspots={**unnamed, "symbols": []}), run())  # --symbols was given
     named = {"self": [{"symbol": "xnn_f32_gemm", "pct": 60.0}, {"symbol": "[JIT]", "pct": 30.0}], "symbols": None}
     assert "symbols" not in rules(summary(hotspots=named), run())  # JIT code has no symbol file

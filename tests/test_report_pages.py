@@ -112,7 +112,17 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
         assert charts["gpu-frame-series"]["drawn"] == len(decimate(np.asarray(gpu["per_frame_ns"])))
         facts = opened.page.locator("[data-section=frames] #gpu-frames + dl").inner_text()
         for kind in gpu["kinds"]:
-            assert f"{kind['steady_median_count']:g} calls, the longest {format_ms(kind['longest_ns'])}" in facts
+            longest = f"the longest {format_ms(kind['longest_ns'])} (frame {kind['longest_frame']})"
+            count = kind["steady_median_count"]
+            if count:  # one call, or several
+                assert f"over {count:g} call{'' if count == 1 else 's'}, {longest}" in facts
+            else:  # in under half the steady frames: in how many
+                steady = kind["count_per_frame"][gpu["steady_first"]:]
+                seen = sum(1 for c in steady if c)
+                assert f"recorded in {seen:,} of {len(steady):g} steady frames (a median of none), {longest}" in facts
+        if summary["attribution"]["software_renderer"]:  # the CPU's work, said so
+            assert "The software renderer's side of each frame (on the CPU)" in opened.page.inner_text("#frames")
+            assert "a software renderer, its work runs on the CPU" in facts and "0 calls" not in facts
         gpu_lanes = [lane for lane in timeline["lanes"] if any(e["kind"] == "opengl_gpu" for e in lane["events"])]
         assert [lane["name"] for lane in gpu_lanes] == ["GPU 0 OpenGL context 1"]
         assert opened.page.locator("[data-chart=frame-timeline] rect.k-opengl_gpu").count() == sum(

@@ -5,6 +5,9 @@ against the one the app itself reads from the loader."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -136,3 +139,30 @@ def test_a_stripped_library_profiled_for_real_gets_its_names_back(hotlib, tmp_pa
     assert "libhot.so" in (opened.page.locator("svg[data-chart=hotspots-modules]").text_content() or "")
     note = " ".join(opened.page.locator("[data-symbols-note]").all_inner_texts())
     assert f"loaded at {loaded_at}" in note
+    assert_steps_run_as_printed(run_dir, hotlib, tmp_path, browser)
+
+
+def assert_steps_run_as_printed(run_dir: Path, hotlib: dict[str, Path], tmp_path: Path, browser) -> None:
+    """The next step `analyze` prints for the run, pasted into a shell in another folder with DIR filled in: it
+    exits 0 and does what it says (the page names the functions)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    steps = {step["rule"]: step["command"] for step in json.loads(
+        run_cli("analyze", str(run_dir), "--json", cwd=elsewhere).stdout)["next_steps"]}
+    assert "symbols" in steps, steps
+    assert steps["symbols"].endswith(f"report {run_dir} --symbols DIR")  # the run folder by its full path
+
+    def shell(command: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent), COLUMNS="120")
+        return subprocess.run(command, shell=True, cwd=elsewhere, env=env, capture_output=True, text=True,
+                              timeout=600)
+    named = shell(steps["symbols"].replace("DIR", shlex.quote(str(hotlib["full"].parent))))
+    assert named.returncode == 0, named.stderr
+    page = Path(named.stdout.strip().splitlines()[-1])
+    assert page == run_dir / "report.html"
+    opened = open_page(browser, page)
+    assert_clean(opened, page)
+    flame = opened.page.locator("svg[data-chart=flame-graph]").text_content() or ""
+    assert set(internal(re.findall(r"(?:mix_rows|fold_columns)[\w.]*", flame))) == set(INTERNAL)
+
+

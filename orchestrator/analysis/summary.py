@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..documents.attribution import Attribution
 from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
 from .analyzers import api_summaries
@@ -25,6 +26,7 @@ from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .analyzers.gpu_frames import gpu_frames_section
 from .analyzers.gpu_metrics import gpu_metrics_section
 from .analyzers.shares import attribution_section
+from .analyzers.stories import told_frames
 from .analyzers.thread_time import gather
 from .analyzers.verdict import decide
 from .export import sampling, scheduling
@@ -32,7 +34,7 @@ from .export.calls import API_TABLES, WAKE_CALLS
 from .export.capture import capture_section, cpu_count
 from .export.names import PROFILER_THREAD_PREFIX, pid_of, thread_names, tid_of
 from .export.schema import Schema
-from .export.selection import AnalysisOptions, Window, parse_range, pick_processes
+from .export.selection import AnalysisOptions, Window, parse_range, pick_processes, pick_thread
 from .export.trace import Trace
 from .intervals.attribution import Split
 
@@ -108,7 +110,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         use = scheduling.cpu_use_from_samples(samples, window.as_tuple(), cpus)
     else:
         use = None
-    gtid = focus_thread(trace, frames, use, threads_by_tid)
+    gtid = pick_thread(threads_by_tid, options.thread) if options.thread else focus_thread(trace, frames, use,
+                                                                                            threads_by_tid)
     span = window.as_tuple()
     if gtid is not None:  # the focus thread's calls, read beside the big tables still in flight
         trace.prefetch([trace.thread_calls_read(table, gtid, span) for table in ("OSRT_API", *API_TABLES)]
@@ -116,12 +119,19 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
         done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
+    frames_json = _frames_section(frames, window)
+    gpu_frames = gpu_frames_section(trace, frames, options.renderer)
+    told = told_frames(frames, (frames_json or {}).get("steady", {}).get("p50_ns"),
+                       list((gpu_frames or {}).get("incomplete_frames") or []))
     attribution = None
     if gtid is not None:
-        gathered = gather(trace, gtid, span, intervals, samples, threads_by_tid, frames)
+        gathered = gather(trace, gtid, span, intervals, samples, threads_by_tid, frames, list(told))
         split = Split(gathered.time, gathered.life, gathered.sample)
-        attribution = attribution_section(split, gathered, gtid, threads_by_tid, frames, samples, options.renderer)
+        attribution = attribution_section(split, gathered, gtid, threads_by_tid, frames, samples, options.renderer,
+                                          told)
     threads = _threads_section(use, samples, threads_by_tid)
+    if use is not None and attribution is not None and gtid is not None and not attribution.sources.context_switches:
+        _estimated_focus(threads or [], gtid, attribution, window)
     gaps = capture_gaps(trace, options.traces, options.sampled) if options.traces is not None else []
     context = verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps,
                               options.vsync_off)
@@ -129,8 +139,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "summary_version": SUMMARY_VERSION,
         "capture": capture,
         "window": window.to_json(),
-        "frames": _frames_section(frames, window),
-        "gpu_frames": gpu_frames_section(trace, frames, options.renderer),
+        "frames": frames_json,
+        "gpu_frames": gpu_frames,
         "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),
@@ -193,6 +203,22 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
             "warmup": {"frames": frames.warmup, "rule": WARMUP_RULE},
             "steady": steady_stats(frames), "in_window": frames.count_within(window.as_tuple()),
             "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
+
+
+FOCUS_CPU_FROM = "its OS runtime calls and CPU samples (outside blocking calls it ran; inside, where sampled)"
+
+
+def _estimated_focus(threads: list[dict], gtid: int, attribution: Attribution, window: Window) -> None:
+    """Without context switches, the focus thread's CPU figure is the attribution's estimate (which reads its OS
+    runtime calls as well as its samples: samples miss the time in the kernel), so the page says one figure."""
+    pct = attribution.on_cpu_pct
+    if pct is None or not attribution.sources.os_runtime:
+        return
+    for row in threads:
+        if row["tid"] == tid_of(gtid) and row["pid"] == pid_of(gtid):
+            row.update(cpu_pct=pct, cpu_ns=int(pct / 100.0 * (window.end_ns - window.start_ns)),
+                       cpu_from=FOCUS_CPU_FROM)
+    threads.sort(key=lambda row: -row["cpu_ns"])
 
 
 def _threads_section(use: scheduling.CpuUse | None, samples: sampling.Samples | None,

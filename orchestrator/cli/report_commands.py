@@ -35,6 +35,8 @@ def add_parsers(sub: Any) -> None:
     span.add_argument("--frame", type=whole(0, 10**9), help="analyse frame N only (0 is the first frame)")
     span.add_argument("--steady", action="store_true", help="analyse the steady frames (the default with frames)")
     analyze.add_argument("--process", help="only this process: any name it had in the capture, or its pid")
+    analyze.add_argument("--thread", help="where this thread's time goes (its tid, or its name): the shares and "
+                                          "the verdict are about it (default: the thread that ends the frames)")
     analyze.add_argument("--frame-range", help="NVTX range (or OpenGL call) that marks one frame (default: buffer "
                                                "swaps, else glFinish, else an NVTX range named 'frame')")
     _add_symbols_option(analyze)
@@ -128,7 +130,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from ..figures.run_analysis import analyze_source
     _export_first(args, args.report)
     options = AnalysisOptions(window=args.window, frame=args.frame, steady=args.steady, process=args.process,
-                              frame_range=args.frame_range, symbols=tuple(args.symbols))
+                              thread=args.thread, frame_range=args.frame_range, symbols=tuple(args.symbols))
     summary = analyze_source(args.report, options, args.nsys)
     if args.json:
         print(json.dumps(summary.as_json()))

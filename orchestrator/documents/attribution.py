@@ -51,6 +51,29 @@ class Share(Record):
         return found
 
 
+class StoryCall(Record):
+    """One of a frame's longest calls on the focus thread: its time in the frame (a GPU or window-system call's
+    own, outside the OS calls made inside it), and the call it was made in."""
+    name: str = ""
+    inside: str | None = None   # the GPU or window-system call it was made in
+    start_ns: int = 0
+    ns: int = 0
+
+
+class FrameStory(Record):
+    """One frame told on its own: where the focus thread's time went in it, and its longest calls."""
+    index: int = 0
+    start_ns: int = 0
+    end_ns: int = 0
+    told: list[str] = []        # why it is told: the slowest steady frame, the heaviest of a share...
+    shares: dict[str, int] = {}  # ns per share (SHARES' order): they add up to the frame's time
+    calls: list[StoryCall] = []  # the longest first
+
+    @property
+    def ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
 class Attribution(Record):
     """summary.json's "attribution": the focus thread's time split by what it waits for."""
     thread: str = ""
@@ -69,6 +92,11 @@ class Attribution(Record):
     sources: AttributionSources = AttributionSources()
     missing: list[str] = []             # the sources it lacks, in words
     confidence: str = "low"
+    stories: list[FrameStory] = []          # frames told on their own (the slowest, the median, each share's
+    #                                         heaviest), by index
+
+    def story(self, index: int | None) -> FrameStory | None:
+        return next((story for story in self.stories if story.index == index), None)
 
     def share(self, name: str) -> Share:
         return self.shares.get(name) or Share()

@@ -32,8 +32,8 @@ SHARE_KINDS = (
     ShareKind("io", "I/O and other blocking calls", "I/O and other blocking calls", "io_wait",
               "in I/O and other blocking calls", "waits on I/O", "#17a2b8", "#d98c2b"),
     ShareKind("sleep", "sleeping", "sleeping", "sleep", "sleeping", "sleeps", "#9aa3b2", "#d98c2b"),
-    ShareKind("unexplained", "unexplained (off a CPU, the reason not recorded)",
-              "unexplained (off a CPU, the reason not recorded)", "unexplained", "in time nothing recorded explains",
+    ShareKind("unexplained", "unexplained (nothing recorded says why)",
+              "unexplained (nothing recorded says why)", "unexplained", "in time nothing recorded explains",
               "waits nothing traced explains", "#d6d9de", None),
 )
 SHARES = tuple(kind.name for kind in SHARE_KINDS)

@@ -189,6 +189,7 @@ class ThreadUse(Record):
     cpu_ns: int = 0
     cpu_pct: float = 0.0
     top_symbol: str | None = None
+    cpu_from: str | None = None   # where its figure comes from, when not the section's source (the focus thread's)
 
 
 class ApiRow(Record):

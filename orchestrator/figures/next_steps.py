@@ -10,11 +10,19 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
   gpu_trace         the thread's samples sit in a function that waits for the GPU while no GPU work was recorded:
                     --trace ...,opengl (or cuda)
   vsync_off         the display's refresh paces the frames: run with vsync off
-  symbols           the hottest functions are unnamed addresses: orchestrate analyze --symbols DIR
-Capitalised words in a command (BOARD, DIR) are for the user to fill in; the step's words say with what.
+  symbols           the hottest functions are unnamed addresses (nsys's own libraries left out): orchestrate report
+                    RUN --symbols DIR, so the page the user reads names them
+  display_server    the largest share waits on the display server: the run again with system-wide sampling and
+                    context switches, which record what the X server (or the compositor) did meanwhile
+  waking_thread     the largest share waits on the app's other threads: orchestrate analyze RUN --thread WAKER,
+                    where the thread that ends the waits spends its own time
+Each command runs as printed from any folder: the program as it was started (``orchestrate`` when that is the one
+on PATH, else its full path), the run folder or report by its full path. Capitalised words in a command (BOARD,
+DIR) are for the user to fill in; the step's words say with what.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -32,6 +40,13 @@ WAIT_SHARE_PCT = 10.0       # of the thread's time waiting on threads or unexpla
 UNEXPLAINED_PCT = 10.0
 # frames nsys names in brackets that no symbol file can name
 NAMELESS_FOR_GOOD = re.compile(r"^\[(JIT|vdso|kernel\.kallsyms|Unknown|Max depth|Broken backtraces)")
+# nsys's own libraries, injected into the app: its overhead, never the app's to name
+PROFILER_LIBRARY = re.compile(r"^\[(libToolsInjection|libInterceptorInjection|libcupti|libnvperf|libQuiver|"
+                              r"libnvtx|libNvtx)", re.IGNORECASE)
+DEBUG_FILES = ("DIR: a folder of unstripped copies or .debug files of the board's libraries, such as /usr/lib/debug "
+               "copied from a board with the -dbgsym packages installed (Debian's from the debian-debug archive; "
+               "Ubuntu's, L4T's included, from ddebs.ubuntu.com); NVIDIA's own L4T libraries ship stripped")
+SHARE_STEP_PCT = 20.0  # of the thread's time in the largest share before a step aims at it
 VSYNC_OFF = {"vblank_mode": "0", "__GL_SYNC_TO_VBLANK": "0"}  # Mesa's and NVIDIA's drivers' switches
 
 
@@ -45,7 +60,8 @@ class Evidence:
     """What the rules read: the summary's figures and, for a run folder, how the run was made."""
     summary: Summary
     run: RunDocument | None
-    folder: str               # the run folder or report to name in an analyze command
+    folder: str               # the run folder or report to name in an analyze command, by its full path
+    program: str = "orchestrate"  # the words that run orchestrate
 
     @property
     def attribution(self) -> Attribution | None:
@@ -69,10 +85,10 @@ def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> 
     app given by its command (--app-cmd, or ``command`` in place of the spec's) keeps its environment, display,
     traces, sampling and capture length."""
     run = evidence.run
-    words = ["orchestrate", "profile"]
+    words = ["profile"]
     if run is None:
         words += ["--target", "TARGET", "--app-cmd", "APP"]
-        return " ".join(words + [shlex.quote(w) for w in extra])
+        return " ".join([evidence.program] + words + [shlex.quote(w) for w in extra])
     words += ["--target", run.target.name]
     app = run.app
     source = app.source
@@ -90,11 +106,12 @@ def rerun(evidence: Evidence, *extra: str, command: list[str] | None = None) -> 
     else:
         words += ["--app", run.app_name]
         folder = Path(source).parent if source and source != "<built-in>" else None
-        if folder is not None and folder != BUILTIN_DIR:
+        # the built-in catalog wherever that run's orchestrate was installed: --app alone names it here too
+        if folder is not None and folder.parts[-3:] != BUILTIN_DIR.parts[-3:]:
             words += ["--apps-dir", str(folder)]
     if run.inventory:
         words += ["--inventory", run.inventory]
-    return " ".join(shlex.quote(w) for w in words + list(extra))
+    return " ".join([evidence.program] + [shlex.quote(w) for w in words + list(extra)])
 
 
 def _traces_with(evidence: Evidence, name: str) -> str:
@@ -110,10 +127,13 @@ def on_the_board(ev: Evidence) -> tuple[float, NextStep] | None:
     model = ev.run.facts.board.model if ev.run and ev.run.facts else None
     if found is None or not found.software_renderer or "jetson" in str(model or "").lower():
         return None
-    app = f"--app {ev.run.app_name}" if ev.run and ev.run.app.source != APP_CMD_SOURCE else "--app-cmd APP"
+    if ev.run and ev.run.app.source != APP_CMD_SOURCE:
+        command = rerun(ev).replace(f" --target {shlex.quote(ev.run.target.name)} ", " --target BOARD ", 1)
+    else:
+        command = f"{ev.program} profile --target BOARD --app-cmd APP"
     return 100.0, NextStep("on_the_board", "the renderer is a software one: its GPU work runs on this machine's CPU, "
                            "so the GPU's figures say nothing of a Jetson's; BOARD: a Jetson of the inventory "
-                           "(orchestrate targets)", f"orchestrate profile --target BOARD {app}")
+                           f"({ev.program} targets)", command)
 
 
 def lock_clocks(ev: Evidence) -> tuple[float, NextStep] | None:
@@ -190,23 +210,52 @@ def symbols(ev: Evidence) -> tuple[float, NextStep] | None:
     if share < UNNAMED_PCT:
         return None
     names = ", ".join(row.symbol for row in unnamed[:3])
-    return share, NextStep("symbols", f"{share:.0f} % of the samples are in functions nsys could not name ({names}); "
-                           "DIR: a folder of unstripped copies or .debug files of the board's libraries",
-                           f"orchestrate analyze {shlex.quote(ev.folder)} --symbols DIR")
+    return share, NextStep("symbols", f"{share:.0f} % of the samples are in functions nsys could not name ({names}): "
+                           f"the page again, with their names; {DEBUG_FILES}",
+                           f"{ev.program} report {shlex.quote(ev.folder)} --symbols DIR")
+
+
+def display_server(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    if found is None or found.largest != "display" or found.largest_share.pct < SHARE_STEP_PCT:
+        return None
+    if ev.run is not None and ev.run.app.sample == "system-wide":
+        return None
+    return found.largest_share.pct, NextStep(
+        "display_server", f"{found.largest_share.pct:.0f} % of {found.thread}'s time is blocked on the display "
+                          "server: sampled system-wide, with every process's context switches, the capture records "
+                          "what the X server (or the compositor) did meanwhile",
+        rerun(ev, "--sample", "system-wide", "--cpuctxsw", "system-wide"))
+
+
+def waking_thread(ev: Evidence) -> tuple[float, NextStep] | None:
+    found = ev.attribution
+    if found is None or found.largest != "threads" or found.largest_share.pct < SHARE_STEP_PCT:
+        return None
+    woke = found.largest_share.threads
+    if not woke:
+        return None
+    tid = woke[0].rsplit("(", 1)[-1].rstrip(")")
+    return found.largest_share.pct, NextStep(
+        "waking_thread", f"{found.largest_share.pct:.0f} % of {found.thread}'s time waits on {woke[0]}, which ends "
+                         "most of its waits: where that thread's own time goes",
+        f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid}")
 
 
 def _unnamed(symbol: str) -> bool:
-    if NAMELESS_FOR_GOOD.match(symbol):
+    if NAMELESS_FOR_GOOD.match(symbol) or PROFILER_LIBRARY.match(symbol):
         return False
     return (symbol.startswith("[") and symbol.endswith("]")) or bool(re.fullmatch(r"0x[0-9a-fA-F]+", symbol))
 
 
-RULES: tuple[Rule, ...] = (on_the_board, lock_clocks, context_switches, os_runtime, gpu_trace, vsync_off, symbols)
+RULES: tuple[Rule, ...] = (on_the_board, lock_clocks, context_switches, os_runtime, gpu_trace, vsync_off, symbols,
+                           display_server, waking_thread)
 
 
-def next_steps(summary: Summary, run: RunDocument | None, folder: str) -> list[NextStep]:
-    """At most three steps, the heaviest first (a tie keeps the rules' order)."""
+def next_steps(summary: Summary, run: RunDocument | None, folder: str, program: str = "orchestrate") -> list[NextStep]:
+    """At most three steps, the heaviest first (a tie keeps the rules' order); ``folder`` by its full path."""
+    evidence = Evidence(summary, run, os.path.abspath(folder), program)
     found = [(weight, index, step) for index, rule in enumerate(RULES)
-             if (chosen := rule(Evidence(summary, run, folder))) is not None for weight, step in [chosen]]
+             if (chosen := rule(evidence)) is not None for weight, step in [chosen]]
     found.sort(key=lambda item: (-item[0], item[1]))
     return [step for _, _, step in found[:MAX_STEPS]]

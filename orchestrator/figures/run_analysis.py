@@ -10,6 +10,7 @@ from ..analysis import AnalysisOptions, analyze_report
 from ..analysis.export.report_input import report_of
 from ..documents.run import RunDocument, read_run_or_none
 from ..documents.summary import Summary
+from ..invocation import program
 from .next_steps import next_steps, vsync_off_in
 from .renderer import run_renderer
 
@@ -27,7 +28,7 @@ def run_options(run_dir: Path, run: RunDocument | None, options: AnalysisOptions
 
 
 def with_next_steps(summary: Summary, run: RunDocument | None, folder: Path) -> Summary:
-    return summary.set(next_steps=next_steps(summary, run, str(folder)))
+    return summary.set(next_steps=next_steps(summary, run, str(folder), program()))
 
 
 def analyze_source(source: Path, options: AnalysisOptions, nsys: str | None = None) -> Summary:

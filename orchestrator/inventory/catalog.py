@@ -156,7 +156,8 @@ def load_catalog(extra_dir: Path | None = None) -> dict[str, AppSpec]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-            spec = parse_app_spec(read_yaml(path, AppSpecError, "app spec"), str(path))
+            # by its full path: what run.json records of it, and a next step's --apps-dir, hold from any folder
+            spec = parse_app_spec(read_yaml(path, AppSpecError, "app spec"), str(path.absolute()))
             catalog[spec.name] = spec
     return catalog
 

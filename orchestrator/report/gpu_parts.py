@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..documents.summary_sections import GpuMetrics, SummaryGpuFrames
+from ..documents.summary_sections import GpuKind, GpuMetrics, SummaryGpuFrames
 from .charts import Chart
 from .frame_chart import frame_series
 from .render import Fact
@@ -13,29 +13,54 @@ from .units import format_ms
 
 @dataclass(frozen=True)
 class GpuFrames:
-    """The GPU's side of each frame (the step a user takes in Nsight Graphics): its figures and its chart."""
+    """The GPU's side of each frame (the step a user takes in Nsight Graphics): its figures and its chart; a
+    software renderer's side is said to be the CPU's."""
+    heading: str
     stats: list[Fact]
     series: Chart
+    legend: str
 
 
-def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int) -> GpuFrames | None:
+def plural(count: float, word: str) -> str:
+    """'1 call', '2 calls', '1.5 calls'."""
+    return f"{count:g} {word}" + ("" if count == 1 else "s")
+
+
+def _kind_words(kind: GpuKind, steady_first: int) -> str:
+    """'1.2 ms per frame over 3 calls, the longest 2.0 ms (frame 41)'; for work in fewer than half the steady
+    frames (a median of none), in how many of them it was recorded."""
+    longest = f"the longest {format_ms(kind.longest_ns)} (frame {kind.longest_frame})"
+    if kind.steady_median_count:
+        return (f"{format_ms(kind.steady_median_ns)} per frame over {plural(kind.steady_median_count, 'call')}, "
+                f"{longest}")
+    steady = kind.count_per_frame[steady_first:]
+    seen = sum(1 for count in steady if count)
+    return f"recorded in {seen:,} of {plural(len(steady), 'steady frame')} (a median of none), {longest}"
+
+
+def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int, software: bool = False) -> GpuFrames | None:
     """Per steady frame (medians): the GPU time of each kind of work, how many pieces, the longest one."""
     if not gpu or not gpu.kinds:
         return None
-    stats = [Fact("GPU time per frame", f"{format_ms(gpu.steady_median_ns)} ({', '.join(gpu.sources)}; "
-                                        "median of the steady frames)")]
-    if gpu.renderer:
+    who = "the software renderer" if software else "the GPU"
+    stats = [Fact(f"{'renderer' if software else 'GPU'} time per frame",
+                  f"{format_ms(gpu.steady_median_ns)} ({', '.join(gpu.sources)}; median of the steady frames)")]
+    if software:
+        named = f"{gpu.renderer}: a software renderer" if gpu.renderer else "a software renderer"
+        stats.insert(0, Fact("renderer", f"{named}, its work runs on the CPU"))
+    elif gpu.renderer:
         stats.insert(0, Fact("GPU", gpu.renderer))
     for kind in gpu.kinds[:6]:
-        stats.append(Fact(kind.name, f"{format_ms(kind.steady_median_ns)} per frame over "
-                                     f"{kind.steady_median_count:g} calls, the longest "
-                                     f"{format_ms(kind.longest_ns)} (frame {kind.longest_frame})"))
+        stats.append(Fact(kind.name, _kind_words(kind, gpu.steady_first or 0)))
     if gpu.incomplete_frames:
         frames = ", ".join(str(i) for i in gpu.incomplete_frames)
         stats.append(Fact("not recorded", f"{gpu.unrecorded_calls:,} calls queued after nsys's last GPU record "
                                           f"(frame {frames}): left out of the medians"))
     level = {"p50": float(gpu.steady_median_ns or 0.0)}
-    return GpuFrames(stats, frame_series(gpu.per_frame_ns, warmup, level, name="gpu-frame-series"))
+    heading = ("The software renderer's side of each frame (on the CPU)" if software
+               else "The GPU's side of each frame")
+    legend = f"Time {who} worked per frame as nsys recorded it (work counted in the frame whose call queued it)"
+    return GpuFrames(heading, stats, frame_series(gpu.per_frame_ns, warmup, level, name="gpu-frame-series"), legend)
 
 
 def gpu_metrics_facts(section: GpuMetrics | None) -> list[Fact] | None:

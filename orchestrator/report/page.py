@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analysis.analyzers.frames import first_steady_index
 from ..documents.shares import VERDICT_TITLES
-from ..documents.summary import NextStep, Summary
+from ..documents.summary import Attribution, NextStep, Summary
 from ..documents.summary_sections import (
     CallTreeNode,
     FunctionHotspot,
@@ -24,6 +24,8 @@ from ..documents.summary_sections import (
     VerdictFinding,
 )
 from ..figures.next_steps import next_steps
+from ..invocation import program
+from ..parsers.renderer import is_software
 from . import charts
 from .board_part import BoardSection, board_part
 from .charts import Chart
@@ -33,7 +35,7 @@ from .header_part import Header, header_section, page_title
 from .render import Fact
 from .run_data import RunData, WithoutNsys
 from .run_timeline import TimelineData
-from .share_parts import SharesPart, shares_part
+from .share_parts import SharesPart, shares_part, story_sentence
 from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
 from .units import format_ms, format_ns
 
@@ -95,6 +97,7 @@ class CpuSection:
     cores: Chart | None
     threads: Chart
     threads_table: Table
+    notes: list[str] = field(default_factory=list)  # a figure from elsewhere than the section's source
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ class TimelineSection:
     chart: Chart
     kinds: list[str]
     note: str
-    findings: list[str] = field(default_factory=list)  # the verdict's findings heaviest in this frame
+    story: str = ""         # the frame's own shares and longest calls
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,9 @@ def report_page(run: RunData) -> ReportPage:
     window = window_words(summary.window)
     verdict = summary.verdict or SummaryVerdict()
     findings = verdict.findings  # summaries from before findings have none
-    frames = frames_section(summary.frames, findings, summary.gpu_frames)
+    software = summary.attribution.software_renderer if summary.attribution else is_software(
+        summary.gpu_frames.renderer if summary.gpu_frames else None)
+    frames = frames_section(summary.frames, findings, summary.gpu_frames, software)
     if frames is None:
         missing["frames"] = no_frames_reason(summary)
     hotspots = hotspots_section(summary.hotspots, window)
@@ -158,10 +163,11 @@ def report_page(run: RunData) -> ReportPage:
     if cpu is None:
         missing["cpu"] = ("no context switches and no CPU samples: per-core and per-thread use are unknown "
                           "(profile with --sample cpu)")
-    timeline = timeline_section(run.timeline, findings)
+    timeline = timeline_section(run.timeline, findings, found=summary.attribution)
     if timeline is None:
         missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
-    slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline")
+    slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline",
+                               summary.attribution)
     tables = [api_table(key, rows) for key in API_TITLES if (rows := summary.api_rows(key))]
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.api_rows(key)]
     if run.run_timeline is None:
@@ -173,10 +179,9 @@ def report_page(run: RunData) -> ReportPage:
 
 
 def steps_of(run: RunData, summary: Summary) -> list[NextStep]:
-    """The summary's next steps; a summary written before they were chosen gets them chosen now."""
-    if "next_steps" in (summary.read_keys or ()):
-        return summary.next_steps
-    return next_steps(summary, run.document, str(run.source))
+    """What to do next, chosen as the page is written: each command runs as printed from where the page is read
+    (this program, the run folder by its full path), whichever summary it was written from."""
+    return next_steps(summary, run.document, str(run.source), program())
 
 
 NO_NSYS_REASON = ("the app ran without nsys (--no-nsys): there is no trace; its own figures and the board's samples "
@@ -235,7 +240,7 @@ def no_frames_reason(summary: Summary) -> str:
 
 
 def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] | None = None,
-                   gpu: SummaryGpuFrames | None = None) -> FramesSection | None:
+                   gpu: SummaryGpuFrames | None = None, software: bool = False) -> FramesSection | None:
     if frames is None:
         return None
     steady, warmup = frames.steady or SteadyFrames(), frames.warmup.frames
@@ -255,7 +260,8 @@ def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] 
         notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
-    return FramesSection(stats, series, charts.histogram(steady_values), notes, gpu_frames_part(gpu, warmup))
+    return FramesSection(stats, series, charts.histogram(steady_values), notes,
+                         gpu_frames_part(gpu, warmup, software))
 
 
 def hotspots_section(hotspots: Hotspots | None, window: str) -> HotspotsSection | None:
@@ -327,11 +333,13 @@ def cpu_section(summary: Summary, window: str) -> CpuSection | None:
              f"{t.name} ({t.tid}): {t.cpu_pct:.1f} % of a core, {format_ns(t.cpu_ns)}; "
              f"hottest: {t.top_symbol or '–'}") for t in shown[:THREAD_BARS]]
     thread_chart = charts.hbars("threads", bars, max([100.0] + [t.cpu_pct for t in shown]))
-    return CpuSection(summary.cpu_source or "", window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown))
+    notes = [f"{t.name or 'thread'} ({t.tid}): estimated from {t.cpu_from}" for t in shown if t.cpu_from]
+    return CpuSection(summary.cpu_source or "", window, f"{busy:.2f}", core_chart, thread_chart, threads_table(shown),
+                      notes)
 
 
 def timeline_section(timeline: dict | None, findings: list[VerdictFinding] | None = None,
-                     name: str = "frame-timeline") -> TimelineSection | None:
+                     name: str = "frame-timeline", found: Attribution | None = None) -> TimelineSection | None:
     if not timeline or not timeline["lanes"]:
         return None
     kinds = sorted({e["kind"] for lane in timeline["lanes"] for e in lane["events"]}, key=charts.kind_rank)
@@ -339,5 +347,6 @@ def timeline_section(timeline: dict | None, findings: list[VerdictFinding] | Non
     frame = timeline.get("frame")
     here = [f for f in findings or [] if any(fr.index == frame for fr in f.frames)]
     marked = frozenset((f.thread, call) for f in here if f.thread for call in f.names)
+    story = found.story(frame) if found is not None else None
     return TimelineSection(timeline["caption"], charts.timeline_chart(timeline, name, marked), kinds, note,
-                           [f.text for f in here])
+                           story_sentence(found, story) if found and story else "")

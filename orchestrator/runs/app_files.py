@@ -2,10 +2,12 @@
 
 Each file is kept once per content in the work dir's ``files/`` folder (``<sha256 prefix>-<name>``), so the
 runs of a study upload a model once, and linked into the run's folder on the board under its own name;
-the app runs from there unless its spec names a workdir.
+the app runs from there unless its spec names a workdir. A file executable here is executable there (an app
+may ship its own program: ``command: [./app]``, ``files: [app]``).
 """
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,17 @@ class AppFile:
     local: Path
     sha256: str
     remote: str
+
+
+def _executable(path: Path) -> bool:
+    return os.access(path, os.X_OK)
+
+
+def program_to_find(argv0: str, files: tuple[str, ...]) -> str | None:
+    """The program the preflight looks for on the board: none when the app ships it among its files and runs it
+    from the run's folder (``./app``), which the run fills only after the preflight."""
+    shipped = argv0.startswith("./") and "/" not in argv0[2:] and argv0[2:] in {Path(f).name for f in files}
+    return None if shipped else argv0
 
 
 def stage_app_files(agent: RemoteAgent, files: tuple[str, ...], run_dir: str) -> list[StagedFile]:
@@ -41,8 +54,9 @@ def stage_app_files(agent: RemoteAgent, files: tuple[str, ...], run_dir: str) ->
     have = set(present.stdout.split("\0"))
     for item in staged:
         if item.remote not in have:
-            agent.transport.put(item.local, item.remote, mode=0o600)
-    links = " && ".join(f"ln -sfn {shlex.quote(f.remote)} {shlex.quote(run_dir + '/' + f.local.name)}" for f in staged)
+            agent.transport.put(item.local, item.remote, mode=0o700 if _executable(item.local) else 0o600)
+    links = " && ".join([f"ln -sfn {shlex.quote(f.remote)} {shlex.quote(run_dir + '/' + f.local.name)}" for f in staged]
+                        + [f"chmod 700 {shlex.quote(f.remote)}" for f in staged if _executable(f.local)])
     done = agent.transport.run(f"umask 077 && mkdir -p {shlex.quote(run_dir)} && {links}")
     if done.exit_status != 0:
         raise RemoteCommandError(f"cannot link the app's files into {run_dir}: {done.stderr.strip()[-200:]}",

@@ -40,6 +40,32 @@ def gpu_busy_ns(trace: Trace, window: tuple[int, int]) -> int | None:
 
 # the threads of Mesa's software renderers: their "GPU" work runs on the CPU, in these threads
 SOFTWARE_GPU_THREAD = re.compile(r"^(llvmpipe|softpipe|lavapipe|lp)-\d+$")
+# the libraries a software renderer's work runs in (Mesa's llvmpipe and softpipe in swrast_dri.so or libgallium,
+# lavapipe, SwiftShader): its shaders' JIT code is called from them, so a stack through them is the renderer's work
+SOFTWARE_RENDERER_MODULE = re.compile(r"(swrast_dri|libgallium|libvulkan_lvp|swiftshader)[^/]*$", re.IGNORECASE)
+RENDERER_WORK_SHARE = 0.5   # of a thread's samples with the renderer's libraries on their stack
+RENDERER_MIN_SAMPLES = 5
+
+
+def renderer_threads_by_work(samples: Samples | None, pid: int, leave_out: set[int]) -> list[int]:
+    """The process's threads that run a software renderer's work, known by their samples (most with its libraries
+    on their stack: its own code, or its shaders' JIT code it calls), whatever their names: Mesa's compute threads
+    have none."""
+    if samples is None or not len(samples.ids):
+        return []
+    codes = np.unique(samples.modules)
+    library = [c for c in codes if SOFTWARE_RENDERER_MODULE.search(samples.names[c])]
+    if not library:
+        return []
+    through = np.isin(samples.ids, np.unique(samples.chain_ids[np.isin(samples.modules, library)]))
+    found = []
+    for tid in np.unique(samples.tids[((samples.tids >> 24) & 0xFFFFFF) == pid]):
+        mine = samples.tids == tid
+        total = int(mine.sum())
+        if (int(tid) not in leave_out and total >= RENDERER_MIN_SAMPLES
+                and int((mine & through).sum()) >= RENDERER_WORK_SHARE * total):
+            found.append(int(tid))
+    return found
 
 
 def gpu_work_names(trace: Trace, window: tuple[int, int]) -> tuple[str, ...]:

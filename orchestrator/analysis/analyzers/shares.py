@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...documents.attribution import Attribution, AttributionFrames, AttributionSources, Share
+from ...documents.shares import SHARE_TITLES
 from ...documents.summary_sections import WhereFrame
 from ...parsers.renderer import is_software
 from ..export.names import tid_of
@@ -15,20 +16,24 @@ from ..export.sampling import Samples
 from ..intervals.attribution import CPU, GPU, SHARES, THREADS, Spans, Split
 from ..intervals.coverage import Coverage
 from .frames import Frames
+from .stories import frame_stories
+from .thread_calls import Calls
 from .thread_time import Gathered
 from .where import where
 
 TOP_NAMES = 3
 # the confidence falls to medium past this much unexplained time, to low past the second
 UNEXPLAINED_MEDIUM, UNEXPLAINED_LOW = 0.10, 0.25
-# the largest share leads the next by at least this much for high confidence
-CLEAR_LEAD = 0.10
+# the largest share leads the next by at least this much for high confidence; and when the second share weighs at
+# least CLOSE_RATIO of the first, two causes weigh about the same: no cause is clear (low)
+CLEAR_LEAD, CLOSE_RATIO = 0.10, 0.8
 NAMED_SHARE = 0.01  # a call the thread ran inside is named when it holds this much of the window
 
 MISSING = {
-    "os_runtime": "no OS runtime trace: time blocked in system calls cannot be told from running",
-    "context_switches": "no context switches: the time on a CPU is estimated from the thread's CPU samples (one "
-                        "sampling period each)",
+    "os_runtime": "no OS runtime trace: what the thread blocked in is not recorded",
+    "context_switches": "no context switches: when the thread ran is estimated (outside its blocking calls, and "
+                        "where its CPU samples fall)",
+    "context_switches_unsampled": "no context switches and no CPU samples: when the thread ran is not recorded",
     "gpu_work": "no GPU work recorded: waits in GPU calls cannot be set against the GPU's busy time",
 }
 
@@ -60,6 +65,7 @@ class Made:
     wakers: np.ndarray    # (waking threads, shares)
     waker_tids: np.ndarray
     beside: list[str]     # the process's threads on a CPU while the thread waited for a software renderer
+    api_own_cpu: np.ndarray  # per GPU or window-system call name: running inside it, outside its OS calls
 
 
 def made_of(split: Split, gathered: Gathered, names: dict[int, str]) -> Made:
@@ -68,10 +74,21 @@ def made_of(split: Split, gathered: Gathered, names: dict[int, str]) -> Made:
     by_name, by_waker = split.by_code(os_calls.starts, os_calls.ends, (os_calls.codes, len(os_calls.names)),
                                       (code, len(tids)))
     [by_api] = split.by_code(api.starts, api.ends, (api.codes, len(api.names)))
+    [nested] = split.by_code(os_calls.starts, os_calls.ends, (_made_in(os_calls, api), len(api.names) + 1))
     ran = {tid: float(split.by_code(spans.starts, spans.ends, (np.zeros(len(spans), dtype=np.int64), 1))[0][0, GPU])
            for tid, spans in gathered.beside.items()}
     return Made(by_name, by_api, by_waker, tids, [f"{_thread_label(tid, names)}" for tid in
-                                                  sorted(ran, key=lambda t: -ran[t])[:TOP_NAMES] if ran[tid] > 0])
+                                                  sorted(ran, key=lambda t: -ran[t])[:TOP_NAMES] if ran[tid] > 0],
+                by_api[:, CPU] - nested[:-1, CPU])
+
+
+def _made_in(os_calls: Calls, api: Calls) -> np.ndarray:
+    """Per OS call, the name code of the GPU or window-system call it was made in (len(api.names): none)."""
+    order = np.argsort(api.starts, kind="stable")
+    starts, ends, codes = api.starts[order], api.ends[order], api.codes[order]
+    at = np.searchsorted(starts, os_calls.starts, side="right") - 1
+    inside = (at >= 0) & (os_calls.starts < ends[np.maximum(at, 0)]) if len(starts) else at >= len(at) + 1
+    return np.where(inside, codes[np.maximum(at, 0)] if len(starts) else 0, len(api.names))
 
 
 def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], samples: Samples | None,
@@ -83,10 +100,9 @@ def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], 
         if gathered.time.on_cpu_estimated:  # a sample stands for time before it, which may lie in the call before
             return _hot_functions(samples, gtid), [], []
 
-        def inside(found: np.ndarray) -> np.ndarray:
-            return np.where(found[:, CPU] >= floor_ns, found[:, CPU], 0.0)
-        return (_hot_functions(samples, gtid),
-                ranked(os_names, inside(made.os), 2) + ranked(api_names, inside(made.api), 2), [])
+        ran = np.r_[made.os[:, CPU], made.api_own_cpu]  # an OS call's copy, a GL call's own work outside them
+        return _hot_functions(samples, gtid), ranked(tuple(os_names) + tuple(api_names),
+                                                     np.where(ran >= floor_ns, ran, 0.0)), []
     if share == GPU:
         return ranked(api_names, made.api[:, GPU]), [], made.beside or list(gathered.renderer_threads)
     threads: list[str] = []
@@ -108,18 +124,21 @@ def _recorded_share(split: Split, recorded: Spans, gpu_ns: float) -> float | Non
     return float(covered[0, GPU]) / gpu_ns
 
 
-def sources_of(gathered: Gathered, samples_seen: bool) -> AttributionSources:
+def sources_of(gathered: Gathered) -> AttributionSources:
     time = gathered.time
     return AttributionSources(os_runtime=time.calls_traced,
                               context_switches=time.on_cpu is not None and not time.on_cpu_estimated,
-                              gpu_work=bool(len(gathered.recorded_gpu)), samples=samples_seen,
+                              gpu_work=bool(len(gathered.recorded_gpu)), samples=gathered.sampled,
                               software_renderer=list(gathered.renderer_threads), display=gathered.has_display)
 
 
 def confidence_of(pcts: dict[str, float], sources: AttributionSources, uses_gpu: bool) -> tuple[str, list[str]]:
-    """high, medium or low, and what lowers it: missing sources, time nothing explains, a close second share."""
+    """high, medium or low, and what lowers it: missing sources, time nothing explains, a close second share (low
+    when the second weighs CLOSE_RATIO of the first or more)."""
     missing = [MISSING[key] for key, found in (("os_runtime", sources.os_runtime),
-                                                ("context_switches", sources.context_switches)) if not found]
+                                                ("context_switches" if sources.samples or sources.os_runtime
+                                                 else "context_switches_unsampled", sources.context_switches))
+               if not found]
     if uses_gpu and not sources.gpu_work and not sources.software_renderer:
         missing.append(MISSING["gpu_work"])
     level = 2 - len([m for m in missing if m != MISSING["gpu_work"]])
@@ -129,15 +148,18 @@ def confidence_of(pcts: dict[str, float], sources: AttributionSources, uses_gpu:
     elif unexplained >= UNEXPLAINED_MEDIUM:
         level = min(level, 1)
     first, second = sorted(pcts.values(), reverse=True)[:2]
-    if (first - second) / 100.0 < CLEAR_LEAD:
+    if first > 0 and second >= CLOSE_RATIO * first:
+        level = 0
+    elif (first - second) / 100.0 < CLEAR_LEAD:
         level = min(level, 1)
     return ("low", "medium", "high")[max(level, 0)], missing
 
 
 def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict[int, str], frames: Frames | None,
-                        samples: Samples | None, renderer: str | None) -> Attribution:
+                        samples: Samples | None, renderer: str | None,
+                        told: dict[int, list[str]] | None = None) -> Attribution:
     """The section: the shares of the window (the part of it the thread lived in) and of each frame inside it,
-    named and weighed."""
+    named and weighed; and the stories of the frames ``told`` names and of each share's heaviest frame."""
     span, sample = gathered.life, gathered.sample
     rows = split.totals(sample.starts, sample.ends)  # the frames read, else the window (or its slices read)
     total, window_ns = rows.sum(axis=0), int((sample.ends - sample.starts).sum())
@@ -156,9 +178,17 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         calls, within, threads = _what_of(made, gathered, k, names, samples, gtid, NAMED_SHARE * window_ns)
         shares[name] = Share(ns=int(round(total[k])), pct=float(total[k] * 100.0 / window_ns) if window_ns else 0.0,
                              per_frame_ns=own, frames=heaviest, calls=calls, inside=within, threads=threads)
-    sources = sources_of(gathered, gathered.sampled)
+    sources = sources_of(gathered)
     confidence, missing = confidence_of({name: share.pct for name, share in shares.items()}, sources,
                                         uses_gpu=bool(len(gathered.api_calls.starts)))
+    stories = []
+    if frames is not None:
+        told = {index: list(why) for index, why in (told or {}).items()}
+        for name in SHARES:
+            if shares[name].pct >= 1.0 and shares[name].frames:
+                told.setdefault(shares[name].frames[0].index, []).append(
+                    f"the heaviest frame of the share '{SHARE_TITLES[name]}'")
+        stories = frame_stories(split, gathered.os_calls, gathered.api_calls, frames, told)
     return Attribution(
         thread=_thread_label(gtid, names), start_ns=span[0], end_ns=span[1], window_ns=window_ns,
         frames=AttributionFrames(int(inside[0]), int(len(inside)), sample.every) if len(inside) else None,
@@ -168,4 +198,5 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         else None,
         gpu_recorded=_recorded_share(split, gathered.recorded_gpu, float(total[GPU])),
         software_renderer=is_software(renderer) or bool(gathered.renderer_threads),
-        wait_function_samples=gathered.wait_samples, sources=sources, missing=missing, confidence=confidence)
+        wait_function_samples=gathered.wait_samples, sources=sources, missing=missing, confidence=confidence,
+        stories=stories)

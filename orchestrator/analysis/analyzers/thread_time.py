@@ -1,7 +1,7 @@
 """The focus thread's time as the attribution reads it (attribution.ThreadTime), assembled from one export: its
-calls (thread_calls.py), when the GPU or a software renderer worked (gpu_busy.py), when the thread was on a CPU and
-when its samples were taken; with what each share is made of (the calls, the threads that woke it) for the
-evidence.
+calls (thread_calls.py), when the GPU or a software renderer worked (gpu_busy.py), when the thread was on a CPU (its
+context switches, else estimated from its samples); with what each share is made of (the calls, the threads that
+woke it) for the evidence.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..export.calls import API_TABLES, WAIT_SYMBOL
-from ..export.names import PROFILER_THREAD_PREFIX, pid_of
+from ..export.names import PROFILER_THREAD_PREFIX, pid_of, tid_of
 from ..export.sampling import Samples
 from ..export.scheduling import sampling_period_ns
 from ..export.trace import Trace
@@ -28,7 +28,7 @@ from ..intervals.attribution import (
     sampled,
 )
 from ..intervals.coverage import Coverage
-from .evidence import SOFTWARE_GPU_THREAD
+from .evidence import SOFTWARE_GPU_THREAD, renderer_threads_by_work
 from .frames import Frames
 from .gpu_busy import gpu_work, gpu_work_count, own_work_waits, recorded_spans, renderer_busy, within
 from .thread_calls import Calls, calls_from, display_in_capture, joined, os_kinds, wakers
@@ -72,9 +72,10 @@ def _picked(spans: Spans, sample: Sample, disjoint: bool = False) -> Spans:
 
 
 def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFrame | None,
-           samples: Samples | None, names: dict[int, str], frames: Frames | None = None) -> Gathered:
+           samples: Samples | None, names: dict[int, str], frames: Frames | None = None,
+           told: list[int] | None = None) -> Gathered:
     """The thread's time over the span, from every table the export has, for the part of it the attribution
-    reads (attribution.sample_of)."""
+    reads (attribution.sample_of), the frames ``told`` whole besides."""
     raw = {table: trace.calls_of_thread(table, gtid, span) for table in (*API_TABLES, "OSRT_API")}
     on_cpu = None
     if intervals is not None and len(intervals):
@@ -89,13 +90,16 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     # a software renderer's threads are the GPU of a thread that makes OpenGL calls, in its own process
     gl = raw["OPENGL_API"]
     draws = gl is not None and len(gl["start"]) > 0
-    renderer = sorted((t for t, n in names.items() if draws and pid_of(t) == pid_of(gtid)
-                       and SOFTWARE_GPU_THREAD.match(n)), key=lambda t: (names[t], t))
+    named = {t for t, n in names.items() if draws and pid_of(t) == pid_of(gtid) and SOFTWARE_GPU_THREAD.match(n)}
+    profiler = {t for t, n in names.items() if n.startswith(PROFILER_THREAD_PREFIX)}
+    by_work = renderer_threads_by_work(samples, pid_of(gtid), named | profiler | {gtid}) if draws else []
+    renderer = sorted(named | set(by_work), key=lambda t: (names.get(t, ""), t))
     rendering = renderer_busy(trace, renderer, span, intervals, samples, period)
     calls_seen = [Spans(c["start"], c["end"]) for c in raw.values() if c is not None and len(c["start"])]
     life = _life(span, calls_seen + ([on_cpu] if on_cpu is not None and not estimated else []), mine_samples, frames)
     count = sum(len(c) for c in calls_seen) + len(rendering) + len(on_cpu or ()) + gpu_work_count(trace, life)
-    sample = sample_of(life, count, *((frames.starts, frames.ends) if frames is not None else ()))
+    sample = sample_of(life, count, frames.starts if frames is not None else None,
+                       frames.ends if frames is not None else None, also=told)
     found = {table: calls_from(trace, raw[table], span, sample)[0] for table in API_TABLES}
     os_calls, chains = calls_from(trace, raw["OSRT_API"], span, sample)
     api = joined(list(found.values()))
@@ -116,7 +120,9 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                       on_cpu_estimated=estimated, calls_traced=_osrt_rows(trace))
     beside = _threads_beside(intervals, gtid, names, sample) if renderer else {}
     return Gathered(time=time, os_calls=os_calls, kinds=kinds, wakers=wakers(trace, os_calls, kinds, gtid, span),
-                    api_calls=api, recorded_gpu=recorded, renderer_threads=tuple(names[t] for t in renderer),
+                    api_calls=api, recorded_gpu=recorded,
+                    renderer_threads=tuple(names[t] if t in named else f"{names.get(t, 'thread')} ({tid_of(t)})"
+                                           for t in renderer),
                     has_display=has_display, wait_samples=_wait_samples(samples, gtid),
                     sampled=mine_samples is not None and len(mine_samples) > 0, life=life, sample=sample,
                     beside=beside)

@@ -74,7 +74,7 @@ def _share_detail(name: str, share: Share, found: Attribution, context: Context)
     if name == "cpu":
         waiting = (f"; {found.wait_function_samples} of its samples are in a function that waits for the GPU"
                    if found.wait_function_samples else "")
-        ran_in = f" inside {_list(inside, 3)}" if inside else ""
+        ran_in = f", some of it inside {_list(inside, 3)}" if inside else ""
         return ran_in + (f", mostly in {_list(calls)}" if calls else "") + waiting
     if name == "gpu":
         work = f" {_list(context.gpu_work_names, 2)}" if context.gpu_work_names else " its work"

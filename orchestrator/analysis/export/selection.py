@@ -14,6 +14,7 @@ class AnalysisOptions:
     frame: int | None = None
     steady: bool = False
     process: str | None = None
+    thread: str | None = None       # the thread the shares and verdict are about (its tid or name), else chosen
     frame_range: str | None = None  # what delimits frames: an NVTX range name, eglSwapBuffers, glFinish...
     symbols: tuple[Path, ...] = ()  # folders of unstripped copies or debug files, to name unresolved addresses
     renderer: str | None = None     # the GPU by name (the app's GL_RENDERER, the board's GPU), for the verdict
@@ -78,6 +79,22 @@ def pick_processes(processes: list[dict], wanted: str | None) -> list[int] | Non
         raise UsageError(f"--process {wanted}: no such process in the capture",
                          f"give a name or pid of: {', '.join(known[:12]) or 'none seen'}")
     return pids
+
+
+def pick_thread(names: dict[int, str], wanted: str) -> int:
+    """The globalTid of the thread ``wanted`` names: its tid, or its name when one thread has it."""
+    if wanted.isdecimal() and wanted.isascii():
+        found = [gtid for gtid in names if gtid & 0xFFFFFF == int(wanted)]
+    else:
+        found = [gtid for gtid, name in names.items() if name == wanted]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UsageError(f"--thread {wanted}: {len(found)} threads have that name",
+                         "give one's tid: " + ", ".join(str(gtid & 0xFFFFFF) for gtid in sorted(found)[:12]))
+    known = [f"{name or '?'} ({gtid & 0xFFFFFF})" for gtid, name in sorted(names.items())]
+    raise UsageError(f"--thread {wanted}: no such thread in the capture",
+                     f"give a tid or name of: {', '.join(known[:12]) or 'none seen'}")
 
 
 def _names_it(name: str, wanted: str) -> bool:

@@ -14,15 +14,17 @@ One rule of precedence at each instant (first match wins):
   unexplained  off a CPU outside any blocking call (waiting for a CPU, or blocked in a call nsys did not trace:
             the reason is not recorded)
 
-When the thread was on a CPU comes from its context switches; without them, from its CPU samples (which land only
-on a running thread: each stands for the sampling period before it), an estimate; with neither, the thread ran
-wherever it was in no blocking call when those calls were traced, and nothing says so otherwise (unexplained).
+When the thread was on a CPU comes from its context switches; without them it is estimated: where its CPU samples
+fall (they land only on a running thread, each standing for the sampling period before it) and, when its blocking
+OS calls were traced, everywhere outside them (samples miss the time a thread spends in the kernel); with neither
+samples nor context switches, the thread ran outside the traced blocking calls, and nothing says so otherwise
+(unexplained).
 
 Every instant of a span goes to exactly one share, so a frame's shares add up to the frame's time.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,23 +95,38 @@ SLICES = 1024
 
 @dataclass(frozen=True)
 class Sample:
-    """The spans of the window the attribution reads (sorted, disjoint): all of it, or every k-th frame or slice."""
+    """The spans of the window the attribution reads (sorted, disjoint): all of it, or every k-th frame or slice;
+    and frames read whole besides (a frame told on its own: the slowest...), which the shares do not count."""
     starts: np.ndarray
     ends: np.ndarray
     every: int                   # 1: the whole window
     frames: np.ndarray | None    # the frames these spans are, by index (None: the window, or slices of it)
+    also_starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    also_ends: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    @property
+    def reach(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every span read, those the shares count and those besides, in order."""
+        if not len(self.also_starts):
+            return self.starts, self.ends
+        starts, ends = np.r_[self.starts, self.also_starts], np.r_[self.ends, self.also_ends]
+        order = np.argsort(starts, kind="stable")
+        return starts[order], ends[order]
 
 
 def sample_of(window: tuple[int, int], intervals: int, frame_starts: np.ndarray | None = None,
-              frame_ends: np.ndarray | None = None, limit: int = LIMIT) -> Sample:
+              frame_ends: np.ndarray | None = None, limit: int = LIMIT, also: list[int] | None = None) -> Sample:
     """Every frame inside the window (else, without one, the window) when the intervals are within the limit; else
-    every k-th."""
+    every k-th, and the frames ``also`` names besides."""
     every = max(1, -(-intervals // limit))
     lo, hi = window
     if frame_starts is not None and frame_ends is not None:
         inside = np.flatnonzero((frame_starts >= lo) & (frame_ends <= hi))[::every]
         if len(inside):
-            return Sample(frame_starts[inside], frame_ends[inside], every, inside)
+            extra = np.setdiff1d(np.asarray(also or [], dtype=np.int64), inside) if every > 1 else inside[:0]
+            extra = extra[(extra >= 0) & (extra < len(frame_starts))]
+            return Sample(frame_starts[inside], frame_ends[inside], every, inside, frame_starts[extra],
+                          frame_ends[extra])
     if every == 1:
         return Sample(np.array([lo], dtype=np.int64), np.array([hi], dtype=np.int64), 1, None)
     edges = np.linspace(lo, hi, SLICES + 1).astype(np.int64)
@@ -123,14 +140,15 @@ def sampled(starts: np.ndarray, ends: np.ndarray, sample: Sample, disjoint: bool
     last before a span's start can reach into it."""
     if sample.every == 1 or not len(starts):
         return np.arange(len(starts))
+    lows, highs = sample.reach
     order = None if len(starts) < 2 or not (starts[1:] < starts[:-1]).any() else np.argsort(starts, kind="stable")
     if order is not None:
         starts, ends = starts[order], ends[order]
     if disjoint:
-        first = np.maximum(np.searchsorted(starts, sample.starts, side="right") - 1, 0)
+        first = np.maximum(np.searchsorted(starts, lows, side="right") - 1, 0)
     else:
-        first = np.searchsorted(np.maximum.accumulate(ends), sample.starts, side="right")
-    last = np.searchsorted(starts, sample.ends, side="left")
+        first = np.searchsorted(np.maximum.accumulate(ends), lows, side="right")
+    last = np.searchsorted(starts, highs, side="left")
     sizes = np.maximum(last - first, 0)
     picked = np.sort(np.repeat(first - np.r_[0, np.cumsum(sizes)[:-1]], sizes) + np.arange(int(sizes.sum())))
     picked = picked[np.r_[True, picked[1:] != picked[:-1]]] if len(picked) else picked  # spans may share one
@@ -169,8 +187,8 @@ class Split:
         on_cpu = None if time.on_cpu is None else _clipped(time.on_cpu, lo, hi)
         edges = [np.array([lo, hi], dtype=np.int64)]
         if sample is not None:  # no piece straddles the edge of a span read
-            edges += [np.clip(sample.starts, lo, hi), np.clip(sample.ends, lo, hi)]
-        self.sample = sample
+            lows, highs = sample.reach
+            edges += [np.clip(lows, lo, hi), np.clip(highs, lo, hi)]
         for spans in layers + ([on_cpu] if on_cpu is not None else []):
             edges += [spans.starts, spans.ends]
         bounds = np.sort(np.concatenate(edges))  # np.unique hashes: far slower on millions of times
@@ -178,6 +196,8 @@ class Split:
         self.bounds = bounds
         sleep, display, sync, io, api, waits, busy = (_covered(bounds, spans) for spans in layers)
         on = _covered(bounds, on_cpu) if on_cpu is not None else np.zeros(len(bounds) - 1, dtype=bool)
+        if time.on_cpu_estimated and time.calls_traced:  # samples miss the kernel: outside blocking calls it ran
+            on |= ~(sleep | display | sync | io)
         if on_cpu is not None:
             rules = [(waits, GPU), (on, CPU), (sleep, SLEEP), (display, DISPLAY), (api & busy, GPU), (sync, THREADS),
                      (io, IO)]
