@@ -144,14 +144,16 @@ def measure(workload: str, events: int, rounds: int, nsys: str, folder: Path, be
     before_argv = ["env", f"PYTHONPATH={before}", sys.executable, "-P", "-m", "orchestrator", "analyze", "--json",
                    str(export)] if before is not None else []
     one_times, each_times, ours_times, peaks, before_times = [], [], [], [], []
-    for _ in range(rounds):
-        if before_argv:
-            before_times.append(run_measured(before_argv)[0])
+    for round_ in range(rounds):
         one_times.append(run_measured(one_argv)[0])
         each = [run_measured([nsys, "stats", "--report", r, "--format", "csv", "--output", "-", str(export)])[0]
                 for r in NSYS_REPORTS]
         each_times.append(sum(each))
+        if before_argv and round_ % 2 == 0:  # the two analyses one after the other, each first in turn
+            before_times.append(run_measured(before_argv)[0])
         seconds, peak = run_measured(ours_argv)
+        if before_argv and round_ % 2 == 1:
+            before_times.append(run_measured(before_argv)[0])
         ours_times.append(seconds)
         peaks.append(peak)
         print(f"  nsys stats, one process {one_times[-1]:.2f} s; one per report "

@@ -18,8 +18,8 @@
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
   var panels = orchestrateTimelinePanel;
   var ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, MIN_SPAN = 1000, DRAG_PX = 3;
-  var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", sample: "CPU samples",
-                    cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
+  var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", state: "thread state",
+                    sample: "CPU samples", cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
   /** @type {TimelineState} */
   var tl = {data: null, t0: 0, t1: 1, origin: 0, LABEL_W: 190, AXIS_H: 24, layout: [], placeOfRow: [],
             frameStarts: new Float64Array(0), pointer: null, search: null, selection: null, selecting: null,
@@ -114,6 +114,7 @@
     api.span = parsed.header.span;
     api.labelWidth = tl.LABEL_W;
     setView(0, parsed.header.span);
+    follow(location.hash);
     requestAnimationFrame(function () {  // after the first paint, once the page's end (the detail) is read
       if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", loadDetail); } else {
         setTimeout(loadDetail, 0);
@@ -135,8 +136,35 @@
     }).catch(function (error) { status.textContent = "the timeline's events could not be read: " + error; });
   }
 
-  // search: every name that holds the query, their events over the run, and the next or previous one
+  // a link's view (#frame=N, #window=...&search=...): the view it names, as the page's frame numbers say it
+  function follow(fragment) {
+    var link = tools.linkOf(fragment);
+    if (link.window) { setView(link.window[0] - tl.origin, link.window[1] - tl.origin); }
+    if (link.frame !== null) { fitFrame(link.frame); }
+    if (link.search) { box.value = link.search; find(link.search); }
+    return link.window !== null || link.frame !== null || link.search !== null;
+  }
+
+  // a frame shown on a click (a frame number's link, a chart's bar): fitted here, and said in the page's address
+  function showFrame(index) {
+    if (!tl.data || !tl.data.header.frames[index]) { return; }
+    fitFrame(index);
+    history.replaceState(null, "", tools.fragmentOf({window: null, selection: null, frame: index, search: null}));
+    section.scrollIntoView({block: "start"});
+  }
+
+  // search: every name that holds the query, their events over the run, and the next or previous one; "frame N"
+  // shows that frame
   function find(query) {
+    var frame = /^\s*frame\s+(\d+)\s*$/i.exec(query);
+    if (frame && tl.data.header.frames[parseInt(frame[1], 10)]) {
+      var index = parseInt(frame[1], 10);
+      tl.search = null;
+      api.search = {query: query, frame: index, names: [], total: 1, inView: 1};
+      matchText.textContent = "frame " + index + ": " + tools.duration(tl.data.header.frames[index][1]);
+      fitFrame(index);
+      return;
+    }
     if (!query.trim()) { tl.search = null; api.search = null; matchText.textContent = ""; schedule(); return; }
     var found = tools.matchNames(tl.data.header.names, query), total = 0;
     tl.data.rows.forEach(function (row) { total += tools.countMatches(row, found.flags, -Infinity, Infinity); });
@@ -366,23 +394,37 @@
   $("help-open").addEventListener("click", function () { toggleHelp(true); });
   $("help-close").addEventListener("click", function () { toggleHelp(false); });
 
-  // a click on a chart of frames (frame time, the GPU's time per frame) shows that frame here
+  // a click on a frame number, or on a bar that stands for frames, shows that frame here
+  document.addEventListener("click", function (event) {
+    var target = event.target instanceof Element ? event.target.closest("[data-frame]") : null;
+    if (!target || !tl.data) { return; }
+    event.preventDefault();
+    showFrame(parseInt(/** @type {HTMLElement} */ (target).dataset.frame || "", 10));
+  });
+  window.addEventListener("hashchange", function () { if (tl.data) { follow(location.hash); } });
+
+  // a click on a chart of frames (frame time, the GPU's time per frame) shows the frame under the pointer: the
+  // slowest within a few pixels of it, as a spike the eye aims at is one frame among many a pixel holds
+  var NEAR_PX = 4;
   document.querySelectorAll("svg.chart[data-index-axis]").forEach(function (element) {
     var chart = /** @type {SVGSVGElement} */ (element);
     chart.addEventListener("click", function (event) {
-      if (!tl.data) { return; }
-      var axis = chart.dataset.indexAxis.split(",").map(Number), point = chart.createSVGPoint();
+      if (!tl.data || (event.target instanceof Element && event.target.closest("[data-frame]"))) { return; }
+      var axis = chart.dataset.indexAxis.split(",").map(Number), point = chart.createSVGPoint(), matrix = chart.getScreenCTM();
       point.x = event.clientX;
       point.y = event.clientY;
-      var x = point.matrixTransform(chart.getScreenCTM().inverse()).x;
-      var index = Math.round((x - axis[0]) / Math.max(1, axis[1] - axis[0]) * (axis[2] - 1));
-      fitFrame(Math.max(0, Math.min(axis[2] - 1, index)));
-      section.scrollIntoView({block: "start"});
+      var x = point.matrixTransform(matrix.inverse()).x, perUnit = (axis[2] - 1) / Math.max(1, axis[1] - axis[0]);
+      var near = Math.max(1, NEAR_PX / Math.max(1e-9, matrix.a) * perUnit), at = (x - axis[0]) * perUnit;
+      var lo = Math.max(0, Math.floor(at - near)), hi = Math.min(axis[2] - 1, Math.ceil(at + near)), best = -1;
+      var frames = tl.data.header.frames;
+      for (var i = lo; i <= hi; i++) { if (frames[i] && (best < 0 || frames[i][1] > frames[best][1])) { best = i; } }
+      if (best >= 0) { showFrame(best); }
     });
   });
 
   api.setWindow = function (a, b) { setView(a - tl.origin, b - tl.origin); };
   api.fitFrame = function (index) { fitFrame(index); };
+  api.follow = follow;
   api.find = function (query) { box.value = query; find(query); };
   api.step = step;
   api.select = function (a, b, rows) {

@@ -34,7 +34,8 @@ var orchestrateTimelineDraw = (function () {
       out.shapes += drawn.shapes;
       out.inView += drawn.matches;
       out.rows.push({group: row.group, kind: row.kind, visible: exact ? drawn.visible : n, matches: drawn.matches,
-                     mode: exact ? "events" : "level", width: exact ? null : levelFor(row, v.nsPerPx).width});
+                     mode: exact ? "events" : "level", width: exact ? null : levelFor(row, v.nsPerPx).width,
+                     inked: exact ? drawn.inked / Math.max(1, v.width) : null});
     });
     out.shapes += paintFindings(ctx, v);
     paintSelection(ctx, v);
@@ -101,14 +102,25 @@ var orchestrateTimelineDraw = (function () {
   // where it fits, their name; under a search, the events it does not find are faint
   function paintEvents(ctx, v, place, s) {
     var tl = v.tl, row = place.row, names = row.names, flags = tl.search ? tl.search.flags : null;
-    var h = (place.h - 2) / row.lanes, lanes = [], result = {shapes: 0, visible: 0, matches: 0};
+    var h = (place.h - 2) / row.lanes, lanes = [], result = {shapes: 0, visible: 0, matches: 0, inked: 0};
     var right = tl.LABEL_W + v.width, sample = row.kind === "sample", words = tl.data.header.names;
-    for (var d = 0; d < row.lanes; d++) { lanes.push({x0: -1, x1: -1, wide: false, first: -1, n: 0, match: false}); }
+    for (var d = 0; d < row.lanes; d++) {
+      lanes.push({x0: -1, x1: -1, wide: false, first: -1, n: 0, match: false, covered: 0});
+    }
+    // a stretch of events narrower than their pixels is shaded as much as they cover it, with a line along its
+    // foot that says where they are: a row of brief GPU work is not drawn busy at a zoom where each piece takes a
+    // pixel of its own
     function flush(lane, d) {
       if (lane.x1 <= lane.x0) { return; }
       var y = place.y + 1 + d * h, w = lane.x1 - lane.x0, one = lane.n === 1;
-      ctx.globalAlpha = flags && !lane.match ? 0.22 : 1;
+      var cover = lane.wide || sample ? 1 : Math.min(1, lane.covered / w), faint = flags && !lane.match ? 0.22 : 1;
+      if (d === 0 && !sample) { result.inked += w * cover; }
       ctx.fillStyle = one && !sample ? tools.colourOf(words[names[lane.first]]) : kindColour(row.kind);
+      if (cover < 1) {
+        ctx.globalAlpha = faint;
+        ctx.fillRect(lane.x0, y + Math.max(1, h - 1) - 1, w, 1);
+      }
+      ctx.globalAlpha = faint * cover;
       if (sample) { ctx.fillRect(lane.x0, y + h / 2, w, h / 2); } else {
         ctx.fillRect(lane.x0, y, lane.wide && w >= 3 ? w - 1 : w, Math.max(1, h - 1));
       }
@@ -128,12 +140,13 @@ var orchestrateTimelineDraw = (function () {
     }
     function add(i) {
       var x0 = Math.max(tl.LABEL_W, v.x(row.starts[i])), x1 = Math.min(right, v.x(row.ends[i]));
-      var match = flags ? flags[names[i]] === 1 : false, lane = lanes[row.depths[i]];
+      var match = flags ? flags[names[i]] === 1 : false, lane = lanes[row.depths[i]], real = Math.max(0, x1 - x0);
       result.visible++;
       if (match) { result.matches++; }
       if (x1 - x0 < 1) { x1 = x0 + 1; }
       var wide = x1 - x0 >= 2;
       if (!wide && !lane.wide && x0 <= lane.x1 + 0.5) {
+        lane.covered += real;  // a lane's events do not overlap
         lane.x1 = Math.max(lane.x1, x1);
         lane.n++;
         lane.match = lane.match || match;
@@ -146,6 +159,7 @@ var orchestrateTimelineDraw = (function () {
       lane.first = i;
       lane.n = 1;
       lane.match = match;
+      lane.covered = real;
     }
     s.before.forEach(add);
     for (var i = s.lo; i < s.hi; i++) {

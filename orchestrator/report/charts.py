@@ -29,6 +29,7 @@ class Rect:
     tip: str = ""
     label: str = ""
     count: int | None = None  # how many data items the mark stands for (histogram bins)
+    frame: int | None = None  # the frame a click on it shows (a bar of frames: the slowest of them)
 
 
 @dataclass(frozen=True)

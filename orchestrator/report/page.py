@@ -212,14 +212,14 @@ def verdict_section(verdict: SummaryVerdict) -> Verdict:
 
 
 def where_words(finding: VerdictFinding) -> str:
-    """'most in frames 716 (8.28 ms of it), 101 (...)' for a finding with frames, else ''."""
+    """'most in frame 716 (8.28 ms of it, at 1.032 s), frame 101 (...)' for a finding with frames, else ''."""
     if not finding.frames:
         return ""
     parts = []
     for frame in finding.frames:
         amount = f"{frame.samples} samples" if frame.samples is not None else f"{format_ms(frame.ns)} of it"
-        parts.append(f"{frame.index} ({amount}, at {frame.start_ns / 1e9:.3f} s)")
-    return "most in frames " + ", ".join(parts)
+        parts.append(f"frame {frame.index} ({amount}, at {frame.start_ns / 1e9:.3f} s)")
+    return "most in " + ", ".join(parts)
 
 
 def heaviest_frames(findings: list[VerdictFinding]) -> dict[int, list[str]]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from .. import __version__
 from ..documents.shares import SHARE_KINDS, VERDICT_KINDS
@@ -30,6 +31,7 @@ class Fact:
 SCRIPTS = ("report.js", "timeline_data.js", "timeline_tools.js", "timeline_draw.js", "timeline_panel.js",
            "timeline.js")  # the page's one script, in this order
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
+              "state": "thread state",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}
 
 
@@ -42,6 +44,20 @@ def templates_dir() -> Path:
     raise FileNotFoundError("the page templates are missing from this installation (templates/report.html)")
 
 
+# "frame 716", "frames 716, 101 and 1620", "frames 12-40": the numbers a page names frames by
+_FRAMES = re.compile(r"\b(frames?) (\d+(?:(?:, | and |-)\d+)*)")
+
+
+def frame_links(text: str) -> Markup:
+    """The text, escaped, each frame number in it a link that shows that frame in the whole-run timeline (the
+    link's fragment is the one the timeline reads: #frame=N)."""
+    def linked(match: re.Match) -> str:
+        numbers = re.sub(r"\d+", lambda n: f'<a href="#frame={n.group()}" data-frame="{n.group()}">{n.group()}</a>',
+                         match.group(2))
+        return f"{match.group(1)} {numbers}"
+    return Markup(_FRAMES.sub(linked, str(escape(text))))
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=True, undefined=StrictUndefined,
@@ -51,6 +67,7 @@ def environment() -> Environment:
     env.globals.update(script=Markup(script), script_hash=f"sha256-{digest}", version=__version__,
                        kind_names=KIND_NAMES, share_kinds=SHARE_KINDS,
                        verdict_kinds=VERDICT_KINDS)
+    env.filters["frame_links"] = frame_links
     return env
 
 

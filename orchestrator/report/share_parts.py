@@ -141,7 +141,9 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
         frames = f"frame {low}" if low == high else f"frames {low}-{high} (mean)"
         tip = f"{frames}: " + ", ".join(f"{k} {means[i, bar]:.3g}" for i, k in enumerate(present)
                                          if means[i, bar] > 0) + " ms"
-        chart.rects.append(Rect(float(xs[bar]), top, width, plot_h, "mark bar-hit", tip))
+        totals = padded[:, bar * group:bar * group + int(sizes[bar])].sum(axis=0)  # the group's frames' times
+        slowest = first + (bar * group + int(np.argmax(totals))) * every
+        chart.rects.append(Rect(float(xs[bar]), top, width, plot_h, "mark bar-hit", tip, frame=slowest))
     for tick in nice_ticks(0, bars - 1, 6) if bars > 1 else [0.0]:
         index = first + int(tick) * group * every
         chart.texts.append(Text(left + (tick + 0.5) * width, height - 10, f"{index}", "axis", "middle"))

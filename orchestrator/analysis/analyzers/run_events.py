@@ -1,7 +1,8 @@
 """Every event of a capture, row by row, as arrays: what the page's whole-run timeline is drawn from.
 
-A row is one thread's events of one kind (OpenGL, OS runtime, NVTX, CUDA API calls, CPU samples as
-instants) or one GPU lane's (a CUDA stream's kernels and memory operations, an OpenGL context's GPU work).
+A row is one thread's events of one kind (OpenGL, OS runtime, NVTX, CUDA API calls; its state from the
+scheduling events: on a CPU, or off one and in which OS call; CPU samples as instants) or one GPU lane's (a CUDA
+stream's kernels and memory operations, an OpenGL context's GPU work).
 The rows hold the same events the report's tables do (OS runtime calls of eventClass 27, NVTX ranges, rows
 with an end), read by the same decoder as the analysis, so a row's count is the count SQL gives.
 Events are in start order; names are indexes into one list of the names used. An API call and the GPU work it
@@ -17,6 +18,7 @@ from ..export.exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
 from ..export.frame_names import name_frames
 from ..export.names import ID_MASK, PID_SHIFT, PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from ..export.reads import OSRT_CALL_CLASS, Read
+from ..export.scheduling import on_cpu_intervals
 from ..export.trace import Trace
 from .api_summaries import MEMCPY_KINDS, memop_name
 from .frames import NVTX_RANGE_TYPES
@@ -25,12 +27,14 @@ from .frames import NVTX_RANGE_TYPES
 THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
 GPU_TABLES = {"cuda_kernel": "CUPTI_ACTIVITY_KIND_KERNEL", "memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY",
               "memset": "CUPTI_ACTIVITY_KIND_MEMSET", "opengl_gpu": "OPENGL_WORKLOAD"}
-ROW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
+ROW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "state", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
 LANE_SHIFT = 32  # a GPU lane's key: device << 32 | stream (or context)
 MEMORY_IDS = 1 << 20  # memory operations' names: -MEMORY_IDS - copyKind, memsets -MEMORY_IDS + 1
 NO_STACK = -(1 << 22)  # a sample without a leaf function
 SAMPLE_NAMES = -(1 << 23)  # the samples' leaf functions: SAMPLE_NAMES - their code in frame_names' list
 NO_ID = -1  # an event without a correlation id
+STATE_NAMES = -(1 << 24)  # a thread's states: on a CPU, off one (reason not recorded), off one in an OS call below
+ON_CPU, OFF_CPU = "on a CPU", "off a CPU (reason not recorded)"
 EMPTY = np.empty(0, dtype=np.int64)
 
 
@@ -88,6 +92,10 @@ def run_events(trace: Trace) -> RunEvents:
             tids = columns["tid"]
             raw.append(_Raw(kind, False, columns["start"], columns["end"], tids, columns["name"],
                             *((columns["correlation"], columns["correlation"], _pids(tids)) if linked else ())))
+    osrt = next((part for part in raw if part.kind == "osrt"), None)
+    states = _states(trace, texts, osrt)
+    if states is not None:
+        raw.append(states)
     nvtx = _nvtx(trace, texts)
     if nvtx is not None:
         raw.append(nvtx)
@@ -153,6 +161,44 @@ def _nvtx(trace: Trace, texts: dict[int, str]) -> _Raw | None:
             name_ids.append(key)
     starts, ends, gtids = (np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))
     return _Raw("nvtx", False, starts, ends, gtids, np.array(name_ids, dtype=np.int64))
+
+
+def _states(trace: Trace, texts: dict[int, str], osrt: _Raw | None) -> _Raw | None:
+    """Each thread's state from its scheduling events: on a CPU from a sched-in to its sched-out, off one between
+    them, named by the OS call it was off a CPU in (nsys 2022.4 records that a thread left a CPU, not why)."""
+    events = trace.events("SCHED_EVENTS")
+    if events is None or not len(events["start"]):
+        return None
+    on = on_cpu_intervals(trace, (int(events["start"].min()), int(events["start"].max())), None)
+    if on is None or not len(on):
+        return None
+    on = on.sort_values(["globalTid", "start"], kind="stable")
+    tids, starts, ends = (on[c].to_numpy() for c in ("globalTid", "start", "end"))
+    same = tids[1:] == tids[:-1]
+    off_starts, off_ends, off_tids = ends[:-1][same], starts[1:][same], tids[1:][same]
+    gap = off_ends > off_starts
+    off_starts, off_ends, off_tids = off_starts[gap], off_ends[gap], off_tids[gap]
+    off_names = np.full(len(off_starts), STATE_NAMES - 1, dtype=np.int64)
+    texts[STATE_NAMES], texts[STATE_NAMES - 1] = ON_CPU, OFF_CPU
+    if osrt is not None and len(osrt.starts):
+        found = np.full(len(off_starts), -1, dtype=np.int64)
+        for tid in np.unique(off_tids).tolist():
+            calls = np.flatnonzero(osrt.keys == tid)
+            if not len(calls):
+                continue
+            calls = calls[np.argsort(osrt.starts[calls], kind="stable")]
+            mine = np.flatnonzero(off_tids == tid)
+            at = np.searchsorted(osrt.starts[calls], off_starts[mine], side="right") - 1
+            inside = (at >= 0) & (off_starts[mine] < osrt.ends[calls[np.maximum(at, 0)]])
+            found[mine[inside]] = osrt.names[calls[at[inside]]]
+        ids = np.unique(found[found >= 0])
+        words = string_values(trace.conn, ids.tolist())
+        for k, name_id in enumerate(ids.tolist()):
+            texts[STATE_NAMES - 2 - k] = f"off a CPU in {words.get(name_id, '[unnamed]')}"
+        named = found >= 0
+        off_names[named] = STATE_NAMES - 2 - np.searchsorted(ids, found[named])
+    return _Raw("state", False, np.r_[starts, off_starts], np.r_[ends, off_ends], np.r_[tids, off_tids],
+                np.r_[np.full(len(starts), STATE_NAMES, dtype=np.int64), off_names])
 
 
 def _samples(trace: Trace, texts: dict[int, str]) -> _Raw | None:

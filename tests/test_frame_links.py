@@ -1,0 +1,125 @@
+"""Frames can be reached: every frame number on the page is a link that fits the whole-run timeline to that frame,
+search finds "frame N", a click on the frame chart's spike opens the spike's frame and a click on a bar of the
+shares chart opens that bar's frame; a link's fragment (#frame=N) opens the page on it. In Chromium, on the stored
+es2gears export."""
+from __future__ import annotations
+
+import pytest
+from browser import assert_clean, open_page
+
+from orchestrator.analysis import analyze_report
+from orchestrator.report import write_report
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def gears(export, tmp_path_factory):
+    source = export("es2gears-opengl")
+    return analyze_report(source), write_report(source, tmp_path_factory.mktemp("links") / "page.html")
+
+
+def assert_shows(page, frames, index: int) -> None:
+    """The timeline's view is that frame, a little padding aside."""
+    start = frames.frame_starts_ns[index]
+    length = frames.per_frame_ns[index]
+    page.wait_for_function("""([start, end, length]) => { const v = window.orchestrateTimeline.view;
+        return v && v[0] <= start && end <= v[1] && v[1] - v[0] <= 1.2 * length + 2; }""",
+                           arg=[start, start + length, length], timeout=10_000)
+
+
+def test_a_frame_number_a_bar_and_a_search_each_show_their_frame(gears, browser):
+    summary, page_path = gears
+    frames = summary.frames
+    opened = open_page(browser, page_path)
+    assert_clean(opened, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready")
+    # the slowest frame's caption names it: a link
+    slowest = summary.attribution.stories[0].index if summary.attribution else None
+    link = page.locator(f"[data-section=timeline] a[data-frame='{slowest}']").first
+    link.click()
+    assert_shows(page, frames, slowest)
+    assert page.evaluate("location.hash") == f"#frame={slowest}"
+    # a bar of the shares chart: its own frame
+    bar = page.locator("svg[data-chart=frame-shares] rect[data-frame]").nth(7)
+    bar_frame = int(bar.get_attribute("data-frame"))
+    bar.click(force=True)
+    assert_shows(page, frames, bar_frame)
+    # the frame chart's highest spike, clicked where it is drawn: that frame, not a neighbour
+    steady_first = frames.count - frames.steady.count
+    spike = max(range(steady_first, frames.count), key=lambda i: frames.per_frame_ns[i])
+    chart = page.locator("svg[data-chart=frame-series]")
+    first_x, last_x, count = (float(v) for v in chart.get_attribute("data-index-axis").split(","))
+    box = chart.bounding_box()
+    scale = box["width"] / float(chart.evaluate("c => c.viewBox.baseVal.width"))
+    x = (first_x + (last_x - first_x) * spike / (count - 1)) * scale
+    chart.click(position={"x": x, "y": box["height"] / 2})
+    assert_shows(page, frames, spike)
+    # search: "frame N"
+    page.evaluate("window.orchestrateTimeline.find('frame 100')")
+    assert_shows(page, frames, 100)
+    assert_clean(opened, page_path)
+
+
+def test_a_link_to_a_frame_opens_the_page_on_it(gears, browser):
+    summary, page_path = gears
+    page = browser.new_page()
+    page.goto(page_path.resolve().as_uri() + "#frame=321", wait_until="load")
+    page.wait_for_function("() => window.orchestrateTimeline.ready")
+    assert_shows(page, summary.frames, 321)
+    page.evaluate("location.hash = '#frame=1200'")  # and a link followed on the page itself
+    page.wait_for_function("() => location.hash === '#frame=1200'")
+    assert_shows(page, summary.frames, 1200)
+
+
+def test_the_thread_state_row_is_the_scheduling_events(gears, export, browser):
+    """A window selected over es2gears's state row: its on-CPU events' count and time are the thread's sched-in to
+    sched-out spans SQL finds over that window, and every gap between two of them is an off-a-CPU event."""
+    import sqlite3
+
+    from share_sql import global_tid, on_cpu
+    summary, page_path = gears
+    opened = open_page(browser, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
+    thread = summary.attribution.thread
+    rows = [p for p in page.evaluate("window.orchestrateTimeline.layout") if p["type"] == "row"]
+    [state] = [i for i, p in enumerate(rows) if p["group"] == thread and p["kind"] == "state"]
+    lo = summary.frames.frame_starts_ns[1000]
+    hi = lo + 50_000_000
+    page.evaluate("([a, b, r]) => window.orchestrateTimeline.select(a, b, [r])", [lo, hi, state])
+    stats = {s["name"]: s for s in page.evaluate("window.orchestrateTimeline.selection.stats")}
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        gtid = global_tid(conn, thread)
+        first, last = conn.execute("SELECT min(start), max(start) FROM SCHED_EVENTS").fetchone()
+        spans = sorted(on_cpu(conn, (gtid,), first, last))
+    overlapping = [(a, b) for a, b in spans if a < hi and b > lo]
+    assert (stats["on a CPU"]["count"], stats["on a CPU"]["total"]) == (len(overlapping),
+                                                                         sum(b - a for a, b in overlapping))
+    gaps = [(b, c) for (_, b), (c, _) in zip(spans, spans[1:]) if c > b and b < hi and c > lo]
+    assert sum(s["count"] for name, s in stats.items() if name.startswith("off a CPU")) == len(gaps)
+    assert any(name == "off a CPU in poll" for name in stats)  # es2gears waits for the X server in poll
+
+
+def test_brief_gpu_work_is_shaded_as_much_as_it_covers_at_any_zoom(gears, export, browser):
+    """llvmpipe's GPU row at whole-run zoom: each piece of work takes a pixel, yet the row is inked as much as the
+    work covers the view (SQL's union of OPENGL_WORKLOAD over it), not drawn busy."""
+    import sqlite3
+
+    from share_sql import length
+    summary, page_path = gears
+    opened = open_page(browser, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
+    page.evaluate("window.orchestrateTimeline.setWindow(window.orchestrateTimeline.origin, "
+                  "window.orchestrateTimeline.origin + window.orchestrateTimeline.span)")
+    page.wait_for_function("() => window.orchestrateTimeline.painted === window.orchestrateTimeline.inputs")
+    low, high = page.evaluate("window.orchestrateTimeline.view")
+    [gpu] = [r for r in page.evaluate("window.orchestrateTimeline.rows") if r["kind"] == "opengl_gpu"]
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        work = [(max(int(a), low), min(int(b), high)) for a, b in conn.execute(
+            'SELECT start, "end" FROM OPENGL_WORKLOAD WHERE "end" > ? AND start < ?', (low, high))]
+    covered = length(work) / (high - low)
+    assert covered < 0.05 and gpu["mode"] == "events"  # brief work: about 1 % of the run
+    assert gpu["inked"] == pytest.approx(covered, abs=0.005)
