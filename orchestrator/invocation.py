@@ -15,6 +15,8 @@ PROGRAM = "orchestrate"
 def program(argv0: str | None = None, path: str | None = None) -> str:
     """The words that run this orchestrate from any folder."""
     started = Path(argv0 if argv0 is not None else sys.argv[0])
+    if str(started) == PROGRAM:  # found on PATH when it was started
+        return PROGRAM
     if started.name == PROGRAM:
         here = started if started.is_absolute() else Path.cwd() / started
         found = shutil.which(PROGRAM, path=path if path is not None else os.environ.get("PATH"))

@@ -403,8 +403,9 @@
   });
   window.addEventListener("hashchange", function () { if (tl.data) { follow(location.hash); } });
 
-  // a click on a chart of frames (frame time, the GPU's time per frame) shows the frame under the pointer: the
-  // slowest within a few pixels of it, as a spike the eye aims at is one frame among many a pixel holds
+  // a click on a chart of frames (frame time, the GPU's time per frame) shows the frame under the pointer: on the
+  // frame-time chart the slowest within a few pixels of it, as a spike the eye aims at is one frame among many a
+  // pixel holds (the timeline knows frames' times, not the GPU's: that chart's click is the frame under it)
   var NEAR_PX = 4;
   document.querySelectorAll("svg.chart[data-index-axis]").forEach(function (element) {
     var chart = /** @type {SVGSVGElement} */ (element);
@@ -417,6 +418,7 @@
       var near = Math.max(1, NEAR_PX / Math.max(1e-9, matrix.a) * perUnit), at = (x - axis[0]) * perUnit;
       var lo = Math.max(0, Math.floor(at - near)), hi = Math.min(axis[2] - 1, Math.ceil(at + near)), best = -1;
       var frames = tl.data.header.frames;
+      if (chart.dataset.chart !== "frame-series") { lo = hi = Math.max(0, Math.min(axis[2] - 1, Math.round(at))); }
       for (var i = lo; i <= hi; i++) { if (frames[i] && (best < 0 || frames[i][1] > frames[best][1])) { best = i; } }
       if (best >= 0) { showFrame(best); }
     });

@@ -97,7 +97,6 @@ def test_nvtx_frames_match_the_apps_own_timer(tmp_path, browser):
     opened.screenshot("recorded-nvtx-frames")
 
 
-@pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
 def assert_board_step_runs_as_printed(command: str, elsewhere: Path) -> None:
     """The step that profiles on a board, pasted into a shell in another folder with BOARD filled in (the test
     board the run used): it finds its program, its app, the app's catalog and the inventory from there and runs
@@ -114,6 +113,7 @@ def assert_board_step_runs_as_printed(command: str, elsewhere: Path) -> None:
     assert (run["app"]["name"], run["target"]["name"]) == ("es2gears-fps", "here")
 
 
+@pytest.mark.skipif(not (shutil.which("es2gears_x11") and shutil.which("Xvfb")), reason="needs es2gears_x11 and Xvfb")
 def test_es2gears_frame_rate_matches_its_own_fps_line(es2gears_here, browser, tmp_path_factory):
     """es2gears as built in, its stdout line-buffered, 7 s on this machine (test_profile_e2e reads the same run
     for the local target's run folder)."""

@@ -33,3 +33,7 @@ def test_a_program_off_path_or_another_one_is_named_by_its_full_path(tmp_path, m
 
 def test_python_dash_m_is_said_again_with_this_python():
     assert program(str(Path("orchestrator") / "__main__.py")) == shlex.join([sys.executable, "-m", "orchestrator"])
+
+
+def test_a_program_started_by_its_bare_name_was_found_on_path():
+    assert program("orchestrate", path="/nonexistent") == "orchestrate"

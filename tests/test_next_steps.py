@@ -69,8 +69,8 @@ def test_missing_context_switches_are_asked_for_since_running_is_then_an_estimat
     assert "context_switches" in rules(summary({"cpu": 90.0, "io": 10.0}, no_switches), run())
     io = next_steps(summary({"io": 95.0, "cpu": 5.0}, no_switches), run(), "runs/r1")
     assert [step.why for step in io if step.rule == "context_switches"] == [
-        "when app (7) ran is estimated from its CPU samples: context switches record when it was on a CPU, "
-        "inside which call, and the thread that ends each wait"]
+        "when app (7) ran is estimated from its OS runtime calls and CPU samples: context switches record when it "
+        "was on a CPU, inside which call, and the thread that ends each wait"]
     assert "context_switches" not in rules(waits, run(cpuctxsw="process-tree"))
     assert "context_switches" not in rules(summary({"threads": 40.0, "cpu": 60.0}), run())
     refused = summary({"cpu": 90.0, "io": 10.0}, no_switches)

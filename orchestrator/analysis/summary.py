@@ -19,6 +19,7 @@ import pandas as pd
 from ..documents.attribution import Attribution
 from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
+from ..parsers.renderer import is_software
 from .analyzers import api_summaries
 from .analyzers.content import capture_gaps
 from .analyzers.evidence import focus_thread, verdict_context
@@ -125,7 +126,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
                        list((gpu_frames or {}).get("incomplete_frames") or []))
     attribution = None
     if gtid is not None:
-        gathered = gather(trace, gtid, span, intervals, samples, threads_by_tid, frames, list(told))
+        gathered = gather(trace, gtid, span, intervals, samples, threads_by_tid, frames, list(told),
+                          is_software(options.renderer))
         split = Split(gathered.time, gathered.life, gathered.sample)
         attribution = attribution_section(split, gathered, gtid, threads_by_tid, frames, samples, options.renderer,
                                           told)

@@ -152,7 +152,9 @@ def context_switches(ev: Evidence) -> tuple[float, NextStep] | None:
     if ev.run is not None and ev.run.app.cpuctxsw in ("process-tree", "system-wide"):
         return None
     waiting = ev.pct("threads", "unexplained")
-    known = ("estimated from its CPU samples" if found.sources.samples
+    known = ("estimated from its OS runtime calls and CPU samples" if found.sources.samples and found.sources.os_runtime
+             else "estimated from its CPU samples" if found.sources.samples
+             else "estimated from its OS runtime calls" if found.sources.os_runtime
              else "not known (no context switches, no CPU samples)")
     what = f"; {waiting:.0f} % of it waits on other threads or is unexplained" if waiting >= WAIT_SHARE_PCT else ""
     return max(waiting, 20.0), NextStep(
@@ -219,7 +221,7 @@ def display_server(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
     if found is None or found.largest != "display" or found.largest_share.pct < SHARE_STEP_PCT:
         return None
-    if ev.run is not None and ev.run.app.sample == "system-wide":
+    if (ev.run is not None and ev.run.app.sample == "system-wide") or _perf_events_refused(ev):
         return None
     return found.largest_share.pct, NextStep(
         "display_server", f"{found.largest_share.pct:.0f} % of {found.thread}'s time is blocked on the display "

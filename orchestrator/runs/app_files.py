@@ -30,10 +30,11 @@ def _executable(path: Path) -> bool:
     return os.access(path, os.X_OK)
 
 
-def program_to_find(argv0: str, files: tuple[str, ...]) -> str | None:
+def program_to_find(argv0: str, files: tuple[str, ...], workdir: str | None = None) -> str | None:
     """The program the preflight looks for on the board: none when the app ships it among its files and runs it
-    from the run's folder (``./app``), which the run fills only after the preflight."""
-    shipped = argv0.startswith("./") and "/" not in argv0[2:] and argv0[2:] in {Path(f).name for f in files}
+    from the run's folder (``./app``, no workdir of its own), which the run fills only after the preflight."""
+    shipped = (workdir is None and argv0.startswith("./") and "/" not in argv0[2:]
+               and argv0[2:] in {Path(f).name for f in files})
     return None if shipped else argv0
 
 

@@ -92,8 +92,8 @@ class ProfileOutcome:
 def preflight_request(host: Host, app: AppSpec, settings: RunSettings, work_dir: str | None) -> PreflightRequest:
     """What a run of ``app`` on ``host`` asks the board's preflight (a task's --check asks the same)."""
     return PreflightRequest(
-        nsys=host.nsys, with_nsys=app.nsys, argv0=program_to_find(app.command[0], app.files), cwd=app.workdir,
-        needs_display=app.needs_display, display=host.display, xvfb=app.xvfb or host.xvfb,
+        nsys=host.nsys, with_nsys=app.nsys, argv0=program_to_find(app.command[0], app.files, app.workdir),
+        cwd=app.workdir, needs_display=app.needs_display, display=host.display, xvfb=app.xvfb or host.xvfb,
         sample=app.sample, gpu_metrics=app.gpu_metrics, capture_s=app.capture_s, work_dir=work_dir,
         lock_clocks=settings.lock_clocks, nvpmodel_mode=settings.nvpmodel)
 

@@ -58,14 +58,11 @@ def renderer_threads_by_work(samples: Samples | None, pid: int, leave_out: set[i
     if not library:
         return []
     through = np.isin(samples.ids, np.unique(samples.chain_ids[np.isin(samples.modules, library)]))
-    found = []
-    for tid in np.unique(samples.tids[((samples.tids >> 24) & 0xFFFFFF) == pid]):
-        mine = samples.tids == tid
-        total = int(mine.sum())
-        if (int(tid) not in leave_out and total >= RENDERER_MIN_SAMPLES
-                and int((mine & through).sum()) >= RENDERER_WORK_SHARE * total):
-            found.append(int(tid))
-    return found
+    mine = ((samples.tids >> 24) & 0xFFFFFF) == pid
+    tids, code = np.unique(samples.tids[mine], return_inverse=True)
+    totals, in_library = np.bincount(code), np.bincount(code, weights=through[mine], minlength=len(tids))
+    return [int(tid) for tid, total, seen in zip(tids, totals, in_library)
+            if int(tid) not in leave_out and total >= RENDERER_MIN_SAMPLES and seen >= RENDERER_WORK_SHARE * total]
 
 
 def gpu_work_names(trace: Trace, window: tuple[int, int]) -> tuple[str, ...]:

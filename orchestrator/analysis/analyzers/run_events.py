@@ -92,16 +92,16 @@ def run_events(trace: Trace) -> RunEvents:
             tids = columns["tid"]
             raw.append(_Raw(kind, False, columns["start"], columns["end"], tids, columns["name"],
                             *((columns["correlation"], columns["correlation"], _pids(tids)) if linked else ())))
-    osrt = next((part for part in raw if part.kind == "osrt"), None)
-    states = _states(trace, texts, osrt)
-    if states is not None:
-        raw.append(states)
     nvtx = _nvtx(trace, texts)
     if nvtx is not None:
         raw.append(nvtx)
     samples = _samples(trace, texts)
     if samples is not None:
         raw.append(samples)
+    shown = np.unique(np.concatenate([part.keys for part in raw])) if raw else EMPTY
+    states = _states(trace, texts, next((part for part in raw if part.kind == "osrt"), None), shown)
+    if states is not None:
+        raw.append(states)
     raw += _gpu(trace, texts)
     ids = np.unique(np.concatenate([r.names for r in raw])) if raw else EMPTY
     strings = string_values(conn, [i for i in ids.tolist() if i not in texts and i >= 0])
@@ -163,16 +163,19 @@ def _nvtx(trace: Trace, texts: dict[int, str]) -> _Raw | None:
     return _Raw("nvtx", False, starts, ends, gtids, np.array(name_ids, dtype=np.int64))
 
 
-def _states(trace: Trace, texts: dict[int, str], osrt: _Raw | None) -> _Raw | None:
-    """Each thread's state from its scheduling events: on a CPU from a sched-in to its sched-out, off one between
-    them, named by the OS call it was off a CPU in (nsys 2022.4 records that a thread left a CPU, not why)."""
+def _states(trace: Trace, texts: dict[int, str], osrt: _Raw | None, shown: np.ndarray) -> _Raw | None:
+    """The state of each thread ``shown`` (those with calls, ranges or samples) from its scheduling events: on a CPU
+    from a sched-in to its sched-out, off one between them, named by the OS call it was off a CPU in (nsys 2022.4
+    records that a thread left a CPU, not why)."""
     events = trace.events("SCHED_EVENTS")
     if events is None or not len(events["start"]):
         return None
     on = on_cpu_intervals(trace, (int(events["start"].min()), int(events["start"].max())), None)
     if on is None or not len(on):
         return None
-    on = on.sort_values(["globalTid", "start"], kind="stable")
+    on = on[on["globalTid"].isin(shown)].sort_values(["globalTid", "start"], kind="stable")
+    if not len(on):
+        return None
     tids, starts, ends = (on[c].to_numpy() for c in ("globalTid", "start", "end"))
     same = tids[1:] == tids[:-1]
     off_starts, off_ends, off_tids = ends[:-1][same], starts[1:][same], tids[1:][same]
@@ -182,15 +185,16 @@ def _states(trace: Trace, texts: dict[int, str], osrt: _Raw | None) -> _Raw | No
     texts[STATE_NAMES], texts[STATE_NAMES - 1] = ON_CPU, OFF_CPU
     if osrt is not None and len(osrt.starts):
         found = np.full(len(off_starts), -1, dtype=np.int64)
+        order = np.lexsort((osrt.starts, osrt.keys))  # by thread, then start: each thread's calls one slice
+        keys, call_starts, call_ends, call_names = (a[order] for a in (osrt.keys, osrt.starts, osrt.ends, osrt.names))
         for tid in np.unique(off_tids).tolist():
-            calls = np.flatnonzero(osrt.keys == tid)
-            if not len(calls):
+            lo, hi = np.searchsorted(keys, tid, side="left"), np.searchsorted(keys, tid, side="right")
+            if lo == hi:
                 continue
-            calls = calls[np.argsort(osrt.starts[calls], kind="stable")]
             mine = np.flatnonzero(off_tids == tid)
-            at = np.searchsorted(osrt.starts[calls], off_starts[mine], side="right") - 1
-            inside = (at >= 0) & (off_starts[mine] < osrt.ends[calls[np.maximum(at, 0)]])
-            found[mine[inside]] = osrt.names[calls[at[inside]]]
+            at = lo + np.searchsorted(call_starts[lo:hi], off_starts[mine], side="right") - 1
+            inside = (at >= lo) & (off_starts[mine] < call_ends[np.maximum(at, lo)])
+            found[mine[inside]] = call_names[at[inside]]
         ids = np.unique(found[found >= 0])
         words = string_values(trace.conn, ids.tolist())
         for k, name_id in enumerate(ids.tolist()):

@@ -19,20 +19,23 @@ from .frames import Frames
 from .stories import frame_stories
 from .thread_calls import Calls
 from .thread_time import Gathered
+from .verdict import CLOSE_RATIO
 from .where import where
 
 TOP_NAMES = 3
 # the confidence falls to medium past this much unexplained time, to low past the second
 UNEXPLAINED_MEDIUM, UNEXPLAINED_LOW = 0.10, 0.25
 # the largest share leads the next by at least this much for high confidence; and when the second share weighs at
-# least CLOSE_RATIO of the first, two causes weigh about the same: no cause is clear (low)
-CLEAR_LEAD, CLOSE_RATIO = 0.10, 0.8
+# least CLOSE_RATIO of the first (verdict.py), two causes weigh about the same: no cause is clear (low)
+CLEAR_LEAD = 0.10
 NAMED_SHARE = 0.01  # a call the thread ran inside is named when it holds this much of the window
 
 MISSING = {
     "os_runtime": "no OS runtime trace: what the thread blocked in is not recorded",
     "context_switches": "no context switches: when the thread ran is estimated (outside its blocking calls, and "
                         "where its CPU samples fall)",
+    "context_switches_sampled": "no context switches: when the thread ran is estimated from where its CPU samples "
+                                "fall",
     "context_switches_unsampled": "no context switches and no CPU samples: when the thread ran is not recorded",
     "gpu_work": "no GPU work recorded: waits in GPU calls cannot be set against the GPU's busy time",
 }
@@ -136,7 +139,8 @@ def confidence_of(pcts: dict[str, float], sources: AttributionSources, uses_gpu:
     """high, medium or low, and what lowers it: missing sources, time nothing explains, a close second share (low
     when the second weighs CLOSE_RATIO of the first or more)."""
     missing = [MISSING[key] for key, found in (("os_runtime", sources.os_runtime),
-                                                ("context_switches" if sources.samples or sources.os_runtime
+                                                ("context_switches" if sources.os_runtime
+                                                 else "context_switches_sampled" if sources.samples
                                                  else "context_switches_unsampled", sources.context_switches))
                if not found]
     if uses_gpu and not sources.gpu_work and not sources.software_renderer:

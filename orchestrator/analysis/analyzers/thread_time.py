@@ -73,7 +73,7 @@ def _picked(spans: Spans, sample: Sample, disjoint: bool = False) -> Spans:
 
 def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFrame | None,
            samples: Samples | None, names: dict[int, str], frames: Frames | None = None,
-           told: list[int] | None = None) -> Gathered:
+           told: list[int] | None = None, software: bool = False) -> Gathered:
     """The thread's time over the span, from every table the export has, for the part of it the attribution
     reads (attribution.sample_of), the frames ``told`` whole besides."""
     raw = {table: trace.calls_of_thread(table, gtid, span) for table in (*API_TABLES, "OSRT_API")}
@@ -92,7 +92,10 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     draws = gl is not None and len(gl["start"]) > 0
     named = {t for t, n in names.items() if draws and pid_of(t) == pid_of(gtid) and SOFTWARE_GPU_THREAD.match(n)}
     profiler = {t for t, n in names.items() if n.startswith(PROFILER_THREAD_PREFIX)}
-    by_work = renderer_threads_by_work(samples, pid_of(gtid), named | profiler | {gtid}) if draws else []
+    # known by their work only where a software renderer runs (its named threads, or the app's GL_RENDERER):
+    # Mesa's hardware drivers share libgallium with it
+    by_work = (renderer_threads_by_work(samples, pid_of(gtid), named | profiler | {gtid})
+               if draws and (named or software) else [])
     renderer = sorted(named | set(by_work), key=lambda t: (names.get(t, ""), t))
     rendering = renderer_busy(trace, renderer, span, intervals, samples, period)
     calls_seen = [Spans(c["start"], c["end"]) for c in raw.values() if c is not None and len(c["start"])]

@@ -25,6 +25,7 @@ from .pacing import Pacing
 from .where import Where
 
 GPU_BUSY_SHARE = 0.85
+CLOSE_RATIO = 0.8  # the second share weighs this much of the first or more: two causes, neither alone (low)
 NAMED_PCT = 1.0  # shares under 1 % of the window are left out of the words
 KINDS = {kind.name: kind.verdict for kind in SHARE_KINDS}
 SHARE_WORDS = {kind.name: kind.verdict_words for kind in SHARE_KINDS}
@@ -153,6 +154,12 @@ def decide(found: Attribution | None, context: Context) -> dict:
             f"share_{name}", {"start_ns": found.start_ns, "end_ns": found.end_ns,
                              "frames": [frame.as_json() for frame in share.frames]},
             share.calls + share.inside if name != "cpu" else share.inside)  # cpu's calls are functions
+    if found is not None:
+        first, second = (found.share(name) for name in ordered[:2])
+        if first.pct > 0 and second.pct >= CLOSE_RATIO * first.pct:
+            add(f"two causes weigh about the same, {_share_label(ordered[0], found)} {first.pct:.0f} % and "
+                f"{_share_label(ordered[1], found)} {second.pct:.0f} %: neither is the cause alone (low confidence)",
+                "close_shares")
     if found is not None and found.software_renderer:
         add(f"the renderer is {_renderer_words(found, context)}", "renderer")
     if context.gpu_busy_pct is not None:
