@@ -188,6 +188,7 @@ def local_inventory(tmp_path: Path) -> Path:
 
 
 @pytest.mark.integration
+@pytest.mark.machine  # its runs take this machine's own run lock, as every run on the local target does
 def test_without_nsys_an_app_that_fails_or_outlives_its_run_is_said(tmp_path):
     inventory = local_inventory(tmp_path)
     common = ("--target", "here", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), "--no-nsys")
