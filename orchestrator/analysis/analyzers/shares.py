@@ -87,11 +87,10 @@ def made_of(split: Split, gathered: Gathered, names: dict[int, str]) -> Made:
 
 def _made_in(os_calls: Calls, api: Calls) -> np.ndarray:
     """Per OS call, the name code of the GPU or window-system call it was made in (len(api.names): none)."""
-    order = np.argsort(api.starts, kind="stable")
-    starts, ends, codes = api.starts[order], api.ends[order], api.codes[order]
-    at = np.searchsorted(starts, os_calls.starts, side="right") - 1
-    inside = (at >= 0) & (os_calls.starts < ends[np.maximum(at, 0)]) if len(starts) else at >= len(at) + 1
-    return np.where(inside, codes[np.maximum(at, 0)] if len(starts) else 0, len(api.names))
+    ordered = api.taken(np.argsort(api.starts, kind="stable"))
+    at = ordered.made_in(os_calls.starts)
+    return np.where(at >= 0, ordered.codes[np.maximum(at, 0)] if len(at) and len(ordered.codes) else 0,
+                    len(api.names))
 
 
 def _what_of(made: Made, gathered: Gathered, share: int, names: dict[int, str], samples: Samples | None,

@@ -30,10 +30,7 @@ def longest_calls(os_calls: Calls, api_calls: Calls, lo: int, hi: int) -> list[S
     api_in, api_ns = _clipped(api_calls, lo, hi)
     order = np.argsort(api_calls.starts[api_in], kind="stable")
     api_in, api_ns = api_in[order], api_ns[order]
-    api_starts, api_ends = api_calls.starts[api_in], api_calls.ends[api_in]
-    made_in = np.searchsorted(api_starts, os_calls.starts[os_in], side="right") - 1
-    within = (made_in >= 0) & (os_calls.starts[os_in] < api_ends[np.maximum(made_in, 0)] if len(api_in) else False)
-    made_in = np.where(within, made_in, -1)
+    made_in = api_calls.taken(api_in).made_in(os_calls.starts[os_in])
     own = api_ns - np.bincount(made_in[made_in >= 0], weights=os_ns[made_in >= 0], minlength=len(api_in))
     found = [StoryCall(name=os_calls.names[os_calls.codes[i]], start_ns=int(os_calls.starts[i]), ns=int(ns),
                        inside=api_calls.names[api_calls.codes[api_in[k]]] if k >= 0 else None)

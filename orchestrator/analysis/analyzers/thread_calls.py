@@ -45,6 +45,14 @@ class Calls:
         return Calls(self.codes[index], self.starts[index], self.ends[index], self.names,
                      None if self.corr is None else self.corr[index])
 
+    def made_in(self, starts: np.ndarray) -> np.ndarray:
+        """For each time (an OS call's start), the index of the call of these (sorted by start, one thread's: none
+        inside another) it falls in, -1 for none."""
+        at = np.searchsorted(self.starts, starts, side="right") - 1
+        if not len(self.starts):
+            return np.full(len(starts), -1, dtype=np.int64)
+        return np.where((at >= 0) & (starts < self.ends[np.maximum(at, 0)]), at, -1)
+
     def named(self, wanted: tuple[str, ...]) -> np.ndarray:
         """Which calls have one of the names."""
         table = np.array([name in wanted for name in self.names] + [False], dtype=bool)
