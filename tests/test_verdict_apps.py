@@ -68,8 +68,9 @@ def test_the_c_apps_build_and_run_a_few_frames():
 def test_a_few_apps_get_their_cause_profiled_for_real():
     """One of each frame kind: NVTX (Python, asleep), glFinish (C, the software renderer's unnamed compute threads),
     glFinish (C, a condition variable): waits, whose verdicts a busy machine does not change (a CPU-bound app's
-    would: preempted, its thread waits for a CPU outside any call)."""
+    would: preempted, its thread waits for a CPU outside any call). Five captures an app: nsys 2022.4 with context
+    switches stalled on three in a row of gl-compute beside the suite's other captures."""
     done = subprocess.run([sys.executable, str(REPO / "bench" / "verdicts.py"), "--only", "sleep-python",
-                           "gl-compute", "threads-condvar"], capture_output=True, text=True, timeout=900, cwd=REPO)
+                           "gl-compute", "threads-condvar", "--retries", "4"], capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "total: 3 right, 0 low-confidence, 0 wrong of 3 apps"
