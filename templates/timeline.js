@@ -1,7 +1,8 @@
 // The whole-run timeline (#run-timeline): the run's events on a canvas, zoomed and panned as in Nsight Systems and
 // Perfetto, searched by name, a span's statistics, a call's link to its GPU work. Its data comes from
-// templates/timeline_data.js, its figures from timeline_tools.js, its drawing from timeline_draw.js, its text
-// under the canvas from timeline_panel.js: no request, no library. window.orchestrateTimeline is its handle for
+// templates/timeline_data.js, its figures from timeline_tools.js, its drawing from timeline_draw.js (dense rows
+// from timeline_levels.js), its text under the canvas from timeline_panel.js, the page's frame links and charts'
+// clicks from timeline_links.js: no request, no library. window.orchestrateTimeline is its handle for
 // tests and benches.
 (function () {
   "use strict";
@@ -16,8 +17,8 @@
   var box = /** @type {HTMLInputElement} */ ($("search"));
   var help = /** @type {HTMLElement} */ (section.querySelector(".tl-help")), panel = $("panel"), detailText = $("details");
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
-  var panels = orchestrateTimelinePanel;
-  var ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, MIN_SPAN = 1000, DRAG_PX = 3;
+  var panels = orchestrateTimelinePanel, links = orchestrateTimelineLinks;
+  var MIN_SPAN = 1000, DRAG_PX = 3;
   var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", state: "thread state",
                     sample: "CPU samples", cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
   /** @type {TimelineState} */
@@ -90,21 +91,11 @@
     tl.data = parsed;
     tl.origin = parsed.header.origin;
     tl.frameStarts = new Float64Array(parsed.header.frames.map(function (f) { return f[0]; }));
-    var y = tl.AXIS_H;
-    tl.layout = [];
-    if (parsed.header.frames.length) { tl.layout.push({type: "frames", label: "frames", y: y, h: FRAME_H}); y += FRAME_H; }
-    parsed.rows.forEach(function (row, r) {
-      var h = row.kind === "sample" ? ROW_H : ROW_H + (row.lanes - 1) * LANE_H;
-      var place = {type: "row", row: row, index: r, kindName: KIND_NAMES[row.kind] || row.kind, y: y, h: h};
-      tl.layout.push(place);
-      tl.placeOfRow[r] = place;
-      y += h;
-    });
-    Object.keys(parsed.header.board).forEach(function (name) {
-      tl.layout.push({type: "board", name: name, label: name, y: y, h: BOARD_H});
-      y += BOARD_H;
-    });
-    canvas.style.height = Math.max(y, 60) + "px";
+    if (parsed.header.renderer) { KIND_NAMES.opengl_gpu = "OpenGL work"; }  // a software renderer's, on the CPU
+    var laid = draw.layout(parsed, KIND_NAMES, tl.AXIS_H);
+    tl.layout = laid.places;
+    tl.placeOfRow = laid.placeOfRow;
+    canvas.style.height = Math.max(laid.height, 60) + "px";
     api.layout = tl.layout.map(function (place) {
       return {type: place.type, y: place.y, h: place.h, group: place.row ? place.row.group : place.label,
               kind: place.row ? place.row.kind : null};
@@ -213,7 +204,7 @@
                      stats: result.stats.map(function (e) {
                        return {kind: e.kind, name: e.name, count: e.count, total: e.total, self: e.self, mean: e.mean,
                                min: e.min, max: e.max};
-                     }), tsv: tools.tsv(result.stats), unread: result.unread};
+                     }), tsv: tools.tsv(result.stats), unread: result.unread, stacks: result.stacks};
     panels.statsPanel(panel, tl.selection, result, KIND_NAMES, {
       copyWindow: function () { copy(tl.selection.window); }, copyTsv: function () { copy(api.selection.tsv); },
       fit: fitSelection, clear: clearSelection});
@@ -246,14 +237,7 @@
     return rows.length ? rows : tl.layout.filter(function (p) { return p.type === "row"; }).map(function (p) { return p.index; });
   }
 
-  function copy(text) {
-    if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(text).then(function () { status.textContent = "copied"; },
-        function () { status.textContent = "select the text to copy it"; });
-    } else {
-      status.textContent = "select the text to copy it";
-    }
-  }
+  function copy(text) { panels.copy(text, status); }
 
   function fitFrame(index) {
     var frame = tl.data.header.frames[index];
@@ -394,35 +378,8 @@
   $("help-open").addEventListener("click", function () { toggleHelp(true); });
   $("help-close").addEventListener("click", function () { toggleHelp(false); });
 
-  // a click on a frame number, or on a bar that stands for frames, shows that frame here
-  document.addEventListener("click", function (event) {
-    var target = event.target instanceof Element ? event.target.closest("[data-frame]") : null;
-    if (!target || !tl.data) { return; }
-    event.preventDefault();
-    showFrame(parseInt(/** @type {HTMLElement} */ (target).dataset.frame || "", 10));
-  });
-  window.addEventListener("hashchange", function () { if (tl.data) { follow(location.hash); } });
-
-  // a click on a chart of frames (frame time, the GPU's time per frame) shows the frame under the pointer: on the
-  // frame-time chart the slowest within a few pixels of it, as a spike the eye aims at is one frame among many a
-  // pixel holds (the timeline knows frames' times, not the GPU's: that chart's click is the frame under it)
-  var NEAR_PX = 4;
-  document.querySelectorAll("svg.chart[data-index-axis]").forEach(function (element) {
-    var chart = /** @type {SVGSVGElement} */ (element);
-    chart.addEventListener("click", function (event) {
-      if (!tl.data || (event.target instanceof Element && event.target.closest("[data-frame]"))) { return; }
-      var axis = chart.dataset.indexAxis.split(",").map(Number), point = chart.createSVGPoint(), matrix = chart.getScreenCTM();
-      point.x = event.clientX;
-      point.y = event.clientY;
-      var x = point.matrixTransform(matrix.inverse()).x, perUnit = (axis[2] - 1) / Math.max(1, axis[1] - axis[0]);
-      var near = Math.max(1, NEAR_PX / Math.max(1e-9, matrix.a) * perUnit), at = (x - axis[0]) * perUnit;
-      var lo = Math.max(0, Math.floor(at - near)), hi = Math.min(axis[2] - 1, Math.ceil(at + near)), best = -1;
-      var frames = tl.data.header.frames;
-      if (chart.dataset.chart !== "frame-series") { lo = hi = Math.max(0, Math.min(axis[2] - 1, Math.round(at))); }
-      for (var i = lo; i <= hi; i++) { if (frames[i] && (best < 0 || frames[i][1] > frames[best][1])) { best = i; } }
-      if (best >= 0) { showFrame(best); }
-    });
-  });
+  links.attach({frames: function () { return tl.data ? tl.data.header.frames : null; },
+                showFrame: showFrame, follow: follow});
 
   api.setWindow = function (a, b) { setView(a - tl.origin, b - tl.origin); };
   api.fitFrame = function (index) { fitFrame(index); };

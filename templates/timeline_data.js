@@ -44,7 +44,9 @@ var orchestrateTimelineData = (function () {
   // furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
   // range around the whole app, a thread's long wait) are kept apart in "long": otherwise one of them would hold
   // the furthest end, and every view after its start would begin its search at it.
-  function setEvents(row, deltas, durations, names, value) {
+  // (a row of CPU samples holds its samples' stack nodes where other rows hold names: each is named by its node's
+  // frame, its leaf, and keeps its node in row.stacks)
+  function setEvents(row, deltas, durations, names, value, stackFrames) {
     var n = deltas.length, starts = new Float64Array(n), ends = new Float64Array(n), reach = new Float64Array(n);
     var depths = new Uint8Array(n), laneEnds = [], long = [], at = 0, furthest = -Infinity, i, d;
     var longest = row.span / 256;
@@ -64,7 +66,13 @@ var orchestrateTimelineData = (function () {
     row.reach = reach;
     row.long = long;
     row.depths = depths;
-    row.names = names;
+    if (row.kind === "sample" && stackFrames.length) {
+      row.stacks = names;
+      row.names = new Uint32Array(n);
+      for (i = 0; i < n; i++) { row.names[i] = stackFrames[names[i]]; }
+    } else {
+      row.names = names;
+    }
     row.loaded = true;
   }
 
@@ -84,10 +92,11 @@ var orchestrateTimelineData = (function () {
     var length = new DataView(buffer).getUint32(0, true);
     var header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
     var read = reader(buffer, 4 + length), offset = 0;
+    var stacks = {parents: read.u32(header.stacks || 0), frames: read.u32(header.stacks || 0)};
     var rows = header.rows.map(function (meta) {
       var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
                  span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
-                 reach: new Float64Array(0), long: [], self: null, offset: offset};
+                 reach: new Float64Array(0), long: [], self: null, stacks: null, offset: offset};
       offset += meta.count;
       var events = meta.detail ? null : [read.u32(meta.count), read.u32(meta.count), read.u32(meta.count)];
       var runs = meta.levels.map(function (level) {
@@ -95,7 +104,7 @@ var orchestrateTimelineData = (function () {
                 values: read.u8(level.runs)};
       });
       var value = unescaper(read.f64(meta.escapes));
-      if (events) { setEvents(row, events[0], events[1], events[2], value); }
+      if (events) { setEvents(row, events[0], events[1], events[2], value, stacks.frames); }
       row.levels = runs.map(function (level) {
         var m = level.values.length, first = new Float64Array(m), last = new Float64Array(m), bin = 0;
         for (var j = 0; j < m; j++) { bin += value(level.deltas[j]); first[j] = bin; }
@@ -104,7 +113,17 @@ var orchestrateTimelineData = (function () {
       });
       return row;
     });
-    return {header: header, rows: rows, links: null};
+    return {header: header, rows: rows, links: null, stacks: stacks};
+  }
+
+  // the names of a stack node's frames, leaf first
+  function stackOf(data, node) {
+    var found = [], parents = data.stacks.parents, frames = data.stacks.frames;
+    for (var k = 0; node >= 0 && node < frames.length && k < frames.length; k++) {
+      found.push(data.header.names[frames[node]]);
+      node = parents[node] - 1;
+    }
+    return found;
   }
 
   // the events of the rows with levels (parse's data: header and rows), from the detail binary
@@ -113,7 +132,8 @@ var orchestrateTimelineData = (function () {
     data.rows.forEach(function (row, index) {
       if (!row.detail) { return; }
       var n = row.count, deltas = read.u32(n), durations = read.u32(n), names = read.u32(n);
-      setEvents(row, deltas, durations, names, unescaper(read.f64(data.header.rows[index].detail_escapes)));
+      setEvents(row, deltas, durations, names, unescaper(read.f64(data.header.rows[index].detail_escapes)),
+                data.stacks.frames);
     });
     var n = data.header.links || 0, first = new Float64Array(n), last = new Float64Array(n), at = 0;
     if (n) {
@@ -171,5 +191,5 @@ var orchestrateTimelineData = (function () {
   }
 
   return {bytesOf: bytesOf, inflate: inflate, parse: parse, parseDetail: parseDetail, search: search,
-          linksOf: linksOf, rowOf: rowOf};
+          linksOf: linksOf, rowOf: rowOf, stackOf: stackOf};
 }());

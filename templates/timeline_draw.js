@@ -5,7 +5,8 @@
 var orchestrateTimelineDraw = (function () {
   "use strict";
   var tools = orchestrateTimelineTools, search = orchestrateTimelineData.search;
-  var EXACT = 16384, INK = "#1d2330", CHAR_W = 6.1, MIN_LABEL_W = 34;
+  var EXACT = 16384, INK = "#1d2330", CHAR_W = 6.1, MIN_LABEL_W = 34, TIP_FRAMES = 12;
+  var levels = orchestrateTimelineLevels, ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30;
   var kindColours = {}, style = getComputedStyle(document.documentElement);
   ["nvtx", "opengl", "osrt", "cuda_api", "cuda_kernel", "memcpy", "opengl_gpu"].forEach(function (k) {
     kindColours[k] = style.getPropertyValue("--" + k).trim() || "#2f6fde";
@@ -30,12 +31,12 @@ var orchestrateTimelineDraw = (function () {
       if (place.type === "board") { out.shapes += paintBoard(ctx, v, place); return; }
       var row = place.row, s = tools.stretch(row, tl.t0, tl.t1), n = Math.max(0, s.hi - s.lo);
       var exact = row.loaded && (!row.levels.length || n <= EXACT);
-      var drawn = exact ? paintEvents(ctx, v, place, s) : paintLevel(ctx, v, place);
+      var drawn = exact ? paintEvents(ctx, v, place, s) : levels.paint(ctx, v, place, kindColour(row.kind), INK);
       out.shapes += drawn.shapes;
       out.inView += drawn.matches;
       out.rows.push({group: row.group, kind: row.kind, visible: exact ? drawn.visible : n, matches: drawn.matches,
-                     mode: exact ? "events" : "level", width: exact ? null : levelFor(row, v.nsPerPx).width,
-                     inked: exact ? drawn.inked / Math.max(1, v.width) : null});
+                     mode: exact ? "events" : "level", width: exact ? null : levels.levelFor(row, v.nsPerPx).width,
+                     inked: exact ? drawn.inked / Math.max(1, v.width) : drawn.inked});
     });
     out.shapes += paintFindings(ctx, v);
     paintSelection(ctx, v);
@@ -43,6 +44,25 @@ var orchestrateTimelineDraw = (function () {
     paintAxis(ctx, v);
     paintLabels(ctx, tl, cssH);
     return out;
+  }
+
+  // the canvas's places top down from ``top``: the frames, each row (a row of calls taller by a lane per depth of
+  // nesting), the board's series; and each row's place by its index
+  function layout(parsed, kindNames, top) {
+    var y = top, places = [], placeOfRow = [];
+    if (parsed.header.frames.length) { places.push({type: "frames", label: "frames", y: y, h: FRAME_H}); y += FRAME_H; }
+    parsed.rows.forEach(function (row, r) {
+      var h = row.kind === "sample" ? ROW_H : ROW_H + (row.lanes - 1) * LANE_H;
+      var place = {type: "row", row: row, index: r, kindName: kindNames[row.kind] || row.kind, y: y, h: h};
+      places.push(place);
+      placeOfRow[r] = place;
+      y += h;
+    });
+    Object.keys(parsed.header.board).forEach(function (name) {
+      places.push({type: "board", name: name, label: name, y: y, h: BOARD_H});
+      y += BOARD_H;
+    });
+    return {places: places, placeOfRow: placeOfRow, height: y};
   }
 
   function paintGrid(ctx, v) {
@@ -167,71 +187,6 @@ var orchestrateTimelineDraw = (function () {
     }
     lanes.forEach(flush);
     return result;
-  }
-
-  function levelFor(row, nsPerPx) {
-    var chosen = row.levels[0];
-    row.levels.forEach(function (level) { if (level.width <= nsPerPx) { chosen = level; } });
-    return chosen;
-  }
-
-  // a level's runs in view folded into the pixels they fall in (each pixel the highest value in it), then drawn as
-  // stretches of pixels of one shade: at most one shape per pixel, whatever the events; under a search, the
-  // pixels that hold an event it finds are marked (the events are read for it once loaded)
-  function paintLevel(ctx, v, place) {
-    var tl = v.tl, row = place.row, level = levelFor(row, v.nsPerPx), w = level.width, pixels = Math.ceil(v.width);
-    var result = {shapes: 0, visible: 0, matches: 0}, t0 = tl.t0, t1 = tl.t1;
-    var lo = Math.max(0, search(level.first, t0 / w, true) - 1), hi = search(level.first, t1 / w, true);
-    var columns = new Uint8Array(pixels + 1), scale = 1 / v.nsPerPx;
-    for (var i = lo; i < hi; i++) {
-      if (level.last[i] * w <= t0) { continue; }
-      var p0 = Math.max(0, Math.floor((level.first[i] * w - t0) * scale));
-      var p1 = Math.min(pixels, Math.max(p0 + 1, Math.ceil((level.last[i] * w - t0) * scale)));
-      for (var p = p0; p < p1; p++) { if (level.values[i] > columns[p]) { columns[p] = level.values[i]; } }
-    }
-    var dim = tl.search ? 0.3 : 1;
-    ctx.fillStyle = kindColour(row.kind);
-    result.shapes += shades(ctx, columns, pixels, tl.LABEL_W, place.y + 1, place.h - 2, dim,
-                            function (value) { return value ? Math.min(3, value >> 6) : -1; });
-    if (tl.search && row.loaded) {
-      var marks = new Uint8Array(pixels + 1), flags = tl.search.flags, names = row.names, sample = row.kind === "sample";
-      var s = tools.stretch(row, t0, t1);
-      var mark = function (j) {
-        if (!flags[names[j]]) { return; }
-        result.matches++;
-        var a = Math.max(0, Math.floor((row.starts[j] - t0) * scale));
-        var b = Math.min(pixels, Math.max(a + 1, Math.ceil((row.ends[j] - t0) * scale)));
-        for (var q = a; q < b; q++) { marks[q] = 1; }
-      };
-      s.before.forEach(mark);
-      for (var j = s.lo; j < s.hi; j++) { if (sample ? row.starts[j] >= t0 : row.ends[j] > t0) { mark(j); } }
-      ctx.fillStyle = INK;
-      result.shapes += shades(ctx, marks, pixels, tl.LABEL_W, place.y + 1, 3, 1,
-                              function (value) { return value ? 3 : -1; });
-    }
-    return result;
-  }
-
-  // stretches of pixels of one shade (0-3, -1 none) as one path per shade
-  function shades(ctx, columns, pixels, left, y, h, alpha, shadeOf) {
-    var buckets = [[], [], [], []], shade = -1, from = 0, shapes = 0;
-    for (var x = 0; x <= pixels; x++) {
-      var b = x < pixels ? shadeOf(columns[x]) : -1;
-      if (b === shade) { continue; }
-      if (shade >= 0) { buckets[shade].push(left + from, x - from); }
-      shade = b;
-      from = x;
-    }
-    buckets.forEach(function (rects, bucket) {
-      if (!rects.length) { return; }
-      ctx.globalAlpha = alpha * (0.3 + 0.7 * (bucket + 1) / 4);
-      ctx.beginPath();
-      for (var j = 0; j < rects.length; j += 2) { ctx.rect(rects[j], y, rects[j + 1], h); }
-      ctx.fill();
-      shapes += rects.length / 2;
-    });
-    ctx.globalAlpha = 1;
-    return shapes;
   }
 
   function paintFrames(ctx, v, place) {
@@ -401,10 +356,11 @@ var orchestrateTimelineDraw = (function () {
     s.before.forEach(consider);
     for (var i = s.lo; i < s.hi; i++) { consider(i); }
     if (best < 0) { return null; }
-    return {row: place.index, index: best, start: row.starts[best], end: row.ends[best],
-            text: tl.data.header.names[row.names[best]] + "\n" + row.group + " \u00b7 " + place.kindName + "\nstart " +
-              clock(row.starts[best]) + " s, " + tools.duration(row.ends[best] - row.starts[best])};
+    var text = tl.data.header.names[row.names[best]] + "\n" + row.group + " \u00b7 " + place.kindName + "\n" +
+      (row.stacks ? "at " + clock(row.starts[best]) + " s" + tools.stackText(tl.data, row.stacks[best], TIP_FRAMES) :
+        "start " + clock(row.starts[best]) + " s, " + tools.duration(row.ends[best] - row.starts[best]));
+    return {row: place.index, index: best, start: row.starts[best], end: row.ends[best], text: text};
   }
 
-  return {paint: paint, hit: hit, kindColour: kindColour, EXACT: EXACT};
+  return {paint: paint, hit: hit, layout: layout, kindColour: kindColour, EXACT: EXACT};
 }());

@@ -19,10 +19,11 @@ var orchestrateTimelinePanel = (function () {
       tools.seconds(data.header.origin + row.starts[i]) + " s, " + tools.duration(row.ends[i] - row.starts[i]) + ")";
   }
 
-  // the selected event and its links, as lines of text
+  // the selected event and its links, as lines of text (a CPU sample: its whole stack)
   function details(data, picked, flows, kindNames) {
     if (!picked) { return ""; }
     var row = data.rows[picked.row], lines = ["selected: " + describe(data, [picked.row, picked.index], kindNames)];
+    if (row.stacks) { return lines[0] + tools.stackText(data, row.stacks[picked.index], Infinity); }
     if (row.self && row.self[picked.index] !== row.ends[picked.index] - row.starts[picked.index]) {
       lines.push("self time (less what nests in it on its row): " + tools.duration(row.self[picked.index]));
     }
@@ -127,7 +128,34 @@ var orchestrateTimelinePanel = (function () {
     if (result.stats.length > SHOWN) {
       panel.appendChild(element("p", "and " + (result.stats.length - SHOWN) + " more names: copy as TSV for all", "note"));
     }
+    if (result.stacks.length) { panel.appendChild(stacksPart(result.stacks)); }
   }
 
-  return {details: details, statsPanel: statsPanel};
+  // the selected CPU samples' heaviest call stacks: each its samples and its frames, leaf first
+  function stacksPart(stacks) {
+    var part = element("div", null, "tl-stacks");
+    part.appendChild(element("strong", "CPU samples' heaviest call stacks (leaf first)"));
+    var list = element("ol");
+    stacks.forEach(function (stack) {
+      var item = element("li");
+      item.appendChild(element("span", stack.count.toLocaleString("en") + " samples (" +
+                                       (100 * stack.share).toFixed(1) + " %): ", "tl-stack-count"));
+      item.appendChild(element("code", stack.frames.join(" \u2190 ")));
+      list.appendChild(item);
+    });
+    part.appendChild(list);
+    return part;
+  }
+
+  // text to the clipboard, or where the page cannot, a word to select it by hand
+  function copy(text, status) {
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(function () { status.textContent = "copied"; },
+        function () { status.textContent = "select the text to copy it"; });
+    } else {
+      status.textContent = "select the text to copy it";
+    }
+  }
+
+  return {details: details, statsPanel: statsPanel, copy: copy};
 }());

@@ -151,3 +151,15 @@ def test_a_table_piped_is_as_wide_as_its_longest_name(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert name in out and "[bold]not markup[/]" in out and "…" not in out
     assert max(len(line) for line in out.splitlines()) < 200  # natural width, not stretched to the fallback
+
+
+def test_an_inventory_file_is_kept_by_its_full_path_and_a_host_list_as_given(tmp_path, monkeypatch):
+    """run.json records --inventory as parsed: a file given from where the user stood stays that file when a next
+    step is pasted in another folder."""
+    from orchestrator.cli.main import build_parser
+    (tmp_path / "fleet.yaml").write_text("all:\n  hosts:\n    nano01: {}\n")
+    (tmp_path / "more").mkdir()
+    monkeypatch.chdir(tmp_path)
+    parsed = build_parser().parse_args(["targets", "--inventory", "fleet.yaml", "--inventory", "more"])
+    assert parsed.inventory == f"{tmp_path / 'fleet.yaml'},{tmp_path / 'more'}"
+    assert build_parser().parse_args(["targets", "--inventory", "nano01,nano02,"]).inventory == "nano01,nano02,"

@@ -109,8 +109,9 @@ def test_the_thread_state_row_is_the_scheduling_events(gears, export, browser):
 
 
 def test_brief_gpu_work_is_shaded_as_much_as_it_covers_at_any_zoom(gears, export, browser):
-    """llvmpipe's GPU row at whole-run zoom: each piece of work takes a pixel, yet the row is inked as much as the
-    work covers the view (SQL's union of OPENGL_WORKLOAD over it), not drawn busy."""
+    """llvmpipe's "GPU" row at whole-run zoom, named for the renderer on the CPU: each piece of work takes a pixel,
+    yet the row is inked as much as the work covers the view (SQL's union of OPENGL_WORKLOAD over it), not drawn
+    busy."""
     import sqlite3
 
     from share_sql import length
@@ -128,4 +129,35 @@ def test_brief_gpu_work_is_shaded_as_much_as_it_covers_at_any_zoom(gears, export
             'SELECT start, "end" FROM OPENGL_WORKLOAD WHERE "end" > ? AND start < ?', (low, high))]
     covered = length(work) / (high - low)
     assert covered < 0.05 and gpu["mode"] == "events"  # brief work: about 1 % of the run
+    assert gpu["group"].startswith("llvmpipe (on the CPU) OpenGL context ")  # the renderer's work, not a GPU's
     assert gpu["inked"] == pytest.approx(covered, abs=0.005)
+
+
+def test_dense_rows_are_shaded_as_much_as_their_calls_cover_at_whole_run_zoom(gears, export, browser):
+    """At whole-run zoom the app thread's OS-runtime row is drawn from its levels (45,000 calls, too many to draw
+    one by one), its OpenGL row call by call: each is inked as much as its calls cover the view (SQL's union of
+    them), not drawn busy wherever a pixel holds one call."""
+    import sqlite3
+
+    from share_sql import global_tid, length
+    summary, page_path = gears
+    opened = open_page(browser, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
+    page.evaluate("window.orchestrateTimeline.setWindow(window.orchestrateTimeline.origin, "
+                  "window.orchestrateTimeline.origin + window.orchestrateTimeline.span)")
+    page.wait_for_function("() => window.orchestrateTimeline.painted === window.orchestrateTimeline.inputs")
+    low, high = page.evaluate("window.orchestrateTimeline.view")
+    thread = summary.attribution.thread
+    drawn = {r["kind"]: r for r in page.evaluate("window.orchestrateTimeline.rows") if r["group"] == thread}
+    tables = {"opengl": ("OPENGL_API", ""), "osrt": ("OSRT_API", "AND eventClass = 27")}
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        gtid = global_tid(conn, thread)
+        for kind, (table, extra) in tables.items():
+            calls = [(max(int(a), low), min(int(b), high)) for a, b in conn.execute(
+                f'SELECT start, "end" FROM {table} WHERE globalTid = ? AND "end" > ? AND start < ? {extra}',
+                (gtid, low, high))]
+            assert drawn[kind]["mode"] == {"osrt": "level", "opengl": "events"}[kind]
+            assert drawn[kind]["inked"] == pytest.approx(length(calls) / (high - low), abs=0.01), kind
+    assert 0.05 < drawn["osrt"]["inked"] < 0.95  # neither empty nor busy: the test tells them apart
+    assert_clean(opened, page_path)

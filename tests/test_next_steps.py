@@ -141,3 +141,19 @@ def test_never_more_than_three_steps_the_heaviest_first_and_commands_for_a_bare_
 def test_the_command_runs_the_same_app_again(source, expected):
     found = summary({"threads": 40.0, "cpu": 60.0}, {"context_switches": False})
     assert rules(found, run(source=source))["context_switches"] == expected
+
+
+@pytest.mark.parametrize("share, verb", [("io", "waits on I/O or other blocking calls"), ("sleep", "sleeps")])
+def test_a_largest_io_or_sleep_share_is_aimed_at_the_frame_that_holds_most_of_it(share, verb):
+    from orchestrator.documents.summary_sections import WhereFrame
+    found = summary({share: 70.0, "cpu": 30.0}, verdict=f"{share}_wait" if share == "io" else "sleep")
+    found.attribution.shares[share] = Share(ns=7 * 10**8, pct=70.0, calls=["read", "pread64"],
+                                            frames=[WhereFrame(index=42, ns=9_000_000), WhereFrame(index=7, ns=1)])
+    steps = {step.rule: step for step in next_steps(found, run(), "runs/r1")}
+    step = steps[f"{share}_calls"]
+    assert step.command == f"orchestrate analyze {Path('runs/r1').resolve()} --frame 42"
+    assert step.why.startswith(f"70 % of app (7)'s time {verb} in read, pread64: frame 42, where it {verb} most")
+    small = summary({share: 15.0, "cpu": 85.0})
+    assert f"{share}_calls" not in rules(small, run())  # not the largest: no step aims at it
+    no_frames = summary({share: 70.0, "cpu": 30.0})
+    assert rules(no_frames, run())[f"{share}_calls"] == f"orchestrate analyze {Path('runs/r1').resolve()}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import re
 import sqlite3
 import struct
 import zlib
@@ -12,7 +14,8 @@ import numpy as np
 import pytest
 
 from orchestrator.analysis.analyzers.frames import NVTX_RANGE_TYPES
-from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents, run_events
+from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents, StackNodes, run_events
+from orchestrator.analysis.export.names import tid_of
 from orchestrator.analysis.export.report_input import open_report
 from orchestrator.analysis.export.trace import Trace
 from orchestrator.report.levels import EXACT_EVENTS, level_runs
@@ -106,11 +109,16 @@ def read_back(data) -> tuple[dict, list[dict]]:
         left = iter(escapes)
         return [[next(left) if v == ESCAPE else v for v in part] for part in parts]
 
+    parents, frames = (np.array(take("overview", "<u4", header["stacks"]), dtype=np.int64) for _ in range(2))
+    header["stack_nodes"] = (parents - 1, frames)
     rows = []
     for meta in header["rows"]:
         n, where = meta["count"], "detail" if meta["detail"] else "overview"
         events = [take(where, "<u4", n), take(where, "<u4", n)]
         names = take(where, "<u4", n)
+        nodes = None
+        if meta["kind"] == "sample" and header["stacks"]:  # a sample's stack node in place of its name: its leaf's
+            nodes, names = names, frames[names].tolist()
         if meta["detail"]:
             events = unescaped(events, take("detail", "<f8", meta["detail_escapes"]))
         levels, values = [], []
@@ -123,7 +131,7 @@ def read_back(data) -> tuple[dict, list[dict]]:
         else:
             levels = parts
         starts = np.cumsum(events[0])
-        rows.append({"starts": starts, "ends": starts + np.array(events[1]), "names": names,
+        rows.append({"starts": starts, "ends": starts + np.array(events[1]), "names": names, "nodes": nodes,
                      "levels": [(width, np.cumsum(levels[2 * i]), levels[2 * i + 1], vals)
                                 for i, (width, vals) in enumerate(values)]})
     n = header["links"]
@@ -141,13 +149,16 @@ def test_the_binary_reads_back_to_every_event_level_and_escape():
     starts[-1] = starts[-2] + 6_000_000_000  # a gap past 32 bits
     ends = starts + rng.integers(0, 50_000, len(starts))
     ends[0] = starts[0] + 5_000_000_000      # a call longer than 32 bits of ns
+    nodes = rng.integers(0, 3, len(starts[::3]))  # three stacks: main > draw > glClear, main > draw, main > swap
+    stacks = StackNodes(np.array([-1, 0, 1, 0]), np.array([3, 4, 2, 1]))
     rows = [EventRow("app (1)", "opengl", starts, ends, rng.integers(0, 3, len(starts)).astype(np.int32)),
-            EventRow("app (1)", "sample", starts[::3], starts[::3], np.zeros(len(starts[::3]), dtype=np.int32))]
-    events = RunEvents(rows, ["glDrawArrays", "eglSwapBuffers", "glClear"])
+            EventRow("app (1)", "sample", starts[::3], starts[::3], stacks.frames[nodes + 1], stacks=nodes + 1)]
+    events = RunEvents(rows, ["glDrawArrays", "eglSwapBuffers", "glClear", "main", "draw"], stacks)
     data = timeline_data(events, [(5_000_000_000, 5_016_000_000)],
                          [{"title": "cpu bound", "start_ns": 5_000_000_000, "end_ns": 5_016_000_000}],
                          {"GPU load (%)": [[5_000_000_000, 10.0], [5_100_000_000, 90.0]]})
     header, back = read_back(data)
+    assert [p.tolist() for p in header["stack_nodes"]] == [[-1, 0, 1, 0], [3, 4, 2, 1]]
     origin = header["origin"]
     assert origin == int(starts[0]) and data.events == len(starts) + len(starts[::3])
     at = 5_000_000_000 - origin  # times in the page count from the first event
@@ -159,6 +170,7 @@ def test_the_binary_reads_back_to_every_event_level_and_escape():
         assert got["starts"].tolist() == (row.starts - origin).tolist()
         assert got["ends"].tolist() == (row.ends - origin).tolist()
         assert got["names"] == row.names.tolist()
+        assert got["nodes"] == (row.stacks.tolist() if row.kind == "sample" else None)
         assert bool(got["levels"]) == (len(row.starts) > EXACT_EVENTS)  # 40,000 calls have levels, 13,334 samples not
         for width, first, lengths, values in got["levels"]:
             runs = level_runs(row.starts, row.ends, origin, width, row.kind == "sample")
@@ -180,3 +192,49 @@ def test_samples_are_named_as_the_hotspots_name_their_leaf_functions(export):
     assert [h["symbol"] for h in hot][2].startswith("[")  # an unresolved address, grouped under its module
     for spot in hot:  # the window of the analysis is the whole run here: the same counts
         assert counts.get(spot["symbol"]) == spot["samples"], spot
+
+
+def sql_stacks(conn: sqlite3.Connection) -> dict[int, list[str]]:
+    """Each sample's (COMPOSITE_EVENTS.id's) stack, leaf first, from SAMPLING_CALLCHAINS by stackDepth, named as
+    the hotspots name frames: an address nsys could not name is its module's frame ("[libGLX_mesa.so.0]", once
+    for a run of them), nsys's pseudo-frames above the leaf left out."""
+    chains: dict[int, list[str]] = {}
+    for sample, depth, value, module in conn.execute(
+            "SELECT c.id, c.stackDepth, s.value, m.value FROM SAMPLING_CALLCHAINS AS c JOIN StringIds AS s "
+            "ON s.id = c.symbol LEFT JOIN StringIds AS m ON m.id = c.module ORDER BY c.id, c.stackDepth"):
+        module = {"//anon": "[JIT]", "": "[unknown]"}.get(module or "", module or "")  # perf's names for them
+        frame = value if not value.startswith("0x") else module if module.startswith("[") else \
+            f"[{os.path.basename(module)}]"
+        chain = chains.setdefault(sample, [])
+        if depth and value.startswith("["):
+            continue
+        if not (chain and chain[-1] == frame and frame.startswith("[")):
+            chain.append(frame)
+    return chains
+
+
+@pytest.mark.parametrize("name", ["python-cpu-sampling", "es2gears-opengl"])
+def test_each_samples_stack_is_its_call_chain_as_sql_reads_it(export, name):
+    """Leaf first, as SQL reads the call chain (sql_stacks); stacks stored once each."""
+    events, conn = events_of(export(name))
+    try:
+        chains = sql_stacks(conn)
+        sampled = conn.execute("SELECT e.start, e.globalTid, e.id FROM COMPOSITE_EVENTS AS e").fetchall()
+    finally:
+        conn.close()
+    by_time = {(start, tid_of(gtid)): chains.get(sample) for start, gtid, sample in sampled}
+    nodes = events.stacks
+    keys = list(zip(nodes.parents.tolist(), nodes.frames.tolist()))
+    assert len(set(keys)) == len(keys)  # no node twice: a stack is stored once
+    checked = 0
+    for row in events.rows:
+        if row.kind != "sample":
+            continue
+        tid = int(re.search(r"\((\d+)\)$|^thread (\d+) of", row.group).group(1, 2)[row.group.startswith("thread ")])
+        for start, node, leaf in zip(row.starts.tolist(), row.stacks.tolist(), row.names.tolist()):
+            chain = by_time[(start, tid)]
+            stack = [events.names[k] for k in nodes.stack(node)]
+            assert events.names[leaf] == stack[0]
+            assert stack == chain
+            checked += 1
+    assert checked == sum(len(row.starts) for row in events.rows if row.kind == "sample") > 300

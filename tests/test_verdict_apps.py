@@ -3,6 +3,8 @@ itself reads and what its verdict must say; the C apps build; the catalog covers
 with ambiguous apps among them. A few are profiled for real here (the bench runs them all)."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -65,12 +67,31 @@ def test_the_c_apps_build_and_run_a_few_frames():
 
 @pytest.mark.integration
 @pytest.mark.machine
-def test_a_few_apps_get_their_cause_profiled_for_real():
+def test_a_few_apps_get_their_cause_profiled_for_real(tmp_path):
     """One of each frame kind: NVTX (Python, asleep), glFinish (C, the software renderer's unnamed compute threads),
     glFinish (C, a condition variable): waits, whose verdicts a busy machine does not change (a CPU-bound app's
     would: preempted, its thread waits for a CPU outside any call). Five captures an app: nsys 2022.4 with context
     switches stalled on three in a row of gl-compute beside the suite's other captures."""
+    runs = tmp_path / "runs"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "verdicts.py"), "--only", "sleep-python",
-                           "gl-compute", "threads-condvar", "--retries", "4"], capture_output=True, text=True, timeout=900, cwd=REPO)
+                           "gl-compute", "threads-condvar", "--retries", "4", "--out", str(runs)],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "total: 3 right, 0 low-confidence, 0 wrong of 3 apps"
+    # the sleeping app's step aimed at its largest share, pasted in a shell in another folder: the frame that
+    # sleeps most, analysed alone, sleeps most of it
+    [run_dir] = runs.glob("*-local-sleep-python")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    steps = {step["rule"]: step for step in summary["next_steps"]}
+    command = steps["sleep_calls"]["command"]
+    frame = int(command.rsplit("--frame ", 1)[1])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    pasted = subprocess.run(command + " --json", shell=True, cwd=elsewhere, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert pasted.returncode == 0, pasted.stderr
+    alone = json.loads(pasted.stdout)
+    starts = summary["frames"]["frame_starts_ns"]
+    assert (alone["window"]["kind"], alone["window"]["start_ns"]) == ("frame", starts[frame])
+    assert alone["attribution"]["largest"] == "sleep"

@@ -253,8 +253,9 @@ def add_inventory_options(parser: argparse.ArgumentParser, help_text: str) -> No
 
 
 class _Sources(argparse.Action):
-    """--inventory given again adds a source: kept as one comma-joined text, as run.json records it. Several sources
-    are files or folders (a comma in anything else is Ansible's own host list, given alone)."""
+    """--inventory given again adds a source: kept as one comma-joined text, as run.json records it, a file or
+    folder by its full path. Several sources are files or folders (a comma in anything else is Ansible's own host
+    list, given alone)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
@@ -264,6 +265,8 @@ class _Sources(argparse.Action):
                 if "," in source or not os.path.exists(source):
                     raise UsageError(f"--inventory {source}: several sources are files or folders that exist",
                                      "give a host list ('nano01,nano02,') as the only --inventory")
+        if "," not in values and os.path.exists(values):  # by its full path: the run's next steps run from anywhere
+            values = os.path.abspath(values)
         setattr(namespace, self.dest, f"{given},{values}" if given else values)
 
 

@@ -16,6 +16,9 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
                     context switches, which record what the X server (or the compositor) did meanwhile
   waking_thread     the largest share waits on the app's other threads: orchestrate analyze RUN --thread WAKER,
                     where the thread that ends the waits spends its own time
+  io_calls          the largest share waits on I/O: orchestrate analyze RUN --frame N, the frame that waits most,
+                    its calls and their durations
+  sleep_calls       the largest share sleeps: orchestrate analyze RUN --frame N, the frame that sleeps most
 Each command runs as printed from any folder: the program as it was started (``orchestrate`` when that is the one
 on PATH, else its full path), the run folder or report by its full path. Capitalised words in a command (BOARD,
 DIR) are for the user to fill in; the step's words say with what.
@@ -244,6 +247,31 @@ def waking_thread(ev: Evidence) -> tuple[float, NextStep] | None:
         f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid}")
 
 
+def io_wait(ev: Evidence) -> tuple[float, NextStep] | None:
+    return _heaviest_frame(ev, "io", "waits on I/O or other blocking calls",
+                           "its calls and their durations (nsys records the calls, not their files: strace -y on the "
+                           "board names the file of each)")
+
+
+def sleep(ev: Evidence) -> tuple[float, NextStep] | None:
+    return _heaviest_frame(ev, "sleep", "sleeps", "which calls sleep and for how long, and what runs around them")
+
+
+def _heaviest_frame(ev: Evidence, name: str, verb: str, shows: str) -> tuple[float, NextStep] | None:
+    """A step aimed at the largest share when it is ``name``: the frame that holds most of it, analysed alone (the
+    whole window without frames)."""
+    found = ev.attribution
+    if found is None or found.largest != name or found.largest_share.pct < SHARE_STEP_PCT:
+        return None
+    share = found.largest_share
+    calls = f" in {', '.join(share.calls[:3])}" if share.calls else ""
+    frame = share.frames[0].index if share.frames else None
+    where = f"frame {frame}, where it {verb} most" if frame is not None else "the window"
+    return share.pct, NextStep(
+        f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: {where}, with {shows}",
+        f"{ev.program} analyze {shlex.quote(ev.folder)}" + (f" --frame {frame}" if frame is not None else ""))
+
+
 def _unnamed(symbol: str) -> bool:
     if NAMELESS_FOR_GOOD.match(symbol) or PROFILER_LIBRARY.match(symbol):
         return False
@@ -251,7 +279,7 @@ def _unnamed(symbol: str) -> bool:
 
 
 RULES: tuple[Rule, ...] = (on_the_board, lock_clocks, context_switches, os_runtime, gpu_trace, vsync_off, symbols,
-                           display_server, waking_thread)
+                           display_server, waking_thread, io_wait, sleep)
 
 
 def next_steps(summary: Summary, run: RunDocument | None, folder: str, program: str = "orchestrate") -> list[NextStep]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..documents.summary import Summary
 from ..documents.summary_sections import GpuKind, GpuMetrics, SummaryGpuFrames
+from ..parsers.renderer import is_software
 from .charts import Chart
 from .frame_chart import frame_series
 from .render import Fact
@@ -36,6 +38,16 @@ def _kind_words(kind: GpuKind, steady_first: int) -> str:
     steady = kind.count_per_frame[steady_first:]
     seen = sum(1 for count in steady if count)
     return f"recorded in {seen:,} of {plural(len(steady), 'steady frame')} (a median of none), {longest}"
+
+
+def software_renderer(summary: Summary) -> str | None:
+    """The software renderer the run drew with, by the first word of its GL_RENDERER or else of its threads' names
+    ("llvmpipe" of "llvmpipe-0"; "software renderer" when neither names it), or None when its GPU is one."""
+    renderer = summary.gpu_frames.renderer if summary.gpu_frames else None
+    if not (summary.attribution.software_renderer if summary.attribution else is_software(renderer)):
+        return None
+    threads = summary.attribution.software_threads if summary.attribution else []
+    return renderer.split()[0] if renderer else threads[0].split("-")[0] if threads else "software renderer"
 
 
 def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int, software: bool = False) -> GpuFrames | None:

@@ -25,12 +25,11 @@ from ..documents.summary_sections import (
 )
 from ..figures.next_steps import next_steps
 from ..invocation import program
-from ..parsers.renderer import is_software
 from . import charts
 from .board_part import BoardSection, board_part
 from .charts import Chart
 from .frame_chart import frame_series
-from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts
+from .gpu_parts import GpuFrames, gpu_frames_part, gpu_metrics_facts, software_renderer
 from .header_part import Header, header_section, page_title
 from .render import Fact
 from .run_data import RunData, WithoutNsys
@@ -148,8 +147,7 @@ def report_page(run: RunData) -> ReportPage:
     window = window_words(summary.window)
     verdict = summary.verdict or SummaryVerdict()
     findings = verdict.findings  # summaries from before findings have none
-    software = summary.attribution.software_renderer if summary.attribution else is_software(
-        summary.gpu_frames.renderer if summary.gpu_frames else None)
+    software = software_renderer(summary) is not None
     frames = frames_section(summary.frames, findings, summary.gpu_frames, software)
     if frames is None:
         missing["frames"] = no_frames_reason(summary)

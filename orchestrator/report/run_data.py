@@ -3,8 +3,9 @@ report file alone, plus the timeline of one representative frame read from the e
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
@@ -14,6 +15,7 @@ from ..analysis.analyzers.timeline import busy_span, frame_timeline, representat
 from ..analysis.export.report_input import RUN_REPORT_NAMES
 from ..analysis.export.schema import open_export, probe
 from ..analysis.export.trace import Trace
+from ..analysis.summary import symbol_resolver
 from ..documents.run import RunDocument, is_run_folder, read_run
 from ..documents.summary import Summary, read_summary
 from ..documents.summary_sections import Capture, SummaryFrames
@@ -23,6 +25,7 @@ from ..figures.board_samples import read_board_samples
 from ..figures.run_analysis import run_options, with_next_steps
 from ..figures.run_metrics import run_metrics
 from .board_part import BOARD_LINES
+from .gpu_parts import software_renderer
 from .run_timeline import TimelineData, timeline_data
 from .units import format_ms, format_ns
 
@@ -66,7 +69,7 @@ def load_run(path: Path, page_dir: Path, nsys_hint: str | None = None, symbols: 
     export = summary.export
     report = path if path.suffix in (".nsys-rep", ".qdrep") else _beside(export)
     timeline, why = timeline_of(export, summary)
-    whole, whole_why = whole_run_of(export, summary)
+    whole, whole_why = whole_run_of(export, summary, symbols)
     return RunData(path, summary, None, timeline, why, None, report.name if report else None,
                    _href(report, page_dir) if report else None, None, whole, whole_why)
 
@@ -95,7 +98,7 @@ def _load_run_dir(run_dir: Path, page_dir: Path, nsys_hint: str | None, symbols:
         whole_why = why
     elif export.is_file():
         timeline, why = timeline_of(export, summary)
-        whole, whole_why = whole_run_of(export, summary)
+        whole, whole_why = whole_run_of(export, summary, symbols)
     else:
         timeline, why = None, "the run folder has no report.sqlite to read the frame's events from"
         whole_why = why
@@ -158,16 +161,17 @@ def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None
             "slowest": slowest if slowest and slowest["lanes"] else None}, None
 
 
-def whole_run_of(export: Path, summary: Summary) -> tuple[TimelineData | None, str | None]:
+def whole_run_of(export: Path, summary: Summary,
+                 symbols: tuple[Path, ...] = ()) -> tuple[TimelineData | None, str | None]:
     """Every event of the run for the page's whole-run timeline, with the frames, the findings' heaviest frames
-    and the board's series."""
+    and the board's series; its samples' frames named from ``symbols`` as the hotspots are."""
     try:
         conn = open_export(export)
     except ReportError as exc:
         return None, f"the export could not be read for the timeline: {exc.one_line()}"
     trace = Trace(conn, probe(conn), export)
     try:
-        events = run_events(trace)
+        events = run_events(trace, symbol_resolver(AnalysisOptions(symbols=symbols)))
     except (ReportError, OSError, sqlite3.Error) as exc:
         return None, f"the export could not be read for the timeline: {exc}"
     finally:
@@ -186,7 +190,13 @@ def whole_run_of(export: Path, summary: Summary) -> tuple[TimelineData | None, s
                               "start_ns": start, "end_ns": start + lengths[frame.index]})
     drawn = summary.board_series_ns
     board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
-    return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board), None
+    renderer = software_renderer(summary)
+    if renderer:  # its "GPU" is the CPU: its lanes are named for it
+        events = replace(events, rows=[replace(row, group=re.sub(r"^GPU \d+ ", f"{renderer} (on the CPU) ",
+                                                                 row.group)) if row.kind == "opengl_gpu" else row
+                                       for row in events.rows])
+    return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board,
+                         renderer), None
 
 
 def _frame_span(frames: SummaryFrames, index: int) -> tuple[int, int]:

@@ -5,9 +5,12 @@ levels (few enough to draw one by one at any zoom); the detail holds the events 
 after the first paint, for when the view closes in.
 
 Layout (little-endian), after zlib. The overview: a uint32 length and that many bytes of JSON (the header:
-origin, span, rows, names, frames, findings, board series), then per row, in the header's order, each array
-padded to 4 bytes: its events when it has no levels (start deltas from the previous start, uint32; durations,
-uint32; name indexes, uint32), per level its runs (start deltas in bins, uint32; lengths, uint32; values,
+origin, span, rows, names, frames, findings, board series, the number of stack nodes), then the CPU samples'
+call stacks, each stored once as a tree (analysis/analyzers/run_events.py's StackNodes: each node's parent plus
+one, 0 for an outermost frame, then each node's name index, uint32), then per row, in the header's order, each
+array padded to 4 bytes: its events when it has no levels (start deltas from the previous start, uint32;
+durations, uint32; name indexes, uint32, or for CPU samples their stacks' nodes, whose frames name them), per
+level its runs (start deltas in bins, uint32; lengths, uint32; values,
 uint8), then its float64 escapes. Every uint32 array is byte-planed: the n values' lowest bytes, then their
 second bytes, then their third, then their highest. The detail: per row with levels, its events and escapes as
 above, then the flows (analysis/analyzers/flows.py; the header's "links" of them): the first API events' places
@@ -53,14 +56,16 @@ class TimelineData:
 
 
 def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: list[dict[str, Any]],
-                  board: dict[str, list[list[float]]] | None = None) -> TimelineData:
+                  board: dict[str, list[list[float]]] | None = None, renderer: str | None = None) -> TimelineData:
     """``frames``: (start, end) ns; ``findings``: {"title", "start_ns", "end_ns"}; ``board``: series name ->
-    [[ns, value], ...] on the report's clock."""
+    [[ns, value], ...] on the report's clock; ``renderer``: the software renderer whose work the OpenGL GPU rows
+    are, on the CPU (None: a GPU's)."""
     rows = [row for row in events.rows if len(row.starts)]
     origin = min((int(row.starts[0]) for row in rows), default=0)
     last = max((int(row.ends.max()) for row in rows), default=origin)
     span = max(1, last - origin)
-    overview: list[bytes] = []
+    stacks = events.stacks
+    overview: list[bytes] = [_u32(stacks.parents + 1, []), _u32(stacks.frames, [])]
     detail: list[bytes] = []
     header_rows = []
     for row in rows:
@@ -88,6 +93,7 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
         detail += [_u32(np.diff(links.first, prepend=0), no_escapes), _u32(links.last - links.first, no_escapes),
                    _u32((gpu_steps << 1) ^ (gpu_steps >> 63), no_escapes)]  # zigzag: -1 -> 1, 1 -> 2
     header = {"origin": origin, "span": span, "rows": header_rows, "names": events.names, "links": len(links),
+              "stacks": len(stacks.parents), "renderer": renderer,
               "frames": [[int(s) - origin, int(e) - int(s)] for s, e in frames],
               "findings": [{**f, "start_ns": int(f["start_ns"]) - origin, "end_ns": int(f["end_ns"]) - origin}
                            for f in findings],
@@ -105,7 +111,7 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
 
 def _events(row: EventRow, origin: int, escapes: list[float]) -> list[bytes]:
     return [_u32(np.diff(row.starts - origin, prepend=0), escapes), _u32(np.maximum(row.ends - row.starts, 0), escapes),
-            _u32(row.names, [])]
+            _u32(row.stacks if len(row.stacks) else row.names, [])]
 
 
 def _f64(values: list[float]) -> bytes:

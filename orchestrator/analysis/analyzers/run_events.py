@@ -11,17 +11,21 @@ queued carry their correlation ids (analyzers/flows.py links them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..export.exprs import Coalesce, Col, Compare, Const, Expr, Filter, NotNull
-from ..export.frame_names import name_frames
 from ..export.names import ID_MASK, PID_SHIFT, PROFILER_THREAD_PREFIX, pid_of, string_values, thread_names, tid_of
 from ..export.reads import OSRT_CALL_CLASS, Read
+from ..export.sampling import load_samples, stack_tree
 from ..export.scheduling import on_cpu_intervals
 from ..export.trace import Trace
 from .api_summaries import MEMCPY_KINDS, memop_name
 from .frames import NVTX_RANGE_TYPES
+
+if TYPE_CHECKING:  # pyelftools loads only when --symbols is given
+    from ...symbols import Resolver
 
 # kind -> its thread table (the GPU's are below)
 THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
@@ -51,6 +55,27 @@ class EventRow:
     correlation: np.ndarray = field(default_factory=lambda: EMPTY)
     correlation_last: np.ndarray = field(default_factory=lambda: EMPTY)
     pids: np.ndarray = field(default_factory=lambda: EMPTY)
+    stacks: np.ndarray = field(default_factory=lambda: EMPTY)  # a CPU sample's call stack: a node of StackNodes
+
+
+@dataclass(frozen=True)
+class StackNodes:
+    """The CPU samples' call stacks, each stored once, as a tree from the outermost frames: node k is a frame
+    (``frames[k]``, an index into RunEvents.names) called from node ``parents[k]`` (-1: outermost); a sample's
+    stack is its node, then its node's parent, and so on (leaf first)."""
+    parents: np.ndarray  # int64
+    frames: np.ndarray   # int64
+
+    def stack(self, node: int) -> list[int]:
+        """The frames of a node's stack, leaf first."""
+        found = []
+        while node >= 0:
+            found.append(int(self.frames[node]))
+            node = int(self.parents[node])
+        return found
+
+
+NO_STACKS = StackNodes(EMPTY, EMPTY)
 
 
 @dataclass(frozen=True)
@@ -65,20 +90,23 @@ class _Raw:
     correlation: np.ndarray = field(default_factory=lambda: EMPTY)
     correlation_last: np.ndarray = field(default_factory=lambda: EMPTY)
     pids: np.ndarray = field(default_factory=lambda: EMPTY)
+    stacks: np.ndarray = field(default_factory=lambda: EMPTY)
 
 
 @dataclass(frozen=True)
 class RunEvents:
     rows: list[EventRow]
     names: list[str]
+    stacks: StackNodes = NO_STACKS
 
     @property
     def count(self) -> int:
         return sum(len(row.starts) for row in self.rows)
 
 
-def run_events(trace: Trace) -> RunEvents:
-    """Every row of the capture, threads first (in order of their first event), then the GPU's lanes."""
+def run_events(trace: Trace, resolver: Resolver | None = None) -> RunEvents:
+    """Every row of the capture, threads first (in order of their first event), then the GPU's lanes; samples'
+    frames named with ``resolver`` where nsys left addresses (--symbols)."""
     conn, schema = trace.conn, trace.schema
     threads = thread_names(conn, schema)
     raw: list[_Raw] = []
@@ -95,7 +123,7 @@ def run_events(trace: Trace) -> RunEvents:
     nvtx = _nvtx(trace, texts)
     if nvtx is not None:
         raw.append(nvtx)
-    samples = _samples(trace, texts)
+    samples, stacks = _samples(trace, texts, resolver)
     if samples is not None:
         raw.append(samples)
     shown = np.unique(np.concatenate([part.keys for part in raw])) if raw else EMPTY
@@ -103,7 +131,7 @@ def run_events(trace: Trace) -> RunEvents:
     if states is not None:
         raw.append(states)
     raw += _gpu(trace, texts)
-    ids = np.unique(np.concatenate([r.names for r in raw])) if raw else EMPTY
+    ids = np.unique(np.concatenate([stacks.frames, *(r.names for r in raw)]))
     strings = string_values(conn, [i for i in ids.tolist() if i not in texts and i >= 0])
     texts_of_ids = [texts.get(i) or strings.get(i) or "[unnamed]" for i in ids.tolist()]
     names = list(dict.fromkeys(texts_of_ids))  # one entry per text: a workload and its call share one name
@@ -119,11 +147,13 @@ def run_events(trace: Trace) -> RunEvents:
                 continue
             mine = np.flatnonzero(keys == key)
             order = mine[np.lexsort((-ends[mine], starts[mine]))]  # of equal starts the longest first: the parent
-            linked = len(part.correlation) > 0
-            rows.append(EventRow(group, part.kind, starts[order], ends[order], index[order],
-                                 *((part.correlation[order], part.correlation_last[order], part.pids[order])
-                                   if linked else ())))
-    return RunEvents(_ordered(rows), names)
+            links: dict[str, np.ndarray] = {} if not len(part.correlation) else {
+                "correlation": part.correlation[order], "correlation_last": part.correlation_last[order],
+                "pids": part.pids[order]}
+            rows.append(EventRow(group, part.kind, starts[order], ends[order], index[order], **links,
+                                 stacks=part.stacks[order] if len(part.stacks) else EMPTY))
+    frames = name_of_id[np.searchsorted(ids, stacks.frames)] if len(stacks.frames) else EMPTY
+    return RunEvents(_ordered(rows), names, StackNodes(stacks.parents, frames.astype(np.int64)))
 
 
 def _read(trace: Trace, kind: str, table: str, exprs: dict[str, Expr],
@@ -205,29 +235,27 @@ def _states(trace: Trace, texts: dict[int, str], osrt: _Raw | None, shown: np.nd
                 np.r_[np.full(len(starts), STATE_NAMES, dtype=np.int64), off_names])
 
 
-def _samples(trace: Trace, texts: dict[int, str]) -> _Raw | None:
-    """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf), as
-    the hotspots name it (an unresolved address grouped under its module's name)."""
+def _samples(trace: Trace, texts: dict[int, str], resolver: Resolver | None) -> tuple[_Raw | None, StackNodes]:
+    """CPU samples as instants on their thread, named by the function the sample was in (its stack's leaf, as the
+    hotspots name it: an unresolved address grouped under its module's name, or resolved from --symbols), each
+    with its call stack: a node of the stacks' tree, whose frames' names are ids in ``texts``."""
     events = trace.events("COMPOSITE_EVENTS")
     if events is None:
-        return None
-    names = np.full(len(events["id"]), NO_STACK, dtype=np.int64)
+        return None, NO_STACKS
     texts[NO_STACK] = "[no stack]"
-    if not trace.has("SAMPLING_CALLCHAINS", "id", "symbol", "stackDepth"):
-        return _Raw("sample", False, events["start"], events["start"], events["tid"], names)
-    module = Coalesce(Col("module"), -1) if trace.has("SAMPLING_CALLCHAINS", "module") else Const(-1)
-    leaf = trace.get(Read(("run-events", "leaves"), "SAMPLING_CALLCHAINS",
-                          {"id": Col("id"), "symbol": Coalesce(Col("symbol"), -1), "module": module},
-                          (Compare(Col("stackDepth"), "=", 0),)))
-    if leaf is not None and len(leaf["id"]):
-        named = name_frames(trace.conn, leaf["symbol"], leaf["module"], None,
-                            trace.has("SAMPLING_CALLCHAINS", "originalIP"))
-        texts.update({SAMPLE_NAMES - code: name for code, name in enumerate(named.names)})
-        order = np.argsort(leaf["id"])
-        at = np.clip(np.searchsorted(leaf["id"], events["id"], sorter=order), 0, len(order) - 1)
-        found = leaf["id"][order[at]] == events["id"]
-        names[found] = SAMPLE_NAMES - named.symbols[order[at[found]]]
-    return _Raw("sample", False, events["start"], events["start"], events["tid"], names)
+    samples = load_samples(trace, (int(events["start"].min()), int(events["start"].max())), None, None,
+                           resolver) if len(events["start"]) else None
+    if samples is None or not len(samples.chain_ids):
+        names = np.full(len(events["id"]), NO_STACK, dtype=np.int64)
+        return _Raw("sample", False, events["start"], events["start"], events["tid"], names), NO_STACKS
+    node, parents, symbols = stack_tree(samples)
+    texts.update({SAMPLE_NAMES - code: name for code, name in enumerate(samples.names)})
+    frames = SAMPLE_NAMES - symbols
+    if (node < 0).any():  # samples without a stack: one node of their own
+        node = np.where(node < 0, len(parents), node)
+        parents, frames = np.r_[parents, -1], np.r_[frames, NO_STACK]
+    raw = _Raw("sample", False, samples.starts, samples.starts, samples.tids, frames[node], stacks=node)
+    return raw, StackNodes(parents, frames)
 
 
 def _gpu(trace: Trace, texts: dict[int, str]) -> list[_Raw]:

@@ -180,3 +180,33 @@ def top_down_tree(samples: Samples, min_share: float = TREE_MIN_SHARE) -> dict:
     roots = sorted(children[-1], key=lambda k: -nodes[k]["samples"])
     return {"symbol": "[all samples]", "module": "", "samples": total, "pct": 100.0,
             "children": [build(k) for k in roots]}
+
+
+def stack_tree(samples: Samples) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each sample's stack stored once, as a tree grown from the outermost frames: (the node of each sample, -1
+    without a stack; each node's parent, -1 for an outermost frame; each node's symbol, a code into names). A
+    stack is its node, then the node's parent and so on, leaf first; samples with the same stack share a node."""
+    chain = samples.chain_ids
+    if not len(chain):
+        return np.full(len(samples.ids), -1, dtype=np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    firsts = np.flatnonzero(np.r_[True, chain[1:] != chain[:-1]])
+    sizes = np.diff(np.r_[firsts, len(chain)])
+    level = np.repeat(sizes, sizes) - 1 - (np.arange(len(chain)) - np.repeat(firsts, sizes))  # 0: outermost
+    stack_of = np.repeat(np.arange(len(firsts)), sizes)
+    node = np.full(len(firsts), -1, dtype=np.int64)  # each stack's node so far, from its outermost frame down
+    order = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[order], np.arange(int(level.max()) + 2))
+    parents, symbols = [], []
+    made = 0
+    for depth in range(len(bounds) - 1):
+        rows = order[bounds[depth]:bounds[depth + 1]]
+        mine = stack_of[rows]
+        keys, inverse = np.unique(((node[mine] + 1) << 32) | samples.symbols[rows], return_inverse=True)
+        parents.append((keys >> 32) - 1)
+        symbols.append(keys & 0xFFFFFFFF)
+        node[mine] = made + inverse.ravel()
+        made += len(keys)
+    ids = chain[firsts]  # ascending: the chain rows are in order of id
+    at = np.clip(np.searchsorted(ids, samples.ids), 0, len(ids) - 1)
+    of_sample = np.where(ids[at] == samples.ids, node[at], -1)
+    return of_sample, np.concatenate(parents), np.concatenate(symbols)
