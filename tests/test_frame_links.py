@@ -79,6 +79,17 @@ def test_a_link_to_a_frame_opens_the_page_on_it(gears, browser):
         page.close()
 
 
+def at_whole_run(browser, page_path):
+    """The page opened, its timeline read and showing the whole run: the page and the view."""
+    opened = open_page(browser, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
+    page.evaluate("window.orchestrateTimeline.setWindow(window.orchestrateTimeline.origin, "
+                  "window.orchestrateTimeline.origin + window.orchestrateTimeline.span)")
+    page.wait_for_function("() => window.orchestrateTimeline.painted === window.orchestrateTimeline.inputs")
+    return opened, page.evaluate("window.orchestrateTimeline.view")
+
+
 def test_the_thread_state_row_is_the_scheduling_events(gears, export, browser):
     """A window selected over es2gears's state row: its on-CPU events' count and time are the thread's sched-in to
     sched-out spans SQL finds over that window, and every gap between two of them is an off-a-CPU event."""
@@ -116,13 +127,8 @@ def test_brief_gpu_work_is_shaded_as_much_as_it_covers_at_any_zoom(gears, export
 
     from share_sql import length
     summary, page_path = gears
-    opened = open_page(browser, page_path)
+    opened, (low, high) = at_whole_run(browser, page_path)
     page = opened.page
-    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
-    page.evaluate("window.orchestrateTimeline.setWindow(window.orchestrateTimeline.origin, "
-                  "window.orchestrateTimeline.origin + window.orchestrateTimeline.span)")
-    page.wait_for_function("() => window.orchestrateTimeline.painted === window.orchestrateTimeline.inputs")
-    low, high = page.evaluate("window.orchestrateTimeline.view")
     [gpu] = [r for r in page.evaluate("window.orchestrateTimeline.rows") if r["kind"] == "opengl_gpu"]
     with sqlite3.connect(export("es2gears-opengl")) as conn:
         work = [(max(int(a), low), min(int(b), high)) for a, b in conn.execute(
@@ -141,13 +147,8 @@ def test_dense_rows_are_shaded_as_much_as_their_calls_cover_at_whole_run_zoom(ge
 
     from share_sql import global_tid, length
     summary, page_path = gears
-    opened = open_page(browser, page_path)
+    opened, (low, high) = at_whole_run(browser, page_path)
     page = opened.page
-    page.wait_for_function("() => window.orchestrateTimeline.ready && window.orchestrateTimeline.detailLoaded")
-    page.evaluate("window.orchestrateTimeline.setWindow(window.orchestrateTimeline.origin, "
-                  "window.orchestrateTimeline.origin + window.orchestrateTimeline.span)")
-    page.wait_for_function("() => window.orchestrateTimeline.painted === window.orchestrateTimeline.inputs")
-    low, high = page.evaluate("window.orchestrateTimeline.view")
     thread = summary.attribution.thread
     drawn = {r["kind"]: r for r in page.evaluate("window.orchestrateTimeline.rows") if r["group"] == thread}
     tables = {"opengl": ("OPENGL_API", ""), "osrt": ("OSRT_API", "AND eventClass = 27")}
