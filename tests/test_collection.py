@@ -22,7 +22,7 @@ BIN = Path(sys.executable).parent
 PLAYBOOK = REPO / "examples" / "playbooks" / "profile.yml"
 # es2gears under nsys, one board at a time: nsys 2022.4 stalls when two captures overlap on one kernel, which boards
 # of their own never share (bench/fleet_scaling.py runs the boards side by side, without nsys)
-CAPTURE = {"duration": 3, "sample": "none", "retries": 2}
+CAPTURE = {"duration": 3, "sample": "none", "cpuctxsw": "none", "retries": 2}
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -110,7 +110,8 @@ def test_a_playbook_profiles_every_board_and_recaps_the_dead_one_as_unreachable(
     assert dead["status"] != "ok" and "refused" in dead["error"]["message"]
 
     direct = run_cli("profile", "--target", "good1", "--inventory", str(rig["inventory"]), "--app", "es2gears",
-                     "--duration", "3", "--sample", "none", "--retries", "2", "--out", str(tmp_path / "direct"),
+                     "--duration", "3", "--sample", "none", "--cpuctxsw", "none", "--retries", "2",
+                     "--out", str(tmp_path / "direct"),
                      timeout=600)
     assert direct.returncode == 0, direct.stderr
     assert_made_as_profile_makes_it(folders["good1"], Path(direct.stdout.strip().splitlines()[-1]))
