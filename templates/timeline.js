@@ -17,7 +17,7 @@
   var box = /** @type {HTMLInputElement} */ ($("search"));
   var help = /** @type {HTMLElement} */ (section.querySelector(".tl-help")), panel = $("panel"), detailText = $("details");
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
-  var panels = orchestrateTimelinePanel, links = orchestrateTimelineLinks;
+  var panels = orchestrateTimelinePanel, links = orchestrateTimelineLinks, stats = orchestrateTimelineStats;
   var MIN_SPAN = 1000, DRAG_PX = 3;
   var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", state: "thread state",
                     sample: "CPU samples", cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
@@ -119,6 +119,7 @@
     if (!detail) { api.detailLoaded = true; return; }
     Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(detail)); }).then(function (buffer) {
       codec.parseDetail(buffer, tl.data);
+      tl.data.rows.forEach(function (row) { if (row.detail) { stats.summarize(row, tl.data.header.names.length); } });
       api.detailLoaded = true;
       if (tl.search) { var current = tl.search.current; find(tl.search.query); tl.search.current = current; }
       if (tl.selected) { pick(tl.selected.row, tl.selected.index); }  // its links were not read before
@@ -158,7 +159,7 @@
     }
     if (!query.trim()) { tl.search = null; api.search = null; matchText.textContent = ""; schedule(); return; }
     var found = tools.matchNames(tl.data.header.names, query), total = 0;
-    tl.data.rows.forEach(function (row) { total += tools.countMatches(row, found.flags, -Infinity, Infinity); });
+    tl.data.rows.forEach(function (row) { total += tools.countMatches(row, found.flags); });
     tl.search = {query: query, flags: found.flags, names: found.names, total: total, current: null, inView: 0};
     schedule();
   }
@@ -198,13 +199,13 @@
   function select(a, b, rows, y0, y1) {
     a = Math.round(a);  // whole ns: the figures and the --window cover the same span
     b = Math.max(a + 1, Math.round(b));
-    var result = tools.rangeStats(tl.data, rows, a, b);
+    var result = stats.rangeStats(tl.data, rows, a, b);
     tl.selection = {t0: a, t1: b, rows: rows, y0: y0, y1: y1, window: windowOf(a, b), result: result};
     api.selection = {start: tl.origin + a, end: tl.origin + b, rows: rows, window: tl.selection.window,
                      stats: result.stats.map(function (e) {
                        return {kind: e.kind, name: e.name, count: e.count, total: e.total, self: e.self, mean: e.mean,
                                min: e.min, max: e.max};
-                     }), tsv: tools.tsv(result.stats), unread: result.unread, stacks: result.stacks};
+                     }), tsv: stats.tsv(result.stats), unread: result.unread, stacks: result.stacks};
     panels.statsPanel(panel, tl.selection, result, KIND_NAMES, {
       copyWindow: function () { copy(tl.selection.window); }, copyTsv: function () { copy(api.selection.tsv); },
       fit: fitSelection, clear: clearSelection});

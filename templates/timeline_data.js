@@ -46,7 +46,7 @@ var orchestrateTimelineData = (function () {
   // the furthest end, and every view after its start would begin its search at it.
   // (a row of CPU samples holds its samples' stack nodes where other rows hold names: each is named by its node's
   // frame, its leaf, and keeps its node in row.stacks)
-  function setEvents(row, deltas, durations, names, value, stackFrames) {
+  function setEvents(row, deltas, durations, names, value, stackFrames, nameCount) {
     var n = deltas.length, starts = new Float64Array(n), ends = new Float64Array(n), reach = new Float64Array(n);
     var depths = new Uint8Array(n), laneEnds = [], long = [], at = 0, furthest = -Infinity, i, d;
     var longest = row.span / 256;
@@ -73,6 +73,9 @@ var orchestrateTimelineData = (function () {
     } else {
       row.names = names;
     }
+    var counts = new Uint32Array(nameCount);  // the events of each name, for search's count over the run
+    for (i = 0; i < n; i++) { counts[row.names[i]]++; }
+    row.nameCounts = counts;
     row.loaded = true;
   }
 
@@ -96,7 +99,8 @@ var orchestrateTimelineData = (function () {
     var rows = header.rows.map(function (meta) {
       var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
                  span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
-                 reach: new Float64Array(0), long: [], self: null, stacks: null, offset: offset};
+                 reach: new Float64Array(0), long: [], self: null, stacks: null, nameCounts: new Uint32Array(0),
+                 offset: offset};
       offset += meta.count;
       var events = meta.detail ? null : [read.u32(meta.count), read.u32(meta.count), read.u32(meta.count)];
       var runs = meta.levels.map(function (level) {
@@ -104,7 +108,7 @@ var orchestrateTimelineData = (function () {
                 values: read.u8(level.runs)};
       });
       var value = unescaper(read.f64(meta.escapes));
-      if (events) { setEvents(row, events[0], events[1], events[2], value, stacks.frames); }
+      if (events) { setEvents(row, events[0], events[1], events[2], value, stacks.frames, header.names.length); }
       row.levels = runs.map(function (level) {
         var m = level.values.length, first = new Float64Array(m), last = new Float64Array(m), bin = 0;
         for (var j = 0; j < m; j++) { bin += value(level.deltas[j]); first[j] = bin; }
@@ -133,7 +137,7 @@ var orchestrateTimelineData = (function () {
       if (!row.detail) { return; }
       var n = row.count, deltas = read.u32(n), durations = read.u32(n), names = read.u32(n);
       setEvents(row, deltas, durations, names, unescaper(read.f64(data.header.rows[index].detail_escapes)),
-                data.stacks.frames);
+                data.stacks.frames, data.header.names.length);
     });
     var n = data.header.links || 0, first = new Float64Array(n), last = new Float64Array(n), at = 0;
     if (n) {

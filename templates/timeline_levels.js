@@ -53,18 +53,20 @@ var orchestrateTimelineLevels = (function () {
       result.shapes += shades(ctx, columns, pixels, tl.LABEL_W, y + h - 1, 1, [dim],
                               function (j) { return columns[j] && cover[j] < 1 ? 0 : -1; });
     }
-    if (tl.search && row.loaded) {
-      var marks = new Uint8Array(pixels + 1), flags = tl.search.flags, names = row.names;
-      var s = tools.stretch(row, t0, t1);
+    if (tl.search && row.loaded) {  // the pixels its matches touch, each filled once
+      var marks = new Uint8Array(pixels + 1), flags = tl.search.flags, names = row.names, starts = row.starts;
+      var ends = row.ends, s = tools.stretch(row, t0, t1), filled = 0;
       var mark = function (j) {
-        if (!flags[names[j]]) { return; }
         result.matches++;
-        var m0 = Math.max(0, Math.floor((row.starts[j] - t0) * scale));
-        var m1 = Math.min(pixels, Math.max(m0 + 1, Math.ceil((row.ends[j] - t0) * scale)));
-        for (var q = m0; q < m1; q++) { marks[q] = 1; }
+        var m1 = Math.min(pixels, Math.max(Math.floor((starts[j] - t0) * scale) + 1, Math.ceil((ends[j] - t0) * scale)));
+        for (var q = Math.max(filled, Math.floor((starts[j] - t0) * scale), 0); q < m1; q++) { marks[q] = 1; }
+        if (m1 > filled) { filled = m1; }
       };
-      s.before.forEach(mark);
-      for (var j = s.lo; j < s.hi; j++) { if (sample ? row.starts[j] >= t0 : row.ends[j] > t0) { mark(j); } }
+      s.before.forEach(function (j) { if (flags[names[j]]) { mark(j); } });
+      filled = 0;
+      for (var j = s.lo; j < s.hi; j++) {
+        if (flags[names[j]] && (sample ? starts[j] >= t0 : ends[j] > t0)) { mark(j); }
+      }
       ctx.fillStyle = ink;
       result.shapes += shades(ctx, marks, pixels, tl.LABEL_W, y, 3, [1], function (x) { return marks[x] ? 0 : -1; });
     }

@@ -52,7 +52,7 @@ var orchestrateTimelineTools = (function () {
   var codec = orchestrateTimelineData, search = codec.search;
   var API_KINDS = {opengl: true, cuda_api: true};
   var BINS = 82;  // durations' bins: half an octave each ([4, 6), [6, 8) ns...) from 1 ns to 2^40 ns (18 minutes)
-  var MAX_FLOWS = 256, STACKS_SHOWN = 8;
+  var MAX_FLOWS = 256;
 
   function duration(ns) {
     var a = Math.abs(ns);
@@ -171,12 +171,12 @@ var orchestrateTimelineTools = (function () {
     return {flags: flags, names: n};
   }
 
-  // a row's events in [a, b) whose names are flagged
-  function countMatches(row, flags, a, b) {
+  // a row's events whose names are flagged, over the run (from its count of each name: a search of a name most
+  // events hold reads no event)
+  function countMatches(row, flags) {
     if (!row.loaded) { return 0; }
-    var s = stretch(row, a, b), n = 0, names = row.names, i;
-    for (i = 0; i < s.before.length; i++) { if (flags[names[s.before[i]]]) { n++; } }
-    for (i = s.lo; i < s.hi; i++) { if (flags[names[i]] && overlaps(row, i, a, b)) { n++; } }
+    var n = 0, counts = row.nameCounts;
+    for (var k = 0; k < counts.length; k++) { if (counts[k] && flags[k]) { n += counts[k]; } }
     return n;
   }
 
@@ -230,65 +230,6 @@ var orchestrateTimelineTools = (function () {
     return [base * (1 + half / 2), base * (1 + (half + 1) / 2)];
   }
 
-  // per (kind, name), the events of the given rows in [a, b) (as SQL: end > a and start < b): count, total, self
-  // (less what nests in them on their row), mean, min, max, and their durations' bins (binOf); samples
-  // are counted only, and their stacks (the heaviest in "stacks"). Heaviest first.
-  function rangeStats(data, rowIndexes, a, b) {
-    var slotsOf = {}, slotKinds = [], slotNames = [], unread = 0, names = data.header.names, size = 0;
-    var stackCounts = new Uint32Array(data.stacks ? data.stacks.frames.length : 0);
-    // per (kind, name) slot, in typed arrays: a selection of the whole run adds millions of events into them
-    var counts = new Float64Array(64), totals = new Float64Array(64), selves = new Float64Array(64);
-    var mins = new Float64Array(64), maxes = new Float64Array(64), bins = new Uint32Array(64 * BINS);
-    function grown(array) { var more = new array.constructor(array.length * 2); more.set(array); return more; }
-    rowIndexes.forEach(function (r) {
-      var row = data.rows[r];
-      if (!row.loaded) { unread++; return; }
-      var s = stretch(row, a, b), slots = slotsOf[row.kind];
-      if (!slots) { slots = slotsOf[row.kind] = new Int32Array(names.length).fill(-1); }
-      var starts = row.starts, ends = row.ends, own = row.self, keys = row.names, sample = row.kind === "sample";
-      var stackOf = sample ? row.stacks : null;
-      // one loop for the long events that began before the stretch and the stretch itself, its body inline
-      var nb = s.before.length;
-      for (var k = s.lo - nb; k < s.hi; k++) {
-        var i = k;
-        if (k < s.lo) { i = s.before[k - s.lo + nb]; } else if (sample ? starts[i] < a : ends[i] <= a) { continue; }
-        var key = keys[i], slot = slots[key];
-        if (slot < 0) {
-          slot = slots[key] = size++;
-          slotKinds.push(row.kind);
-          slotNames.push(names[key]);
-          if (size > counts.length) {
-            counts = grown(counts); totals = grown(totals); selves = grown(selves); mins = grown(mins);
-            maxes = grown(maxes); bins = grown(bins);
-          }
-          mins[slot] = Infinity;
-          maxes[slot] = -Infinity;
-        }
-        counts[slot]++;
-        if (sample) {
-          if (stackOf) { stackCounts[stackOf[i]]++; }
-          continue;
-        }
-        var d = ends[i] - starts[i];
-        totals[slot] += d;
-        selves[slot] += own ? own[i] : d;
-        if (d < mins[slot]) { mins[slot] = d; }
-        if (d > maxes[slot]) { maxes[slot] = d; }
-        bins[slot * BINS + binOf(d)]++;
-      }
-    });
-    var found = [];
-    for (var slot = 0; slot < size; slot++) {
-      var sample = slotKinds[slot] === "sample";
-      found.push({kind: slotKinds[slot], name: slotNames[slot], count: counts[slot],
-                  total: sample ? null : totals[slot], self: sample ? null : selves[slot],
-                  mean: sample ? null : totals[slot] / counts[slot], min: sample ? null : mins[slot],
-                  max: sample ? null : maxes[slot], bins: bins.slice(slot * BINS, (slot + 1) * BINS)});
-    }
-    found.sort(function (x, y) { return (y.total || 0) - (x.total || 0) || y.count - x.count; });
-    return {stats: found, unread: unread, stacks: heaviestStacks(data, stackCounts)};
-  }
-
   // a sample's stack as lines under its leaf: the functions that called it, innermost first, at most ``most``
   // of them and how many more
   function stackText(data, node, most) {
@@ -296,28 +237,6 @@ var orchestrateTimelineTools = (function () {
     if (!frames.length) { return ""; }
     return "\ncalled from:\n  " + shown.join("\n  ") +
       (frames.length > shown.length ? "\n  and " + (frames.length - shown.length) + " more frames" : "");
-  }
-
-  // the selected samples' stacks with the most samples ({count, frames: leaf first}), heaviest first; ties in
-  // order of their nodes
-  function heaviestStacks(data, counts) {
-    var nodes = [], total = 0;
-    for (var k = 0; k < counts.length; k++) { if (counts[k]) { nodes.push(k); total += counts[k]; } }
-    nodes.sort(function (x, y) { return counts[y] - counts[x] || x - y; });
-    return nodes.slice(0, STACKS_SHOWN).map(function (node) {
-      return {count: counts[node], share: counts[node] / total, frames: codec.stackOf(data, node)};
-    });
-  }
-
-  // the statistics as tab-separated values, times in ns
-  function tsv(stats) {
-    var lines = ["kind\tname\tcount\ttotal_ns\tself_ns\tmean_ns\tmin_ns\tmax_ns"];
-    stats.forEach(function (e) {
-      var cells = [e.kind, e.name.replace(/[\t\r\n]/g, " "), e.count].concat(
-        [e.total, e.self, e.mean, e.min, e.max].map(function (v) { return v === null ? "" : String(Math.round(v)); }));
-      lines.push(cells.join("\t"));
-    });
-    return lines.join("\n") + "\n";
   }
 
   // the links of an event (row index, event index) to the work it queued or that queued it: an API call to its
@@ -356,6 +275,6 @@ var orchestrateTimelineTools = (function () {
 
   return {duration: duration, seconds: seconds, ticks: ticks, colourOf: colourOf, overlaps: overlaps,
           stretch: stretch, matchNames: matchNames, countMatches: countMatches, stepMatch: stepMatch,
-          rangeStats: rangeStats, binOf: binOf, binEdges: binEdges, tsv: tsv, flowsOf: flowsOf, view: view,
+          binOf: binOf, binEdges: binEdges, flowsOf: flowsOf, view: view,
           fragmentOf: fragmentOf, linkOf: linkOf, stackText: stackText, BINS: BINS};
 }());

@@ -76,7 +76,8 @@ def profile_es2gears(tmp_path: Path, sshd: Sshd, host: dict) -> tuple[subprocess
     tmp_path.mkdir(exist_ok=True)
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": host})
     done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--cpuctxsw", "none",
-                   "--duration", "2", "--retries", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+                   "--duration", "2", "--retries", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                   *ssh_args(sshd))
     runs = list((tmp_path / "runs").glob("*/run.json")) if (tmp_path / "runs").exists() else []
     return done, (runs[0].parent if runs else None)
 

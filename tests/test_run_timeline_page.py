@@ -254,3 +254,46 @@ def test_a_view_is_one_link_fragment_written_and_read_back(es2gears_page, browse
         == {"window": None, "selection": None, "frame": None, "search": None}
     assert opened.page.evaluate("() => orchestrateTimelineTools.fragmentOf({window: null, selection: null, "
                                 "frame: null, search: null})") == ""
+
+
+def test_a_span_over_a_row_of_many_calls_sums_its_whole_blocks_as_it_sums_its_events(browser, tmp_path):
+    """300,000 calls of three names with nested ones and spans past 32 bits among them: a span over most of the row
+    (its whole blocks of 16,384 calls summed once, the calls at its edges one by one) and a span inside one block
+    give each name the count, total, self, min and max numpy gives over the same calls."""
+    import numpy as np
+
+    from orchestrator.analysis.analyzers.run_events import EventRow, RunEvents
+    from orchestrator.report.render import render, write_page
+    from orchestrator.report.run_timeline import timeline_data
+    rng = np.random.default_rng(5)
+    n = 300_000
+    starts = np.cumsum(rng.integers(2_000, 9_000, n)).astype(np.int64)
+    ends = starts + rng.integers(10, 1_500, n)
+    outer = np.arange(0, n, 97)  # every 97th call encloses the next one: nesting, self times below totals
+    ends[outer] = np.maximum(ends[outer], ends[np.minimum(outer + 1, n - 1)] + 5)
+    names = rng.integers(0, 3, n).astype(np.int32)
+    data = timeline_data(RunEvents([EventRow("app (1)", "opengl", starts, ends, names)],
+                                   ["glDrawArrays", "glClear", "eglSwapBuffers"]), [], [])
+    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
+    path = write_page(render("timeline.html", "blocks", page=page_view, report_href="report.html"),
+                      tmp_path / "blocks.html")
+    opened = opened_timeline(browser, path)
+    opened.page.wait_for_function("() => window.orchestrateTimeline.detailLoaded")
+    origin = int(starts[0])
+    inside = np.zeros(n, dtype=bool)
+    inside[outer[outer + 1 < n] + 1] = True  # the enclosed calls: their time is off their parent's self time
+    for low, high in ((starts[1000] + 7, starts[n - 2000] - 3), (starts[200_000] + 1, starts[200_300])):
+        opened.page.evaluate(f"window.orchestrateTimeline.select({low}, {high}, [0])")
+        got = {e["name"]: e for e in opened.page.evaluate("window.orchestrateTimeline.selection.stats")}
+        chosen = (ends > low) & (starts < high)
+        for key, name in enumerate(["glDrawArrays", "glClear", "eglSwapBuffers"]):
+            mine = chosen & (names == key)
+            durations = (ends - starts)[mine]
+            parent = np.maximum(np.arange(n) - 1, 0)
+            children = inside & chosen[parent] & (names[parent] == key)  # a self time is its call's, whole
+            own = int(durations.sum()) - int((ends - starts)[children].sum())
+            assert (got[name]["count"], got[name]["total"], got[name]["min"], got[name]["max"]) == (
+                int(mine.sum()), int(durations.sum()), int(durations.min()), int(durations.max())), (name, low)
+            assert got[name]["self"] == own, (name, low)
+    assert origin == opened.page.evaluate("window.orchestrateTimeline.origin")
+    assert_clean(opened, path)

@@ -28,8 +28,9 @@ class Fact:
     value: str
 
 
-SCRIPTS = ("report.js", "timeline_data.js", "timeline_tools.js", "timeline_levels.js", "timeline_draw.js",
-           "timeline_panel.js", "timeline_links.js", "timeline.js")  # the page's one script, in this order
+# the page's one script, in this order
+SCRIPTS = ("report.js", "timeline_data.js", "timeline_tools.js", "timeline_stats.js", "timeline_levels.js",
+           "timeline_draw.js", "timeline_panel.js", "timeline_links.js", "timeline.js")
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
               "state": "thread state",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}
