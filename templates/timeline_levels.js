@@ -7,7 +7,7 @@ var orchestrateTimelineLevels = (function () {
   var SAMPLE_ALPHAS = [0.475, 0.65, 0.825, 1];  // a pixel's samples: up to 63 in a bin, 127, 191, more
   var COVER_ALPHAS = [0.0625, 0.1875, 0.3125, 0.4375, 0.5625, 0.6875, 0.8125, 1];  // a pixel covered [k/8, (k+1)/8)
 
-  // the finest level whose bins are no wider than a pixel (the coarsest when none is)
+  // the coarsest level whose bins are no wider than a pixel (the finest when every level's are wider)
   function levelFor(row, nsPerPx) {
     var chosen = row.levels[0];
     row.levels.forEach(function (level) { if (level.width <= nsPerPx) { chosen = level; } });

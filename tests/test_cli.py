@@ -163,3 +163,19 @@ def test_an_inventory_file_is_kept_by_its_full_path_and_a_host_list_as_given(tmp
     parsed = build_parser().parse_args(["targets", "--inventory", "fleet.yaml", "--inventory", "more"])
     assert parsed.inventory == f"{tmp_path / 'fleet.yaml'},{tmp_path / 'more'}"
     assert build_parser().parse_args(["targets", "--inventory", "nano01,nano02,"]).inventory == "nano01,nano02,"
+
+
+def test_the_inventory_a_run_records_is_the_one_read_by_its_full_path(tmp_path, monkeypatch):
+    """Without --inventory a run reads $ORCHESTRATE_INVENTORY, else ./inventory.yaml: run.json records that one,
+    by its full path, so its next steps name it from any folder; the embedded default records none."""
+    from orchestrator.cli.main import build_parser
+    from orchestrator.cli.options import recorded_inventory
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ORCHESTRATE_INVENTORY", raising=False)
+    assert recorded_inventory(build_parser().parse_args(["targets"])) is None
+    (tmp_path / "inventory.yaml").write_text("all:\n  hosts:\n    nano01: {}\n")
+    assert recorded_inventory(build_parser().parse_args(["targets"])) == str(tmp_path / "inventory.yaml")
+    (tmp_path / "lab.yaml").write_text("all:\n  hosts:\n    nano02: {}\n")
+    monkeypatch.setenv("ORCHESTRATE_INVENTORY", "lab.yaml")
+    assert recorded_inventory(build_parser().parse_args(["targets"])) == str(tmp_path / "lab.yaml")
+    assert recorded_inventory(build_parser().parse_args(["targets", "--inventory", "a,b,"])) == "a,b,"

@@ -145,15 +145,18 @@ def test_the_command_runs_the_same_app_again(source, expected):
 
 @pytest.mark.parametrize("share, verb", [("io", "waits on I/O or other blocking calls"), ("sleep", "sleeps")])
 def test_a_largest_io_or_sleep_share_is_aimed_at_the_frame_that_holds_most_of_it(share, verb):
-    from orchestrator.documents.summary_sections import WhereFrame
+    from orchestrator.documents.summary_sections import SummaryFrames, SummaryWindow, WhereFrame
     found = summary({share: 70.0, "cpu": 30.0}, verdict=f"{share}_wait" if share == "io" else "sleep")
     found.attribution.shares[share] = Share(ns=7 * 10**8, pct=70.0, calls=["read", "pread64"],
                                             frames=[WhereFrame(index=42, ns=9_000_000), WhereFrame(index=7, ns=1)])
+    found.set(frames=SummaryFrames(source="update loop", kind="nvtx", count=100))
     steps = {step.rule: step for step in next_steps(found, run(), "runs/r1")}
     step = steps[f"{share}_calls"]
-    assert step.command == f"orchestrate analyze {Path('runs/r1').resolve()} --frame 42"
+    assert step.command == (f"orchestrate analyze {Path('runs/r1').resolve()} --thread 7 --frame-range 'update loop'"
+                            " --frame 42")  # the same thread and frames, by the delimiter they were found by
     assert step.why.startswith(f"70 % of app (7)'s time {verb} in read, pread64: frame 42, where it {verb} most")
     small = summary({share: 15.0, "cpu": 85.0})
     assert f"{share}_calls" not in rules(small, run())  # not the largest: no step aims at it
-    no_frames = summary({share: 70.0, "cpu": 30.0})
-    assert rules(no_frames, run())[f"{share}_calls"] == f"orchestrate analyze {Path('runs/r1').resolve()}"
+    assert f"{share}_calls" not in rules(summary({share: 70.0, "cpu": 30.0}), run())  # no frames: none to aim at
+    found.set(window=SummaryWindow(kind="frame", start_ns=1, end_ns=2, duration_ns=1))
+    assert f"{share}_calls" not in rules(found, run())  # one frame analysed already

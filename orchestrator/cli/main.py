@@ -45,6 +45,7 @@ from .options import (
     existing_folder,
     lease_options,
     output_folder,
+    recorded_inventory,
     run_settings,
     show,
     stderr,
@@ -146,7 +147,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     try:
         with hold(leases, hosts, f"profile {spec.name}", progress, connect) as lease:
             request = ProfileRequest(host=lease.host, app=spec, out_dir=args.out, settings=settings,
-                                     inventory=args.inventory, connect=connect, lease=lease)
+                                     inventory=recorded_inventory(args), connect=connect, lease=lease)
             outcome = profile(request, progress)
     finally:
         progress.close()
@@ -188,7 +189,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     try:
         with hold(leases, hosts, f"study {spec.name}", view, connect) as lease:  # for all its runs
             request = StudyRequest(spec=spec, host=lease.host, catalog=load_catalog(args.apps_dir), out_dir=args.out,
-                                   repeat=repeat, fresh=args.fresh, connect=connect, inventory=args.inventory,
+                                   repeat=repeat, fresh=args.fresh, connect=connect, inventory=recorded_inventory(args),
                                    settings=settings, lease=lease)
             outcome = run_study(request, view)
     finally:

@@ -242,6 +242,17 @@ def target_hosts(args: argparse.Namespace, target: str) -> list[Host]:
     return [inventory.host(name) for name in select_hosts(inventory, target, "--target")]
 
 
+def recorded_inventory(args: argparse.Namespace) -> str | None:
+    """The inventory as run.json records it: the sources read (--inventory, else $ORCHESTRATE_INVENTORY, else
+    ./inventory.yaml), each file or folder by its full path, so that a run's next steps find it from any folder;
+    None for the embedded default."""
+    from ..inventory.hosts import inventory_sources
+    sources = inventory_sources(args.inventory)
+    if not sources:
+        return None
+    return ",".join(os.path.abspath(source) if os.path.exists(source) else source for source in sources)
+
+
 def add_inventory_options(parser: argparse.ArgumentParser, help_text: str) -> None:
     """Which inventory, and how Ansible opens its vaulted values."""
     parser.add_argument("--inventory", action=_Sources, metavar="SOURCE",

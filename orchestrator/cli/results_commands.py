@@ -27,6 +27,7 @@ from .options import (
     lease_options,
     output_file,
     output_folder,
+    recorded_inventory,
     run_settings,
     show,
     stderr,
@@ -302,7 +303,7 @@ def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[A
     run = StudyRequest(spec=study, host=hosts[0], catalog=catalog,
                        out_dir=args.out, repeat=repeat, fresh=True,
                        connect=connect_options(args),
-                       inventory=args.inventory, settings=settings)
+                       inventory=recorded_inventory(args), settings=settings)
     if args.min_jobs > args.baseline_jobs:
         raise UsageError(f"--min-jobs {args.min_jobs} is more than the {args.baseline_jobs} jobs a baseline holds: "
                          "no job would ever be judged", f"give --baseline-jobs {args.min_jobs} or more")

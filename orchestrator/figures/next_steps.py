@@ -16,9 +16,9 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
                     context switches, which record what the X server (or the compositor) did meanwhile
   waking_thread     the largest share waits on the app's other threads: orchestrate analyze RUN --thread WAKER,
                     where the thread that ends the waits spends its own time
-  io_calls          the largest share waits on I/O: orchestrate analyze RUN --frame N, the frame that waits most,
-                    its calls and their durations
-  sleep_calls       the largest share sleeps: orchestrate analyze RUN --frame N, the frame that sleeps most
+  io_calls          the largest share waits on I/O: orchestrate analyze RUN --thread TID --frame-range DELIMITER
+                    --frame N, the frame that waits most, its calls and their durations
+  sleep_calls       the largest share sleeps: the same, the frame that sleeps most
 Each command runs as printed from any folder: the program as it was started (``orchestrate`` when that is the one
 on PATH, else its full path), the run folder or report by its full path. Capitalised words in a command (BOARD,
 DIR) are for the user to fill in; the step's words say with what.
@@ -258,18 +258,21 @@ def sleep(ev: Evidence) -> tuple[float, NextStep] | None:
 
 
 def _heaviest_frame(ev: Evidence, name: str, verb: str, shows: str) -> tuple[float, NextStep] | None:
-    """A step aimed at the largest share when it is ``name``: the frame that holds most of it, analysed alone (the
-    whole window without frames)."""
+    """A step aimed at the largest share when it is ``name``: the frame that holds most of it, analysed alone, for
+    the same thread and the same frames (by their delimiter); none when the analysis was of one frame already."""
     found = ev.attribution
     if found is None or found.largest != name or found.largest_share.pct < SHARE_STEP_PCT:
         return None
-    share = found.largest_share
+    share, frames = found.largest_share, ev.summary.frames
+    if not share.frames or frames is None or (ev.summary.window and ev.summary.window.kind == "frame"):
+        return None
     calls = f" in {', '.join(share.calls[:3])}" if share.calls else ""
-    frame = share.frames[0].index if share.frames else None
-    where = f"frame {frame}, where it {verb} most" if frame is not None else "the window"
+    frame, tid = share.frames[0].index, found.thread.rsplit("(", 1)[-1].rstrip(")")
     return share.pct, NextStep(
-        f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: {where}, with {shows}",
-        f"{ev.program} analyze {shlex.quote(ev.folder)}" + (f" --frame {frame}" if frame is not None else ""))
+        f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: frame {frame}, where it "
+                         f"{verb} most, with {shows}",
+        f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid} --frame-range {shlex.quote(frames.source)} "
+        f"--frame {frame}")
 
 
 def _unnamed(symbol: str) -> bool:
