@@ -272,8 +272,9 @@ def test_a_capture_filling_the_disk_is_ended_early_with_its_report_kept(sshd_her
     sampling: with it, nsys 2022.4 stalls writing its report whenever another process keeps a core busy.)"""
     work = small_disk / "work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd_here, work)})
-    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "20",
-                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd_here))
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--cpuctxsw", "none",
+                   "--duration", "20", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                   *ssh_args(sshd_here))
     assert done.returncode == 12, done.stderr
     [line] = error_lines(done.stderr)
     # preflight warned first: 200 MB is below its estimate, above its minimum
@@ -352,10 +353,11 @@ def test_a_link_cut_mid_pull_keeps_the_board_copy_and_fetch_resumes_it(board_beh
     link, server = board_behind_a_link
     work = tmp_path / "work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(server, work)})
-    # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s (no CPU sampling:
-    # with it, nsys 2022.4 stalls writing its report whenever another process keeps a core busy)
-    proc = start_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "3",
-                     "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(server))
+    # es2gears with OpenGL trace for 3 s: a report of a few MB, several seconds at 1 MB/s (no CPU sampling nor
+    # context switches: with them, nsys 2022.4 stalls writing its report now and then, the more so beside other work)
+    proc = start_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--cpuctxsw", "none",
+                     "--duration", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"),
+                     *ssh_args(server))
     run_dir = wait_for_stage(tmp_path / "runs", "on_board", timeout_s=120)
     partial = run_dir / ".report.nsys-rep.part"
     deadline = time.monotonic() + 60

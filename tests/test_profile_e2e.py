@@ -53,8 +53,8 @@ def test_profile_es2gears_over_ssh(sshd, tmp_path):
     writing its report whenever another process keeps a core busy, and this run shares the machine."""
     work = tmp_path / "board-work"
     inventory = write_inventory(tmp_path / "inventory.yaml", {"board": board(sshd, work)})
-    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--duration", "3",
-                   "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
+    done = run_cli("profile", "--target", "board", "--app", "es2gears", "--sample", "none", "--cpuctxsw", "none",
+                   "--duration", "3", "--inventory", str(inventory), "--out", str(tmp_path / "runs"), *ssh_args(sshd))
     run_dir = profiled_run(done, tmp_path / "runs")
     assert run_dir.parent == tmp_path / "runs" and run_dir.name.endswith("-board-es2gears")
     record = check_run_folder(run_dir)
