@@ -240,7 +240,7 @@ def waking_thread(ev: Evidence) -> tuple[float, NextStep] | None:
     woke = found.largest_share.threads
     if not woke:
         return None
-    tid = woke[0].rsplit("(", 1)[-1].rstrip(")")
+    tid = _tid(woke[0])
     return found.largest_share.pct, NextStep(
         "waking_thread", f"{found.largest_share.pct:.0f} % of {found.thread}'s time waits on {woke[0]}, which ends "
                          "most of its waits: where that thread's own time goes",
@@ -267,12 +267,17 @@ def _heaviest_frame(ev: Evidence, name: str, verb: str, shows: str) -> tuple[flo
     if not share.frames or frames is None or (ev.summary.window and ev.summary.window.kind == "frame"):
         return None
     calls = f" in {', '.join(share.calls[:3])}" if share.calls else ""
-    frame, tid = share.frames[0].index, found.thread.rsplit("(", 1)[-1].rstrip(")")
+    frame, tid = share.frames[0].index, _tid(found.thread)
     return share.pct, NextStep(
         f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: frame {frame}, where it "
                          f"{verb} most, with {shows}",
         f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid} --frame-range {shlex.quote(frames.source)} "
         f"--frame {frame}")
+
+
+def _tid(thread: str) -> str:
+    """The tid of a thread as the attribution labels it ("es2gears_x11 (7188)"), as --thread takes it."""
+    return thread.rsplit("(", 1)[-1].rstrip(")")
 
 
 def _unnamed(symbol: str) -> bool:

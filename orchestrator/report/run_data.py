@@ -3,9 +3,8 @@ report file alone, plus the timeline of one representative frame read from the e
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
@@ -170,8 +169,9 @@ def whole_run_of(export: Path, summary: Summary,
     except ReportError as exc:
         return None, f"the export could not be read for the timeline: {exc.one_line()}"
     trace = Trace(conn, probe(conn), export)
+    renderer = software_renderer(summary)
     try:
-        events = run_events(trace, symbol_resolver(AnalysisOptions(symbols=symbols)))
+        events = run_events(trace, symbol_resolver(AnalysisOptions(symbols=symbols)), renderer)
     except (ReportError, OSError, sqlite3.Error) as exc:
         return None, f"the export could not be read for the timeline: {exc}"
     finally:
@@ -190,11 +190,6 @@ def whole_run_of(export: Path, summary: Summary,
                               "start_ns": start, "end_ns": start + lengths[frame.index]})
     drawn = summary.board_series_ns
     board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
-    renderer = software_renderer(summary)
-    if renderer:  # its "GPU" is the CPU: its lanes are named for it
-        events = replace(events, rows=[replace(row, group=re.sub(r"^GPU \d+ ", f"{renderer} (on the CPU) ",
-                                                                 row.group)) if row.kind == "opengl_gpu" else row
-                                       for row in events.rows])
     return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board,
                          renderer), None
 

@@ -104,9 +104,10 @@ class RunEvents:
         return sum(len(row.starts) for row in self.rows)
 
 
-def run_events(trace: Trace, resolver: Resolver | None = None) -> RunEvents:
+def run_events(trace: Trace, resolver: Resolver | None = None, renderer: str | None = None) -> RunEvents:
     """Every row of the capture, threads first (in order of their first event), then the GPU's lanes; samples'
-    frames named with ``resolver`` where nsys left addresses (--symbols)."""
+    frames named with ``resolver`` where nsys left addresses (--symbols); ``renderer``: the software renderer
+    whose work the OpenGL GPU lanes are, on the CPU (they are named for it), None for a GPU."""
     conn, schema = trace.conn, trace.schema
     threads = thread_names(conn, schema)
     raw: list[_Raw] = []
@@ -142,7 +143,7 @@ def run_events(trace: Trace, resolver: Resolver | None = None) -> RunEvents:
         index = name_of_id[np.searchsorted(ids, part.names)] if len(ids) else np.empty(0, dtype=np.int32)
         starts, ends, keys = part.starts, part.ends, part.keys
         for key in np.unique(keys).tolist():
-            group = _lane(key, part.kind) if part.gpu else _thread(key, threads)
+            group = _lane(key, part.kind, renderer) if part.gpu else _thread(key, threads)
             if group.startswith(PROFILER_THREAD_PREFIX):
                 continue
             mine = np.flatnonzero(keys == key)
@@ -321,9 +322,11 @@ def _thread(gtid: int, threads: dict[int, str]) -> str:
     return f"{name} ({tid_of(gtid)})" if name else f"thread {tid_of(gtid)} of {pid_of(gtid)}"
 
 
-def _lane(key: int, kind: str) -> str:
+def _lane(key: int, kind: str, renderer: str | None) -> str:
     device, lane = key >> LANE_SHIFT, key & ((1 << LANE_SHIFT) - 1)
-    return f"GPU {device} OpenGL context {lane}" if kind == "opengl_gpu" else f"GPU {device} stream {lane}"
+    if kind != "opengl_gpu":
+        return f"GPU {device} stream {lane}"
+    return f"{renderer} (on the CPU) OpenGL context {lane}" if renderer else f"GPU {device} OpenGL context {lane}"
 
 
 def _ordered(rows: list[EventRow]) -> list[EventRow]:
