@@ -18,9 +18,9 @@ from orchestrator.analysis.export.report_input import open_report
 from orchestrator.analysis.export.trace import Trace
 from orchestrator.errors import UsageError
 
-SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "hotspots", "cores",
-            "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "cuda_kernels",
-            "memcpy", "attribution", "capture_gaps", "verdict"}
+SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "gpu_work", "hotspots",
+            "cores", "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api",
+            "cuda_kernels", "kernel_functions", "memcpy", "attribution", "capture_gaps", "verdict"}
 
 
 def sql(path, query, *params):
@@ -226,6 +226,7 @@ def test_2023_export_with_renamed_metadata(export):
     for row in summary["cuda_kernels"]:
         by_name[row["name"]] = by_name.get(row["name"], 0) + row["total_ns"]
     assert busy["names"][0] == max(by_name, key=by_name.__getitem__)
+    assert summary["kernel_functions"][0]["name"] == "nvkernel_solve_F1L204_2"
 
 
 def test_2019_report_nvtx_text_ranges(export):
@@ -303,3 +304,33 @@ def test_one_frame_and_a_time_window(export):
     window = f"{start / 1e6 + 100:.0f}ms:{start / 1e6 + 300:.0f}ms"
     timed = analyze_report(path, AnalysisOptions(window=window)).as_json()
     assert timed["window"]["duration_ns"] == pytest.approx(200e6, abs=1e6)
+
+
+@pytest.mark.parametrize("name", ["abacus_titanrtx_2020.export2022_4", "flux_gtx1650_2019.export2022_4"])
+def test_gpu_work_per_stream_adds_up_to_the_tables(export, name):
+    """The CUDA GPU's work over the window (the whole capture here) per device, context and stream: each kind's
+    count and time are the tables' rows in that stream, summed in SQL."""
+    path = export(name)
+    summary = analyze_report(path).as_json()
+    work = summary["gpu_work"]
+    window = summary["window"]
+    assert window["kind"] == "all"
+    expected: dict[tuple[int, int, int], dict[str, int]] = {}
+    for kind, table in (("kernels", "CUPTI_ACTIVITY_KIND_KERNEL"), ("copies", "CUPTI_ACTIVITY_KIND_MEMCPY"),
+                        ("sets", "CUPTI_ACTIVITY_KIND_MEMSET")):
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute(f'SELECT deviceId, contextId, streamId, count(*), sum("end" - start) FROM {table} '
+                                "GROUP BY 1, 2, 3").fetchall()
+        for device, context, stream, count, total in rows:
+            expected.setdefault((device, context, stream), {})[kind] = count
+            expected[(device, context, stream)][f"{kind}_ns"] = total
+    found = {(s["device"], s["context"], s["stream"]): s for s in work["streams"]}
+    assert sorted(found) == sorted(expected)
+    for key, figures in expected.items():
+        for column, value in figures.items():
+            assert found[key][column] == value, (key, column)
+    assert work["kernels"] == sum(s["kernels"] for s in work["streams"])
+    assert work["busy_ns"] <= work["kernels_ns"] + work["copies_ns"] + work["sets_ns"]
+    assert work["busy_pct"] == pytest.approx(work["busy_ns"] * 100 / (window["end_ns"] - window["start_ns"]))
+    busiest = [s["busy_ns"] for s in work["streams"]]
+    assert busiest == sorted(busiest, reverse=True)

@@ -34,3 +34,30 @@ def test_reports_are_exported_first_and_still_agree(report, tmp_path, host_nsys)
     for section in ("nvtx", "cuda_kernels", "cuda_api", "memcpy", "osrt"):
         expected = nsys_stats(host_nsys, REPORTS[section], copy.with_suffix(".sqlite"))
         assert_same_numbers(section, summary[section], expected)
+
+
+CUDA_EXPORTS = ["flux_gtx1650_2019.export2022_4", "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4",
+                "ompoffload_t4_2023", "openacc_rtx3080_2020"]
+
+
+@pytest.mark.parametrize("name", CUDA_EXPORTS)
+def test_kernels_by_function_are_gpukernsum_base_summed_by_name(name, export, host_nsys):
+    """A function's row holds every launch of it: nsys's gpukernsum:base rows (one per function, grid and block)
+    summed by name; its launch shapes are the default gpukernsum rows naming it."""
+    path = export(name)
+    summary = analyze_report(path).as_json()
+    base = nsys_stats(host_nsys, "gpukernsum:base", path)
+    assert base is not None
+    summed = base.groupby("Name").agg(calls=("Instances", "sum"), total=("Total Time (ns)", "sum"),
+                                      low=("Min (ns)", "min"), high=("Max (ns)", "max"), shapes=("Name", "size"))
+    ours = {row["name"]: row for row in summary["kernel_functions"]}
+    assert sorted(ours) == sorted(summed.index)
+    for function, row in summed.iterrows():
+        mine = ours[function]
+        assert (mine["calls"], mine["total_ns"], mine["min_ns"], mine["max_ns"]) == \
+            (row["calls"], row["total"], row["low"], row["high"]), function
+    totals = [row["total_ns"] for row in summary["kernel_functions"]]
+    assert totals == sorted(totals, reverse=True)
+    for function, row in ours.items():  # its launch shapes, under it
+        shapes = [k for k in summary["cuda_kernels"] if k["function"] == function]
+        assert sum(k["calls"] for k in shapes) == row["calls"] and len(shapes) >= row["shapes"] >= 1

@@ -20,7 +20,7 @@ from ..documents.attribution import Attribution
 from ..documents.summary import SUMMARY_VERSION
 from ..errors import ReportError, UsageError
 from ..parsers.renderer import is_software
-from .analyzers import api_summaries
+from .analyzers import api_summaries, cuda_work
 from .analyzers.content import capture_gaps
 from .analyzers.evidence import focus_thread, verdict_context
 from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
@@ -44,8 +44,10 @@ if TYPE_CHECKING:
 
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
                 "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
-                "cuda_kernels": api_summaries.cuda_kernels, "memcpy": api_summaries.memcpy}
-COMPUTE_ORDER = ["cuda_kernels", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx", "khr_debug"]
+                "cuda_kernels": api_summaries.cuda_kernels, "kernel_functions": cuda_work.kernel_functions,
+                "memcpy": api_summaries.memcpy}
+COMPUTE_ORDER = ["cuda_kernels", "kernel_functions", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx",
+                 "khr_debug"]
 
 
 def analyze(conn: sqlite3.Connection, schema: Schema, options: AnalysisOptions | None = None,
@@ -144,6 +146,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "frames": frames_json,
         "gpu_frames": gpu_frames,
         "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
+        "gpu_work": cuda_work.gpu_work_section(trace, window.as_tuple()),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),
         "cpu_source": None if use is None else use.source,

@@ -7,11 +7,12 @@ from rich.text import Text
 
 from ..documents.shares import SHARES
 from ..documents.summary import Summary
-from ..documents.summary_sections import ApiRow, Hotspots, SteadyFrames, SummaryFrames, SummaryVerdict
+from ..documents.summary_sections import ApiRow, GpuWork, Hotspots, SteadyFrames, SummaryFrames, SummaryVerdict
 
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
-              "cuda_kernels": "CUDA kernels", "memcpy": "GPU memory operations"}
+              "kernel_functions": "CUDA kernels by function (their launch shapes in --json)",
+              "memcpy": "GPU memory operations"}
 ROWS = 10
 
 
@@ -31,6 +32,8 @@ def summary_view(summary: Summary) -> Group:
         parts.append(_hotspots(summary.hotspots))
     if summary.threads:
         parts.append(_cpu(summary))
+    if summary.gpu_work is not None:
+        parts.append(_gpu_work(summary.gpu_work))
     for key, title in API_TITLES.items():
         rows = summary.api_rows(key)
         if rows:
@@ -86,6 +89,12 @@ def _frames(frames: SummaryFrames) -> Table:
                   _ms(steady.p50_ns), _ms(steady.p90_ns), _ms(steady.p99_ns), _ms(steady.max_ns),
                   str(frames.warmup.frames))
     return table
+
+
+def _gpu_work(work: GpuWork) -> Text:
+    return Text(f"CUDA GPU busy {work.busy_pct:.1f} % of the window ({_ms(work.busy_ns)} ms): kernels "
+                f"{_ms(work.kernels_ns)} ms ({work.kernels:,}), copies {_ms(work.copies_ns)} ms ({work.copies:,}), "
+                f"sets {_ms(work.sets_ns)} ms ({work.sets:,}), on {len(work.streams)} streams")
 
 
 def _modules(hotspots: Hotspots) -> Table:

@@ -23,6 +23,7 @@ from .summary_sections import (
     Energy,
     FunctionHotspot,
     GpuMetrics,
+    GpuWork,
     Hotspots,
     SteadyFrames,
     SummaryFrames,
@@ -55,6 +56,7 @@ class Summary(Record):
     frames: SummaryFrames | None = None
     gpu_frames: SummaryGpuFrames | None = None
     gpu_metrics: GpuMetrics | None = None
+    gpu_work: GpuWork | None = None       # the CUDA GPU's busy time over the window (None: no CUDA GPU work)
     hotspots: Hotspots | None = None
     cores: list[CoreUse] | None = None
     cpu_source: str | None = None
@@ -65,7 +67,8 @@ class Summary(Record):
     nvtx: list[ApiRow] | None = None
     khr_debug: list[ApiRow] | None = None
     cuda_api: list[ApiRow] | None = None
-    cuda_kernels: list[ApiRow] | None = None
+    cuda_kernels: list[ApiRow] | None = None       # by launch shape (gpukernsum)
+    kernel_functions: list[ApiRow] | None = None   # by function (gpukernsum:base summed by name)
     memcpy: list[ApiRow] | None = None
     attribution: Attribution | None = None  # summaries written before it have none
     capture_gaps: list[CaptureGap] = []    # the traces the capture was asked for that recorded nothing

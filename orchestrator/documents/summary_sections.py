@@ -204,10 +204,42 @@ class ApiRow(Record):
     max_ns: int = 0
     std_ns: float | None = None
     pct: float | None = None
-    grid: str | None = None        # cuda_kernels
+    grid: str | None = None        # cuda_kernels: a launch shape
     block: str | None = None
+    function: str | None = None    # cuda_kernels: the kernel's function (kernel_functions' name)
+    shapes: int | None = None      # kernel_functions: how many launch shapes (cuda_kernels rows) it ran with
     bytes: int | None = None       # memcpy
     direction: str | None = None
+
+
+class GpuStream(Record):
+    """One device, context and stream's CUDA work over the window."""
+    device: int = 0
+    context: int = 0
+    stream: int = 0
+    kernels: int = 0
+    kernels_ns: int = 0
+    copies: int = 0
+    copies_ns: int = 0
+    sets: int = 0
+    sets_ns: int = 0
+    busy_ns: int = 0
+    busy_pct: float = 0.0
+
+
+class GpuWork(Record):
+    """How busy the CUDA GPU was over the window (kernels, copies, sets; overlaps counted once), per kind, and per
+    device, context and stream (the busiest first)."""
+    span_ns: int = 0
+    busy_ns: int = 0
+    busy_pct: float = 0.0
+    kernels: int = 0
+    kernels_ns: int = 0
+    copies: int = 0
+    copies_ns: int = 0
+    sets: int = 0
+    sets_ns: int = 0
+    streams: list[GpuStream] = []
 
 
 class WhereFrame(Record):

@@ -16,13 +16,15 @@ SHOWN_ROWS = 25  # rows drawn at first; the rest wait behind "show all"
 
 API_TITLES = {"opengl": "OpenGL API", "opengl_gpu": "OpenGL GPU workload", "osrt": "OS runtime",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
-              "cuda_kernels": "CUDA kernels", "memcpy": "CUDA memory operations"}
+              "kernel_functions": "CUDA kernels by function", "cuda_kernels": "CUDA kernel launch shapes",
+              "memcpy": "CUDA memory operations"}
 API_HINTS = {"opengl": "profile with --trace including opengl (apps that load GL through libepoxy are not seen)",
              "opengl_gpu": "needs the opengl trace on a GPU whose driver nsys reads",
              "osrt": "profile with --trace including osrt",
              "nvtx": "the app marks no NVTX ranges (or nvtx is not traced)",
              "khr_debug": "the app pushes no KHR_debug groups",
              "cuda_api": "no CUDA calls traced (profile with --trace including cuda on a CUDA app)",
+             "kernel_functions": "no CUDA kernels ran while tracing",
              "cuda_kernels": "no CUDA kernels ran while tracing",
              "memcpy": "no CUDA memory copies or sets were traced"}
 # summary.json key -> (heading, kind of value)
@@ -32,8 +34,10 @@ COLUMNS = {"name": ("name", "text"), "style": ("style", "text"), "grid": ("grid"
            "med_ns": ("median", "ns"), "min_ns": ("min", "ns"), "max_ns": ("max", "ns"), "std_ns": ("std dev", "ns"),
            "bytes": ("bytes", "bytes"), "symbol": ("function", "text"), "module": ("module", "path"),
            "samples": ("samples", "count"), "tid": ("tid", "id"), "cpu_pct": ("CPU %", "pct"),
-           "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text"), "path": ("file", "text")}
-API_ORDER = ("name", "style", "grid", "block", "direction", "calls", "pct", "total_ns", "avg_ns", "med_ns", "min_ns",
+           "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text"), "path": ("file", "text"),
+           "function": ("function", "text"), "shapes": ("launch shapes", "count")}
+API_ORDER = ("name", "function", "style", "grid", "block", "shapes", "direction", "calls", "pct", "total_ns", "avg_ns",
+             "med_ns", "min_ns",
              "max_ns", "std_ns", "bytes")
 
 

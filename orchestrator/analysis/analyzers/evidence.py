@@ -22,10 +22,11 @@ GPU_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "
                    "OPENGL_WORKLOAD")
 
 
-def gpu_busy_ns(trace: Trace, window: tuple[int, int]) -> int | None:
-    """How long any GPU work (CUDA kernels, memory operations, OpenGL workloads) ran inside the window."""
+def gpu_busy_ns(trace: Trace, window: tuple[int, int], tables: tuple[str, ...] = GPU_WORK_TABLES) -> int | None:
+    """How long any GPU work (CUDA kernels, memory operations, OpenGL workloads: the tables') ran inside the
+    window."""
     sets = []
-    for table in GPU_WORK_TABLES:
+    for table in tables:
         rows = trace.events(table)
         if rows is not None:
             first, finish = rows["start"], rows["start"] + rows["dur"]

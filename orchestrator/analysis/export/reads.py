@@ -6,7 +6,7 @@ A read is integer expressions over a table's rows (exprs.py), with filters and o
 """
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,16 +102,27 @@ def table_plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filte
             x, y, z = (optional(prefix + axis, 0) for axis in "XYZ")
             return Dims(x, y, z)
         return ({"start": start, "dur": dur, "nameId": Col("demangledName"), "grid": dims("grid"),
-                 "block": dims("block"), "corr": optional("correlationId", 0)},
-                timed + (NotNull(Col("demangledName")),))
+                 "block": dims("block"), "corr": optional("correlationId", 0), "fn": optional("shortName", -1),
+                 **_queue(optional)}, timed + (NotNull(Col("demangledName")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
         if not schema.has(table, "copyKind"):
             return None
         return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0),
-                 "corr": optional("correlationId", 0)}, timed + (NotNull(Col("copyKind")),))
+                 "corr": optional("correlationId", 0), "src": optional("srcKind", UNKNOWN_MEMORY),
+                 "dst": optional("dstKind", UNKNOWN_MEMORY), **_queue(optional)},
+                timed + (NotNull(Col("copyKind")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMSET":
-        return {"start": start, "dur": dur, "bytes": optional("bytes", 0), "corr": optional("correlationId", 0)}, timed
+        return ({"start": start, "dur": dur, "bytes": optional("bytes", 0), "corr": optional("correlationId", 0),
+                 **_queue(optional)}, timed)
     return None
+
+
+UNKNOWN_MEMORY = 7  # ENUM_CUDA_MEM_KIND: 0 pageable, 1 pinned, 2 device, ... 7 unknown
+
+
+def _queue(optional: Callable[[str, int], Expr]) -> dict[str, Expr]:
+    """Where a piece of GPU work ran: its device, context and stream."""
+    return {"device": optional("deviceId", 0), "ctx": optional("contextId", 0), "stream": optional("streamId", 0)}
 
 
 def span_exprs(schema: Schema, table: str) -> tuple[Expr, Expr] | None:
