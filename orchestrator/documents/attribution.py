@@ -126,6 +126,8 @@ class Attribution(Record):
         """The share's name in words; a software renderer's "GPU" is the CPU."""
         if name == "gpu" and self.software_renderer:
             return "waiting for the software renderer (the CPU)"
+        if name == "gpu" and not self.sources.gpu_work:
+            return "waiting for the GPU (not traced)"
         return SHARE_TITLES[name]
 
     def ms_per_frame(self, name: str) -> float | None:

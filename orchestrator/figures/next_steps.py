@@ -7,8 +7,8 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
   context_switches  the capture has none (the time on a CPU is an estimate from samples, or not known), and the
                     kernel did not refuse perf events (CPU sampling): --cpuctxsw process-tree
   os_runtime        the capture has no OS runtime calls and time is unexplained: --trace ...,osrt
-  gpu_trace         the thread's samples sit in a function that waits for the GPU while no GPU work was recorded:
-                    --trace ...,opengl (or cuda)
+  gpu_trace         the thread waits for the GPU (in its calls, or its samples sit in a function that waits) while no
+                    GPU work was recorded: --trace ...,cuda (or opengl)
   vsync_off         the display's refresh paces the frames: run with vsync off
   symbols           the hottest functions are unnamed addresses (nsys's own libraries left out): orchestrate report
                     RUN --symbols DIR, so the page the user reads names them
@@ -185,14 +185,20 @@ def os_runtime(ev: Evidence) -> tuple[float, NextStep] | None:
 
 def gpu_trace(ev: Evidence) -> tuple[float, NextStep] | None:
     found = ev.attribution
-    if found is None or not found.wait_function_samples or found.sources.gpu_work:
+    if found is None or found.sources.gpu_work or found.software_renderer:
         return None
-    api = "cuda" if "cuda" in " ".join(found.share("cpu").calls).lower() else "opengl"
+    waits = ev.pct("gpu")
+    if not found.wait_function_samples and waits < SHARE_STEP_PCT:
+        return None
+    calls = " ".join(found.share("gpu").calls + found.share("cpu").calls)
+    api = "cuda" if re.search(r"\bcu", calls) else "opengl"
     if api in ev.traces:
         return None
-    return 60.0, NextStep("gpu_trace", f"{found.wait_function_samples} of {found.thread}'s samples wait for the GPU, "
-                          "and no GPU work was recorded to set against them", rerun(ev, "--trace",
-                                                                                   _traces_with(ev, api)))
+    calls_named = ", ".join(found.share("gpu").calls[:2])
+    why = (f"{waits:.0f} % of {found.thread}'s time waits for the GPU in {calls_named}" if waits >= SHARE_STEP_PCT
+           else f"{found.wait_function_samples} of {found.thread}'s samples wait for the GPU")
+    return 60.0 + waits, NextStep("gpu_trace", f"{why}, and no GPU work was recorded to set against it: the GPU's "
+                                  "work records what it waits for", rerun(ev, "--trace", _traces_with(ev, api)))
 
 
 def vsync_off(ev: Evidence) -> tuple[float, NextStep] | None:

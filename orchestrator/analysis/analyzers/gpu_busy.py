@@ -47,6 +47,21 @@ def own_work_waits(calls: Calls, work: dict[str, Columns]) -> Spans:
     return Spans.of(np.concatenate(lows), np.concatenate(highs))
 
 
+PAGEABLE = 0  # ENUM_CUDA_MEM_KIND
+
+
+def synchronous_copies(calls: Calls, work: dict[str, Columns]) -> np.ndarray:
+    """Which CUDA calls queued a copy to or from pageable host memory: synchronous whatever the call (CUDA stages
+    pageable memory through its own pinned buffer, waiting for the stream: cudaMemcpyAsync included), so the call
+    waits for the GPU. ``work``: the GPU's rows by table."""
+    found = np.zeros(len(calls.starts), dtype=bool)
+    copies = work.get("CUPTI_ACTIVITY_KIND_MEMCPY")
+    if calls.corr is None or copies is None or "src" not in copies or not len(calls.starts):
+        return found
+    pageable = copies["corr"][(copies["src"] == PAGEABLE) | (copies["dst"] == PAGEABLE)]
+    return np.isin(calls.corr, pageable[pageable != 0])
+
+
 def gpu_work(trace: Trace, span: tuple[int, int], sample: Sample) -> dict[str, Columns]:
     """The GPU's rows (kernels, memory copies and sets, OpenGL workloads) overlapping the span, those the sample
     reads."""

@@ -30,8 +30,18 @@ from ..intervals.attribution import (
 from ..intervals.coverage import Coverage
 from .evidence import SOFTWARE_GPU_THREAD, renderer_threads_by_work
 from .frames import Frames
-from .gpu_busy import gpu_work, gpu_work_count, own_work_waits, recorded_spans, renderer_busy, within
+from .gpu_busy import (
+    gpu_work,
+    gpu_work_count,
+    own_work_waits,
+    recorded_spans,
+    renderer_busy,
+    synchronous_copies,
+    within,
+)
 from .thread_calls import Calls, calls_from, display_in_capture, joined, os_kinds, wakers
+
+CUDA_CALLS = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
 
 @dataclass(frozen=True)
@@ -106,9 +116,10 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     found = {table: calls_from(trace, raw[table], span, sample)[0] for table in API_TABLES}
     os_calls, chains = calls_from(trace, raw["OSRT_API"], span, sample)
     api = joined(list(found.values()))
-    waits = np.concatenate([calls.named(API_TABLES[table]) for table, calls in found.items()])
     work = gpu_work(trace, span, sample)
-    own = own_work_waits(found["CUPTI_ACTIVITY_KIND_RUNTIME"], work)
+    waits = np.concatenate([calls.named(API_TABLES[table]) | (synchronous_copies(calls, work) if table == CUDA_CALLS
+                                                               else False) for table, calls in found.items()])
+    own = own_work_waits(found[CUDA_CALLS], work)
     has_display = display_in_capture(trace)
     kinds = os_kinds(trace, os_calls, chains, api.spans(), has_display)
     in_calls = Coverage(api.starts, api.ends).pieces() if len(api.starts) else (api.starts, api.ends)

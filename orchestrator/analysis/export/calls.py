@@ -8,8 +8,13 @@ import re
 SWAP_CALLS = ("eglSwapBuffers", "glXSwapBuffers")
 GL_WAIT_CALLS = ("glFinish", "glClientWaitSync", "eglClientWaitSync", "eglClientWaitSyncKHR", "glWaitSync",
                  "glReadPixels", "glGetQueryObjectuiv", "glGetQueryObjectui64v", "glMapBufferRange", *SWAP_CALLS)
-CUDA_WAIT_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-                   "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD")
+# CUDA's synchronisations, and its synchronous copies (to or from host memory; a copy queued with an Async call from
+# or to pageable memory is one too: gpu_busy.synchronous_copies finds those by the copy's memory kinds)
+CUDA_WAIT_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+                   "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+                   "cudaMemcpyPeer", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cuCtxSynchronize",
+                   "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyHtoD",
+                   "cuMemcpy2D", "cuMemcpy3D", "cuMemcpyPeer", "cuMemcpyAtoH", "cuMemcpyHtoA")
 # Frames in CPU samples that mean "spinning or sleeping until the GPU is done" (TFLite's GPU delegate...).
 WAIT_SYMBOL = re.compile(r"WaitForCompletion|ClientWaitSync|glFinish|cu(da)?(Stream|Device|Ctx|Event)Synchronize|"
                          r"nvgpu.*wait|NvRmFence|fence_wait", re.IGNORECASE)

@@ -1,0 +1,110 @@
+"""Waits for the GPU inside CUDA calls, on real CUDA exports: the verdict's GPU share against an independent reading
+of the same export in SQL and plain Python (the time the focus thread spends inside calls that wait for the GPU,
+those that overlap GPU work), within 5 points; and the share named "not traced" when the GPU's work was not."""
+from __future__ import annotations
+
+import bisect
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+from orchestrator.analysis import analyze_report
+
+EXPORTS = ["flux_gtx1650_2019.export2022_4", "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4",
+           "ompoffload_t4_2023", "openacc_rtx3080_2020"]
+# CUDA's synchronisations and synchronous copies, by their documented names (the runtime's and the driver's)
+WAITING = re.compile(r"^(cuda(Device|Stream|Event|Thread)Synchronize|cuda(Memcpy|Memcpy2D|Memcpy3D|MemcpyToSymbol|"
+                     r"MemcpyFromSymbol|MemcpyPeer)|cu(Ctx|Stream|Event)Synchronize|cuMemcpy(DtoH|HtoD|2D|3D|Peer)?)"
+                     r"(_v\d+)?$")
+POINTS = 5.0
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    found: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if found and start <= found[-1][1]:
+            found[-1] = (found[-1][0], max(found[-1][1], end))
+        else:
+            found.append((start, end))
+    return found
+
+
+def waiting_ns(path, tid: int, life: tuple[int, int]) -> int:
+    """The thread's time inside calls that wait for the GPU (by name, or queuing a copy from or to pageable memory)
+    that overlap some GPU work, clipped to its life."""
+    with sqlite3.connect(path) as conn:
+        names = {i for i, value in conn.execute("SELECT id, value FROM StringIds") if WAITING.match(value)}
+        pageable = {c for (c,) in conn.execute("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                                               "WHERE srcKind = 0 OR dstKind = 0")}
+        calls = [(s, e) for s, e, n, c in conn.execute(
+            'SELECT start, "end", nameId, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME '
+            "WHERE globalTid & 0xFFFFFF = ?", (tid,)) if n in names or c in pageable]
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE name IN ("
+                                             "'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', "
+                                             "'CUPTI_ACTIVITY_KIND_MEMSET')")]
+        work = _merged([tuple(row) for t in tables for row in conn.execute(f'SELECT start, "end" FROM {t}')])
+    starts = [s for s, _ in work]
+    total = 0
+    for start, end in _merged(calls):
+        at = bisect.bisect_left(starts, end)  # the work starting before the call ends: does the last reach in?
+        if at and work[at - 1][1] > start:
+            total += max(0, min(end, life[1]) - max(start, life[0]))
+    return total
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_the_gpu_share_is_the_time_inside_calls_that_wait_for_the_gpu(export, name):
+    path = export(name)
+    summary = analyze_report(path).as_json()
+    found = summary["attribution"]
+    tid = int(re.search(r"\((\d+)\)$", found["thread"]).group(1))
+    life = (summary["window"]["start_ns"], summary["window"]["end_ns"])
+    expected = waiting_ns(path, tid, life) * 100.0 / found["window_ns"]
+    gpu = found["shares"]["gpu"]["pct"]
+    assert abs(gpu - expected) <= POINTS, (gpu, expected)
+    largest = max(found["shares"], key=lambda share: found["shares"][share]["pct"])
+    if expected > 50:
+        assert largest == "gpu" and summary["verdict"]["kind"] in ("gpu_wait", "gpu_bound")
+
+
+def test_a_copy_to_pageable_memory_is_a_wait_for_the_gpu(export):
+    """flux's 630 cuMemcpyDtoHAsync calls copy into pageable memory: synchronous, each waits for its stream; the
+    GPU share names them, and holds their whole time."""
+    path = export("flux_gtx1650_2019.export2022_4")
+    summary = analyze_report(path).as_json()
+    gpu = summary["attribution"]["shares"]["gpu"]
+    assert summary["attribution"]["thread"] == "python3 (18176)" and "cuMemcpyDtoHAsync" in gpu["calls"]
+    with sqlite3.connect(path) as conn:
+        copies_ns = conn.execute(
+            'SELECT sum(r."end" - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m '
+            "ON m.correlationId = r.correlationId WHERE m.dstKind = 0 AND r.globalTid & 0xFFFFFF = 18176").fetchone()[0]
+        syncs_ns = conn.execute(
+            'SELECT sum(r."end" - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId '
+            "WHERE s.value IN ('cuEventSynchronize', 'cuCtxSynchronize', 'cuStreamSynchronize') "
+            "AND r.globalTid & 0xFFFFFF = 18176").fetchone()[0]
+    assert copies_ns > 200e6
+    assert gpu["ns"] >= copies_ns + syncs_ns - 1e6  # the copies and the synchronisations, whole
+
+
+def test_without_the_gpus_work_the_wait_is_not_traced(export, tmp_path):
+    """The same capture without its GPU tables (as when the GPU is not traced): the waits in synchronising calls
+    are still the GPU's, said to be not traced, with the step that records the GPU's work."""
+    path = tmp_path / "no-gpu.sqlite"
+    shutil.copyfile(export("flux_gtx1650_2019.export2022_4"), path)
+    with sqlite3.connect(path) as conn:
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+            conn.execute(f"DROP TABLE {table}")
+    from orchestrator.documents.summary import Summary
+    from orchestrator.figures.next_steps import next_steps
+    summary = analyze_report(path)
+    found = summary.attribution
+    assert found is not None and not found.sources.gpu_work
+    assert found.title("gpu") == "waiting for the GPU (not traced)"
+    assert found.share("gpu").pct > 20
+    [line] = [f for f in summary.verdict.findings if f.text.startswith("waiting for the GPU")]
+    assert line.text.startswith("waiting for the GPU (not traced): ") and "not recorded" in line.text
+    steps = next_steps(Summary.from_json(summary.as_json()), None, str(path))
+    [step] = [s for s in steps if s.rule == "gpu_trace"]
+    assert "--trace osrt,cuda" in step.command and "waits for the GPU in cuEventSynchronize" in step.why
