@@ -12,7 +12,8 @@ pytestmark = pytest.mark.integration
 
 EXPORTS = ["es2gears-opengl", "python-cpu-sampling", "tflite-pose-xnnpack", "flux_gtx1650_2019.export2022_4",
            "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4", "ompoffload_t4_2023",
-           "openacc_rtx3080_2020", "cpuonly_sampling_2024"]
+           "openacc_rtx3080_2020", "cpuonly_sampling_2024", "instantngp_rtx3070_2021.export2022_4",
+           "trt_multistream_gtx1070_2021.export2022_4"]
 
 
 @pytest.mark.parametrize("name", EXPORTS)
@@ -37,7 +38,8 @@ def test_reports_are_exported_first_and_still_agree(report, tmp_path, host_nsys)
 
 
 CUDA_EXPORTS = ["flux_gtx1650_2019.export2022_4", "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4",
-                "ompoffload_t4_2023", "openacc_rtx3080_2020"]
+                "ompoffload_t4_2023", "openacc_rtx3080_2020", "instantngp_rtx3070_2021.export2022_4",
+                "trt_multistream_gtx1070_2021.export2022_4"]
 
 
 @pytest.mark.parametrize("name", CUDA_EXPORTS)
