@@ -24,6 +24,15 @@ def nsys_stats(nsys: str, report: str, export: Path) -> pd.DataFrame | None:
     return pd.read_csv(io.StringIO("\n".join(lines)), keep_default_na=False)
 
 
+def nsys_projection(nsys: str, export: Path) -> pd.DataFrame:
+    """`nsys stats -r nvtxgpuproj`'s rows, by RangeId."""
+    done = subprocess.run([nsys, "stats", "--report", "nvtxgpuproj", "--format", "csv", "--output", "-", str(export)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    lines = [line for line in done.stdout.splitlines() if line.strip() and not line.startswith("Processing [")]
+    assert lines and lines[0].startswith("Name,"), done.stdout
+    return pd.read_csv(io.StringIO("\n".join(lines)), keep_default_na=False).set_index("RangeId")
+
+
 def _sqlite_round(value: float) -> float:
     """round(x, 1) as SQLite does it: halves away from zero (Python rounds halves to even)."""
     return math.floor(value * 10 + 0.5) / 10 if value >= 0 else -math.floor(-value * 10 + 0.5) / 10

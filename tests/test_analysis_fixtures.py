@@ -18,9 +18,9 @@ from orchestrator.analysis.export.report_input import open_report
 from orchestrator.analysis.export.trace import Trace
 from orchestrator.errors import UsageError
 
-SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "gpu_work", "hotspots",
-            "cores", "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api",
-            "cuda_kernels", "kernel_functions", "memcpy", "attribution", "capture_gaps", "verdict"}
+SECTIONS = {"summary_version", "capture", "window", "frames", "gpu_frames", "gpu_metrics", "gpu_work", "nvtx_gpu",
+            "hotspots", "cores", "cpu_source", "threads", "osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug",
+            "cuda_api", "cuda_kernels", "kernel_functions", "memcpy", "attribution", "capture_gaps", "verdict"}
 
 
 def sql(path, query, *params):

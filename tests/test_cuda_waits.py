@@ -14,7 +14,8 @@ from orchestrator.analysis import analyze_report
 
 EXPORTS = ["flux_gtx1650_2019.export2022_4", "abacus_titanrtx_2020.export2022_4", "nsu_v100_2022.export2022_4",
            "ompoffload_t4_2023", "openacc_rtx3080_2020", "instantngp_rtx3070_2021.export2022_4",
-           "trt_multistream_gtx1070_2021.export2022_4"]
+           "trt_multistream_gtx1070_2021.export2022_4", "tensorrt_layers_2023", "nvfuser_matmul_2024",
+           "cudf_nvtx_2020.export2022_4"]
 # CUDA's synchronisations and synchronous copies, by their documented names (the runtime's and the driver's)
 WAITING = re.compile(r"^(cuda(Device|Stream|Event|Thread)Synchronize|cuda(Memcpy|Memcpy2D|Memcpy3D|MemcpyToSymbol|"
                      r"MemcpyFromSymbol|MemcpyPeer)|cu(Ctx|Stream|Event)Synchronize|cuMemcpy(DtoH|HtoD|2D|3D|Peer)?)"
@@ -37,14 +38,15 @@ def waiting_ns(path, tid: int, life: tuple[int, int]) -> int:
     that overlap some GPU work, clipped to its life."""
     with sqlite3.connect(path) as conn:
         names = {i for i, value in conn.execute("SELECT id, value FROM StringIds") if WAITING.match(value)}
-        pageable = {c for (c,) in conn.execute("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-                                               "WHERE srcKind = 0 OR dstKind = 0")}
-        calls = [(s, e) for s, e, n, c in conn.execute(
-            'SELECT start, "end", nameId, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME '
-            "WHERE globalTid & 0xFFFFFF = ?", (tid,)) if n in names or c in pageable]
         tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE name IN ("
                                              "'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_MEMCPY', "
                                              "'CUPTI_ACTIVITY_KIND_MEMSET')")]
+        pageable = {c for (c,) in conn.execute("SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                                               "WHERE srcKind = 0 OR dstKind = 0")} \
+            if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables else set()
+        calls = [(s, e) for s, e, n, c in conn.execute(
+            'SELECT start, "end", nameId, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME '
+            "WHERE globalTid & 0xFFFFFF = ?", (tid,)) if n in names or c in pageable]
         work = _merged([tuple(row) for t in tables for row in conn.execute(f'SELECT start, "end" FROM {t}')])
     starts = [s for s, _ in work]
     total = 0

@@ -26,6 +26,7 @@ from .analyzers.evidence import focus_thread, verdict_context
 from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .analyzers.gpu_frames import gpu_frames_section
 from .analyzers.gpu_metrics import gpu_metrics_section
+from .analyzers.nvtx_gpu import nvtx_gpu_section
 from .analyzers.shares import attribution_section
 from .analyzers.stories import told_frames
 from .analyzers.thread_time import gather
@@ -147,6 +148,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "gpu_frames": gpu_frames,
         "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
         "gpu_work": cuda_work.gpu_work_section(trace, window.as_tuple()),
+        "nvtx_gpu": nvtx_gpu_section(trace),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),
         "cpu_source": None if use is None else use.source,

@@ -7,7 +7,15 @@ from rich.text import Text
 
 from ..documents.shares import SHARES
 from ..documents.summary import Summary
-from ..documents.summary_sections import ApiRow, GpuWork, Hotspots, SteadyFrames, SummaryFrames, SummaryVerdict
+from ..documents.summary_sections import (
+    ApiRow,
+    GpuWork,
+    Hotspots,
+    NvtxGpuRow,
+    SteadyFrames,
+    SummaryFrames,
+    SummaryVerdict,
+)
 
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
               "nvtx": "NVTX ranges", "khr_debug": "KHR_debug groups", "cuda_api": "CUDA API",
@@ -34,6 +42,8 @@ def summary_view(summary: Summary) -> Group:
         parts.append(_cpu(summary))
     if summary.gpu_work is not None:
         parts.append(_gpu_work(summary.gpu_work))
+    if summary.nvtx_gpu:
+        parts.append(_nvtx_gpu(summary.nvtx_gpu))
     for key, title in API_TITLES.items():
         rows = summary.api_rows(key)
         if rows:
@@ -95,6 +105,17 @@ def _gpu_work(work: GpuWork) -> Text:
     return Text(f"CUDA GPU busy {work.busy_pct:.1f} % of the window ({_ms(work.busy_ns)} ms): kernels "
                 f"{_ms(work.kernels_ns)} ms ({work.kernels:,}), copies {_ms(work.copies_ns)} ms ({work.copies:,}), "
                 f"sets {_ms(work.sets_ns)} ms ({work.sets:,}), on {len(work.streams)} streams")
+
+
+def _nvtx_gpu(rows: list[NvtxGpuRow]) -> Table:
+    table = Table("range", "ranges", "GPU ops", "GPU ms", "GPU avg ms", "range ms (CPU)",
+                  title="GPU time per NVTX range (through the CUDA calls inside each)")
+    for row in rows[:ROWS * 2]:
+        table.add_row(Text("  " * row.depth + row.name), str(row.ranges), str(row.gpu_ops), _ms(row.gpu_ns),
+                      _ms(row.gpu_avg_ns), _ms(row.range_ns))
+    if len(rows) > ROWS * 2:
+        table.caption = f"{len(rows) - ROWS * 2} more in --json"
+    return table
 
 
 def _modules(hotspots: Hotspots) -> Table:

@@ -25,6 +25,7 @@ from .summary_sections import (
     GpuMetrics,
     GpuWork,
     Hotspots,
+    NvtxGpuRow,
     SteadyFrames,
     SummaryFrames,
     SummaryGpuFrames,
@@ -66,6 +67,7 @@ class Summary(Record):
     opengl_gpu: list[ApiRow] | None = None
     nvtx: list[ApiRow] | None = None
     khr_debug: list[ApiRow] | None = None
+    nvtx_gpu: list[NvtxGpuRow] | None = None       # GPU time per NVTX range, a tree (None: no range queued GPU work)
     cuda_api: list[ApiRow] | None = None
     cuda_kernels: list[ApiRow] | None = None       # by launch shape (gpukernsum)
     kernel_functions: list[ApiRow] | None = None   # by function (gpukernsum:base summed by name)

@@ -242,6 +242,20 @@ class GpuWork(Record):
     streams: list[GpuStream] = []
 
 
+class NvtxGpuRow(Record):
+    """GPU time per NVTX range: the ranges at one path of names (the outermost first), their projection on the GPU
+    summed (nsys's nvtxgpuproj: from the first to the last GPU operation the calls inside each range queued)."""
+    name: str = ""
+    path: list[str] = []
+    depth: int = 0
+    ranges: int = 0         # the ranges at this path that queued GPU work
+    gpu_ops: int = 0
+    gpu_ns: int = 0         # their projections summed
+    gpu_avg_ns: float = 0.0
+    gpu_med_ns: float = 0.0
+    range_ns: int = 0       # the ranges' own time on the CPU, summed
+
+
 class WhereFrame(Record):
     """A frame that carries a finding or a share: its place and how much of it (ns of calls, or samples)."""
     index: int = 0

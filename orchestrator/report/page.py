@@ -35,7 +35,16 @@ from .render import Fact
 from .run_data import RunData, WithoutNsys
 from .run_timeline import TimelineData
 from .share_parts import SharesPart, shares_part, story_sentence
-from .tables import API_HINTS, API_TITLES, Table, api_table, hotspot_table, modules_table, threads_table
+from .tables import (
+    API_HINTS,
+    API_TITLES,
+    Table,
+    api_table,
+    hotspot_table,
+    modules_table,
+    nvtx_gpu_table,
+    threads_table,
+)
 from .units import format_ms, format_ns
 
 HOT_BARS = 15
@@ -167,6 +176,8 @@ def report_page(run: RunData) -> ReportPage:
     slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline",
                                summary.attribution)
     tables = [api_table(key, rows) for key in API_TITLES if (rows := summary.api_rows(key))]
+    if summary.nvtx_gpu:
+        tables.insert(0, nvtx_gpu_table(summary.nvtx_gpu))
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.api_rows(key)]
     if run.run_timeline is None:
         missing["run-timeline"] = run.run_timeline_missing or "no events in the report"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..documents.record import Record
-from ..documents.summary_sections import ApiRow, FunctionHotspot, ModuleHotspot, ThreadUse
+from ..documents.summary_sections import ApiRow, FunctionHotspot, ModuleHotspot, NvtxGpuRow, ThreadUse
 from .units import format_bytes, format_ns, format_pct
 
 SHOWN_ROWS = 25  # rows drawn at first; the rest wait behind "show all"
@@ -35,7 +35,9 @@ COLUMNS = {"name": ("name", "text"), "style": ("style", "text"), "grid": ("grid"
            "bytes": ("bytes", "bytes"), "symbol": ("function", "text"), "module": ("module", "path"),
            "samples": ("samples", "count"), "tid": ("tid", "id"), "cpu_pct": ("CPU %", "pct"),
            "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text"), "path": ("file", "text"),
-           "function": ("function", "text"), "shapes": ("launch shapes", "count")}
+           "function": ("function", "text"), "shapes": ("launch shapes", "count"), "ranges": ("ranges", "count"),
+           "gpu_ops": ("GPU operations", "count"), "gpu_ns": ("GPU time", "ns"), "gpu_avg_ns": ("GPU avg", "ns"),
+           "gpu_med_ns": ("GPU median", "ns"), "range_ns": ("range time (CPU)", "ns")}
 API_ORDER = ("name", "function", "style", "grid", "block", "shapes", "direction", "calls", "pct", "total_ns", "avg_ns",
              "med_ns", "min_ns",
              "max_ns", "std_ns", "bytes")
@@ -94,6 +96,13 @@ def table(key: str, title: str, entries: list[dict], order: tuple[str, ...], sho
 
 def api_table(key: str, entries: Sequence[ApiRow]) -> Table:
     return table(key, API_TITLES[key], _as_json(entries), API_ORDER)
+
+
+def nvtx_gpu_table(entries: Sequence[NvtxGpuRow]) -> Table:
+    """GPU time per NVTX range, as a tree: a range's name follows a mark per range around it."""
+    rows = [{**row.as_json(), "name": "› " * row.depth + row.name} for row in entries]
+    return table("nvtx_gpu", "GPU time per NVTX range (through the CUDA calls inside each)", rows,
+                 ("name", "ranges", "gpu_ops", "gpu_ns", "gpu_avg_ns", "gpu_med_ns", "range_ns"))
 
 
 def threads_table(entries: Sequence[ThreadUse]) -> Table:
