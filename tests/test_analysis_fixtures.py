@@ -311,7 +311,7 @@ def test_gpu_work_per_stream_adds_up_to_the_tables(export, name):
     """The CUDA GPU's work over the window (the whole capture here) per device, context and stream: each kind's
     count and time are the tables' rows in that stream, summed in SQL."""
     path = export(name)
-    summary = analyze_report(path).as_json()
+    summary = analyze_report(path, AnalysisOptions(window="all")).as_json()
     work = summary["gpu_work"]
     window = summary["window"]
     assert window["kind"] == "all"

@@ -74,7 +74,9 @@ def test_an_openmp_offload_waits_for_its_copies_on_the_gpu(export):
     path = export("ompoffload_t4_2023")
     summary = analyze_report(path)
     found, verdict = summary.attribution, summary.as_json()["verdict"]
-    assert found is not None and found.frames is None  # no frames: the window the thread lived in
+    # no frames: 50 iterations, each ending with a cuStreamSynchronize (at a steady period), back to back
+    assert found is not None and found.frames is not None and found.frames.unit == "iteration"
+    assert summary.frames is not None and summary.frames.source == "cuStreamSynchronize"
     spans = [(found.start_ns, found.end_ns)]
     with sqlite3.connect(path) as conn:
         gtid = global_tid(conn, found.thread)

@@ -205,7 +205,8 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
     if frames is None:
         return None
     durations = frames.durations
-    return {"source": frames.source, "kind": frames.kind, "count": int(len(durations)),
+    return {"source": frames.source, "kind": frames.kind, "rule": frames.rule, "unit": frames.unit,
+            "count": int(len(durations)),
             "first_ns": int(durations[0]), "first_start_ns": int(frames.starts[0]),
             "warmup": {"frames": frames.warmup, "rule": WARMUP_RULE},
             "steady": steady_stats(frames), "in_window": frames.count_within(window.as_tuple()),

@@ -14,6 +14,7 @@ class AttributionFrames(Record):
     first: int | None = None
     count: int = 0
     every: int = 1
+    unit: str = "frame"     # "frame", or "iteration" (a CUDA or TensorRT run's)
 
 
 class AttributionSources(Record):

@@ -76,9 +76,12 @@ class SteadyFrames(Record):
 
 
 class SummaryFrames(Record):
-    """The frames the capture holds (buffer swaps or an NVTX range): each one's time and start."""
+    """The frames the capture holds (buffer swaps or an NVTX range), or a CUDA run's iterations: each one's time and
+    start."""
     source: str = ""
     kind: str = ""
+    rule: str | None = None        # which rule found them, in words (summaries before it: None)
+    unit: str = "frame"            # "frame", or "iteration" (a CUDA or TensorRT run's)
     count: int = 0
     first_ns: float | None = None
     first_start_ns: int = 0

@@ -29,6 +29,8 @@ REPORT_METRICS: dict[str, tuple[str, str | None]] = {
     "frames_per_s": ("frames/s", "higher"),
     "cores_busy": ("cores", None),
     "gpu_ms_per_frame": ("ms", "lower"),
+    "iteration_mean_ms": ("ms", "lower"),   # a CUDA or TensorRT run's steady iterations (its steady_mean_ms)
+    "gpu_busy_pct": ("%", None),            # the CUDA GPU's busy time over the window
     # the focus thread's time per frame by what it waits for (analysis/intervals/attribution.py)
     **{share_metric(name): ("ms", "lower") for name in SHARES},
 }
@@ -56,6 +58,10 @@ def run_metrics(run_dir: Path, parser: str | None) -> RunMetrics:
             values[name] = raw / 1e6
     if steady is not None and steady.mean_ns:
         values["frames_per_s"] = 1e9 / steady.mean_ns
+        if summary.frames is not None and summary.frames.unit == "iteration":
+            values["iteration_mean_ms"] = steady.mean_ns / 1e6
+    if summary.gpu_work is not None:
+        values["gpu_busy_pct"] = summary.gpu_work.busy_pct
     busy = summary.cores_busy
     if busy is not None:
         values["cores_busy"] = busy

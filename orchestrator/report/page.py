@@ -68,6 +68,7 @@ class FramesSection:
     histogram: Chart
     notes: list[str]
     gpu: GpuFrames | None = None
+    unit: str = "frame"    # or "iteration": a CUDA or TensorRT run's
 
 
 @dataclass(frozen=True)
@@ -254,23 +255,25 @@ def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] 
         return None
     steady, warmup = frames.steady or SteadyFrames(), frames.warmup.frames
     per_frame = frames.per_frame_ns
-    stats = [Fact("frames", f"{frames.count:,} ({frames.source})"),
-             Fact("first frame", format_ms(frames.first_ns)),
-             Fact("warm-up", f"{warmup} frame{'s' if warmup != 1 else ''}" if warmup else "none"),
+    unit = frames.unit
+    stats = [Fact(f"{unit}s", f"{frames.count:,} ({frames.source})"),
+             *([Fact("found by", frames.rule)] if frames.rule else []),
+             Fact(f"first {unit}", format_ms(frames.first_ns)),
+             Fact("warm-up", f"{warmup} {unit}{'s' if warmup != 1 else ''}" if warmup else "none"),
              Fact("steady mean", format_ms(steady.mean_ns)),
              Fact("p50", format_ms(steady.p50_ns)), Fact("p90", format_ms(steady.p90_ns)),
              Fact("p99", format_ms(steady.p99_ns)), Fact("max", format_ms(steady.max_ns))]
     if steady.mean_ns:
-        stats.append(Fact("rate", f"{1e9 / steady.mean_ns:.1f} frames/s"))
+        stats.append(Fact("rate", f"{1e9 / steady.mean_ns:.1f} {unit}s/s"))
     levels = {"p50": steady.p50_ns, "p90": steady.p90_ns, "p99": steady.p99_ns}
     steady_values = np.asarray(per_frame[first_steady_index(len(per_frame), warmup):])
     notes = [frames.warmup.rule + "."]
     if len(per_frame) > charts.MAX_SERIES_POINTS:
-        notes.append(f"{len(per_frame):,} frames: the series keeps each stretch's fastest and slowest frame "
+        notes.append(f"{len(per_frame):,} {unit}s: the series keeps each stretch's fastest and slowest {unit} "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
     return FramesSection(stats, series, charts.histogram(steady_values), notes,
-                         gpu_frames_part(gpu, warmup, software))
+                         gpu_frames_part(gpu, warmup, software), unit)
 
 
 def hotspots_section(hotspots: Hotspots | None, window: str) -> HotspotsSection | None:

@@ -3,7 +3,8 @@
 An OpenGL frame ends when the app's buffer swap returns: frame k spans the end of swap k-1 to the end of
 swap k, and the first frame starts at the thread's first OpenGL call (so shader compilation and first
 uploads land in it, like the "first inference" of a benchmark). Apps that draw nothing delimit frames
-with glFinish. An NVTX frame is one instance of a named range (push/pop or start/end).
+with glFinish. An NVTX frame is one instance of a named range (push/pop or start/end). A CUDA or TensorRT run
+without frames has iterations instead (iterations.py), read the same way.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..export.bulk import int_columns
 from ..export.calls import SWAP_CALLS
 from ..export.names import pid_sql
 from ..export.schema import Schema
+from .iterations import cuda_iterations
 
 FINISH_CALL = "glFinish"
 DEFAULT_RANGE = "frame"
@@ -35,6 +37,8 @@ class Frames:
     starts: np.ndarray
     ends: np.ndarray
     warmup: int               # frames 1..warmup are warm-up; frame 0 is the first frame
+    rule: str = ""            # which rule found them, in words
+    unit: str = "frame"       # what one is: a "frame", or an "iteration" of a CUDA or TensorRT run
 
     @property
     def durations(self) -> np.ndarray:
@@ -69,8 +73,15 @@ def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None
         return opengl_frames(conn, schema, pids, (delimiter,))
     if delimiter:
         return nvtx_frames(conn, schema, delimiter, pids)
-    return (opengl_frames(conn, schema, pids, SWAP_CALLS) or nvtx_frames(conn, schema, DEFAULT_RANGE, pids)
-            or opengl_frames(conn, schema, pids, (FINISH_CALL,)))
+    found = (opengl_frames(conn, schema, pids, SWAP_CALLS) or nvtx_frames(conn, schema, DEFAULT_RANGE, pids)
+             or opengl_frames(conn, schema, pids, (FINISH_CALL,)))
+    if found is not None:
+        return found
+    cuda = cuda_iterations(conn, schema, pids)
+    if cuda is None:
+        return None
+    return Frames(cuda.source, cuda.kind, cuda.thread, cuda.starts, cuda.ends, warmup_frames(cuda.ends - cuda.starts),
+                  cuda.rule, "iteration")
 
 
 def _pid_filter(pids: list[int] | None) -> str:
@@ -100,7 +111,8 @@ def opengl_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | No
         starts = np.r_[first_call, ends[:-1]].astype(np.int64)
         values, hits = np.unique(gl_calls["name"][mine], return_counts=True)
         source = conn.execute("SELECT value FROM StringIds WHERE id = ?", (int(values[hits.argmax()]),)).fetchone()[0]
-        return _with_warmup(source, "opengl", thread, starts, ends)
+        rule = "glFinish (the app swaps no buffers)" if names == (FINISH_CALL,) else "the app's buffer swaps"
+        return _with_warmup(source, "opengl", thread, starts, ends, rule)
     return None
 
 
@@ -122,11 +134,11 @@ def nvtx_frames(conn: sqlite3.Connection, schema: Schema, range_name: str,
     table = np.array(rows, dtype=np.int64)
     tids, counts = np.unique(table[:, 2], return_counts=True)
     thread = int(tids[np.argmax(counts)])
-    return _with_warmup(range_name, "nvtx", thread, table[:, 0], table[:, 1])
+    return _with_warmup(range_name, "nvtx", thread, table[:, 0], table[:, 1], f"the NVTX range '{range_name}'")
 
 
-def _with_warmup(source: str, kind: str, thread: int, starts: np.ndarray, ends: np.ndarray) -> Frames:
-    return Frames(source, kind, thread, starts, ends, warmup_frames(ends - starts))
+def _with_warmup(source: str, kind: str, thread: int, starts: np.ndarray, ends: np.ndarray, rule: str) -> Frames:
+    return Frames(source, kind, thread, starts, ends, warmup_frames(ends - starts), rule)
 
 
 def warmup_frames(durations: np.ndarray) -> int:

@@ -194,7 +194,8 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         stories = frame_stories(split, gathered.os_calls, gathered.api_calls, frames, told)
     return Attribution(
         thread=_thread_label(gtid, names), start_ns=span[0], end_ns=span[1], window_ns=window_ns,
-        frames=AttributionFrames(int(inside[0]), int(len(inside)), sample.every) if len(inside) else None,
+        frames=AttributionFrames(int(inside[0]), int(len(inside)), sample.every,
+                                 frames.unit if frames is not None else "frame") if len(inside) else None,
         sampled_every=sample.every, shares=shares,
         largest=max(SHARES, key=lambda n: (shares[n].ns, -SHARES.index(n))),
         on_cpu_ns=int(round(split.on_cpu(sample.starts, sample.ends).sum())) if gathered.time.on_cpu is not None

@@ -111,8 +111,9 @@ def _amount(share: Share, found: Attribution) -> str:
     when it read every k-th."""
     read = f", every {ordinal(found.sampled_every)} read" if found.sampled_every > 1 else ""
     if found.frame_count:
+        unit = found.frames.unit if found.frames is not None else "frame"
         return (f"{share.pct:.0f} % ({_ms(share.ns / found.frame_count)} of each "
-                f"{_ms(found.window_ns / found.frame_count)} frame{read})")
+                f"{_ms(found.window_ns / found.frame_count)} {unit}{read})")
     return f"{share.pct:.0f} % ({_ms(share.ns)} of {_ms(found.window_ns)}{read})"
 
 

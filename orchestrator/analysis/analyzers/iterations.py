@@ -1,0 +1,154 @@
+"""Iterations of a CUDA or TensorRT run that has no frames, found by the first of these rules that holds:
+
+  graph launches    a cudaGraphLaunch (or cuGraphLaunch) per iteration: iteration k runs from launch k to
+                    launch k+1, on the thread that launches most
+  TensorRT          TensorRT's own NVTX ranges (ExecutionContext::enqueue, execute and their V2/V3): one per
+                    inference (TensorRT's enqueue calls are not CUDA API calls nsys traces); iteration k runs from
+                    range k's start to range k+1's (an enqueue returns before the GPU is done)
+  synchronisation   a call that waits for the GPU (cudaStreamSynchronize, cuEventSynchronize, a synchronous copy...)
+                    seen at least MIN_CALLS times on one thread at a steady period (the middle half of the times
+                    between them within STEADY_SPREAD of their median): iteration k ends when call k returns and
+                    starts when call k-1 did (the first when the thread's first CUDA call started)
+
+The NVTX range a user names, or one called "frame", comes before all of these (frames.find_frames). Pure over
+the export: each rule returns the thread, the iterations' starts and ends, and its words.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..export.bulk import int_columns
+from ..export.calls import CUDA_WAIT_CALLS
+from ..export.names import pid_sql
+from ..export.schema import Schema
+
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+TENSORRT_RANGE = re.compile(r"^ExecutionContext::(enqueue|execute)(V\d)?$")
+NVTX_RANGE_TYPES = (59, 60, 70, 71)
+MIN_CALLS = 20
+STEADY_SPREAD = 0.5   # the middle half of the periods within +-50 % of their median
+_VERSIONED = re.compile(r"_v\d+$")
+
+
+@dataclass(frozen=True)
+class Found:
+    source: str         # what marks them: cudaGraphLaunch, the TensorRT range's name, the synchronising call
+    kind: str           # "cuda" or "nvtx"
+    rule: str           # which rule found them, in words
+    thread: int
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def cuda_iterations(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
+    """The iterations by the first rule that holds, or None."""
+    return graph_launches(conn, schema, pids) or tensorrt_ranges(conn, schema, pids) or \
+        steady_synchronisation(conn, schema, pids)
+
+
+def _pid_filter(pids: list[int] | None) -> str:
+    return "1" if not pids else f"{pid_sql()} IN ({','.join(str(int(p)) for p in pids)})"
+
+
+def _ids_of(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[int, str]:
+    """StringIds of the names, in their versioned spellings too (cudaGraphLaunch_v10000)."""
+    found = {}
+    for string_id, value in conn.execute("SELECT id, value FROM StringIds"):
+        plain = _VERSIONED.sub("", value)
+        if plain in names:
+            found[int(string_id)] = plain
+    return found
+
+
+def _calls(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
+           names: tuple[str, ...]) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:
+    if not schema.has(RUNTIME, "start", "end", "nameId", "globalTid"):
+        return None
+    ids = _ids_of(conn, names)
+    if not ids:
+        return None
+    where = f'nameId IN ({",".join(map(str, ids))}) AND "end" IS NOT NULL AND {_pid_filter(pids)}'
+    calls = int_columns(conn, RUNTIME, {"tid": "globalTid", "start": "start", "end": '"end"', "name": "nameId"},
+                        where)
+    return (calls, ids) if len(calls["start"]) else None
+
+
+def graph_launches(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
+    found = _calls(conn, schema, pids, GRAPH_LAUNCHES)
+    if found is None:
+        return None
+    calls, ids = found
+    tids, counts = np.unique(calls["tid"], return_counts=True)
+    thread = int(tids[np.argmax(counts)])
+    starts = np.sort(calls["start"][calls["tid"] == thread])
+    if len(starts) < 3:
+        return None
+    source = ids[int(calls["name"][calls["tid"] == thread][0])]
+    return Found(source, "cuda", "a CUDA graph launched per iteration: each runs from one launch to the next",
+                 thread, starts[:-1], starts[1:])
+
+
+def tensorrt_ranges(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
+    if not schema.has("NVTX_EVENTS", "start", "end", "eventType", "globalTid"):
+        return None
+    text = "coalesce(s.value, e.text)" if schema.has("NVTX_EVENTS", "text") else "s.value"
+    join = "LEFT JOIN StringIds AS s ON s.id = e.textId" if schema.has("NVTX_EVENTS", "textId") else \
+        "LEFT JOIN (SELECT NULL AS id, NULL AS value) AS s ON 0"
+    rows = conn.execute(
+        f'SELECT e.start, e."end", e.globalTid, {text} FROM NVTX_EVENTS AS e {join} '
+        f'WHERE e.eventType IN ({",".join(map(str, NVTX_RANGE_TYPES))}) AND e."end" IS NOT NULL '
+        f"AND {_pid_filter(pids).replace('globalTid', 'e.globalTid')} ORDER BY e.start").fetchall()
+    mine = [row for row in rows if row[3] and TENSORRT_RANGE.match(row[3])]
+    if len(mine) < 3:
+        return None
+    names, counts = np.unique([row[3] for row in mine], return_counts=True)
+    name = str(names[np.argmax(counts)])
+    table = np.array([row[:3] for row in mine if row[3] == name], dtype=np.int64)
+    tids, per_thread = np.unique(table[:, 2], return_counts=True)
+    thread = int(tids[np.argmax(per_thread)])
+    starts = np.sort(table[table[:, 2] == thread][:, 0])
+    if len(starts) < 3:
+        return None
+    return Found(name, "nvtx", f"TensorRT's NVTX range {name}, one per inference: each iteration runs from one to "
+                 "the next", thread, starts[:-1], starts[1:])
+
+
+def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
+    found = _calls(conn, schema, pids, CUDA_WAIT_CALLS)
+    if found is None:
+        return None
+    calls, ids = found
+    best: tuple[float, int, str] | None = None
+    names = np.array([ids[int(i)] for i in calls["name"]])
+    for thread in np.unique(calls["tid"]):
+        for name in np.unique(names[calls["tid"] == thread]):
+            ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
+            spread = _spread(ends)
+            if spread is not None and spread <= STEADY_SPREAD and (best is None or spread < best[0]):
+                best = (spread, int(thread), str(name))
+    if best is None:
+        return None
+    _, thread, name = best
+    ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
+    first = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
+    starts = np.r_[min(int(first), int(ends[0])), ends[:-1]].astype(np.int64)
+    return Found(name, "cuda", f"{name} at a steady period: each iteration ends when one returns", thread, starts,
+                 ends)
+
+
+def _spread(ends: np.ndarray) -> float | None:
+    """How far the middle half of the periods between the calls strays from their median (a fraction of it); None
+    for fewer than MIN_CALLS calls."""
+    if len(ends) < MIN_CALLS:
+        return None
+    periods = np.diff(ends)
+    median = float(np.median(periods))
+    if median <= 0:
+        return None
+    low, high = np.percentile(periods, [25, 75])
+    return max(median - float(low), float(high) - median) / median
