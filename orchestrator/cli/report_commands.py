@@ -167,6 +167,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..report import compare_runs, write_comparison
+    from ..report.compare import work_lines
     if len(args.sources) < 2:
         raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
     document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)
@@ -175,6 +176,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     for path in write_comparison(document, args.output):
         print(path)
+    for line in work_lines(document["work"]["variants"]):  # the verdict on each variant's iterations, its movers
+        stderr().print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

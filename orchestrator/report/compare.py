@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..documents.shares import SHARE_TITLES_OF_RUNS, SHARES
 from ..documents.study import MetricFigures
@@ -16,6 +16,7 @@ from ..errors import UsageError
 from ..figures.run_metrics import metric_figures
 from . import charts
 from .charts import Chart
+from .compare_work import WORK_METRICS, work_comparison, work_values
 from .run_data import RunData
 from .units import format_ms
 
@@ -65,6 +66,7 @@ def variant(label: str, run: RunData) -> dict:
         "target": document.target.name if document and document.target.name != "unknown" else None,
         "status": document.status if document else None, "analysis_error": run.analysis_error,
         "frames_source": frames.source if frames else None,
+        "frames_unit": frames.unit if frames else None,
         "values": {
             "first_frame_ns": frames.first_ns if frames else None,
             "steady_mean_ns": steady.mean_ns if steady else None, "p50_ns": steady.p50_ns if steady else None,
@@ -73,6 +75,7 @@ def variant(label: str, run: RunData) -> dict:
             "frames": frames.count if frames else None,
             "cores_busy": summary.cores_busy,
             **{f"share_{name}_ns": _per_frame_ns(summary, name) for name in SHARES},
+            **work_values(summary),
         },
         "top_functions": [{"symbol": h.symbol, "pct": h.pct} for h in hot[:TOP_FUNCTIONS]],
         "verdict": {"kind": verdict.kind, "summary": verdict.summary} if verdict else None,
@@ -122,16 +125,18 @@ def delta(base: float | None, value: float | None, better: str | None) -> dict |
 
 
 def comparison(runs: list[RunData], labels: list[str] | None = None) -> dict:
-    variants = [variant(label, run) for label, run in zip(variant_labels(runs, labels), runs)]
+    names = variant_labels(runs, labels)
+    variants = [variant(label, run) for label, run in zip(names, runs)]
     base = variants[0]["values"]
     metrics = []
-    for key, label, unit, better in METRICS + SHARE_METRICS:
+    for key, label, unit, better in METRICS + WORK_METRICS + SHARE_METRICS:
         values = [v["values"][key] for v in variants]
         metrics.append({"key": key, "label": label, "unit": unit, "better": better, "values": values,
                         "deltas": [None] + [delta(base[key], value, better) for value in values[1:]]})
+    summaries = [run.summary or Summary() for run in runs]
     return {"compare_version": COMPARE_VERSION, "baseline": variants[0]["label"], "variants": variants,
             "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT, "repeats": repeats(runs, variants, labels),
-            "share_changes": share_changes(variants)}
+            "share_changes": share_changes(variants), "work": work_comparison(summaries, names, SAME_WITHIN_PCT)}
 
 
 def repeat_key(run: RunData, given: str | None) -> str:
@@ -214,6 +219,7 @@ class ComparePage:
     repeat_rows: list[RepeatRow]
     repeat_verdicts: list[dict]
     changes: list[str]  # per variant: which share of the frame's time changed the most
+    work: list[str] = field(default_factory=list)  # per variant: the verdict on its iterations, the kernels that moved
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -255,8 +261,8 @@ def comparison_page(document: dict) -> ComparePage:
         fmt = "{:.2f} ms" if metric["unit"] == "ns" else "{:.2f}"
         bars = [(label, value / scale, f"{label}: {fmt.format(value / scale)}") for label, value in pairs]
         drawn.append((title, charts.hbars(f"compare-{key}", bars, value_format=fmt)))
-    missing = [f"{v['label']}: {v['analysis_error'] or 'no frames in this run'}" for v in document["variants"]
-               if v["values"]["steady_mean_ns"] is None]
+    missing = [f"{v['label']}: {v['analysis_error'] or 'no frames or iterations in this run'}"
+               for v in document["variants"] if v["values"]["steady_mean_ns"] is None]
     found = document.get("repeats") or {"groups": [], "verdicts": []}
     shown = [(key, title, unit) for key, title, unit, _ in METRICS
              if key != "frames" and any(key in g["metrics"] for g in found["groups"])]
@@ -265,8 +271,38 @@ def comparison_page(document: dict) -> ComparePage:
     title = " vs ".join(g["label"] for g in found["groups"]) if found["groups"] else " vs ".join(labels)
     rows = [row for row, metric in zip(rows, document["metrics"])  # shares no run has stay out of the table
             if not metric["key"].startswith("share_") or any(v is not None and v > 0 for v in metric["values"])]
+    rows = [row for row, metric in zip(rows, document["metrics"])  # nor the GPU's figures no run has
+            if metric["key"] not in WORK_KEYS or any(v is not None for v in metric["values"])]
     return ComparePage(title, labels, rows, drawn, document["variants"], missing, [t for _, t, _ in shown],
-                       repeat_rows, found["verdicts"], [change_words(c) for c in document.get("share_changes") or []])
+                       repeat_rows, found["verdicts"], [change_words(c) for c in document.get("share_changes") or []],
+                       work_lines((document.get("work") or {}).get("variants") or []))
+
+
+WORK_KEYS = {key for key, *_ in WORK_METRICS}
+
+
+def work_lines(variants: list[dict]) -> list[str]:
+    """Per variant: why it cannot be compared, or the verdict on its steady iterations (frames) and the kernel
+    functions that moved most."""
+    lines = []
+    for found in variants:
+        if found.get("not_comparable"):
+            lines.append(found["not_comparable"])
+            continue
+        verdict = found.get("verdict")
+        said = f"{found['label']}: steady {found['unit']}s {verdict['verdict']}, {verdict['reason']}" if verdict \
+            else f"{found['label']}: no steady {found['unit']}s on both sides to judge by"
+        moved = [row for row in found.get("kernel_movers") or [] if row["direction"] != "same"][:3]
+        if moved:
+            said += "; kernels that moved most: " + ", ".join(f"{row['name']} ({_moved(row)})" for row in moved)
+        elif found.get("kernels"):
+            said += f"; all {found['kernels']} kernel functions unchanged (within {SAME_WITHIN_PCT:g} %)"
+        lines.append(said)
+    return lines
+
+
+def _moved(row: dict) -> str:
+    return format_delta({"change": row["change_ns"], "pct": row["pct"], "direction": row["direction"]}, "ns")
 
 
 def change_words(change: dict) -> str:

@@ -120,3 +120,37 @@ def compare_rounds(base: Sequence[float], other: Sequence[float], faster_when: s
         verdict = "faster" if (change < 0) == (faster_when == "lower") else "slower"
     return Difference(verdict, change, p_value, ratios,
                       f"{change:+.1%} (the rounds' mean ratio): beyond the noise of {rounds} (p = {p_value:.2g})")
+
+
+def compare_samples(base: Sequence[float], other: Sequence[float], faster_when: str | None = "lower",
+                    threshold: float = MIN_RELATIVE) -> Difference:
+    """Is ``other`` different from ``base`` beyond the noise, when their values are not rounds but two runs' own
+    samples (the steady iterations or frames of each)? The change is the ratio of their medians; the noise, a
+    Mann-Whitney U test (two-sided) and the percentile bootstrap of that ratio (its far end against the threshold);
+    the verdict is ``verdicts.classify``'s."""
+    a = np.asarray([v for v in base if math.isfinite(v) and v > 0], dtype=np.float64)
+    b = np.asarray([v for v in other if math.isfinite(v) and v > 0], dtype=np.float64)
+    if len(a) < 3 or len(b) < 3:
+        return Difference(NOT_SURE, math.nan, None, min(len(a), len(b)), "fewer than 3 values on a side")
+    change = float(np.median(b) / np.median(a) - 1.0)
+    p_value = float(scipy_stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+    def log_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.log(np.median(y, axis=axis)) - np.log(np.median(x, axis=axis))
+    found = scipy_stats.bootstrap((a, b), log_ratio, n_resamples=RESAMPLES // 4, paired=False, vectorized=True,
+                                  confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
+    low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
+    far = math.expm1(max(abs(low), abs(high)))
+    kind = classify(p_value, change, far, threshold)
+    sizes = f"{len(a)} and {len(b)} values"
+    if kind == SAME:
+        why = f"within the noise of {sizes} (p = {p_value:.2g})" if p_value >= SAME_P else \
+            f"under {threshold:.0%} even at the far end of its interval ({far:.1%})"
+        return Difference(NO_DIFFERENCE, change, p_value, min(len(a), len(b)), f"{change:+.1%}: {why}")
+    if kind == UNSURE:
+        return Difference(NOT_SURE, change, p_value, min(len(a), len(b)),
+                          f"{change:+.1%}: between the noise of {sizes} and a clear change (p = {p_value:.2g})")
+    verdict = ("higher" if change > 0 else "lower") if faster_when is None else \
+        ("faster" if (change < 0) == (faster_when == "lower") else "slower")
+    return Difference(verdict, change, p_value, min(len(a), len(b)),
+                      f"{change:+.1%} (the medians' ratio): beyond the noise of {sizes} (p = {p_value:.2g})")
