@@ -120,3 +120,45 @@ def test_a_thread_stalled_by_four_byte_readbacks_is_not_cpu_bound(export):
     assert summary["verdict"]["kind"] in ("gpu_bound", "gpu_wait")
     gpu = summary["attribution"]["shares"]["gpu"]
     assert gpu["pct"] > 80 and "cudaMemcpyAsync" in gpu["calls"]
+
+
+def test_small_synchronous_readbacks_each_iteration_are_named(export):
+    """flux copies 8 bytes from the device into pageable memory once an iteration (cuMemcpyDtoHAsync): each stalls
+    the host until the GPU's queue drains. Named with their count, size, kind and the time they hold (SQL's), and
+    a step that says what to do."""
+    from orchestrator.documents.summary import Summary
+    from orchestrator.figures.next_steps import next_steps
+    path = export("flux_gtx1650_2019.export2022_4")
+    summary = analyze_report(path)
+    found = summary.attribution
+    assert found is not None and summary.frames is not None and summary.frames.unit == "iteration"
+    with sqlite3.connect(path) as conn:
+        count, held = conn.execute(
+            'SELECT count(*), sum(min(r."end", ?) - max(r.start, ?)) FROM CUPTI_ACTIVITY_KIND_RUNTIME r '
+            "JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId WHERE m.bytes <= 4096 "
+            'AND (m.srcKind = 0 OR m.dstKind = 0) AND r.globalTid & 0xFFFFFF = 18176 AND r."end" > ? AND r.start < ?',
+            (found.end_ns, found.start_ns, found.start_ns, found.end_ns)).fetchone()
+    [line] = [f for f in summary.verdict.findings if f.kind == "readbacks"]
+    pct = held * 100.0 / (found.end_ns - found.start_ns)
+    assert count == 311 and pct > 10
+    assert line.text == (f"311 copies of 8 bytes, device to pageable, each stalling the host {held / count / 1e6:.3g} "
+                         f"ms on average: the GPU's queue drains each time ({pct:.0f} % of python3 (18176)'s time, "
+                         "1 per iteration, in cuMemcpyDtoHAsync)")
+    [step] = [s for s in next_steps(Summary.from_json(summary.as_json()), None, str(path)) if s.rule == "readbacks"]
+    assert step.command.endswith(f"--thread 18176 --frame {summary.frames.warmup.frames + 1}")
+    assert "pinned memory" in step.why
+
+
+def test_readbacks_that_hold_little_of_the_time_are_not_named(export):
+    """instant-ngp's 936 four-byte readbacks in its steady iterations hold under 10 % of its thread's time (its
+    waits are cudaDeviceSynchronize's): not a stalling readback here."""
+    path = export("instantngp_rtx3070_2021.export2022_4")
+    summary = analyze_report(path)
+    found = summary.attribution
+    with sqlite3.connect(path) as conn:
+        held = conn.execute(
+            'SELECT sum(r."end" - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m '
+            'ON m.correlationId = r.correlationId WHERE m.bytes <= 4096 AND r.start >= ? AND r."end" <= ?',
+            (found.start_ns, found.end_ns)).fetchone()[0]
+    assert 0 < held < 0.10 * (found.end_ns - found.start_ns)
+    assert not [f for f in summary.verdict.findings if f.kind == "readbacks"]

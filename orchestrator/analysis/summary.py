@@ -9,7 +9,7 @@ import math
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .analyzers.gpu_frames import gpu_frames_section
 from .analyzers.gpu_metrics import gpu_metrics_section
 from .analyzers.nvtx_gpu import nvtx_gpu_section
+from .analyzers.readbacks import readback_words, stalling_readbacks
 from .analyzers.shares import attribution_section
 from .analyzers.stories import told_frames
 from .analyzers.thread_time import gather
@@ -138,8 +139,12 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     if use is not None and attribution is not None and gtid is not None and not attribution.sources.context_switches:
         _estimated_focus(threads or [], gtid, attribution, window)
     gaps = capture_gaps(trace, options.traces, options.sampled) if options.traces is not None else []
-    context = verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps,
-                              options.vsync_off)
+    readbacks = None
+    if attribution is not None and gtid is not None:
+        found = stalling_readbacks(trace, gtid, (attribution.start_ns, attribution.end_ns), frames)
+        readbacks = None if found is None else (readback_words(found, attribution.thread), tuple(found["calls"]))
+    context = replace(verdict_context(trace, window, frames, use, samples, hotspots, options.renderer, gaps,
+                                      options.vsync_off), readbacks=readbacks)
     return {
         "summary_version": SUMMARY_VERSION,
         "capture": capture,

@@ -19,6 +19,8 @@ Each rule says when it applies (its evidence), why, and the command; its weight 
   io_calls          the largest share waits on I/O: orchestrate analyze RUN --thread TID --frame-range DELIMITER
                     --frame N, the frame that waits most, its calls and their durations
   sleep_calls       the largest share sleeps: the same, the frame that sleeps most
+  readbacks         the thread stalls on small synchronous copies (analysis/analyzers/readbacks.py): read back less
+                    often or asynchronously into pinned memory; a steady iteration's calls
 Each command runs as printed from any folder: the program as it was started (``orchestrate`` when that is the one
 on PATH, else its full path), the run folder or report by its full path. Capitalised words in a command (BOARD,
 DIR) are for the user to fill in; the step's words say with what.
@@ -35,6 +37,7 @@ from pathlib import Path
 from ..documents.run import RunDocument
 from ..documents.run_sections import RunApp
 from ..documents.summary import Attribution, NextStep, Summary
+from ..documents.summary_sections import SummaryFrames
 from ..inventory.catalog import APP_CMD_SOURCE, BUILTIN_DIR, CAPTURE_OPTION_FIELDS
 
 MAX_STEPS = 3
@@ -277,8 +280,27 @@ def _heaviest_frame(ev: Evidence, name: str, verb: str, shows: str) -> tuple[flo
     return share.pct, NextStep(
         f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: frame {frame}, where it "
                          f"{verb} most, with {shows}",
-        f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid} --frame-range {shlex.quote(frames.source)} "
-        f"--frame {frame}")
+        f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid}{_delimiter(frames)} --frame {frame}")
+
+
+def _delimiter(frames: SummaryFrames) -> str:
+    """--frame-range for frames another analysis finds again by their delimiter; a CUDA run's iterations are found
+    again by the same rule without it."""
+    return f" --frame-range {shlex.quote(frames.source)}" if frames.unit == "frame" else ""
+
+
+def readbacks(ev: Evidence) -> tuple[float, NextStep] | None:
+    """The thread stalls on small synchronous copies: read less often, or asynchronously into pinned memory."""
+    verdict, found, frames = ev.summary.verdict, ev.attribution, ev.summary.frames
+    finding = next((f for f in verdict.findings if f.kind == "readbacks"), None) if verdict else None
+    if finding is None or found is None:
+        return None
+    frame = f" --frame {frames.warmup.frames + 1}" if frames is not None and frames.count > 1 else ""
+    return 55.0, NextStep("readbacks", f"{finding.text}: read the value back every few iterations, or copy it into "
+                          "pinned memory (cudaMallocHost) with cudaMemcpyAsync and wait on an event only where it is "
+                          "needed, so the GPU's queue keeps running; a steady iteration's calls:",
+                          f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {_tid(found.thread)}"
+                          f"{_delimiter(frames) if frames is not None else ''}{frame}")
 
 
 def _tid(thread: str) -> str:
@@ -293,7 +315,7 @@ def _unnamed(symbol: str) -> bool:
 
 
 RULES: tuple[Rule, ...] = (on_the_board, lock_clocks, context_switches, os_runtime, gpu_trace, vsync_off, symbols,
-                           display_server, waking_thread, io_wait, sleep)
+                           display_server, waking_thread, io_wait, sleep, readbacks)
 
 
 def next_steps(summary: Summary, run: RunDocument | None, folder: str, program: str = "orchestrate") -> list[NextStep]:

@@ -45,6 +45,7 @@ class Context:
     hottest_where: Where | None = None
     pacing: Pacing | None = None                # the display's refresh pacing the steady frames (None with vsync off)
     gaps: list[dict] = field(default_factory=list)  # traces asked for that recorded nothing
+    readbacks: tuple[str, tuple[str, ...]] | None = None  # stalling readbacks: their words and calls (readbacks.py)
 
 
 def _ms(ns: float) -> str:
@@ -171,6 +172,8 @@ def decide(found: Attribution | None, context: Context) -> dict:
         work = f" ({_list(context.gpu_work_names)})" if context.gpu_work_names else ""
         add(f"GPU work recorded by nsys{work} covers {context.gpu_busy_pct:.0f} % of the window", "gpu_busy", None,
             context.gpu_work_names[:3])
+    if context.readbacks is not None:
+        add(context.readbacks[0], "readbacks", None, context.readbacks[1])
     if context.pacing is not None:
         add(context.pacing.words(), "vsync")
     if context.busy_cores is not None:
