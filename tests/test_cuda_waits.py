@@ -122,31 +122,36 @@ def test_a_thread_stalled_by_four_byte_readbacks_is_not_cpu_bound(export):
     assert gpu["pct"] > 80 and "cudaMemcpyAsync" in gpu["calls"]
 
 
-def test_small_synchronous_readbacks_each_iteration_are_named(export):
-    """flux copies 8 bytes from the device into pageable memory once an iteration (cuMemcpyDtoHAsync): each stalls
-    the host until the GPU's queue drains. Named with their count, size, kind and the time they hold (SQL's), and
-    a step that says what to do."""
+def test_small_synchronous_readbacks_are_named(export):
+    """flux's training loop (5.5 s to 7 s of its capture) copies a few bytes from the device into pageable memory
+    again and again (cuMemcpyDtoHAsync): each copy stalls the host until the GPU's queue drains. Named with their
+    count, sizes, kind and the time they hold (SQL's), and a step that says what to do; over the whole capture
+    they hold 7 % of the thread's time, under the 10 % that names them."""
+    from orchestrator.analysis import AnalysisOptions
     from orchestrator.documents.summary import Summary
     from orchestrator.figures.next_steps import next_steps
     path = export("flux_gtx1650_2019.export2022_4")
-    summary = analyze_report(path)
+    summary = analyze_report(path, AnalysisOptions(window="5.5s:7s"))
     found = summary.attribution
-    assert found is not None and summary.frames is not None and summary.frames.unit == "iteration"
+    assert found is not None and summary.frames is None
     with sqlite3.connect(path) as conn:
-        count, held = conn.execute(
-            'SELECT count(*), sum(min(r."end", ?) - max(r.start, ?)) FROM CUPTI_ACTIVITY_KIND_RUNTIME r '
-            "JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId WHERE m.bytes <= 4096 "
-            'AND (m.srcKind = 0 OR m.dstKind = 0) AND r.globalTid & 0xFFFFFF = 18176 AND r."end" > ? AND r.start < ?',
-            (found.end_ns, found.start_ns, found.start_ns, found.end_ns)).fetchone()
+        count, held, low, high = conn.execute(
+            'SELECT count(*), sum(min(r."end", ?) - max(r.start, ?)), min(m.bytes), max(m.bytes) '
+            "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId "
+            "WHERE m.bytes <= 4096 AND (m.srcKind = 0 OR m.dstKind = 0) AND r.globalTid & 0xFFFFFF = 18176 "
+            'AND r."end" > ? AND r.start < ?', (found.end_ns, found.start_ns, found.start_ns, found.end_ns)).fetchone()
     [line] = [f for f in summary.verdict.findings if f.kind == "readbacks"]
     pct = held * 100.0 / (found.end_ns - found.start_ns)
-    assert count == 311 and pct > 10
-    assert line.text == (f"311 copies of 8 bytes, device to pageable, each stalling the host {held / count / 1e6:.3g} "
-                         f"ms on average: the GPU's queue drains each time ({pct:.0f} % of python3 (18176)'s time, "
-                         "1 per iteration, in cuMemcpyDtoHAsync)")
+    assert count > 300 and pct > 10
+    assert line.text == (f"{count} copies of {low} to {high} bytes, device to pageable, each stalling the host "
+                         f"{held / count / 1e6:.3g} ms on average: the GPU's queue drains each time ({pct:.0f} % of "
+                         "python3 (18176)'s time, in cuMemcpyDtoHAsync, cudaMemcpy)")
     [step] = [s for s in next_steps(Summary.from_json(summary.as_json()), None, str(path)) if s.rule == "readbacks"]
-    assert step.command.endswith(f"--thread 18176 --frame {summary.frames.warmup.frames + 1}")
+    window = summary.window
+    assert step.command.endswith(f"--thread 18176 --window {window.start_ns}:{window.end_ns}")
     assert "pinned memory" in step.why
+    whole = analyze_report(path)
+    assert not [f for f in whole.verdict.findings if f.kind == "readbacks"]
 
 
 def test_readbacks_that_hold_little_of_the_time_are_not_named(export):

@@ -116,8 +116,9 @@ def test_app_exiting_non_zero_keeps_its_report_and_output(scenario, browser):
     run = scenario("failing_app_nano")
     done = subprocess.CompletedProcess([], run["returncode"], run["stdout"], run["stderr"])
     assert done.returncode == 10
-    # nsys may hang after the app's exit (then the watchdog stops it): the message says so, the rest holds
-    assert re.search(r"error: the app exited with status 3 after 2\.\d s( \(|; nsys then hung and was stopped by "
+    # nsys may hang after the app's exit (then the watchdog stops it): the message says so, the rest holds; the
+    # app runs its 2 s, more on a busy machine
+    assert re.search(r"error: the app exited with status 3 after [2-9]\.\d s( \(|; nsys then hung and was stopped by "
                      r"the watchdog \()", error_line(done))
     run_dir = Path(sorted(Path(run["runs"]).glob("*"))[-1])
     assert (run_dir / "app.stderr.log").read_text() == "boom\n"

@@ -35,7 +35,7 @@ def tree_nodes(node: dict) -> int:
 def assert_tables_equal_summary(opened, summary: dict) -> int:
     """Every API table's cells hold summary.json's exact numbers, every row of it."""
     checked = 0
-    for key in API_TITLES:
+    for key in (*API_TITLES, "nvtx_gpu"):
         records = summary[key]
         if not records:
             assert opened.page.locator(f"table[data-table='{key}']").count() == 0
@@ -48,7 +48,7 @@ def assert_tables_equal_summary(opened, summary: dict) -> int:
             numbers = [float(v) for v in row if _is_number(v)]
             expected = [float(v) for k, v in record.items() if isinstance(v, (int, float)) and k in _numeric(headings)]
             assert sorted(numbers) == sorted(expected)
-            assert row[0] == str(record["name"])
+            assert row[0] == "› " * record.get("depth", 0) + str(record["name"])
         checked += 1
     return checked
 
@@ -63,7 +63,9 @@ def _is_number(text: str) -> bool:
 
 def _numeric(headings: list[str]) -> set[str]:
     names = {"calls": "calls", "time %": "pct", "total": "total_ns", "avg": "avg_ns", "median": "med_ns",
-             "min": "min_ns", "max": "max_ns", "std dev": "std_ns", "bytes": "bytes"}
+             "min": "min_ns", "max": "max_ns", "std dev": "std_ns", "bytes": "bytes", "launch shapes": "shapes",
+             "ranges": "ranges", "GPU operations": "gpu_ops", "GPU time": "gpu_ns", "GPU avg": "gpu_avg_ns",
+             "GPU median": "gpu_med_ns", "range time (CPU)": "range_ns"}
     return {names[h] for h in headings if h in names}
 
 
@@ -107,26 +109,30 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
     timeline = load_run(source, tmp_path).timeline
     assert charts["frame-timeline"]["drawn"] == timeline["events"] > 0
     gpu = summary["gpu_frames"]
-    if gpu:  # the GPU's side of each frame: its figures, its series, and its rows in the frame timelines
+    if gpu and gpu["kinds"]:  # the GPU's side of each frame: its figures, its series, its rows in the timelines
         # every frame, or each stretch's lowest and highest (thinned as frame times are)
         assert charts["gpu-frame-series"]["drawn"] == len(decimate(np.asarray(gpu["per_frame_ns"])))
         facts = opened.page.locator("[data-section=frames] #gpu-frames + dl").inner_text()
-        for kind in gpu["kinds"]:
-            longest = f"the longest {format_ms(kind['longest_ns'])} (frame {kind['longest_frame']})"
+        unit = frames["unit"]
+        for kind in gpu["kinds"][:6]:  # the page names the six that weigh most
+            longest = f"the longest {format_ms(kind['longest_ns'])} ({unit} {kind['longest_frame']})"
             count = kind["steady_median_count"]
             if count:  # one call, or several
                 assert f"over {count:g} call{'' if count == 1 else 's'}, {longest}" in facts
             else:  # in under half the steady frames: in how many
                 steady = kind["count_per_frame"][gpu["steady_first"]:]
                 seen = sum(1 for c in steady if c)
-                assert f"recorded in {seen:,} of {len(steady):g} steady frames (a median of none), {longest}" in facts
+                assert f"recorded in {seen:,} of {len(steady):g} steady {unit}s (a median of none), {longest}" \
+                    in facts
         if summary["attribution"]["software_renderer"]:  # the CPU's work, said so
             assert "The software renderer's side of each frame (on the CPU)" in opened.page.inner_text("#frames")
             assert "a software renderer, its work runs on the CPU" in facts and "0 calls" not in facts
-        gpu_lanes = [lane for lane in timeline["lanes"] if any(e["kind"] == "opengl_gpu" for e in lane["events"])]
-        assert [lane["name"] for lane in gpu_lanes] == ["GPU 0 OpenGL context 1"]
-        assert opened.page.locator("[data-chart=frame-timeline] rect.k-opengl_gpu").count() == sum(
-            1 for lane in gpu_lanes for e in lane["events"] if e["kind"] == "opengl_gpu") > 0
+        gpu_kind = "opengl_gpu" if summary["opengl_gpu"] else "cuda_kernel"
+        gpu_lanes = [lane for lane in timeline["lanes"] if any(e["kind"] == gpu_kind for e in lane["events"])]
+        if gpu_kind == "opengl_gpu":
+            assert [lane["name"] for lane in gpu_lanes] == ["GPU 0 OpenGL context 1"]
+        assert opened.page.locator(f"[data-chart=frame-timeline] rect.k-{gpu_kind}").count() == sum(
+            1 for lane in gpu_lanes for e in lane["events"] if e["kind"] == gpu_kind)
     else:
         assert "gpu-frame-series" not in charts
     # the verdict's findings: where each happens, and a marker on the frame carrying most of it
@@ -154,7 +160,7 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
         assert charts["slowest-frame-timeline"]["drawn"] == slowest["events"] > 0
     else:
         assert slowest is None and "slowest-frame-timeline" not in charts
-    assert assert_tables_equal_summary(opened, summary) == sum(1 for k in API_TITLES if summary[k])
+    assert assert_tables_equal_summary(opened, summary) == sum(1 for k in (*API_TITLES, "nvtx_gpu") if summary[k])
     opened.screenshot(f"report-{name}")
 
 

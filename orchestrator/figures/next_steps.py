@@ -296,6 +296,9 @@ def readbacks(ev: Evidence) -> tuple[float, NextStep] | None:
     if finding is None or found is None:
         return None
     frame = f" --frame {frames.warmup.frames + 1}" if frames is not None and frames.count > 1 else ""
+    window = ev.summary.window
+    if not frame and window is not None and window.kind == "range":  # the same stretch again
+        frame = f" --window {window.start_ns}:{window.end_ns}"
     return 55.0, NextStep("readbacks", f"{finding.text}: read the value back every few iterations, or copy it into "
                           "pinned memory (cudaMallocHost) with cudaMemcpyAsync and wait on an event only where it is "
                           "needed, so the GPU's queue keeps running; a steady iteration's calls:",

@@ -28,16 +28,16 @@ def plural(count: float, word: str) -> str:
     return f"{count:g} {word}" + ("" if count == 1 else "s")
 
 
-def _kind_words(kind: GpuKind, steady_first: int) -> str:
+def _kind_words(kind: GpuKind, steady_first: int, unit: str = "frame") -> str:
     """'1.2 ms per frame over 3 calls, the longest 2.0 ms (frame 41)'; for work in fewer than half the steady
-    frames (a median of none), in how many of them it was recorded."""
-    longest = f"the longest {format_ms(kind.longest_ns)} (frame {kind.longest_frame})"
+    frames (a median of none), in how many of them it was recorded. ``unit``: "frame" or "iteration"."""
+    longest = f"the longest {format_ms(kind.longest_ns)} ({unit} {kind.longest_frame})"
     if kind.steady_median_count:
-        return (f"{format_ms(kind.steady_median_ns)} per frame over {plural(kind.steady_median_count, 'call')}, "
+        return (f"{format_ms(kind.steady_median_ns)} per {unit} over {plural(kind.steady_median_count, 'call')}, "
                 f"{longest}")
     steady = kind.count_per_frame[steady_first:]
     seen = sum(1 for count in steady if count)
-    return f"recorded in {seen:,} of {plural(len(steady), 'steady frame')} (a median of none), {longest}"
+    return f"recorded in {seen:,} of {plural(len(steady), f'steady {unit}')} (a median of none), {longest}"
 
 
 def software_renderer(summary: Summary) -> str | None:
@@ -50,28 +50,30 @@ def software_renderer(summary: Summary) -> str | None:
     return renderer.split()[0] if renderer else threads[0].split("-")[0] if threads else "software renderer"
 
 
-def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int, software: bool = False) -> GpuFrames | None:
-    """Per steady frame (medians): the GPU time of each kind of work, how many pieces, the longest one."""
+def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int, software: bool = False,
+                    unit: str = "frame") -> GpuFrames | None:
+    """Per steady frame or iteration (medians): the GPU time of each kind of work, how many pieces, the longest."""
     if not gpu or not gpu.kinds:
         return None
     who = "the software renderer" if software else "the GPU"
-    stats = [Fact(f"{'renderer' if software else 'GPU'} time per frame",
-                  f"{format_ms(gpu.steady_median_ns)} ({', '.join(gpu.sources)}; median of the steady frames)")]
+    stats = [Fact(f"{'renderer' if software else 'GPU'} time per {unit}",
+                  f"{format_ms(gpu.steady_median_ns)} ({', '.join(gpu.sources)}; median of the steady {unit}s)")]
     if software:
         named = f"{gpu.renderer}: a software renderer" if gpu.renderer else "a software renderer"
         stats.insert(0, Fact("renderer", f"{named}, its work runs on the CPU"))
     elif gpu.renderer:
         stats.insert(0, Fact("GPU", gpu.renderer))
     for kind in gpu.kinds[:6]:
-        stats.append(Fact(kind.name, _kind_words(kind, gpu.steady_first or 0)))
+        stats.append(Fact(kind.name, _kind_words(kind, gpu.steady_first or 0, unit)))
     if gpu.incomplete_frames:
         frames = ", ".join(str(i) for i in gpu.incomplete_frames)
         stats.append(Fact("not recorded", f"{gpu.unrecorded_calls:,} calls queued after nsys's last GPU record "
-                                          f"(frame {frames}): left out of the medians"))
+                                          f"({unit} {frames}): left out of the medians"))
     level = {"p50": float(gpu.steady_median_ns or 0.0)}
-    heading = ("The software renderer's side of each frame (on the CPU)" if software
-               else "The GPU's side of each frame")
-    legend = f"Time {who} worked per frame as nsys recorded it (work counted in the frame whose call queued it)"
+    heading = (f"The software renderer's side of each {unit} (on the CPU)" if software
+               else f"The GPU's side of each {unit}")
+    legend = (f"Time {who} worked per {unit} as nsys recorded it (work counted in the {unit} whose call queued "
+              "it)")
     return GpuFrames(heading, stats, frame_series(gpu.per_frame_ns, warmup, level, name="gpu-frame-series"), legend)
 
 

@@ -273,7 +273,7 @@ def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] 
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
     return FramesSection(stats, series, charts.histogram(steady_values), notes,
-                         gpu_frames_part(gpu, warmup, software), unit)
+                         gpu_frames_part(gpu, warmup, software, unit), unit)
 
 
 def hotspots_section(hotspots: Hotspots | None, window: str) -> HotspotsSection | None:

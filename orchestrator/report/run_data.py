@@ -135,14 +135,15 @@ def timeline_of(export: Path, summary: Summary) -> tuple[dict | None, str | None
             index = representative_frame(frames.per_frame_ns, first_steady, steady.p50_ns, incomplete)
             span = _frame_span(frames, index)
             whole = " whose GPU work nsys recorded whole" if incomplete else ""
-            caption = (f"frame {index} of {frames.count}: {format_ms(span[1] - span[0])}, the steady frame{whole} "
+            unit = frames.unit
+            caption = (f"{unit} {index} of {frames.count}: {format_ms(span[1] - span[0])}, the steady {unit}{whole} "
                        f"closest to the median ({format_ms(steady.p50_ns)})")
             slow = slowest_frame(frames.per_frame_ns, first_steady)
             if slow != index:
                 slow_span = _frame_span(frames, slow)
                 slowest = {**frame_timeline(conn, schema, slow_span), "frame": slow,
-                           "caption": f"frame {slow} of {frames.count}: {format_ms(slow_span[1] - slow_span[0])}, "
-                                      f"the slowest steady frame"}
+                           "caption": f"{unit} {slow} of {frames.count}: {format_ms(slow_span[1] - slow_span[0])}, "
+                                      f"the slowest steady {unit}"}
         else:
             index = None
             window = (summary.window.start_ns, summary.window.end_ns)

@@ -6,9 +6,12 @@
                     inference (TensorRT's enqueue calls are not CUDA API calls nsys traces); iteration k runs from
                     range k's start to range k+1's (an enqueue returns before the GPU is done)
   synchronisation   a call that waits for the GPU (cudaStreamSynchronize, cuEventSynchronize, a synchronous copy...)
-                    seen at least MIN_CALLS times on one thread at a steady period (the middle half of the times
-                    between them within STEADY_SPREAD of their median): iteration k ends when call k returns and
-                    starts when call k-1 did (the first when the thread's first CUDA call started)
+                    seen at least MIN_CALLS times on one thread at a steady period: the times between them within a
+                    factor of STEADY_FACTOR of their median cover at least MIN_COVERAGE of the time from the first
+                    to the last (a call made now and then, with long stretches between, does not pace a loop); of
+                    several, the one whose steady periods cover most, then the fewest calls (the outer loop).
+                    Iteration k ends when call k returns and starts when call k-1 did (the first when the
+                    thread's first CUDA call started)
 
 The NVTX range a user names, or one called "frame", comes before all of these (frames.find_frames). Pure over
 the export: each rule returns the thread, the iterations' starts and ends, and its words.
@@ -31,7 +34,8 @@ GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
 TENSORRT_RANGE = re.compile(r"^ExecutionContext::(enqueue|execute)(V\d)?$")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
 MIN_CALLS = 20
-STEADY_SPREAD = 0.5   # the middle half of the periods within +-50 % of their median
+STEADY_FACTOR = 2.0   # a period within a factor of 2 of the median is a steady one
+MIN_COVERAGE = 0.5    # the steady periods cover at least half the time from the first call to the last
 _VERSIONED = re.compile(r"_v\d+$")
 
 
@@ -123,17 +127,18 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
     if found is None:
         return None
     calls, ids = found
-    best: tuple[float, int, str] | None = None
+    best: tuple[float, int, int, str] | None = None
     names = np.array([ids[int(i)] for i in calls["name"]])
     for thread in np.unique(calls["tid"]):
         for name in np.unique(names[calls["tid"] == thread]):
             ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
-            spread = _spread(ends)
-            if spread is not None and spread <= STEADY_SPREAD and (best is None or spread < best[0]):
-                best = (spread, int(thread), str(name))
+            covered = steady_coverage(ends)
+            key = (covered, -len(ends), int(thread), str(name))
+            if covered >= MIN_COVERAGE and (best is None or key[:2] > best[:2]):
+                best = key
     if best is None:
         return None
-    _, thread, name = best
+    _, _, thread, name = best
     ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
     first = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
     starts = np.r_[min(int(first), int(ends[0])), ends[:-1]].astype(np.int64)
@@ -141,14 +146,15 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
                  ends)
 
 
-def _spread(ends: np.ndarray) -> float | None:
-    """How far the middle half of the periods between the calls strays from their median (a fraction of it); None
-    for fewer than MIN_CALLS calls."""
+def steady_coverage(ends: np.ndarray) -> float:
+    """How much of the time from the first call to the last the periods near their median (within a factor of
+    STEADY_FACTOR) cover: 0 for fewer than MIN_CALLS calls."""
     if len(ends) < MIN_CALLS:
-        return None
+        return 0.0
     periods = np.diff(ends)
     median = float(np.median(periods))
-    if median <= 0:
-        return None
-    low, high = np.percentile(periods, [25, 75])
-    return max(median - float(low), float(high) - median) / median
+    total = float(periods.sum())
+    if median <= 0 or total <= 0:
+        return 0.0
+    near = (periods >= median / STEADY_FACTOR) & (periods <= median * STEADY_FACTOR)
+    return float(periods[near].sum()) / total
