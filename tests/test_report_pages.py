@@ -161,6 +161,14 @@ def test_report_of_a_real_export_draws_every_chart_and_matches_the_summary(name,
     else:
         assert slowest is None and "slowest-frame-timeline" not in charts
     assert assert_tables_equal_summary(opened, summary) == sum(1 for k in (*API_TITLES, "nvtx_gpu") if summary[k])
+    if summary["gpu_work"]:  # the CUDA GPU's work per stream: summary.json's numbers, every row
+        streams = summary["gpu_work"]["streams"]
+        shown = opened.table_values("gpu_streams")
+        assert len(shown) == len(streams) > 0
+        for row, record in zip(shown, streams):
+            assert sorted(float(v) for v in row) == sorted(float(v) for v in record.values())
+    else:
+        assert opened.page.locator("table[data-table='gpu_streams']").count() == 0
     opened.screenshot(f"report-{name}")
 
 

@@ -40,6 +40,7 @@ from .tables import (
     API_TITLES,
     Table,
     api_table,
+    gpu_streams_table,
     hotspot_table,
     modules_table,
     nvtx_gpu_table,
@@ -179,6 +180,8 @@ def report_page(run: RunData) -> ReportPage:
     tables = [api_table(key, rows) for key in API_TITLES if (rows := summary.api_rows(key))]
     if summary.nvtx_gpu:
         tables.insert(0, nvtx_gpu_table(summary.nvtx_gpu))
+    if summary.gpu_work is not None and summary.gpu_work.streams:
+        tables.insert(0, gpu_streams_table(summary.gpu_work))
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.api_rows(key)]
     if run.run_timeline is None:
         missing["run-timeline"] = run.run_timeline_missing or "no events in the report"

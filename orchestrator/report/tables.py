@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..documents.record import Record
-from ..documents.summary_sections import ApiRow, FunctionHotspot, ModuleHotspot, NvtxGpuRow, ThreadUse
+from ..documents.summary_sections import ApiRow, FunctionHotspot, GpuWork, ModuleHotspot, NvtxGpuRow, ThreadUse
 from .units import format_bytes, format_ns, format_pct
 
 SHOWN_ROWS = 25  # rows drawn at first; the rest wait behind "show all"
@@ -37,7 +37,11 @@ COLUMNS = {"name": ("name", "text"), "style": ("style", "text"), "grid": ("grid"
            "cpu_ns": ("CPU time", "ns"), "top_symbol": ("hottest function", "text"), "path": ("file", "text"),
            "function": ("function", "text"), "shapes": ("launch shapes", "count"), "ranges": ("ranges", "count"),
            "gpu_ops": ("GPU operations", "count"), "gpu_ns": ("GPU time", "ns"), "gpu_avg_ns": ("GPU avg", "ns"),
-           "gpu_med_ns": ("GPU median", "ns"), "range_ns": ("range time (CPU)", "ns")}
+           "gpu_med_ns": ("GPU median", "ns"), "range_ns": ("range time (CPU)", "ns"), "device": ("device", "id"),
+           "context": ("context", "id"), "stream": ("stream", "id"), "kernels": ("kernels", "count"),
+           "kernels_ns": ("kernel time", "ns"), "copies": ("copies", "count"), "copies_ns": ("copy time", "ns"),
+           "sets": ("sets", "count"), "sets_ns": ("set time", "ns"), "busy_ns": ("busy", "ns"),
+           "busy_pct": ("busy %", "pct")}
 API_ORDER = ("name", "function", "style", "grid", "block", "shapes", "direction", "calls", "pct", "total_ns", "avg_ns",
              "med_ns", "min_ns",
              "max_ns", "std_ns", "bytes")
@@ -103,6 +107,16 @@ def nvtx_gpu_table(entries: Sequence[NvtxGpuRow]) -> Table:
     rows = [{**row.as_json(), "name": "› " * row.depth + row.name} for row in entries]
     return table("nvtx_gpu", "GPU time per NVTX range (through the CUDA calls inside each)", rows,
                  ("name", "ranges", "gpu_ops", "gpu_ns", "gpu_avg_ns", "gpu_med_ns", "range_ns"))
+
+
+def gpu_streams_table(work: GpuWork) -> Table:
+    """The CUDA GPU's work over the window per device, context and stream, the busiest first."""
+    title = (f"CUDA GPU busy {format_pct(work.busy_pct)} of the window ({format_ns(work.busy_ns)}): kernels "
+             f"{format_ns(work.kernels_ns)}, copies {format_ns(work.copies_ns)}, sets {format_ns(work.sets_ns)}; "
+             "per device, context and stream")
+    return table("gpu_streams", title, _as_json(work.streams),
+                 ("device", "context", "stream", "busy_pct", "busy_ns", "kernels", "kernels_ns", "copies", "copies_ns",
+                  "sets", "sets_ns"))
 
 
 def threads_table(entries: Sequence[ThreadUse]) -> Table:
