@@ -215,33 +215,29 @@ class ApiRow(Record):
     direction: str | None = None
 
 
-class GpuStream(Record):
+class GpuWorkTotals(Record):
+    """CUDA GPU work over the window: each kind's count and time, and the time any of it ran (overlaps once)."""
+    kernels: int = 0
+    kernels_ns: int = 0
+    copies: int = 0
+    copies_ns: int = 0
+    sets: int = 0
+    sets_ns: int = 0
+    busy_ns: int = 0
+    busy_pct: float = 0.0
+
+
+class GpuStream(GpuWorkTotals):
     """One device, context and stream's CUDA work over the window."""
     device: int = 0
     context: int = 0
     stream: int = 0
-    kernels: int = 0
-    kernels_ns: int = 0
-    copies: int = 0
-    copies_ns: int = 0
-    sets: int = 0
-    sets_ns: int = 0
-    busy_ns: int = 0
-    busy_pct: float = 0.0
 
 
-class GpuWork(Record):
+class GpuWork(GpuWorkTotals):
     """How busy the CUDA GPU was over the window (kernels, copies, sets; overlaps counted once), per kind, and per
     device, context and stream (the busiest first)."""
     span_ns: int = 0
-    busy_ns: int = 0
-    busy_pct: float = 0.0
-    kernels: int = 0
-    kernels_ns: int = 0
-    copies: int = 0
-    copies_ns: int = 0
-    sets: int = 0
-    sets_ns: int = 0
     streams: list[GpuStream] = []
 
 
