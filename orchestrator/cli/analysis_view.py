@@ -110,7 +110,7 @@ def _gpu_work(work: GpuWork) -> Text:
 
 def _nvtx_gpu(rows: list[NvtxGpuRow]) -> Table:
     table = Table("range", "ranges", "GPU ops", "GPU ms", "GPU avg ms", "range ms (CPU)",
-                  title="GPU time per NVTX range (through the CUDA calls inside each)")
+                  title="GPU time per NVTX range (through the CUDA or OpenGL calls inside each)")
     for row in rows[:ROWS * 2]:
         table.add_row(Text("  " * row.depth + row.name), str(row.ranges), str(row.gpu_ops), _ms(row.gpu_ns),
                       _ms(row.gpu_avg_ns), _ms(row.range_ns))

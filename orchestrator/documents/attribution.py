@@ -22,6 +22,7 @@ class AttributionSources(Record):
     os_runtime: bool = False
     context_switches: bool = False
     gpu_work: bool = False
+    gpu_traced: bool | None = None      # the export holds GPU work anywhere (None: a summary written before it)
     samples: bool = False
     software_renderer: list[str] = []   # the software renderer's named threads (llvmpipe-0...)
     display: bool = False
@@ -127,7 +128,7 @@ class Attribution(Record):
         """The share's name in words; a software renderer's "GPU" is the CPU."""
         if name == "gpu" and self.software_renderer:
             return "waiting for the software renderer (the CPU)"
-        if name == "gpu" and not self.sources.gpu_work:
+        if name == "gpu" and self.sources.gpu_traced is False:
             return "waiting for the GPU (not traced)"
         return SHARE_TITLES[name]
 

@@ -11,13 +11,14 @@ from ..documents.summary import Summary
 
 MOVERS = 10  # kernel functions listed per variant, the largest changes first
 
-# key, label, unit, which way is better
+# key, label, unit, which way is better: the busy time is the window's; the totals are the whole capture's, so a
+# faster run that fits more iterations in a capture of the same length has more of them (neither way is better)
 WORK_METRICS = (("gpu_busy_pct", "CUDA GPU busy (% of the window)", "pct", None),
-                ("gpu_busy_ns", "CUDA GPU busy time", "ns", "lower"),
-                ("kernels_ns", "CUDA kernel time (all functions)", "ns", "lower"),
-                ("copies_ns", "CUDA copy time", "ns", "lower"),
-                ("copied_bytes", "bytes copied", "count", None),
-                ("cuda_api_ns", "CUDA API time (all calls)", "ns", "lower"))
+                ("gpu_busy_ns", "CUDA GPU busy time (the window)", "ns", None),
+                ("kernels_ns", "CUDA kernel time (the capture, all functions)", "ns", None),
+                ("copies_ns", "CUDA copy time (the capture)", "ns", None),
+                ("copied_bytes", "bytes copied (the capture)", "count", None),
+                ("cuda_api_ns", "CUDA API time (the capture, all calls)", "ns", None))
 
 
 def run_kind(summary: Summary) -> str:
@@ -65,8 +66,9 @@ def not_comparable(base: Summary, other: Summary, base_label: str, label: str) -
 
 
 def kernel_movers(base: dict[str, int], other: dict[str, int], same_within_pct: float) -> list[dict]:
-    """Per kernel function in either run: its time in each, the change, and which way it went; the largest
-    changes first (a function in one run only changes by all its time)."""
+    """Per kernel function in either run: its time in each (over the capture), the change, and which way it went
+    (more or less time: "worse"/"better" when the runs did the same work); the largest changes first (a function in
+    one run only changes by all its time)."""
     found: list[dict[str, Any]] = []
     for name in set(base) | set(other):
         before, after = base.get(name), other.get(name)

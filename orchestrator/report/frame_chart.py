@@ -31,7 +31,8 @@ def spread(ys: list[float], gap: float = LABEL_GAP, low: float = 0.0) -> list[fl
 
 
 def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float],
-                 findings: dict[int, list[str]] | None = None, name: str = "frame-series") -> Chart:
+                 findings: dict[int, list[str]] | None = None, name: str = "frame-series",
+                 counted: str = "frame") -> Chart:
     """Frame time over the run: one point per frame (decimated), warm-up shaded, horizontal lines at the given
     levels (p50, p90, p99) labelled with their values apart from each other, and a marker on each frame that
     carries most of a verdict finding (``findings``: frame index -> the findings' kinds). The scale fits the
@@ -62,10 +63,10 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
     chart.texts.append(Text(4, top + 8, unit, "axis"))
     for tick in nice_ticks(0, max(len(values) - 1, 1), 6):
         chart.texts.append(Text(x_of(tick), height - 10, f"{tick:g}", "axis", "middle"))
-    chart.texts.append(Text(WIDTH - right + 6, height - 10, "frame", "axis"))
+    chart.texts.append(Text(WIDTH - right + 6, height - 10, counted, "axis"))
     if warmup:
         chart.rects.append(Rect(x_of(1), top, x_of(1 + warmup) - x_of(1), plot_h, "warmup",
-                                f"warm-up: frames 1 to {warmup}"))
+                                f"warm-up: {counted}s 1 to {warmup}"))
     levels = list(lines_ns.items())
     label_ys = spread([y_of(level / size) - 3 for _, level in levels], low=top)
     for (label, level), label_y in zip(levels, label_ys):

@@ -74,7 +74,8 @@ def gpu_frames_part(gpu: SummaryGpuFrames | None, warmup: int, software: bool = 
                else f"The GPU's side of each {unit}")
     legend = (f"Time {who} worked per {unit} as nsys recorded it (work counted in the {unit} whose call queued "
               "it)")
-    return GpuFrames(heading, stats, frame_series(gpu.per_frame_ns, warmup, level, name="gpu-frame-series"), legend)
+    return GpuFrames(heading, stats, frame_series(gpu.per_frame_ns, warmup, level, name="gpu-frame-series",
+                                                  counted=unit), legend)
 
 
 def gpu_metrics_facts(section: GpuMetrics | None) -> list[Fact] | None:

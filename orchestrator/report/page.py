@@ -274,7 +274,7 @@ def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] 
     if len(per_frame) > charts.MAX_SERIES_POINTS:
         notes.append(f"{len(per_frame):,} {unit}s: the series keeps each stretch's fastest and slowest {unit} "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
-    series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []))
+    series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []), counted=unit)
     return FramesSection(stats, series, charts.histogram(steady_values), notes,
                          gpu_frames_part(gpu, warmup, software, unit), unit)
 

@@ -73,14 +73,15 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
                              made_of(found, key)))
     frames = found.frame_count
     every = found.sampled_every
-    what = (f"{frames:,} frames" + (f" (every {ordinal(every)} frame of the window: the rest were not read)"
-                                    if every > 1 else "")) if frames else \
+    unit = found.frames.unit if found.frames is not None else "frame"
+    what = (f"{frames:,} {unit}s" + (f" (every {ordinal(every)} {unit} of the window: the rest were not read)"
+                                     if every > 1 else "")) if frames else \
         (f"the window, every {ordinal(every)} of its slices" if every > 1 else "the window")
     chart = frame_shares_chart(found) if frames else None
     legend = [(k, found.title(k)) for k in SHARES if found.share(k).per_frame_ns and found.share(k).pct >= 0.05]
     group = math.ceil(frames / MAX_BARS) if frames else 1
-    note = f" (a bar is the mean of {group} frames read one after the other)" if group > 1 else ""
-    return SharesPart(f"{found.thread} over {what}", rows, chart, legend, "per frame" if frames else "time", note,
+    note = f" (a bar is the mean of {group} {unit}s read one after the other)" if group > 1 else ""
+    return SharesPart(f"{found.thread} over {what}", rows, chart, legend, f"per {unit}" if frames else "time", note,
                       on_cpu_words(found))
 
 
@@ -103,6 +104,7 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
     """The shares stacked, a bar per frame (past MAX_BARS frames, per run of consecutive frames read: their
     mean): one filled shape per share, bar by bar, and a see-through mark per bar that says its figures."""
     first, count, every = found.first_frame, found.frame_count, found.sampled_every
+    unit = found.frames.unit if found.frames is not None else "frame"
     present = [k for k in SHARES if len(found.share(k).per_frame_ns) == count and found.share(k).pct >= 0.05]
     if first is None or not count or not present:
         return None
@@ -138,7 +140,7 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
         below = above
     for bar in range(bars):
         low, high = first + bar * group * every, first + (bar * group + int(sizes[bar]) - 1) * every
-        frames = f"frame {low}" if low == high else f"frames {low}-{high} (mean)"
+        frames = f"{unit} {low}" if low == high else f"{unit}s {low}-{high} (mean)"
         tip = f"{frames}: " + ", ".join(f"{k} {means[i, bar]:.3g}" for i, k in enumerate(present)
                                          if means[i, bar] > 0) + " ms"
         totals = padded[:, bar * group:bar * group + int(sizes[bar])].sum(axis=0)  # the group's frames' times
@@ -147,5 +149,5 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
     for tick in nice_ticks(0, bars - 1, 6) if bars > 1 else [0.0]:
         index = first + int(tick) * group * every
         chart.texts.append(Text(left + (tick + 0.5) * width, height - 10, f"{index}", "axis", "middle"))
-    chart.texts.append(Text(WIDTH - right, height - 10, "frame", "axis", "end"))
+    chart.texts.append(Text(WIDTH - right, height - 10, unit, "axis", "end"))
     return chart

@@ -105,7 +105,7 @@ def api_table(key: str, entries: Sequence[ApiRow]) -> Table:
 def nvtx_gpu_table(entries: Sequence[NvtxGpuRow]) -> Table:
     """GPU time per NVTX range, as a tree: a range's name follows a mark per range around it."""
     rows = [{**row.as_json(), "name": "› " * row.depth + row.name} for row in entries]
-    return table("nvtx_gpu", "GPU time per NVTX range (through the CUDA calls inside each)", rows,
+    return table("nvtx_gpu", "GPU time per NVTX range (through the CUDA or OpenGL calls inside each)", rows,
                  ("name", "ranges", "gpu_ops", "gpu_ns", "gpu_avg_ns", "gpu_med_ns", "range_ns"))
 
 

@@ -29,6 +29,7 @@ CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 20240
 MIN_RELATIVE = 0.01
+BATCH = 50  # resamples at once in compare_samples' bootstrap
 NO_DIFFERENCE, NOT_SURE = "no clear difference", "not sure yet"
 INTERVAL_METHOD = "percentile bootstrap of the median (4000 resamples); the range of the values below 3 of them"
 
@@ -138,11 +139,12 @@ def compare_samples(base: Sequence[float], other: Sequence[float], faster_when: 
     def log_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.log(np.median(y, axis=axis)) - np.log(np.median(x, axis=axis))
     found = scipy_stats.bootstrap((a, b), log_ratio, n_resamples=RESAMPLES // 4, paired=False, vectorized=True,
-                                  confidence_level=CONFIDENCE, method="percentile", random_state=SEED)
+                                  confidence_level=CONFIDENCE, method="percentile", random_state=SEED,
+                                  batch=BATCH)  # bounded memory for runs of many thousand frames
     low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)
     far = math.expm1(max(abs(low), abs(high)))
     kind = classify(p_value, change, far, threshold)
-    sizes = f"{len(a)} and {len(b)} values"
+    sizes = f"{len(a)} and {len(b)} values (one run each: the noise between runs is not in it)"
     if kind == SAME:
         why = f"within the noise of {sizes} (p = {p_value:.2g})" if p_value >= SAME_P else \
             f"under {threshold:.0%} even at the far end of its interval ({far:.1%})"

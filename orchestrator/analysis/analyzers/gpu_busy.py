@@ -23,9 +23,21 @@ OWN_WORK_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "
 OWN_WORK_MIN_NS = 20_000
 
 
-def own_work_waits(calls: Calls, work: dict[str, Columns]) -> Spans:
+def of_process(rows: Columns, gtid: int) -> Columns:
+    """The GPU rows of the thread's process (by their globalPid; all of them where the export has none)."""
+    if "pid" not in rows or not len(rows["pid"]) or not rows["pid"].any():
+        return rows
+    mine = rows["pid"] == (gtid & PROCESS_MASK)
+    return rows if mine.all() else {key: values[mine] for key, values in rows.items()}
+
+
+PROCESS_MASK = ~0xFFFFFF  # a globalTid's process part: its globalPid
+
+
+def own_work_waits(calls: Calls, work: dict[str, Columns], gtid: int) -> Spans:
     """Where a CUDA call lasts while the GPU runs the work that call queued (a synchronous copy, a launch that
-    waits for room): the call waits for it, on a CPU or not. ``work``: the GPU's rows by table."""
+    waits for room): the call waits for it, on a CPU or not. ``work``: the GPU's rows by table; ``gtid``: the
+    calls' thread (its process's rows only: correlationIds are counted per process)."""
     if calls.corr is None or not len(calls.corr):
         return Spans.of([], [])
     long = calls.ends - calls.starts >= OWN_WORK_MIN_NS
@@ -36,6 +48,7 @@ def own_work_waits(calls: Calls, work: dict[str, Columns]) -> Spans:
         rows = work.get(table)
         if rows is None or "corr" not in rows or not len(corr):
             continue
+        rows = of_process(rows, gtid)
         at = np.minimum(np.searchsorted(corr, rows["corr"]), len(corr) - 1)
         mine = np.flatnonzero(corr[at] == rows["corr"])
         first, last = rows["start"][mine], rows["start"][mine] + rows["dur"][mine]
@@ -50,14 +63,15 @@ def own_work_waits(calls: Calls, work: dict[str, Columns]) -> Spans:
 PAGEABLE = 0  # ENUM_CUDA_MEM_KIND
 
 
-def synchronous_copies(calls: Calls, work: dict[str, Columns]) -> np.ndarray:
+def synchronous_copies(calls: Calls, work: dict[str, Columns], gtid: int) -> np.ndarray:
     """Which CUDA calls queued a copy to or from pageable host memory: synchronous whatever the call (CUDA stages
     pageable memory through its own pinned buffer, waiting for the stream: cudaMemcpyAsync included), so the call
-    waits for the GPU. ``work``: the GPU's rows by table."""
+    waits for the GPU. ``work``: the GPU's rows by table; ``gtid``: the calls' thread."""
     found = np.zeros(len(calls.starts), dtype=bool)
     copies = work.get("CUPTI_ACTIVITY_KIND_MEMCPY")
     if calls.corr is None or copies is None or "src" not in copies or not len(calls.starts):
         return found
+    copies = of_process(copies, gtid)
     pageable = copies["corr"][(copies["src"] == PAGEABLE) | (copies["dst"] == PAGEABLE)]
     return np.isin(calls.corr, pageable[pageable != 0])
 

@@ -4,12 +4,15 @@
                     launch k+1, on the thread that launches most
   TensorRT          TensorRT's own NVTX ranges (ExecutionContext::enqueue, execute and their V2/V3): one per
                     inference (TensorRT's enqueue calls are not CUDA API calls nsys traces); iteration k runs from
-                    range k's start to range k+1's (an enqueue returns before the GPU is done)
+                    range k's start to range k+1's (an enqueue returns before the GPU is done), when they come at a
+                    steady period as the synchronising calls must (bursts of enqueues on several streams do not)
   synchronisation   a call that waits for the GPU (cudaStreamSynchronize, cuEventSynchronize, a synchronous copy...)
                     seen at least MIN_CALLS times on one thread at a steady period: the times between them within a
                     factor of STEADY_FACTOR of their median cover at least MIN_COVERAGE of the time from the first
                     to the last (a call made now and then, with long stretches between, does not pace a loop); of
-                    several, the one whose steady periods cover most, then the fewest calls (the outer loop).
+                    several covering within COVERAGE_MARGIN of the most, the fewest calls (the outer loop). A call
+                    made twice an iteration at uneven times (an upload and a read-back by one name) may still pass:
+                    its iterations are then halves.
                     Iteration k ends when call k returns and starts when call k-1 did (the first when the
                     thread's first CUDA call started)
 
@@ -36,6 +39,8 @@ NVTX_RANGE_TYPES = (59, 60, 70, 71)
 MIN_CALLS = 20
 STEADY_FACTOR = 2.0   # a period within a factor of 2 of the median is a steady one
 MIN_COVERAGE = 0.5    # the steady periods cover at least half the time from the first call to the last
+COVERAGE_MARGIN = 0.1  # calls covering within this of the best are as steady: the fewest calls, the outer loop, wins
+MIN_RANGES = 3
 _VERSIONED = re.compile(r"_v\d+$")
 
 
@@ -116,7 +121,7 @@ def tensorrt_ranges(conn: sqlite3.Connection, schema: Schema, pids: list[int] | 
     tids, per_thread = np.unique(table[:, 2], return_counts=True)
     thread = int(tids[np.argmax(per_thread)])
     starts = np.sort(table[table[:, 2] == thread][:, 0])
-    if len(starts) < 3:
+    if len(starts) < 3 or steady_coverage(starts, MIN_RANGES) < MIN_COVERAGE:  # bursts of enqueues pace no loop
         return None
     return Found(name, "nvtx", f"TensorRT's NVTX range {name}, one per inference: each iteration runs from one to "
                  "the next", thread, starts[:-1], starts[1:])
@@ -127,18 +132,19 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
     if found is None:
         return None
     calls, ids = found
-    best: tuple[float, int, int, str] | None = None
     names = np.array([ids[int(i)] for i in calls["name"]])
+    candidates = []  # (coverage, calls, thread, name) of each steady call
     for thread in np.unique(calls["tid"]):
         for name in np.unique(names[calls["tid"] == thread]):
             ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
             covered = steady_coverage(ends)
-            key = (covered, -len(ends), int(thread), str(name))
-            if covered >= MIN_COVERAGE and (best is None or key[:2] > best[:2]):
-                best = key
-    if best is None:
+            if covered >= MIN_COVERAGE:
+                candidates.append((covered, len(ends), int(thread), str(name)))
+    if not candidates:
         return None
-    _, _, thread, name = best
+    most = max(c[0] for c in candidates)  # of those covering about as much as the best, the outer loop
+    _, _, thread, name = min((c for c in candidates if c[0] >= most - COVERAGE_MARGIN),
+                             key=lambda c: (c[1], -c[0], c[2], c[3]))
     ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
     first = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
     starts = np.r_[min(int(first), int(ends[0])), ends[:-1]].astype(np.int64)
@@ -146,10 +152,10 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
                  ends)
 
 
-def steady_coverage(ends: np.ndarray) -> float:
-    """How much of the time from the first call to the last the periods near their median (within a factor of
-    STEADY_FACTOR) cover: 0 for fewer than MIN_CALLS calls."""
-    if len(ends) < MIN_CALLS:
+def steady_coverage(ends: np.ndarray, least: int = MIN_CALLS) -> float:
+    """How much of the time from the first mark to the last the periods near their median (within a factor of
+    STEADY_FACTOR) cover: 0 for fewer than ``least`` marks."""
+    if len(ends) < least:
         return 0.0
     periods = np.diff(ends)
     median = float(np.median(periods))

@@ -1,9 +1,11 @@
 """GPU time per NVTX range: each range projected through the CUDA calls made inside it to the GPU work they queued,
 as ``nsys stats -r nvtxgpuproj`` defines it (the question a TensorRT user asks first: which layer, which stage
-costs what on the GPU).
+costs what on the GPU); and the same through OpenGL calls to their workloads (nsys has no such report for them).
 
 A GPU operation (kernel, copy, set) belongs to a range when the CUDA call that queued it (same process and
-correlationId) lies inside the range, on the range's thread; only ranges that start and end on one thread count. A
+correlationId) lies inside the range, on the range's thread; an OpenGL workload, when the call that submitted it
+(its endCorrelationId: the swap or flush that ended the calls it holds) does. Only ranges that start and end on one
+thread count. A
 range's projection runs from its first operation's start to its last one's end. Ranges nest by the tightest range
 around them on their thread (push/pop ranges always nest). The summary keeps the projections summed by the path of
 names from the outermost range (a tree), the GPU's time first among siblings.
@@ -52,8 +54,20 @@ def nvtx_ranges(trace: Trace) -> pd.DataFrame | None:
     return frame[["rangeId", "start", "end", "tid", "name", "style"]]
 
 
+def nested_ranges(trace: Trace) -> pd.DataFrame | None:
+    """nvtx_ranges with each one's parent and level (_nesting)."""
+    ranges = nvtx_ranges(trace)
+    if ranges is None:
+        return None
+    ranges = ranges.copy()
+    ranges["parent"], ranges["level"] = _nesting(ranges)
+    return ranges
+
+
 def _domains(trace: Trace) -> dict[tuple[int, int], str]:
     """Each (domainId, globalPid)'s name, from its first creation row in the process."""
+    if not trace.schema.has("NVTX_EVENTS", "domainId", "text"):
+        return {}
     rows = trace.local_conn().execute(
         "SELECT domainId, globalTid, text FROM NVTX_EVENTS WHERE eventType = ? AND text IS NOT NULL ORDER BY start",
         (NVTX_DOMAIN_CREATE,))
@@ -63,54 +77,74 @@ def _domains(trace: Trace) -> dict[tuple[int, int], str]:
     return found
 
 
-def _operations(trace: Trace) -> pd.DataFrame | None:
-    """Every GPU operation: start, end, corr, pid (its globalPid)."""
+def _operations(trace: Trace, tables: tuple[str, ...], corr: str, process: str) -> pd.DataFrame | None:
+    """The GPU operations of the tables: start, end, corr (the correlationId of the call that queued each), pid
+    (the globalPid of its process)."""
     parts = []
-    for table in GPU_OPERATIONS:
-        if not trace.has(table, "start", "end", "correlationId", "globalPid"):
+    for table in tables:
+        if not trace.has(table, "start", "end", corr, process):
             continue
         read = Read(("projected operations", table), table,
-                    {"start": Col("start"), "end": Col("end"), "corr": Col("correlationId"),
-                     "pid": Col("globalPid")}, (NotNull(Col("end")), NotNull(Col("correlationId"))))
+                    {"start": Col("start"), "end": Col("end"), "corr": Col(corr), "pid": Col(process)},
+                    (NotNull(Col("end")), NotNull(Col(corr))))
         rows = trace.get(read, keep_empty=True)
         if rows is not None and len(rows["start"]):
+            rows = dict(rows)
+            rows["pid"] = rows["pid"] & PID_MASK
             parts.append(pd.DataFrame(rows))
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
-def _calls(trace: Trace) -> Columns | None:
-    """Every CUDA call: start, end, tid (globalTid), corr."""
-    if not trace.has(RUNTIME, "start", "end", "globalTid", "correlationId"):
+def _calls(trace: Trace, table: str) -> Columns | None:
+    """Every call of the table: start, end, tid (globalTid), corr."""
+    if not trace.has(table, "start", "end", "globalTid", "correlationId"):
         return None
-    read = Read(("projecting calls",), RUNTIME, {"start": Col("start"), "end": Col("end"), "tid": Col("globalTid"),
-                                                  "corr": Coalesce(Col("correlationId"), 0)},
+    read = Read(("projecting calls", table), table, {"start": Col("start"), "end": Col("end"),
+                                                     "tid": Col("globalTid"),
+                                                     "corr": Coalesce(Col("correlationId"), 0)},
                 (NotNull(Col("end")),))
     return trace.get(read, keep_empty=True)
 
 
-def projections(trace: Trace) -> pd.DataFrame | None:
+def _queued(trace: Trace) -> pd.DataFrame | None:
+    """Each call that queued GPU work (the innermost of a correlationId's calls on a thread: the driver's inside the
+    runtime's), with its work's first start and last end: tid, start, end, api, corr, first, last. A CUDA
+    operation's call shares its correlationId; an OpenGL workload's is the call that ended it
+    (endCorrelationId), the one that submitted it."""
+    found = []
+    for api, table, operations in (
+            ("cuda", RUNTIME, _operations(trace, GPU_OPERATIONS, "correlationId", "globalPid")),
+            ("opengl", "OPENGL_API", _operations(trace, ("OPENGL_WORKLOAD",), "endCorrelationId", "globalTid"))):
+        calls = _calls(trace, table) if operations is not None else None
+        if operations is None or calls is None or not len(calls["start"]):
+            continue
+        work = operations.groupby(["pid", "corr"]).agg(first=("start", "min"), last=("end", "max")).reset_index()
+        made = pd.DataFrame(calls)
+        made["pid"] = made["tid"] & PID_MASK
+        made = made.merge(work, on=["pid", "corr"], how="inner").assign(api=api)
+        found.append(made)
+    if not found:
+        return None
+    made = pd.concat(found, ignore_index=True)
+    made = made.assign(length=made["end"] - made["start"]).sort_values("length", kind="stable")
+    return made.drop_duplicates(["api", "tid", "corr"]).sort_values(["tid", "start"], kind="stable")
+
+
+def projections(trace: Trace, ranges: pd.DataFrame | None = None) -> pd.DataFrame | None:
     """One row per NVTX range holding GPU work (nvtxgpuproj's rows): rangeId, name, style, tid, start, end,
     proj_start, proj_end, ops (distinct correlationIds), parent (rangeId, -1 for none), level. None: no NVTX range
-    or no CUDA work."""
-    ranges = nvtx_ranges(trace)
+    or no GPU work. ``ranges``: nested_ranges' table, when read already."""
+    ranges = nested_ranges(trace) if ranges is None else ranges
     if ranges is None:
         return None
-    operations, calls = _operations(trace), _calls(trace)
-    if operations is None or calls is None or not len(calls["start"]):
+    made = _queued(trace)
+    if made is None:
         return None
-    # per call (the innermost of a correlationId's calls on a thread: the driver's inside the runtime's), its work
-    queued = operations.groupby(["pid", "corr"]).agg(first=("start", "min"), last=("end", "max")).reset_index()
-    made = pd.DataFrame(calls)
-    made["pid"] = made["tid"] & PID_MASK
-    made = made.merge(queued, on=["pid", "corr"], how="inner")
-    made = made.assign(length=made["end"] - made["start"]).sort_values("length", kind="stable")
-    made = made.drop_duplicates(["tid", "corr"]).sort_values(["tid", "start"], kind="stable")
-    ranges = ranges.copy()
-    ranges["parent"], ranges["level"] = _nesting(ranges)
     found = []
+    calls_of = dict(tuple(made.groupby("tid", sort=False)))
     for tid, mine in ranges.groupby("tid", sort=False):
-        inside = made[made["tid"] == tid]
-        if inside.empty:
+        inside = calls_of.get(tid)
+        if inside is None or inside.empty:
             continue
         found.append(_projected(mine, inside))
     if not found:
@@ -137,7 +171,9 @@ def _projected(ranges: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
 
 
 def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Each range's parent (the tightest range around it on its thread: rangeId, -1 for none) and level."""
+    """Each range's parent (the tightest range around it on its thread: rangeId, -1 for none) and level. Push/pop
+    ranges nest, and a stack finds it; start/end ranges that cross (A 0-10, B 2-30, C 3-9) may get the range
+    opened later (B) where nsys takes the tighter one (A)."""
     parent = np.full(len(ranges), -1, dtype=np.int64)
     level = np.zeros(len(ranges), dtype=np.int64)
     starts, ends = ranges["start"].to_numpy(), ranges["end"].to_numpy()
@@ -159,13 +195,12 @@ def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def nvtx_gpu_section(trace: Trace) -> list[dict] | None:
     """The projections summed by the path of range names from the outermost one: a tree, depth-first, the GPU's
     time first among siblings. None: no NVTX range holds GPU work."""
-    table = projections(trace)
-    if table is None or table.empty:
+    ranges = nested_ranges(trace)
+    table = projections(trace, ranges) if ranges is not None else None
+    if ranges is None or table is None or table.empty:
         return None
-    ranges = nvtx_ranges(trace)
-    assert ranges is not None
     names = dict(zip(ranges["rangeId"], ranges["name"]))
-    parents = dict(zip(ranges["rangeId"], _nesting(ranges)[0]))
+    parents = dict(zip(ranges["rangeId"], ranges["parent"]))
     paths = []
     for range_id in table["rangeId"]:
         path, at = [], int(range_id)
@@ -193,9 +228,9 @@ def _depth_first(rows: dict[tuple[str, ...], dict]) -> list[dict]:
         children.setdefault(up, []).append(path)
     found: list[dict] = []
 
-    def visit(path: tuple[str, ...]) -> None:
+    def visit(path: tuple[str, ...], depth: int) -> None:
         for child in sorted(children.get(path, []), key=lambda p: -rows[p]["gpu_ns"]):
-            found.append(rows[child])
-            visit(child)
-    visit(())
+            found.append({**rows[child], "depth": depth})  # under the nearest row shown above it
+            visit(child, depth + 1)
+    visit((), 0)
     return found

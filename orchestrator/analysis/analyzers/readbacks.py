@@ -1,7 +1,8 @@
 """Stalling readbacks: a thread that copies a few bytes back from the GPU synchronously, iteration after iteration
 (instant-ngp's 937 four-byte device-to-pageable copies), stalls the host each time until the GPU's queue drains,
-and the GPU idles while the host catches up. Named when the thread's synchronous copies of at most SMALL_BYTES
-number at least one per iteration (or MIN_COPIES without iterations) and add up to SHARE or more of its time.
+and the GPU idles while the host catches up. Named when the thread's synchronous copies to the host of at most
+SMALL_BYTES number at least one per iteration (or MIN_COPIES without iterations) and add up to SHARE or more of its
+time.
 """
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from ..export.names import string_values
 from ..export.trace import Trace
 from .api_summaries import MEMCPY_KINDS
 from .frames import Frames
-from .gpu_busy import PAGEABLE
+from .gpu_busy import PAGEABLE, of_process
 
 SMALL_BYTES = 4096
+TO_HOST = (2, 4, 12)  # copyKind: device to host, array to host, unified device to host
 SHARE = 0.10
 MIN_COPIES = 20
 MEMORY = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed", 5: "device", 6: "managed"}
@@ -31,7 +33,9 @@ def stalling_readbacks(trace: Trace, gtid: int, span: tuple[int, int], frames: F
     copies = trace.events("CUPTI_ACTIVITY_KIND_MEMCPY")
     if calls is None or copies is None or "corr" not in calls or "src" not in copies or not len(calls["start"]):
         return None
-    small = {key: values[copies["bytes"] <= SMALL_BYTES] for key, values in copies.items()}
+    copies = of_process(copies, gtid)  # correlationIds are counted per process
+    back = (copies["bytes"] <= SMALL_BYTES) & np.isin(copies["kind"], TO_HOST)  # read back: to the host
+    small = {key: values[back] for key, values in copies.items()}
     order = np.argsort(small["corr"], kind="stable")
     if not len(order):
         return None
@@ -55,7 +59,7 @@ def stalling_readbacks(trace: Trace, gtid: int, span: tuple[int, int], frames: F
         return None
     sizes = picked["bytes"][synchronous]
     kind = _most(picked["kind"][synchronous])
-    memory = _most(picked["dst"][synchronous] if kind in (2, 4, 12) else picked["src"][synchronous])
+    memory = _most(picked["dst"][synchronous])
     direction = DIRECTIONS.get(MEMCPY_KINDS.get(kind, ""), MEMCPY_KINDS.get(kind, "?"))
     where_to = MEMORY.get(memory, "host")
     direction = direction.replace("host", where_to, 1) if "host" in direction else direction

@@ -130,7 +130,8 @@ def sources_of(gathered: Gathered) -> AttributionSources:
     time = gathered.time
     return AttributionSources(os_runtime=time.calls_traced,
                               context_switches=time.on_cpu is not None and not time.on_cpu_estimated,
-                              gpu_work=bool(len(gathered.recorded_gpu)), samples=gathered.sampled,
+                              gpu_work=bool(len(gathered.recorded_gpu)), gpu_traced=gathered.gpu_traced,
+                              samples=gathered.sampled,
                               software_renderer=list(gathered.renderer_threads), display=gathered.has_display)
 
 

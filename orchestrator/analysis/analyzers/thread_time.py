@@ -60,6 +60,7 @@ class Gathered:
     sampled: bool                 # the thread has CPU samples
     life: tuple[int, int]         # the part of the span the thread was seen in (it may start late, end early)
     sample: Sample                # what of it the attribution reads
+    gpu_traced: bool = False      # the export holds GPU work anywhere (kernels, copies, sets, OpenGL workloads)
     # with a software renderer, the process's other busiest threads on a CPU (context switches): who ran while the
     # thread waited for the renderer (Mesa's compute threads have no name)
     beside: dict[int, Spans] = field(default_factory=dict)
@@ -117,9 +118,10 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
     os_calls, chains = calls_from(trace, raw["OSRT_API"], span, sample)
     api = joined(list(found.values()))
     work = gpu_work(trace, span, sample)
-    waits = np.concatenate([calls.named(API_TABLES[table]) | (synchronous_copies(calls, work) if table == CUDA_CALLS
-                                                               else False) for table, calls in found.items()])
-    own = own_work_waits(found[CUDA_CALLS], work)
+    waits = np.concatenate([calls.named(API_TABLES[table]) | (synchronous_copies(calls, work, gtid)
+                                                               if table == CUDA_CALLS else False)
+                            for table, calls in found.items()])
+    own = own_work_waits(found[CUDA_CALLS], work, gtid)
     has_display = display_in_capture(trace)
     kinds = os_kinds(trace, os_calls, chains, api.spans(), has_display)
     in_calls = Coverage(api.starts, api.ends).pieces() if len(api.starts) else (api.starts, api.ends)
@@ -139,7 +141,8 @@ def gather(trace: Trace, gtid: int, span: tuple[int, int], intervals: pd.DataFra
                                            for t in renderer),
                     has_display=has_display, wait_samples=_wait_samples(samples, gtid),
                     sampled=mine_samples is not None and len(mine_samples) > 0, life=life, sample=sample,
-                    beside=beside)
+                    beside=beside, gpu_traced=gpu_work_count(trace, (np.iinfo(np.int64).min,
+                                                                     np.iinfo(np.int64).max)) > 0)
 
 
 BESIDE = 8  # the process's threads busiest on a CPU that the evidence weighs

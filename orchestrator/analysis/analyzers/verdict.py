@@ -82,7 +82,7 @@ def _share_detail(name: str, share: Share, found: Attribution, context: Context)
         work = f" {_list(context.gpu_work_names, 2)}" if context.gpu_work_names else " its work"
         if found.software_renderer:
             return f"{in_calls} while {_list(threads, 4) or 'its threads'} ran{work} on the CPU"
-        if not found.sources.gpu_work:
+        if found.sources.gpu_traced is False:
             return f"{in_calls} (what the GPU ran is not recorded)"
         on = f" on {context.renderer}" if context.renderer else ""
         return f"{in_calls} while the GPU ran{work}{on}"
@@ -134,7 +134,7 @@ def _kind(largest: str, found: Attribution, context: Context) -> str:
 def _share_label(name: str, found: Attribution) -> str:
     if name == "gpu" and found.software_renderer:
         return "waiting for the software renderer"
-    if name == "gpu" and not found.sources.gpu_work:
+    if name == "gpu" and found.sources.gpu_traced is False:
         return "waiting for the GPU (not traced)"
     return SHARE_WORDS[name]
 

@@ -121,8 +121,10 @@ UNKNOWN_MEMORY = 7  # ENUM_CUDA_MEM_KIND: 0 pageable, 1 pinned, 2 device, ... 7 
 
 
 def _queue(optional: Callable[[str, int], Expr]) -> dict[str, Expr]:
-    """Where a piece of GPU work ran: its device, context and stream."""
-    return {"device": optional("deviceId", 0), "ctx": optional("contextId", 0), "stream": optional("streamId", 0)}
+    """Where a piece of GPU work ran: its device, context and stream; and its process (globalPid: correlationIds
+    are counted per process)."""
+    return {"device": optional("deviceId", 0), "ctx": optional("contextId", 0), "stream": optional("streamId", 0),
+            "pid": optional("globalPid", 0)}
 
 
 def span_exprs(schema: Schema, table: str) -> tuple[Expr, Expr] | None:
