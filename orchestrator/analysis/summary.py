@@ -26,6 +26,7 @@ from .analyzers.evidence import focus_thread, verdict_context
 from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
 from .analyzers.gpu_frames import gpu_frames_section
 from .analyzers.gpu_metrics import gpu_metrics_section
+from .analyzers.iterations import iteration_calls_read
 from .analyzers.nvtx_gpu import nvtx_gpu_section
 from .analyzers.readbacks import readback_words, stalling_readbacks
 from .analyzers.shares import attribution_section
@@ -84,12 +85,13 @@ class Scope:
 def analysis_scope(trace: Trace, options: AnalysisOptions) -> Scope:
     conn, schema = trace.conn, trace.schema
     trace.start_reading()  # the tables load on the workers while capture, frames and window are found
+    trace.prefetch([iteration_calls_read(trace)])  # the calls a CUDA run's iterations may be found by
     capture = capture_section(conn, schema, trace)
     span = (capture["start_ns"], capture["end_ns"])
     if span[1] <= span[0]:
         raise ReportError("the capture is empty (it lasts 0 ns)", "profile again with a longer --duration")
     pids = pick_processes(capture["processes"], options.process)
-    frames = find_frames(conn, schema, pids, options.frame_range)
+    frames = find_frames(conn, schema, pids, options.frame_range, trace)
     if options.frame_range and frames is None:
         raise UsageError(f"no frames delimited by '{options.frame_range}' in the capture",
                          "give an NVTX range name from the 'nvtx' section, or eglSwapBuffers/glXSwapBuffers/glFinish")
@@ -124,6 +126,7 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
         done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
         apis = {name: done[name].result() for name in API_SECTIONS}
+    apis["kernel_functions"] = cuda_work.with_shapes(apis["kernel_functions"], apis["cuda_kernels"])
     frames_json = _frames_section(frames, window)
     gpu_frames = gpu_frames_section(trace, frames, options.renderer)
     told = told_frames(frames, (frames_json or {}).get("steady", {}).get("p50_ns"),
@@ -152,7 +155,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "frames": frames_json,
         "gpu_frames": gpu_frames,
         "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
-        "gpu_work": cuda_work.gpu_work_section(trace, window.as_tuple()),
+        "gpu_work": cuda_work.gpu_work_section(trace, window.as_tuple(), None if trace.events("OPENGL_WORKLOAD")
+                                               is not None else context.gpu_busy_ns),  # the same union then
         "nvtx_gpu": nvtx_gpu_section(trace),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),

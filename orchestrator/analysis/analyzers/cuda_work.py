@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from ..export.durations import summarize
+from ..export.exprs import unpack_dims
 from ..export.names import string_values
 from ..export.reads import Columns
 from ..export.trace import Trace
-from ..intervals.coverage import Coverage
 from .evidence import gpu_busy_ns
 
 CUDA_WORK = {"kernels": "CUPTI_ACTIVITY_KIND_KERNEL", "copies": "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -27,18 +27,24 @@ def function_names(trace: Trace, rows: Columns) -> np.ndarray:
 
 
 def kernel_functions(trace: Trace) -> pd.DataFrame | None:
-    """Kernels by function, with durations.STAT_COLUMNS and how many launch shapes each ran with."""
+    """Kernels by function, with durations.STAT_COLUMNS (how many launch shapes each ran with: with_shapes)."""
     rows = trace.events("CUPTI_ACTIVITY_KIND_KERNEL")
     if rows is None:
         return None
-    functions = function_names(trace, rows)
-    table = summarize({"fn": functions}, rows["dur"])
-    shapes = pd.DataFrame({"fn": functions, "name": rows["nameId"], "grid": rows["grid"], "block": rows["block"]})
-    counted = shapes.drop_duplicates().groupby("fn").size()
-    table["shapes"] = [int(counted[f]) for f in table["fn"]]
+    table = summarize({"fn": function_names(trace, rows)}, rows["dur"])
     names = string_values(trace.local_conn(), table["fn"])
     table.insert(0, "name", [names.get(int(f), f"<string {int(f)}>") for f in table["fn"]])
     return table.drop(columns=["fn"])
+
+
+def with_shapes(functions: list[dict] | None, shapes: list[dict] | None) -> list[dict] | None:
+    """The function rows, each with how many launch shapes (cuda_kernels rows) it ran with."""
+    if functions is None:
+        return None
+    counted: dict[str | None, int] = {}
+    for row in shapes or []:
+        counted[row.get("function")] = counted.get(row.get("function"), 0) + 1
+    return [{**row, "shapes": counted.get(row["name"], 0)} for row in functions]
 
 
 def kernel_function_of_names(trace: Trace) -> dict[int, str]:
@@ -46,52 +52,56 @@ def kernel_function_of_names(trace: Trace) -> dict[int, str]:
     rows = trace.events("CUPTI_ACTIVITY_KIND_KERNEL")
     if rows is None or not len(rows["nameId"]):
         return {}
-    pairs = pd.DataFrame({"name": rows["nameId"], "fn": function_names(trace, rows)}).drop_duplicates("name")
-    names = string_values(trace.local_conn(), pairs["fn"])
-    return {int(n): names.get(int(f), f"<string {int(f)}>") for n, f in zip(pairs["name"], pairs["fn"])}
+    codes, uniques = pd.factorize(rows["nameId"])  # hashing: no sort of the big column
+    firsts = np.empty(len(uniques), dtype=np.int64)
+    firsts[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # each name's first row
+    functions = function_names(trace, {key: rows[key][firsts] for key in ("nameId", "fn") if key in rows})
+    names = string_values(trace.local_conn(), functions)
+    return {int(n): names.get(int(f), f"<string {int(f)}>") for n, f in zip(uniques, functions)}
 
 
-def gpu_work_section(trace: Trace, span: tuple[int, int]) -> dict | None:
+def gpu_work_section(trace: Trace, span: tuple[int, int], busy: int | None = None) -> dict | None:
     """How busy the CUDA GPU was over the span (kernels, copies and sets, overlaps counted once), each kind's time
-    and count, and the same per device, context and stream, the busiest first. None: no CUDA GPU work traced."""
+    and count, and the same per device, context and stream, the busiest first. None: no CUDA GPU work traced.
+    ``busy``: the CUDA work's busy time over the span, when the caller has it already."""
     found = {kind: trace.events(table) for kind, table in CUDA_WORK.items()}
     if all(rows is None for rows in found.values()):
         return None
     length = max(span[1] - span[0], 1)
-    clipped: dict[str, tuple[np.ndarray, np.ndarray, Columns]] = {}
+    per_stream: dict[int, dict[str, int]] = {}
+    totals: dict[str, int] = {}
     for kind, rows in found.items():
         if rows is None:
             continue
         starts, ends = np.clip(rows["start"], *span), np.clip(rows["start"] + rows["dur"], *span)
-        inside = ends > starts
-        clipped[kind] = (starts[inside], ends[inside], {k: v[inside] for k, v in rows.items()})
-    totals = {kind: {"count": int(len(parts[0])), "ns": int((parts[1] - parts[0]).sum())}
-              for kind, parts in clipped.items()}
-    busy = gpu_busy_ns(trace, span, tuple(CUDA_WORK.values())) or 0
+        lengths = ends - starts
+        inside = lengths > 0
+        every = bool(inside.all())
+        lengths = lengths if every else lengths[inside]
+        totals[kind], totals[f"{kind}_ns"] = int(len(lengths)), int(lengths.sum())
+        if "queue" in rows and len(lengths):
+            codes, queues = pd.factorize(rows["queue"] if every else rows["queue"][inside])  # hashing, no sort
+            counts, times = np.bincount(codes), np.bincount(codes, weights=lengths)
+            for queue, count, ns in zip(queues, counts, times):
+                row = per_stream.setdefault(int(queue), {})
+                row[kind], row[f"{kind}_ns"] = int(count), int(ns)
+    if busy is None:
+        busy = gpu_busy_ns(trace, span, tuple(CUDA_WORK.values())) or 0
     return {"span_ns": int(length), "busy_ns": int(busy), "busy_pct": busy * 100.0 / length,
-            **{f"{kind}_ns": totals.get(kind, {}).get("ns", 0) for kind in CUDA_WORK},
-            **{f"{kind}": totals.get(kind, {}).get("count", 0) for kind in CUDA_WORK},
-            "streams": _streams(clipped, length)}
+            **{key: totals.get(key, 0) for kind in CUDA_WORK for key in (kind, f"{kind}_ns")},
+            "streams": _streams(per_stream, length)}
 
 
-def _streams(clipped: dict[str, tuple[np.ndarray, np.ndarray, Columns]], length: int) -> list[dict]:
-    """Per (device, context, stream): each kind's time and count, and its busy time."""
-    parts = []
-    for kind, (starts, ends, rows) in clipped.items():
-        if len(starts) and "stream" in rows:
-            parts.append(pd.DataFrame({"device": rows["device"], "context": rows["ctx"], "stream": rows["stream"],
-                                       "kind": kind, "start": starts, "end": ends}))
-    if not parts:
-        return []
-    frame = pd.concat(parts, ignore_index=True)
+def _streams(per_stream: dict[int, dict[str, int]], length: int) -> list[dict]:
+    """Per (device, context, stream): each kind's count and time, and its busy time (their sum: a stream runs its
+    work one piece after another)."""
     found = []
-    for (device, context, stream), rows in frame.groupby(["device", "context", "stream"], sort=True):
-        row: dict = {"device": int(device), "context": int(context), "stream": int(stream)}
+    for queue, figures in per_stream.items():
+        stream, context, device = (int(v[0]) for v in unpack_dims(np.array([queue], dtype=np.int64)))
+        row: dict = {"device": device, "context": context, "stream": stream}
         for kind in CUDA_WORK:
-            mine = rows[rows["kind"] == kind]
-            row[kind] = int(len(mine))
-            row[f"{kind}_ns"] = int((mine["end"] - mine["start"]).sum())
-        busy = Coverage(rows["start"].to_numpy(), rows["end"].to_numpy()).total
+            row[kind], row[f"{kind}_ns"] = figures.get(kind, 0), figures.get(f"{kind}_ns", 0)
+        busy = sum(figures.get(f"{kind}_ns", 0) for kind in CUDA_WORK)
         row.update(busy_ns=int(busy), busy_pct=busy * 100.0 / length)
         found.append(row)
     return sorted(found, key=lambda r: (-r["busy_ns"], r["device"], r["context"], r["stream"]))

@@ -140,7 +140,7 @@ def verdict_context(trace: Trace, window: Window, frames: Frames | None, use: Cp
                                                      "samples")
     return Context(
         window=span, frame_count=int(inside.sum()) if inside is not None else 0,
-        gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]),
+        gpu_busy_pct=None if busy is None else busy * 100.0 / (span[1] - span[0]), gpu_busy_ns=busy,
         gpu_work_names=gpu_work_names(trace, span) if busy else (), renderer=renderer,
         busy_cores=None if use is None else float(use.cores["busy_pct"].sum() / 100.0),
         hottest_self=hottest["symbol"] if hottest else None, hottest_self_pct=hottest["pct"] if hottest else None,

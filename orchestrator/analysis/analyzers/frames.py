@@ -17,6 +17,7 @@ from ..export.bulk import int_columns
 from ..export.calls import SWAP_CALLS
 from ..export.names import pid_sql
 from ..export.schema import Schema
+from ..export.trace import Trace
 from .iterations import cuda_iterations
 
 FINISH_CALL = "glFinish"
@@ -65,7 +66,7 @@ def first_steady_index(count: int, warmup: int) -> int:
 
 
 def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-                delimiter: str | None = None) -> Frames | None:
+                delimiter: str | None = None, trace: Trace | None = None) -> Frames | None:
     """Frames from the given delimiter (an OpenGL call or an NVTX range name), else from OpenGL swaps, else
     from an NVTX range called 'frame', else from glFinish (an app that marks its frames says so more surely
     than one that waits for the GPU: a GL delegate waits many times while it loads)."""
@@ -77,7 +78,7 @@ def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None
              or opengl_frames(conn, schema, pids, (FINISH_CALL,)))
     if found is not None:
         return found
-    cuda = cuda_iterations(conn, schema, pids)
+    cuda = cuda_iterations(conn, schema, pids, trace)
     if cuda is None:
         return None
     return Frames(cuda.source, cuda.kind, cuda.thread, cuda.starts, cuda.ends, warmup_frames(cuda.ends - cuda.starts),

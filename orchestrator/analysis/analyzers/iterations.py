@@ -30,13 +30,17 @@ import numpy as np
 from ..export.bulk import int_columns
 from ..export.calls import CUDA_WAIT_CALLS
 from ..export.names import pid_sql
+from ..export.reads import Read
 from ..export.schema import Schema
+from ..export.trace import Trace
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
 TENSORRT_RANGE = re.compile(r"^ExecutionContext::(enqueue|execute)(V\d)?$")
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
 MIN_CALLS = 20
+ITERATION_CALLS = GRAPH_LAUNCHES + CUDA_WAIT_CALLS
+WHOLE = (-(2**62), 2**62)  # every call
 STEADY_FACTOR = 2.0   # a period within a factor of 2 of the median is a steady one
 MIN_COVERAGE = 0.5    # the steady periods cover at least half the time from the first call to the last
 COVERAGE_MARGIN = 0.1  # calls covering within this of the best are as steady: the fewest calls, the outer loop, wins
@@ -54,10 +58,17 @@ class Found:
     ends: np.ndarray
 
 
-def cuda_iterations(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
-    """The iterations by the first rule that holds, or None."""
-    return graph_launches(conn, schema, pids) or tensorrt_ranges(conn, schema, pids) or \
-        steady_synchronisation(conn, schema, pids)
+def cuda_iterations(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
+                    trace: Trace | None = None) -> Found | None:
+    """The iterations by the first rule that holds, or None. ``trace``: the export's reader, when open (its calls
+    are read once, in parallel, for the analysis too)."""
+    return graph_launches(conn, schema, pids, trace) or tensorrt_ranges(conn, schema, pids) or \
+        steady_synchronisation(conn, schema, pids, trace)
+
+
+def iteration_calls_read(trace: Trace) -> Read | None:
+    """The read of every thread's calls the rules look at (graph launches, synchronising calls), whole capture."""
+    return trace.named_calls_read(RUNTIME, ITERATION_CALLS, WHOLE)
 
 
 def _pid_filter(pids: list[int] | None) -> str:
@@ -74,10 +85,23 @@ def _ids_of(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[int, str]:
     return found
 
 
-def _calls(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-           names: tuple[str, ...]) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:
+def _calls(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None, names: tuple[str, ...],
+           trace: Trace | None = None) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:
     if not schema.has(RUNTIME, "start", "end", "nameId", "globalTid"):
         return None
+    if trace is not None:  # one read for every rule (iteration_calls_read), made early in the background
+        ids = {i: name for i, name in trace.name_ids(ITERATION_CALLS).items() if name in names}
+        request = iteration_calls_read(trace) if ids else None
+        read = trace.get(request, keep_empty=True) if request is not None else None
+        if read is None or not len(read["start"]):
+            return None
+        wanted = np.isin(read["nameId"], list(ids))
+        calls = {"tid": read["tid"][wanted], "start": read["start"][wanted], "end": read["end"][wanted],
+                 "name": read["nameId"][wanted]}
+        if pids:
+            mine = np.isin((calls["tid"] >> 24) & 0xFFFFFF, pids)
+            calls = {key: values[mine] for key, values in calls.items()}
+        return (calls, ids) if len(calls["start"]) else None
     ids = _ids_of(conn, names)
     if not ids:
         return None
@@ -87,8 +111,9 @@ def _calls(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
     return (calls, ids) if len(calls["start"]) else None
 
 
-def graph_launches(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
-    found = _calls(conn, schema, pids, GRAPH_LAUNCHES)
+def graph_launches(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
+                   trace: Trace | None = None) -> Found | None:
+    found = _calls(conn, schema, pids, GRAPH_LAUNCHES, trace)
     if found is None:
         return None
     calls, ids = found
@@ -127,8 +152,9 @@ def tensorrt_ranges(conn: sqlite3.Connection, schema: Schema, pids: list[int] | 
                  "the next", thread, starts[:-1], starts[1:])
 
 
-def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None) -> Found | None:
-    found = _calls(conn, schema, pids, CUDA_WAIT_CALLS)
+def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
+                           trace: Trace | None = None) -> Found | None:
+    found = _calls(conn, schema, pids, CUDA_WAIT_CALLS, trace)
     if found is None:
         return None
     calls, ids = found

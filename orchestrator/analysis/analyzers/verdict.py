@@ -37,6 +37,7 @@ class Context:
     window: tuple[int, int]
     frame_count: int = 0                        # frames inside the window
     gpu_busy_pct: float | None = None           # the GPU's recorded work over the window
+    gpu_busy_ns: int | None = None              # the same in ns
     gpu_work_names: tuple[str, ...] = ()        # what it ran, most GPU time first
     renderer: str | None = None                 # the app's GL_RENDERER, else the board's GPU
     busy_cores: float | None = None

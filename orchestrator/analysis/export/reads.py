@@ -103,28 +103,32 @@ def table_plan(schema: Schema, table: str) -> tuple[dict[str, Expr], tuple[Filte
             return Dims(x, y, z)
         return ({"start": start, "dur": dur, "nameId": Col("demangledName"), "grid": dims("grid"),
                  "block": dims("block"), "corr": optional("correlationId", 0), "fn": optional("shortName", -1),
-                 **_queue(optional)}, timed + (NotNull(Col("demangledName")),))
+                 **_queue(schema, table, optional)}, timed + (NotNull(Col("demangledName")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMCPY":
         if not schema.has(table, "copyKind"):
             return None
         return ({"start": start, "dur": dur, "kind": Col("copyKind"), "bytes": optional("bytes", 0),
                  "corr": optional("correlationId", 0), "src": optional("srcKind", UNKNOWN_MEMORY),
-                 "dst": optional("dstKind", UNKNOWN_MEMORY), **_queue(optional)},
+                 "dst": optional("dstKind", UNKNOWN_MEMORY), **_queue(schema, table, optional)},
                 timed + (NotNull(Col("copyKind")),))
     if table == "CUPTI_ACTIVITY_KIND_MEMSET":
         return ({"start": start, "dur": dur, "bytes": optional("bytes", 0), "corr": optional("correlationId", 0),
-                 **_queue(optional)}, timed)
+                 **_queue(schema, table, optional)}, timed)
     return None
 
 
 UNKNOWN_MEMORY = 7  # ENUM_CUDA_MEM_KIND: 0 pageable, 1 pinned, 2 device, ... 7 unknown
 
 
-def _queue(optional: Callable[[str, int], Expr]) -> dict[str, Expr]:
-    """Where a piece of GPU work ran: its device, context and stream; and its process (globalPid: correlationIds
-    are counted per process)."""
-    return {"device": optional("deviceId", 0), "ctx": optional("contextId", 0), "stream": optional("streamId", 0),
-            "pid": optional("globalPid", 0)}
+def _queue(schema: Schema, table: str, optional: Callable[[str, int], Expr]) -> dict[str, Expr]:
+    """Where a piece of GPU work ran: its stream, context and device in one integer (Dims: the stream below 2^31,
+    context and device below 2^16); and its process (globalPid: correlationIds are counted per process) unless the
+    export says one process has CUDA streams."""
+    found: dict[str, Expr] = {"queue": Dims(optional("streamId", 0), optional("contextId", 0),
+                                            optional("deviceId", 0))}
+    if schema.cuda_processes != 1 and schema.has(table, "globalPid"):
+        found["pid"] = Col("globalPid")
+    return found
 
 
 def span_exprs(schema: Schema, table: str) -> tuple[Expr, Expr] | None:

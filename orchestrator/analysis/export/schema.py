@@ -24,6 +24,7 @@ METADATA_TABLES = ("EXPORT_META_DATA", "META_DATA_EXPORT")
 class Schema:
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # only tables that have rows
     exporter_version: str | None = None
+    cuda_processes: int | None = None  # processes with CUDA streams (None: the export does not say)
 
     def has(self, table: str, *columns: str) -> bool:
         present = self.columns.get(table)
@@ -86,12 +87,20 @@ def probe(conn: sqlite3.Connection, source: str = "the export") -> Schema:
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"{source} is damaged or truncated ({exc})",
                           "export it again from the .nsys-rep with 'nsys export --type sqlite'") from None
-    schema = Schema(columns=columns, exporter_version=_exporter_version(conn, columns))
+    schema = Schema(columns=columns, exporter_version=_exporter_version(conn, columns),
+                    cuda_processes=_cuda_processes(conn, columns))
     if not schema.known_tables():
         raise ReportError(f"{source} holds no trace events ({len(names)} tables, none with OS runtime, OpenGL, "
                           "NVTX, CUDA, scheduling or sampling rows): an empty capture",
                           "profile again with traces on (e.g. --trace osrt,nvtx --sample cpu) while the app runs")
     return schema
+
+
+def _cuda_processes(conn: sqlite3.Connection, columns: dict[str, tuple[str, ...]]) -> int | None:
+    """How many processes have CUDA streams, from the export's small stream table (None: it has none)."""
+    if "processId" not in columns.get("TARGET_INFO_CUDA_STREAM", ()):
+        return None
+    return int(conn.execute("SELECT count(DISTINCT processId) FROM TARGET_INFO_CUDA_STREAM").fetchone()[0])
 
 
 def _exporter_version(conn: sqlite3.Connection, columns: dict[str, tuple[str, ...]]) -> str | None:
