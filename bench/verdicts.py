@@ -97,11 +97,24 @@ def profile(app: App, specs: Path, out: Path, retries: int) -> tuple[dict | None
     done = subprocess.run([*ORCHESTRATE, "profile", "--target", "local", "--app", app.name, "--apps-dir", str(specs),
                            "--out", str(out), "--retries", str(retries)], capture_output=True, text=True, cwd=REPO)
     lines = done.stdout.strip().splitlines()
-    run_dir = Path(lines[-1]) if lines else None
-    if done.returncode != 0 or run_dir is None or not (run_dir / "summary.json").is_file():
+    run_dir = Path(lines[-1]) if lines and done.returncode == 0 else stalled_run(done.returncode, out)
+    if run_dir is None or not (run_dir / "summary.json").is_file():
         errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
         return None, (errors or [f"exit {done.returncode}"])[-1]
     return json.loads((run_dir / "summary.json").read_text()), str(run_dir)
+
+
+def stalled_run(returncode: int, out: Path) -> Path | None:
+    """The run folder of a capture whose nsys stalled around its report and was stopped (exit 11) while its report
+    still came back whole, as a study counts it (figures.measured); None for any other failure."""
+    from orchestrator.documents.run import read_run_or_none
+    from orchestrator.figures.measured import measured_despite_nsys
+    if returncode != 11 or not out.is_dir():
+        return None
+    runs = [p for p in out.iterdir() if (p / "run.json").is_file()]
+    newest = max(runs, key=lambda p: p.stat().st_mtime) if runs else None
+    document = read_run_or_none(newest) if newest is not None else None
+    return newest if document is not None and measured_despite_nsys(document) else None
 
 
 def judged(app: App, summary: dict | None) -> str:
