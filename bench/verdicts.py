@@ -36,6 +36,8 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+NOT_CAPTURED = "not captured"  # nsys stalled around its report on every try, and no report came back
+NSYS_STALLED = "error: watchdog: nsys stalled"
 APPS = REPO / "bench" / "verdict_apps"
 ORCHESTRATE = [sys.executable, "-m", "orchestrator"]
 EXPECTED_KEYS = {"kind", "confidence", "kinds", "why"}
@@ -142,7 +144,7 @@ def main() -> int:
     parser.add_argument("--retries", type=int, default=2, help="captures to try again when nsys stalls")
     args = parser.parse_args()
     apps = [app for app in find_apps(args.places) if args.only is None or app.name in args.only]
-    counts = {"right": 0, "low-confidence": 0, "wrong": 0}
+    counts = {"right": 0, "low-confidence": 0, "wrong": 0, NOT_CAPTURED: 0}
     with tempfile.TemporaryDirectory(prefix="orchestrate-verdicts-") as work:
         specs, out = Path(work) / "specs", args.out or Path(work) / "runs"
         specs.mkdir()
@@ -152,7 +154,7 @@ def main() -> int:
         print(f"{'app':24} {'expected':28} {'verdict':32} result          shares")
         for app in apps:
             summary, where = profile(app, specs, out, args.retries)
-            result = judged(app, summary)
+            result = NOT_CAPTURED if summary is None and where.startswith(NSYS_STALLED) else judged(app, summary)
             counts[result] += 1
             expected = f"low ({'/'.join(app.kinds)})" if app.ambiguous else app.kind
             verdict = summary["verdict"] if summary and summary.get("verdict") else None
@@ -161,8 +163,9 @@ def main() -> int:
         if args.out is None:
             shutil.rmtree(out, ignore_errors=True)
     total = sum(counts.values())
+    stalled = f", {counts[NOT_CAPTURED]} not captured (nsys stalled on every try)" if counts[NOT_CAPTURED] else ""
     print(f"total: {counts['right']} right, {counts['low-confidence']} low-confidence, {counts['wrong']} wrong "
-          f"of {total} apps")
+          f"of {total} apps{stalled}")
     return 0 if counts["right"] == total else 1
 
 
