@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..export.bulk import int_columns
-from ..export.calls import CUDA_WAIT_CALLS
+from ..export.calls import CUDA_WAIT_CALLS, plain_name
 from ..export.names import pid_sql
 from ..export.reads import Read
 from ..export.schema import Schema
@@ -45,7 +45,6 @@ STEADY_FACTOR = 2.0   # a period within a factor of 2 of the median is a steady 
 MIN_COVERAGE = 0.5    # the steady periods cover at least half the time from the first call to the last
 COVERAGE_MARGIN = 0.1  # calls covering within this of the best are as steady: the fewest calls, the outer loop, wins
 MIN_RANGES = 3
-_VERSIONED = re.compile(r"_v\d+$")
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ def _ids_of(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[int, str]:
     """StringIds of the names, in their versioned spellings too (cudaGraphLaunch_v10000)."""
     found = {}
     for string_id, value in conn.execute("SELECT id, value FROM StringIds"):
-        plain = _VERSIONED.sub("", value)
+        plain = plain_name(value)
         if plain in names:
             found[int(string_id)] = plain
     return found

@@ -6,11 +6,9 @@ time.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from ..export.calls import CUDA_WAIT_CALLS
+from ..export.calls import CUDA_WAIT_CALLS, plain_name
 from ..export.names import string_values
 from ..export.trace import Trace
 from .api_summaries import MEMCPY_KINDS
@@ -23,7 +21,6 @@ SHARE = 0.10
 MIN_COPIES = 20
 MEMORY = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed", 5: "device", 6: "managed"}
 DIRECTIONS = {"HtoD": "host to device", "DtoH": "device to host", "DtoD": "device to device", "HtoH": "host to host"}
-_VERSIONED = re.compile(r"_v\d+$")
 
 
 def stalling_readbacks(trace: Trace, gtid: int, span: tuple[int, int], frames: Frames | None) -> dict | None:
@@ -45,7 +42,7 @@ def stalling_readbacks(trace: Trace, gtid: int, span: tuple[int, int], frames: F
         return None
     picked = {key: values[order[at[matched]]] for key, values in small.items()}  # each matched call's copy
     names = string_values(trace.local_conn(), np.unique(calls["nameId"][matched]))
-    named = np.array([_VERSIONED.sub("", names.get(int(i), "")) in CUDA_WAIT_CALLS for i in calls["nameId"][matched]])
+    named = np.array([plain_name(names.get(int(i), "")) in CUDA_WAIT_CALLS for i in calls["nameId"][matched]])
     synchronous = named | (picked["src"] == PAGEABLE) | (picked["dst"] == PAGEABLE)
     if not synchronous.any():
         return None
@@ -63,7 +60,7 @@ def stalling_readbacks(trace: Trace, gtid: int, span: tuple[int, int], frames: F
     direction = DIRECTIONS.get(MEMCPY_KINDS.get(kind, ""), MEMCPY_KINDS.get(kind, "?"))
     where_to = MEMORY.get(memory, "host")
     direction = direction.replace("host", where_to, 1) if "host" in direction else direction
-    call_names = sorted({_VERSIONED.sub("", names.get(int(i), "")) for i in calls["nameId"][matched][synchronous]})
+    call_names = sorted({plain_name(names.get(int(i), "")) for i in calls["nameId"][matched][synchronous]})
     return {"copies": count, "bytes_min": int(sizes.min()), "bytes_max": int(sizes.max()), "direction": direction,
             "ns": held, "avg_ns": held / count, "pct": held * 100.0 / length, "iterations": iterations,
             "calls": call_names}

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..export.calls import DISPLAY_LIBRARY, OTHER_BLOCKING_CALLS, SLEEP_CALLS, SOCKET_CALLS, SYNC_CALLS, WAKE_CALLS
+from ..export.calls import (
+    DISPLAY_LIBRARY,
+    OTHER_BLOCKING_CALLS,
+    SLEEP_CALLS,
+    SOCKET_CALLS,
+    SYNC_CALLS,
+    WAKE_CALLS,
+    plain_name,
+)
 from ..export.names import string_values
 from ..export.reads import Columns
 from ..export.trace import Trace
@@ -26,7 +34,6 @@ _KIND_OF = {**{n: SLEEP for n in SLEEP_CALLS}, **{n: THREADS for n in SYNC_CALLS
             **{n: IO for n in SOCKET_CALLS + OTHER_BLOCKING_CALLS}}
 
 
-_VERSIONED = re.compile(r"_v\d+$")
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ def _coded(trace: Trace, name_ids: np.ndarray) -> tuple[np.ndarray, tuple[str, .
     found = string_values(trace.local_conn(), present)
     code_of = np.zeros(int(present[-1]) - low + 1, dtype=np.int64)
     code_of[present - low] = np.arange(len(present))
-    return code_of[name_ids - low], tuple(_VERSIONED.sub("", found.get(int(i), "")) for i in present)
+    return code_of[name_ids - low], tuple(plain_name(found.get(int(i), "")) for i in present)
 
 
 def calls_of(trace: Trace, table: str, gtid: int, span: tuple[int, int],

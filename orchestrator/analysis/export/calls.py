@@ -3,6 +3,15 @@ from __future__ import annotations
 
 import re
 
+# a CUDA call's versioned spelling in an export (cudaMemcpy_v3020): its name is the part before
+VERSIONED = re.compile(r"_v\d+$")
+
+
+def plain_name(value: str) -> str:
+    """'cudaMemcpy_v3020' -> 'cudaMemcpy'."""
+    return VERSIONED.sub("", value)
+
+
 # Calls in which a CPU thread blocks until GPU work completes. A buffer swap blocks while the driver waits
 # for the frames it has queued to render (or for vsync, when vsync is on).
 SWAP_CALLS = ("eglSwapBuffers", "glXSwapBuffers")
