@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from orchestrator.analysis.analyzers.frames import warmup_frames
 from orchestrator.analysis.export import sampling, scheduling
 from orchestrator.analysis.export.bulk import int_columns
-from orchestrator.analysis.export.durations import summarize
+from orchestrator.analysis.export.durations import summarize, summarize_nested
 from orchestrator.analysis.export.schema import probe
 from orchestrator.analysis.export.selection import parse_range, parse_time, pick_processes
 from orchestrator.analysis.export.trace import Trace
@@ -42,6 +42,32 @@ def test_summarize_equals_numpys_own_figures(rows):
                                                                                   mine.max())
         assert row["med_ns"] == np.median(mine)
         assert row["std_ns"] == pytest.approx(np.std(mine, ddof=1) if len(mine) > 1 else 0.0, rel=1e-9, abs=1e-6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3), st.integers(-5, 10**12)), min_size=1, max_size=300))
+def test_a_nested_summary_is_the_summaries_of_its_keys_and_of_its_outer_column(rows):
+    """Kernels by launch shape and by function from one sort: each table equals summarize's own (the outer
+    column's spread to rounding: its sum of squares adds the terms in another order)."""
+    names = np.array([r[0] for r in rows])
+    keys, outer = {"name": names, "grid": np.array([r[1] for r in rows])}, names % 3  # a function of the keys
+    durations = np.array([r[2] for r in rows], dtype=np.int64)
+    inner, by_outer = summarize_nested(keys, "fn", outer, durations)
+    expected = summarize(keys, durations)
+    assert inner.drop(columns=["fn"]).equals(expected)
+    assert list(inner["fn"]) == [n % 3 for n in inner["name"]]
+    expected = summarize({"fn": outer}, durations)
+    exact = ["fn", "calls", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "pct"]
+    assert by_outer[exact].equals(expected[exact])
+    assert np.allclose(by_outer["std_ns"], expected["std_ns"], rtol=1e-9, atol=1e-6)
+    assert list(by_outer["groups"]) == [len(inner[inner["fn"] == f]) for f in by_outer["fn"]]
+
+
+def test_a_nested_summary_of_nothing_has_the_columns():
+    inner, by_outer = summarize_nested({"name": np.array([], dtype=np.int64)}, "fn", np.array([], dtype=np.int64),
+                                       np.array([], dtype=np.int64))
+    assert list(inner.columns)[:2] == ["name", "fn"] and len(inner) == 0
+    assert list(by_outer.columns)[-1] == "groups" and len(by_outer) == 0
 
 
 def test_summarize_groups_by_several_keys_and_negative_durations():

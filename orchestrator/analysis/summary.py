@@ -47,10 +47,10 @@ if TYPE_CHECKING:
 
 API_SECTIONS = {"osrt": api_summaries.osrt, "opengl": api_summaries.opengl, "opengl_gpu": api_summaries.opengl_gpu,
                 "nvtx": api_summaries.nvtx, "khr_debug": api_summaries.khr_debug, "cuda_api": api_summaries.cuda_api,
-                "cuda_kernels": api_summaries.cuda_kernels, "kernel_functions": cuda_work.kernel_functions,
                 "memcpy": api_summaries.memcpy}
-COMPUTE_ORDER = ["cuda_kernels", "kernel_functions", "cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx",
-                 "khr_debug"]
+KERNEL_SECTIONS = ("cuda_kernels", "kernel_functions")  # both from one sort: cuda_work.kernel_tables
+SECTION_ORDER = ["osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", *KERNEL_SECTIONS, "memcpy"]
+COMPUTE_ORDER = ["cuda_api", "osrt", "opengl", "opengl_gpu", "memcpy", "nvtx", "khr_debug"]
 
 
 def analyze(conn: sqlite3.Connection, schema: Schema, options: AnalysisOptions | None = None,
@@ -124,9 +124,11 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         trace.prefetch([trace.thread_calls_read(table, gtid, span) for table in ("OSRT_API", *API_TABLES)]
                        + [trace.named_calls_read("OSRT_API", WAKE_CALLS, span)])
     with ThreadPoolExecutor(max_workers=2) as pool:  # numpy's sorts release the GIL: two sections at once
+        kernels = pool.submit(cuda_work.kernel_tables, trace)
+        gpu_work = pool.submit(cuda_work.gpu_work_tallies, trace, span)
         done = {name: pool.submit(_section_rows, API_SECTIONS[name], trace) for name in COMPUTE_ORDER}
-        apis = {name: done[name].result() for name in API_SECTIONS}
-    apis["kernel_functions"] = cuda_work.with_shapes(apis["kernel_functions"], apis["cuda_kernels"])
+        tables = dict(zip(KERNEL_SECTIONS, map(_rows, kernels.result() or (None, None))))
+        apis = {name: tables[name] if name in tables else done[name].result() for name in SECTION_ORDER}
     frames_json = _frames_section(frames, window)
     gpu_frames = gpu_frames_section(trace, frames, options.renderer)
     told = told_frames(frames, (frames_json or {}).get("steady", {}).get("p50_ns"),
@@ -155,8 +157,8 @@ def _sections(trace: Trace, options: AnalysisOptions) -> dict:
         "frames": frames_json,
         "gpu_frames": gpu_frames,
         "gpu_metrics": gpu_metrics_section(trace.local_conn(), trace.schema, window.as_tuple(), frames),
-        "gpu_work": cuda_work.gpu_work_section(trace, window.as_tuple(), None if trace.events("OPENGL_WORKLOAD")
-                                               is not None else context.gpu_busy_ns),  # the same union then
+        "gpu_work": cuda_work.with_busy(gpu_work.result(), trace, span, None if trace.events("OPENGL_WORKLOAD")
+                                        is not None else context.gpu_busy_ns),  # the same union then
         "nvtx_gpu": nvtx_gpu_section(trace),
         "hotspots": hotspots,
         "cores": None if use is None else _rows(use.cores),

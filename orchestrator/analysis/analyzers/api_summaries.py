@@ -1,7 +1,7 @@
 """Per-API duration summaries over the whole capture, equal to the matching `nsys stats` reports.
 
-osrt = osrtsum, nvtx = nvtxsum, khr_debug = khrdebugsum, cuda_api = cudaapisum, cuda_kernels = gpukernsum,
-kernel_functions = gpukernsum:base summed by name (cuda_work.py), memcpy = gpumemtimesum (2022.4 names; 2023+
+osrt = osrtsum, nvtx = nvtxsum, khr_debug = khrdebugsum, cuda_api = cudaapisum, memcpy = gpumemtimesum (cuda_kernels
+= gpukernsum and kernel_functions = gpukernsum:base summed by name are cuda_work.py's) (2022.4 names; 2023+
 call them osrt_sum, nvtx_sum, ...). OpenGL has no such report
 in nsys 2022.4; opengl and opengl_gpu use the same statistics over OPENGL_API and OPENGL_WORKLOAD.
 Each function returns a DataFrame with a ``name`` column and durations.STAT_COLUMNS, or None when the
@@ -16,10 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..export.durations import summarize
-from ..export.exprs import unpack_dims
 from ..export.names import pid_sql, string_values
 from ..export.trace import Trace
-from .cuda_work import kernel_function_of_names
 
 NVTX_RANGE_STYLES = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
 NVTX_DOMAIN_CREATE = 75
@@ -67,20 +65,6 @@ def cuda_api(trace: Trace) -> pd.DataFrame | None:
     if table is not None:  # cudaLaunchKernel_v7000 -> cudaLaunchKernel, as nsys stats shows it
         table["name"] = [_VERSION_SUFFIX.sub("", name) for name in table["name"]]
     return table
-
-
-def cuda_kernels(trace: Trace) -> pd.DataFrame | None:
-    """Kernels by (name, grid, block), like gpukernsum's default: their launch shapes, each naming its function."""
-    rows = trace.events("CUPTI_ACTIVITY_KIND_KERNEL")
-    if rows is None:
-        return None
-    table = summarize({"nameId": rows["nameId"], "grid": rows["grid"], "block": rows["block"]}, rows["dur"])
-    for column in ("grid", "block"):
-        x, y, z = unpack_dims(table[column].to_numpy(dtype=np.int64))
-        table[column] = [f"{a} {b} {c}" for a, b, c in zip(x, y, z)]
-    functions = kernel_function_of_names(trace)
-    table["function"] = [functions.get(int(n)) for n in table["nameId"]]
-    return _named(trace.local_conn(), table, "nameId")
 
 
 def memcpy(trace: Trace) -> pd.DataFrame | None:

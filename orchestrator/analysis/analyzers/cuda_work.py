@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..export.durations import summarize
+from ..export.durations import summarize_nested
 from ..export.exprs import unpack_dims
 from ..export.names import string_values
 from ..export.reads import Columns
@@ -26,44 +26,34 @@ def function_names(trace: Trace, rows: Columns) -> np.ndarray:
     return np.where(rows["fn"] >= 0, rows["fn"], rows["nameId"]) if "fn" in rows else rows["nameId"]
 
 
-def kernel_functions(trace: Trace) -> pd.DataFrame | None:
-    """Kernels by function, with durations.STAT_COLUMNS (how many launch shapes each ran with: with_shapes)."""
+def kernel_tables(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Kernels by launch shape (name, grid, block: gpukernsum's default rows, each naming its ``function``) and by
+    function (gpukernsum:base summed by name, with how many launch ``shapes`` each ran with), each with
+    durations.STAT_COLUMNS, from one sort of the kernels' durations. None: no kernels traced."""
     rows = trace.events("CUPTI_ACTIVITY_KIND_KERNEL")
     if rows is None:
         return None
-    table = summarize({"fn": function_names(trace, rows)}, rows["dur"])
-    names = string_values(trace.local_conn(), table["fn"])
-    table.insert(0, "name", [names.get(int(f), f"<string {int(f)}>") for f in table["fn"]])
-    return table.drop(columns=["fn"])
+    shapes, functions = summarize_nested({"nameId": rows["nameId"], "grid": rows["grid"], "block": rows["block"]},
+                                         "fn", function_names(trace, rows), rows["dur"])
+    names = string_values(trace.local_conn(), np.r_[shapes["nameId"].to_numpy(dtype=np.int64),
+                                                    functions["fn"].to_numpy(dtype=np.int64)])
+    for column in ("grid", "block"):
+        x, y, z = unpack_dims(shapes[column].to_numpy(dtype=np.int64))
+        shapes[column] = [f"{a} {b} {c}" for a, b, c in zip(x, y, z)]
+    shapes.insert(0, "name", [_name(names, n) for n in shapes["nameId"].tolist()])
+    shapes["function"] = [_name(names, f) for f in shapes.pop("fn").tolist()]
+    functions.insert(0, "name", [_name(names, f) for f in functions.pop("fn").tolist()])
+    return shapes.drop(columns=["nameId"]), functions.rename(columns={"groups": "shapes"})
 
 
-def with_shapes(functions: list[dict] | None, shapes: list[dict] | None) -> list[dict] | None:
-    """The function rows, each with how many launch shapes (cuda_kernels rows) it ran with."""
-    if functions is None:
-        return None
-    counted: dict[str | None, int] = {}
-    for row in shapes or []:
-        counted[row.get("function")] = counted.get(row.get("function"), 0) + 1
-    return [{**row, "shapes": counted.get(row["name"], 0)} for row in functions]
+def _name(names: dict[int, str], string_id: int) -> str:
+    return names.get(string_id, f"<string {string_id}>")
 
 
-def kernel_function_of_names(trace: Trace) -> dict[int, str]:
-    """Each kernel name's (StringId) function: the ``cuda_kernels`` rows' ``function``."""
-    rows = trace.events("CUPTI_ACTIVITY_KIND_KERNEL")
-    if rows is None or not len(rows["nameId"]):
-        return {}
-    codes, uniques = pd.factorize(rows["nameId"])  # hashing: no sort of the big column
-    firsts = np.empty(len(uniques), dtype=np.int64)
-    firsts[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # each name's first row
-    functions = function_names(trace, {key: rows[key][firsts] for key in ("nameId", "fn") if key in rows})
-    names = string_values(trace.local_conn(), functions)
-    return {int(n): names.get(int(f), f"<string {int(f)}>") for n, f in zip(uniques, functions)}
-
-
-def gpu_work_section(trace: Trace, span: tuple[int, int], busy: int | None = None) -> dict | None:
-    """How busy the CUDA GPU was over the span (kernels, copies and sets, overlaps counted once), each kind's time
-    and count, and the same per device, context and stream, the busiest first. None: no CUDA GPU work traced.
-    ``busy``: the CUDA work's busy time over the span, when the caller has it already."""
+def gpu_work_tallies(trace: Trace, span: tuple[int, int]) -> dict | None:
+    """The CUDA GPU's work over the span: each kind's (kernels, copies, sets) count and time, and the same per
+    device, context and stream, the busiest first; its busy time is added by ``with_busy``. None: no CUDA GPU work
+    traced."""
     found = {kind: trace.events(table) for kind, table in CUDA_WORK.items()}
     if all(rows is None for rows in found.values()):
         return None
@@ -73,8 +63,11 @@ def gpu_work_section(trace: Trace, span: tuple[int, int], busy: int | None = Non
     for kind, rows in found.items():
         if rows is None:
             continue
-        starts, ends = np.clip(rows["start"], *span), np.clip(rows["start"] + rows["dur"], *span)
-        lengths = ends - starts
+        extent = trace.extent(CUDA_WORK[kind])
+        if extent is not None and span[0] <= extent[0] and extent[1] <= span[1]:
+            lengths = rows["dur"]  # the span holds every piece whole: nothing to clip
+        else:
+            lengths = np.clip(rows["start"] + rows["dur"], *span) - np.clip(rows["start"], *span)
         inside = lengths > 0
         every = bool(inside.all())
         lengths = lengths if every else lengths[inside]
@@ -85,11 +78,20 @@ def gpu_work_section(trace: Trace, span: tuple[int, int], busy: int | None = Non
             for queue, count, ns in zip(queues, counts, times):
                 row = per_stream.setdefault(int(queue), {})
                 row[kind], row[f"{kind}_ns"] = int(count), int(ns)
+    return {"span_ns": int(length), **{key: totals.get(key, 0) for kind in CUDA_WORK for key in (kind, f"{kind}_ns")},
+            "streams": _streams(per_stream, length)}
+
+
+def with_busy(tallies: dict | None, trace: Trace, span: tuple[int, int], busy: int | None = None) -> dict | None:
+    """The GPU work section: the tallies of ``gpu_work_tallies`` over the span, and how busy the CUDA GPU was over
+    it (kernels, copies and sets, overlaps counted once). ``busy``: that time, when the caller has it already."""
+    if tallies is None:
+        return None
     if busy is None:
         busy = gpu_busy_ns(trace, span, tuple(CUDA_WORK.values())) or 0
-    return {"span_ns": int(length), "busy_ns": int(busy), "busy_pct": busy * 100.0 / length,
-            **{key: totals.get(key, 0) for kind in CUDA_WORK for key in (kind, f"{kind}_ns")},
-            "streams": _streams(per_stream, length)}
+    length = tallies["span_ns"]
+    return {"span_ns": length, "busy_ns": int(busy), "busy_pct": busy * 100.0 / length,
+            **{key: value for key, value in tallies.items() if key != "span_ns"}}
 
 
 def _streams(per_stream: dict[int, dict[str, int]], length: int) -> list[dict]:

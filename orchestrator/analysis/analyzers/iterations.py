@@ -29,6 +29,7 @@ import numpy as np
 
 from ..export.bulk import int_columns
 from ..export.calls import CUDA_WAIT_CALLS, plain_name
+from ..export.durations import argsort_pairs, group_ids
 from ..export.names import pid_sql
 from ..export.reads import Read
 from ..export.schema import Schema
@@ -157,22 +158,27 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
     if found is None:
         return None
     calls, ids = found
-    names = np.array([ids[int(i)] for i in calls["name"]])
-    candidates = []  # (coverage, calls, thread, name) of each steady call
-    for thread in np.unique(calls["tid"]):
-        for name in np.unique(names[calls["tid"] == thread]):
-            ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
-            covered = steady_coverage(ends)
-            if covered >= MIN_COVERAGE:
-                candidates.append((covered, len(ends), int(thread), str(name)))
+    plain = sorted(set(ids.values()))  # a call's versioned spellings are one call
+    known = np.array(sorted(ids), dtype=np.int64)
+    codes = np.array([plain.index(ids[int(i)]) for i in known])[np.searchsorted(known, calls["name"])]
+    groups, pairs = group_ids({"tid": calls["tid"], "name": codes})  # each (thread, call)
+    order = argsort_pairs(groups, calls["end"])
+    groups, all_ends = groups[order], calls["end"][order]
+    bounds = np.r_[np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]), len(groups)]
+    candidates = []  # (coverage, calls, thread, name, first, last) of each steady call
+    for group, (first, last) in enumerate(zip(bounds[:-1], bounds[1:])):
+        covered = steady_coverage(all_ends[first:last])
+        if covered >= MIN_COVERAGE:
+            candidates.append((covered, int(last - first), int(pairs["tid"][group]), plain[pairs["name"][group]],
+                               first, last))
     if not candidates:
         return None
     most = max(c[0] for c in candidates)  # of those covering about as much as the best, the outer loop
-    _, _, thread, name = min((c for c in candidates if c[0] >= most - COVERAGE_MARGIN),
-                             key=lambda c: (c[1], -c[0], c[2], c[3]))
-    ends = np.sort(calls["end"][(calls["tid"] == thread) & (names == name)])
-    first = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
-    starts = np.r_[min(int(first), int(ends[0])), ends[:-1]].astype(np.int64)
+    _, _, thread, name, first, last = min((c for c in candidates if c[0] >= most - COVERAGE_MARGIN),
+                                          key=lambda c: (c[1], -c[0], c[2], c[3]))
+    ends = all_ends[first:last]
+    earliest = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
+    starts = np.r_[min(int(earliest), int(ends[0])), ends[:-1]].astype(np.int64)
     return Found(name, "cuda", f"{name} at a steady period: each iteration ends when one returns", thread, starts,
                  ends)
 

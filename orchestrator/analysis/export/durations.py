@@ -11,8 +11,10 @@ import pandas as pd
 STAT_COLUMNS = ["calls", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns", "pct"]
 
 
-def group_ids(keys: dict[str, np.ndarray]) -> tuple[np.ndarray, pd.DataFrame]:
-    """One dense integer id per distinct combination of the key columns, and the table of those combinations."""
+def group_ids(keys: dict[str, np.ndarray], carried: dict[str, np.ndarray] | None = None
+              ) -> tuple[np.ndarray, pd.DataFrame]:
+    """One dense integer id per distinct combination of the key columns, and the table of those combinations (with
+    the ``carried`` columns' values at each combination's first row)."""
     columns = list(keys.values())
     ids, uniques = pd.factorize(columns[0])
     for values in columns[1:]:  # hash-factorize each column, then fold the codes into one dense id
@@ -21,7 +23,7 @@ def group_ids(keys: dict[str, np.ndarray]) -> tuple[np.ndarray, pd.DataFrame]:
     ids = ids.astype(np.int64, copy=False)
     firsts = np.empty(len(uniques), dtype=np.int64)
     firsts[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the first row of each group
-    return ids, pd.DataFrame({name: values[firsts] for name, values in keys.items()})
+    return ids, pd.DataFrame({name: values[firsts] for name, values in {**keys, **(carried or {})}.items()})
 
 
 def summarize(keys: dict[str, np.ndarray], durations: np.ndarray) -> pd.DataFrame:
@@ -31,7 +33,38 @@ def summarize(keys: dict[str, np.ndarray], durations: np.ndarray) -> pd.DataFram
     ids, combos = group_ids(keys)
     ids, values = _sorted_by_group(ids, durations.astype(np.int64, copy=False))
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    counts = np.diff(np.r_[starts, len(ids)])
+    table = combos.iloc[ids[starts]].reset_index(drop=True)
+    return _ranked(_with_stats(table, values, starts, True), np.arange(len(starts)))
+
+
+def summarize_nested(keys: dict[str, np.ndarray], outer: str, outer_values: np.ndarray,
+                     durations: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows of key columns + STAT_COLUMNS, and rows of the ``outer`` column + STAT_COLUMNS + ``groups`` (how many
+    rows of the first it sums), each largest total first, from one sort of the durations. ``outer_values``: per
+    duration, a value the keys determine (a group's is that of its first row), e.g. a kernel's function."""
+    if len(durations) == 0:
+        return (pd.DataFrame(columns=[*keys, outer, *STAT_COLUMNS]),
+                pd.DataFrame(columns=[outer, *STAT_COLUMNS, "groups"]))
+    ids, combos = group_ids(keys, {outer: outer_values})
+    codes, _ = pd.factorize(combos[outer].to_numpy())  # the outer values in the order rows first show them
+    order = np.argsort(codes, kind="stable")  # groups numbered again, those of one outer value next to each other
+    renumbered = np.empty_like(order)
+    renumbered[order] = np.arange(len(order))
+    ids, values = _sorted_by_group(renumbered[ids], durations.astype(np.int64, copy=False))
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    inner = _ranked(_with_stats(combos.iloc[order].reset_index(drop=True), values, starts, True), order)
+    within = codes[order]
+    firsts = np.flatnonzero(np.r_[True, within[1:] != within[:-1]])  # each outer value's first group
+    table = pd.DataFrame({outer: combos[outer].to_numpy()[order][firsts]})
+    table = _with_stats(table, values, starts[firsts], False)
+    table["groups"] = np.diff(np.r_[firsts, len(starts)])
+    return inner, _ranked(table, np.arange(len(firsts)))
+
+
+def _with_stats(table: pd.DataFrame, values: np.ndarray, starts: np.ndarray, in_order: bool) -> pd.DataFrame:
+    """The table (a row per group) with STAT_COLUMNS of the values, grouped (each group's from its start to the
+    next's); ``in_order``: each group's values ascending (else the medians and extremes are selected)."""
+    counts = np.diff(np.r_[starts, len(values)])
     totals = np.add.reduceat(values, starts)
     means = totals / counts
     deviations = np.repeat(means, counts)  # in place from here: a big table's temporaries are pages to fault in
@@ -39,19 +72,37 @@ def summarize(keys: dict[str, np.ndarray], durations: np.ndarray) -> pd.DataFram
     np.multiply(deviations, deviations, out=deviations)
     squares = np.add.reduceat(deviations, starts)
     del deviations
-    std = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
-    lower, upper = values[starts + (counts - 1) // 2], values[starts + counts // 2]
-    table = combos.iloc[ids[starts]].reset_index(drop=True)
+    if in_order:
+        lower, upper = values[starts + (counts - 1) // 2], values[starts + counts // 2]
+        least, most = values[starts], values[starts + counts - 1]
+    else:
+        lower, upper = _middles(values, starts, counts)
+        least, most = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
     table["calls"] = counts
     table["total_ns"] = totals
     table["avg_ns"] = means
     table["med_ns"] = (lower + upper) / 2
-    table["min_ns"] = values[starts]
-    table["max_ns"] = values[starts + counts - 1]
-    table["std_ns"] = std
+    table["min_ns"] = least
+    table["max_ns"] = most
+    table["std_ns"] = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
     grand = totals.sum()
     table["pct"] = totals * 100.0 / grand if grand else 0.0
-    return table.sort_values("total_ns", ascending=False, kind="stable").reset_index(drop=True)
+    return table
+
+
+def _middles(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's two middle values (the same one for an odd count), selected rather than sorted."""
+    lower, upper = np.empty(len(starts), dtype=values.dtype), np.empty(len(starts), dtype=values.dtype)
+    for i, (start, count) in enumerate(zip(starts, counts)):
+        low, high = (count - 1) // 2, count // 2
+        chosen = np.partition(values[start:start + count], (low, high))
+        lower[i], upper[i] = chosen[low], chosen[high]
+    return lower, upper
+
+
+def _ranked(table: pd.DataFrame, first_seen: np.ndarray) -> pd.DataFrame:
+    """Largest total first; of equal totals, the group its rows showed first."""
+    return table.iloc[np.lexsort((first_seen, -table["total_ns"].to_numpy()))].reset_index(drop=True)
 
 
 def _sorted_by_group(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
