@@ -146,14 +146,14 @@
   }
 
   // search: every name that holds the query, their events over the run, and the next or previous one; "frame N"
-  // shows that frame
+  // (or "iteration N") shows that frame
   function find(query) {
-    var frame = /^\s*frame\s+(\d+)\s*$/i.exec(query);
+    var frame = /^\s*(?:frame|iteration)\s+(\d+)\s*$/i.exec(query);
     if (frame && tl.data.header.frames[parseInt(frame[1], 10)]) {
       var index = parseInt(frame[1], 10);
       tl.search = null;
       api.search = {query: query, frame: index, names: [], total: 1, inView: 1};
-      matchText.textContent = "frame " + index + ": " + tools.duration(tl.data.header.frames[index][1]);
+      matchText.textContent = draw.unitOf(tl.data) + " " + index + ": " + tools.duration(tl.data.header.frames[index][1]);
       fitFrame(index);
       return;
     }

@@ -14,6 +14,8 @@ var orchestrateTimelineDraw = (function () {
   kindColours.sample = "#5b6475";
 
   function kindColour(kind) { return kindColours[kind] || "#888"; }
+  // what the run's frames are: "frame", or "iteration" (a CUDA or TensorRT run's); pages from before say nothing
+  function unitOf(parsed) { return parsed.header.unit || "frame"; }
 
   /**
    * @param {TimelineState} tl @param {View} view the view's mapping, made once for this paint
@@ -50,7 +52,7 @@ var orchestrateTimelineDraw = (function () {
   // nesting), the board's series; and each row's place by its index
   function layout(parsed, kindNames, top) {
     var y = top, places = [], placeOfRow = [];
-    if (parsed.header.frames.length) { places.push({type: "frames", label: "frames", y: y, h: FRAME_H}); y += FRAME_H; }
+    if (parsed.header.frames.length) { places.push({type: "frames", label: unitOf(parsed) + "s", y: y, h: FRAME_H}); y += FRAME_H; }
     parsed.rows.forEach(function (row, r) {
       var h = row.kind === "sample" ? ROW_H : ROW_H + (row.lanes - 1) * LANE_H;
       var place = {type: "row", row: row, index: r, kindName: kindNames[row.kind] || row.kind, y: y, h: h};
@@ -202,7 +204,7 @@ var orchestrateTimelineDraw = (function () {
       ctx.fillRect(a, place.y + 2, w, place.h - 4);
       if (w >= 40) {
         ctx.fillStyle = INK;
-        ctx.fillText(clipText(ctx, "frame " + i + " \u00b7 " + tools.duration(frames[i][1]), w - 6), a + 3, place.y + place.h / 2);
+        ctx.fillText(clipText(ctx, unitOf(tl.data) + " " + i + " \u00b7 " + tools.duration(frames[i][1]), w - 6), a + 3, place.y + place.h / 2);
       }
       shapes++;
     }
@@ -333,7 +335,7 @@ var orchestrateTimelineDraw = (function () {
     if (!place || x < tl.LABEL_W) { return null; }
     if (place.type === "frames") {
       var f = search(tl.frameStarts, t, false) - 1, frame = tl.data.header.frames[f];
-      return frame && t <= frame[0] + frame[1] + slop ? {frame: f, text: "frame " + f + "\n" + clock(frame[0]) +
+      return frame && t <= frame[0] + frame[1] + slop ? {frame: f, text: unitOf(tl.data) + " " + f + "\n" + clock(frame[0]) +
         " s, " + tools.duration(frame[1])} : null;
     }
     if (place.type === "board") {
@@ -362,5 +364,5 @@ var orchestrateTimelineDraw = (function () {
     return {row: place.index, index: best, start: row.starts[best], end: row.ends[best], text: text};
   }
 
-  return {paint: paint, hit: hit, layout: layout, kindColour: kindColour, EXACT: EXACT};
+  return {paint: paint, hit: hit, layout: layout, kindColour: kindColour, unitOf: unitOf, EXACT: EXACT};
 }());

@@ -3,12 +3,14 @@ changed in known ways: every time x1.2, one kernel function's durations x1.5, no
 the export itself."""
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 
 import pytest
 
-from orchestrator.report import compare_runs
+from orchestrator.report import compare_runs, write_comparison
+from orchestrator.report.compare import comparison_page
 
 SOURCE = "instantngp_rtx3070_2021.export2022_4"
 TIMES = ("start", "end", "timestamp", "startTime", "stopTime")
@@ -53,6 +55,23 @@ def test_every_time_scaled_by_1_2_is_20_percent_slower(export, tmp_path):
     top = work["kernel_movers"][:5]
     assert top[0]["name"] == KERNEL
     assert all(row["pct"] == pytest.approx(20.0, abs=0.5) for row in top)
+
+
+def test_the_comparison_of_iteration_runs_speaks_of_iterations(export, tmp_path):
+    source = export(SOURCE)
+    copy = changed_copy(source, tmp_path / "changed.sqlite", factor=1.2)
+    document = compare_runs([source, copy], ["base", "changed"], page_dir=tmp_path)
+    labels = {m["key"]: m["label"] for m in document["metrics"]}
+    assert (labels["first_frame_ns"], labels["frames_per_s"], labels["frames"]) == (
+        "first iteration (first inference)", "iterations per second", "iterations captured")
+    assert labels["share_gpu_ns"].startswith("per iteration: waiting for the GPU")
+    [change] = document["share_changes"]
+    page = comparison_page(document)
+    assert [title for title, _ in page.charts][:2] == ["steady mean per iteration (ms)", "first iteration (ms)"]
+    assert page.changes[0].startswith("changed: the iteration is ") and page.changes[0].endswith(" per iteration)")
+    html, _ = write_comparison(document, tmp_path / "compare.html")
+    said = re.sub(r"<[^>]+>", " ", html.read_text().split("<script")[0])  # the page's words, not its markup
+    assert "frame" not in said.lower() and "iterations per second" in said
 
 
 def test_one_kernel_slower_is_named_first_and_the_rest_unchanged(export, tmp_path):

@@ -162,3 +162,30 @@ def test_dense_rows_are_shaded_as_much_as_their_calls_cover_at_whole_run_zoom(ge
             assert drawn[kind]["inked"] == pytest.approx(length(calls) / (high - low), abs=0.01), kind
     assert 0.05 < drawn["osrt"]["inked"] < 0.95  # neither empty nor busy: the test tells them apart
     assert_clean(opened, page_path)
+
+
+def test_an_iteration_run_speaks_of_iterations_and_links_them(export, browser, tmp_path):
+    """instant-ngp's training loop has no frames: its iterations (one cudaStreamSynchronize each) are what the page
+    names wherever a frame run's names frames (the headings, the findings, the charts' tips, the warm-up rule, the
+    stories, the timeline's help), each iteration number a link, and the search finds "iteration N"."""
+    source = export("instantngp_rtx3070_2021.export2022_4")
+    summary = analyze_report(source)
+    assert summary.frames is not None and summary.frames.unit == "iteration"
+    page_path = write_report(source, tmp_path / "ngp.html")
+    opened = open_page(browser, page_path)
+    assert_clean(opened, page_path)
+    page = opened.page
+    page.wait_for_function("() => window.orchestrateTimeline.ready")
+    said = page.evaluate("""() => { const body = document.body.cloneNode(true);
+        body.querySelectorAll('script, style').forEach(e => e.remove()); return body.textContent; }""")
+    assert "frame" not in said.lower()
+    for words in ("The slowest steady iteration", "Each iteration's time by share", "iteration 0 is reported apart",
+                  "iterations along the top", "fit the iteration, event or finding under the pointer"):
+        assert words in said, words
+    slowest = next(story.index for story in summary.attribution.stories if "the slowest steady iteration" in story.told)
+    page.locator(f"[data-section=timeline] a[data-frame='{slowest}']").first.click()
+    assert_shows(page, summary.frames, slowest)
+    page.evaluate("window.orchestrateTimeline.find('iteration 100')")
+    assert_shows(page, summary.frames, 100)
+    assert page.locator("[data-tl-matches]").text_content().startswith("iteration 100: ")
+    assert_clean(opened, page_path)

@@ -88,3 +88,24 @@ def test_the_shares_of_each_cells_frame_are_one_table_not_a_table_each():
     assert page.shares.titles[1] == "waiting for the GPU (or a software renderer)"
     assert [(label, [c.text for c in found]) for label, found in page.shares.rows] == [
         ("delegate=gl", ["16.2", "473"]), ("delegate=xnnpack", ["9.2", "0"])]
+
+
+def _timed(index, iterations: bool):
+    """A cell whose runs have steady frames, or iterations (a CUDA app's: iteration_mean_ms beside them)."""
+    found = cell(index, f"m{index}", "FP16", [30.0, 31.0, 32.0])
+    figures = found["metrics"].pop("app.inference_mean_ms")
+    found["metrics"] = {"steady_mean_ms": figures, "frames_per_s": {**figures, "unit": "frames/s",
+                                                                    "faster_when": "higher"}}
+    if iterations:
+        found["metrics"]["iteration_mean_ms"] = figures
+    return found
+
+
+def test_a_study_of_iteration_runs_titles_its_tables_by_iterations():
+    base = {"study": "cuda", "target": "nano", "repeat": 3, "variables": ["model", "precision"],
+            "status": "complete", "interval": "bootstrap", "comparisons": []}
+    page = study_page(StudyDocument.from_json({**base, "cells": [_timed(0, True), _timed(1, True)]}))
+    assert page.unit == "iteration"
+    assert [t.title for t in page.tables][:2] == ["steady mean per iteration", "iterations per second"]
+    mixed = study_page(StudyDocument.from_json({**base, "cells": [_timed(0, True), _timed(1, False)]}))
+    assert mixed.unit == "frame" and mixed.tables[0].title == "steady mean per frame"

@@ -23,7 +23,7 @@ from ..parsers.renderer import is_software
 from .analyzers import api_summaries, cuda_work
 from .analyzers.content import capture_gaps
 from .analyzers.evidence import focus_thread, verdict_context
-from .analyzers.frames import WARMUP_RULE, Frames, find_frames, steady_stats
+from .analyzers.frames import Frames, find_frames, steady_stats, warmup_rule
 from .analyzers.gpu_frames import gpu_frames_section
 from .analyzers.gpu_metrics import gpu_metrics_section
 from .analyzers.iterations import iteration_calls_read
@@ -219,7 +219,7 @@ def _frames_section(frames: Frames | None, window: Window) -> dict | None:
     return {"source": frames.source, "kind": frames.kind, "rule": frames.rule, "unit": frames.unit,
             "count": int(len(durations)),
             "first_ns": int(durations[0]), "first_start_ns": int(frames.starts[0]),
-            "warmup": {"frames": frames.warmup, "rule": WARMUP_RULE},
+            "warmup": {"frames": frames.warmup, "rule": warmup_rule(frames.unit)},
             "steady": steady_stats(frames), "in_window": frames.count_within(window.as_tuple()),
             "per_frame_ns": [int(d) for d in durations], "frame_starts_ns": [int(s) for s in frames.starts]}
 

@@ -67,7 +67,7 @@ def next_steps_view(summary: Summary) -> list[Text]:
 def _shares(summary: Summary) -> Table:
     found = summary.attribution
     assert found is not None
-    per = f"per {found.frames.unit if found.frames else 'frame'} ms" if found.frame_count else "ms"
+    per = f"per {found.unit} ms" if found.frame_count else "ms"
     table = Table("share", "%", per, "in", title=f"Where {found.thread}'s time goes")
     for name in sorted(SHARES, key=lambda n: -found.share(n).ns):
         share = found.share(name)
@@ -93,7 +93,7 @@ def _header(summary: Summary) -> Table:
 
 def _frames(frames: SummaryFrames) -> Table:
     steady = frames.steady or SteadyFrames()
-    table = Table("frames", "count", "first ms", "steady mean ms", "p50", "p90", "p99", "max", "warm-up",
+    table = Table(f"{frames.unit}s", "count", "first ms", "steady mean ms", "p50", "p90", "p99", "max", "warm-up",
                   title=f"{frames.unit.capitalize()}s delimited by {frames.source}"
                         + (f" ({frames.rule})" if frames.rule else ""))
     table.add_row(frames.kind, str(frames.count), _ms(frames.first_ns), _ms(steady.mean_ns),

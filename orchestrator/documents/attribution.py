@@ -113,6 +113,11 @@ class Attribution(Record):
         return self.share(self.largest)
 
     @property
+    def unit(self) -> str:
+        """What the frames read are: "frame", or "iteration" (a CUDA or TensorRT run's)."""
+        return self.frames.unit if self.frames is not None else "frame"
+
+    @property
     def on_cpu_pct(self) -> float | None:
         return None if self.on_cpu_ns is None or not self.window_ns else self.on_cpu_ns * 100.0 / self.window_ns
 

@@ -89,6 +89,11 @@ class Summary(Record):
         return None if self.frames is None else self.frames.steady
 
     @property
+    def unit(self) -> str:
+        """What the run's frames are: "frame", or "iteration" (a CUDA or TensorRT run's)."""
+        return self.frames.unit if self.frames is not None else "frame"
+
+    @property
     def first_frame_ns(self) -> float | None:
         return None if self.frames is None else self.frames.first_ns
 

@@ -140,10 +140,11 @@ def board_line(name: str, points_ns: list[list[float]], unit: str, span_ns: tupl
                  f"{len(inside)} samples")
 
 
-def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30) -> Chart:
+def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30, counted: str = "frame") -> Chart:
     """How steady frame times spread: one bar per non-empty bin, its count in ``count``. A few hitches far
     out would squeeze every other frame into one bar: past 1.5x the 99.5th percentile they share the last
-    bar, which says so. A bin that has frames is never drawn thinner than a line."""
+    bar, which says so. A bin that has frames is never drawn thinner than a line. ``counted``: "frame" or
+    "iteration"."""
     height, left, bottom, top = 220.0, 56.0, 30.0, 12.0
     values = np.asarray(steady_ns, dtype=np.float64) / 1e6
     chart = Chart("frame-histogram", WIDTH, height)
@@ -164,7 +165,7 @@ def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30) -> Chart:
     for i, count in enumerate(counts):
         if count:
             h = max(plot_h * count / tallest, 2.0)
-            tip = f"{edges[i]:.2f}-{edges[i + 1]:.2f} ms: {count} frames"
+            tip = f"{edges[i]:.2f}-{edges[i + 1]:.2f} ms: {count} {counted}{'s' if count != 1 else ''}"
             if clipped and i == bins - 1:
                 tip += f", {beyond} of them above {high:.2f} ms (up to {values.max():.2f} ms)"
             chart.rects.append(Rect(left + i * bar_w + 1, top + plot_h - h, bar_w - 2, h, "mark bar", tip,
@@ -173,7 +174,7 @@ def histogram(steady_ns: list[int] | np.ndarray, bins: int = 30) -> Chart:
         x = left + plot_w * (tick - low) / (high - low)
         chart.texts.append(Text(x, height - 10, f"{tick:g}", "axis", "middle"))
     if clipped:
-        chart.texts.append(Text(WIDTH - 16, top + 10, f"last bar: also {beyond} frames above {high:.1f} ms, up to "
+        chart.texts.append(Text(WIDTH - 16, top + 10, f"last bar: also {beyond} {counted}s above {high:.1f} ms, up to "
                                 f"{values.max():.1f} ms", "axis", "end"))
     chart.texts.append(Text(left - 6, top + 10, str(tallest), "axis", "end"))
     return chart

@@ -24,18 +24,26 @@ COMPARE_VERSION = 1
 SAME_WITHIN_PCT = 1.0  # a change smaller than this is "same": run-to-run noise on a board is larger
 TOP_FUNCTIONS = 5
 
-# key, label, unit, which way is better ("lower", "higher" or None when neither is)
-METRICS = (("first_frame_ns", "first frame (first inference)", "ns", "lower"),
+# key, label, unit, which way is better ("lower", "higher" or None when neither is); a label's {unit} is what the
+# compared runs' frames are: "frame", or "iteration" (CUDA or TensorRT runs')
+METRICS = (("first_frame_ns", "first {unit} (first inference)", "ns", "lower"),
            ("steady_mean_ns", "steady mean", "ns", "lower"),
            ("p50_ns", "steady p50", "ns", "lower"),
            ("p90_ns", "steady p90", "ns", "lower"),
            ("p99_ns", "steady p99", "ns", "lower"),
-           ("frames_per_s", "frames per second", "1/s", "higher"),
-           ("frames", "frames captured", "count", None),
+           ("frames_per_s", "{unit}s per second", "1/s", "higher"),
+           ("frames", "{unit}s captured", "count", None),
            ("cores_busy", "cores busy", "cores", None))
 # the focus thread's time per frame by what it waits for: which share a change came from
-SHARE_METRICS = tuple((f"share_{name}_ns", f"per frame: {SHARE_TITLES_OF_RUNS[name]}", "ns", "lower")
+SHARE_METRICS = tuple((f"share_{name}_ns", f"per {{unit}}: {SHARE_TITLES_OF_RUNS[name]}", "ns", "lower")
                       for name in SHARES)
+
+
+def compared_unit(variants: list[dict]) -> str:
+    """What the compared runs' frames are: "iteration" when every run that has them counts iterations, else
+    "frame" (a CUDA run against an OpenGL one is said not comparable on its own line)."""
+    units = {v["frames_unit"] for v in variants if v.get("frames_unit")}
+    return "iteration" if units == {"iteration"} else "frame"
 
 
 def variant_labels(runs: list[RunData], given: list[str] | None = None) -> list[str]:
@@ -89,8 +97,9 @@ def _per_frame_ns(summary: Summary, name: str) -> float | None:
     return None if ms is None else ms * 1e6
 
 
-def share_changes(variants: list[dict]) -> list[dict]:
-    """Per variant against the first: which share of the frame's time changed the most, and by how much."""
+def share_changes(variants: list[dict], unit: str = "frame") -> list[dict]:
+    """Per variant against the first: which share of the frame's (iteration's: ``unit``) time changed the most,
+    and by how much."""
     base = variants[0]["values"]
     found = []
     for variant in variants[1:]:
@@ -103,7 +112,7 @@ def share_changes(variants: list[dict]) -> list[dict]:
         frame = (values["steady_mean_ns"] - base["steady_mean_ns"]
                  if values["steady_mean_ns"] is not None and base["steady_mean_ns"] is not None else None)
         found.append({"label": variant["label"], "share": name, "title": SHARE_TITLES_OF_RUNS[name],
-                      "change_ns": changes[name], "frame_change_ns": frame})
+                      "change_ns": changes[name], "frame_change_ns": frame, "unit": unit})
     return found
 
 
@@ -127,16 +136,17 @@ def delta(base: float | None, value: float | None, better: str | None) -> dict |
 def comparison(runs: list[RunData], labels: list[str] | None = None) -> dict:
     names = variant_labels(runs, labels)
     variants = [variant(label, run) for label, run in zip(names, runs)]
-    base = variants[0]["values"]
+    base, counted = variants[0]["values"], compared_unit(variants)
     metrics = []
     for key, label, unit, better in METRICS + WORK_METRICS + SHARE_METRICS:
         values = [v["values"][key] for v in variants]
-        metrics.append({"key": key, "label": label, "unit": unit, "better": better, "values": values,
-                        "deltas": [None] + [delta(base[key], value, better) for value in values[1:]]})
+        metrics.append({"key": key, "label": label.format(unit=counted), "unit": unit, "better": better,
+                        "values": values, "deltas": [None] + [delta(base[key], value, better) for value in values[1:]]})
     summaries = [run.summary or Summary() for run in runs]
     return {"compare_version": COMPARE_VERSION, "baseline": variants[0]["label"], "variants": variants,
             "metrics": metrics, "same_within_pct": SAME_WITHIN_PCT, "repeats": repeats(runs, variants, labels),
-            "share_changes": share_changes(variants), "work": work_comparison(summaries, names, SAME_WITHIN_PCT)}
+            "share_changes": share_changes(variants, counted),
+            "work": work_comparison(summaries, names, SAME_WITHIN_PCT)}
 
 
 def repeat_key(run: RunData, given: str | None) -> str:
@@ -175,12 +185,14 @@ def repeats(runs: list[RunData], variants: list[dict], given: list[str] | None) 
                 metrics[key] = metric_figures(values, [variants[i]["values"][key] for i in indices], unit, better)
         figures.append(metrics)
     verdicts = []
+    counted = compared_unit(variants)
     for label, metrics in zip(labels[1:], figures[1:]):
         for key, title, _, better in METRICS:
             a, b = figures[0].get(key), metrics.get(key)
             if a is not None and b is not None and key != "frames":
                 diff = compare_rounds(*a.paired_with(b), better)
-                verdicts.append({"metric": key, "title": title, "base": labels[0], "other": label, **diff.as_json()})
+                verdicts.append({"metric": key, "title": title.format(unit=counted), "base": labels[0],
+                                 "other": label, **diff.as_json()})
     found = [{"label": label, "runs": [variants[i]["label"] for i in indices],
               "metrics": {key: metric.as_json() for key, metric in metrics.items()}}
              for label, indices, metrics in zip(labels, members, figures)]
@@ -250,9 +262,9 @@ def comparison_page(document: dict) -> ComparePage:
                              found["direction"] if found else "")
                  for value, found in zip(metric["values"], metric["deltas"])]
         rows.append(CompareRow(metric["label"], cells))
-    drawn = []
-    for key, title in (("steady_mean_ns", "steady mean per frame (ms)"), ("first_frame_ns", "first frame (ms)"),
-                       ("cores_busy", "cores busy")):
+    drawn, counted = [], compared_unit(document["variants"])
+    for key, title in (("steady_mean_ns", f"steady mean per {counted} (ms)"),
+                       ("first_frame_ns", f"first {counted} (ms)"), ("cores_busy", "cores busy")):
         metric = next(m for m in document["metrics"] if m["key"] == key)
         pairs = [(label, value) for label, value in zip(labels, metric["values"]) if value is not None]
         if not pairs:
@@ -264,7 +276,7 @@ def comparison_page(document: dict) -> ComparePage:
     missing = [f"{v['label']}: {v['analysis_error'] or 'no frames or iterations in this run'}"
                for v in document["variants"] if v["values"]["steady_mean_ns"] is None]
     found = document.get("repeats") or {"groups": [], "verdicts": []}
-    shown = [(key, title, unit) for key, title, unit, _ in METRICS
+    shown = [(key, title.format(unit=counted), unit) for key, title, unit, _ in METRICS
              if key != "frames" and any(key in g["metrics"] for g in found["groups"])]
     repeat_rows = [RepeatRow(g["label"], len(g["runs"]), [_estimate_text(g["metrics"].get(key), unit)
                                                           for key, _, unit in shown]) for g in found["groups"]]
@@ -307,11 +319,11 @@ def _moved(row: dict) -> str:
 
 def change_words(change: dict) -> str:
     """'2 threads: the frame is 1.20 ms shorter; running on a CPU changed most (−1.10 ms per frame)'"""
-    frame = change.get("frame_change_ns")
-    moved = "" if frame is None else f"the frame is {abs(frame) / 1e6:.2f} ms {'longer' if frame > 0 else 'shorter'}; "
+    frame, unit = change.get("frame_change_ns"), change.get("unit") or "frame"
+    moved = "" if frame is None else f"the {unit} is {abs(frame) / 1e6:.2f} ms {'longer' if frame > 0 else 'shorter'}; "
     sign = "+" if change["change_ns"] > 0 else "−"
     return f"{change['label']}: {moved}{change['title']} changed most ({sign}{abs(change['change_ns']) / 1e6:.2f} ms " \
-           "per frame)"
+           f"per {unit})"
 
 
 def _estimate_text(metric: dict | None, unit: str) -> str:

@@ -101,7 +101,7 @@ def work_comparison(summaries: list[Summary], labels: list[str], same_within_pct
             continue
         movers = kernel_movers(kernels_of(base), kernels_of(summary), same_within_pct)
         a, b = steady_durations(base), steady_durations(summary)
-        unit = summary.frames.unit if summary.frames is not None else "frame"
+        unit = summary.unit
         verdict = compare_samples(a, b, "lower").as_json() if a and b else None
         found.append({"label": label, "not_comparable": None, "unit": unit, "verdict": verdict,
                       "kernel_movers": movers[:MOVERS], "kernels_changed": sum(

@@ -35,7 +35,8 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
                  counted: str = "frame") -> Chart:
     """Frame time over the run: one point per frame (decimated), warm-up shaded, horizontal lines at the given
     levels (p50, p90, p99) labelled with their values apart from each other, and a marker on each frame that
-    carries most of a verdict finding (``findings``: frame index -> the findings' kinds). The scale fits the
+    carries most of a verdict finding (``findings``: frame index -> the findings' kinds); ``counted``: what a
+    point is, "frame" or "iteration". The scale fits the
     steady frames: a first frame or warm-up above them (a first inference is often ten times a steady one) is
     drawn at the top edge with its value, marked apart. The unit suits the values (ms, µs or ns)."""
     height, left, right, top, bottom = 260.0, 56.0, 96.0, 14.0, 30.0  # the levels' labels right of the plot
@@ -76,21 +77,23 @@ def frame_series(per_frame_ns: list[int], warmup: int, lines_ns: dict[str, float
                                 f"level-label level-{label}"))
     chart = Chart(chart.name, chart.width, chart.height, chart.rects, chart.lines, chart.texts,
                   " ".join(f"{x_of(i):.1f},{y_of(values[i]):.1f}" for i in kept),
-                  f"{len(values)} frames" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""),
+                  f"{len(values)} {counted}s" + (f", {len(kept)} drawn" if len(kept) < len(values) else ""),
                   f"{x_of(0):.2f},{x_of(max(len(values) - 1, 1)):.2f},{len(values)}")
     if len(values):
         above = values[0] > top_value
+        first = f"first {counted}: {format_ns(per_frame_ns[0])}"
         chart.rects.append(Rect(x_of(0) - 3, y_of(values[0]) - 3, 6, 6, "first",
-                                f"first frame: {format_ns(per_frame_ns[0])}" + (", above the scale" if above else "")))
+                                first + (", above the scale" if above else "")))
         if above:
-            chart.texts.append(Text(x_of(0) + 6, top - 3, f"first frame {format_ns(per_frame_ns[0])} ↑", "first-label"))
+            chart.texts.append(Text(x_of(0) + 6, top - 3, f"first {counted} {format_ns(per_frame_ns[0])} ↑",
+                                    "first-label"))
         over = int((values[1:] > top_value).sum())
         if over:
-            chart.texts.append(Text(WIDTH - right - 2, top - 3, f"{over} more frames above the scale, at its top edge",
-                                    "axis", "end"))
+            chart.texts.append(Text(WIDTH - right - 2, top - 3,
+                                    f"{over} more {counted}s above the scale, at its top edge", "axis", "end"))
     for index, kinds in sorted((findings or {}).items()):
         if 0 <= index < len(values):
             chart.rects.append(Rect(x_of(index) - 4, y_of(values[index]) - 4, 8, 8, "finding",
-                                    f"frame {index} ({format_ns(per_frame_ns[index])}): most of "
+                                    f"{counted} {index} ({format_ns(per_frame_ns[index])}): most of "
                                     + ", ".join(k.replace("_", " ") for k in kinds)))
     return chart

@@ -140,6 +140,7 @@ class ReportPage:
     run_timeline_events: int = 0
     shares: SharesPart | None = None          # where the focus thread's time goes, per frame
     next_steps: list[NextStep] = field(default_factory=list)  # what to do next, at the top of the page
+    unit: str = "frame"                       # what the run's frames are: "frame", or "iteration"
 
 
 SECTIONS = ("verdict", "frames", "hotspots", "cpu", "run-timeline", "timeline", "api")
@@ -155,7 +156,7 @@ def report_page(run: RunData) -> ReportPage:
         for section in SECTIONS:
             missing[section] = reason
         return ReportPage(page_title(run), header_section(run), None, None, None, None, None, [], [], missing)
-    window = window_words(summary.window)
+    window = window_words(summary.window, summary.unit)
     verdict = summary.verdict or SummaryVerdict()
     findings = verdict.findings  # summaries from before findings have none
     software = software_renderer(summary) is not None
@@ -185,10 +186,10 @@ def report_page(run: RunData) -> ReportPage:
     absent = [Fact(API_TITLES[key], API_HINTS[key]) for key in API_TITLES if not summary.api_rows(key)]
     if run.run_timeline is None:
         missing["run-timeline"] = run.run_timeline_missing or "no events in the report"
-    return ReportPage(page_title(run), header_section(run), verdict_section(verdict), frames, hotspots, cpu,
-                      timeline, tables, absent, missing, slowest, board_part(summary),
+    return ReportPage(page_title(run), header_section(run), verdict_section(verdict, summary.unit), frames,
+                      hotspots, cpu, timeline, tables, absent, missing, slowest, board_part(summary),
                       gpu_metrics_facts(summary.gpu_metrics), run_timeline=run.run_timeline,
-                      shares=shares_part(summary.attribution), next_steps=steps_of(run, summary))
+                      shares=shares_part(summary.attribution), next_steps=steps_of(run, summary), unit=summary.unit)
 
 
 def steps_of(run: RunData, summary: Summary) -> list[NextStep]:
@@ -212,26 +213,27 @@ def without_nsys_page(run: RunData, seen: WithoutNsys) -> ReportPage:
                       board=board_part(seen.summary), app_figures=figures)
 
 
-def window_words(window: SummaryWindow) -> str:
-    kind = {"steady": "the steady frames", "all": "the whole capture", "frame": "one frame",
+def window_words(window: SummaryWindow, unit: str = "frame") -> str:
+    kind = {"steady": f"the steady {unit}s", "all": "the whole capture", "frame": f"one {unit}",
             "range": "the chosen range"}.get(window.kind, window.kind)
     return f"{kind} ({format_ns(window.duration_ns)})"
 
 
-def verdict_section(verdict: SummaryVerdict) -> Verdict:
+def verdict_section(verdict: SummaryVerdict, unit: str = "frame") -> Verdict:
     kind = verdict.kind or ""
     return Verdict(kind, VERDICT_TITLES.get(kind, kind), verdict.confidence, verdict.summary, list(verdict.evidence),
-                   [where_words(f) for f in verdict.findings])
+                   [where_words(f, unit) for f in verdict.findings])
 
 
-def where_words(finding: VerdictFinding) -> str:
-    """'most in frame 716 (8.28 ms of it, at 1.032 s), frame 101 (...)' for a finding with frames, else ''."""
+def where_words(finding: VerdictFinding, unit: str = "frame") -> str:
+    """'most in frame 716 (8.28 ms of it, at 1.032 s), frame 101 (...)' for a finding with frames (or
+    iterations: ``unit``), else ''."""
     if not finding.frames:
         return ""
     parts = []
     for frame in finding.frames:
         amount = f"{frame.samples} samples" if frame.samples is not None else f"{format_ms(frame.ns)} of it"
-        parts.append(f"frame {frame.index} ({amount}, at {frame.start_ns / 1e9:.3f} s)")
+        parts.append(f"{unit} {frame.index} ({amount}, at {frame.start_ns / 1e9:.3f} s)")
     return "most in " + ", ".join(parts)
 
 
@@ -275,7 +277,7 @@ def frames_section(frames: SummaryFrames | None, findings: list[VerdictFinding] 
         notes.append(f"{len(per_frame):,} {unit}s: the series keeps each stretch's fastest and slowest {unit} "
                      f"({charts.MAX_SERIES_POINTS:,} points at most), the histogram counts them all.")
     series = frame_series(per_frame, warmup, levels, heaviest_frames(findings or []), counted=unit)
-    return FramesSection(stats, series, charts.histogram(steady_values), notes,
+    return FramesSection(stats, series, charts.histogram(steady_values, counted=unit), notes,
                          gpu_frames_part(gpu, warmup, software, unit), unit)
 
 

@@ -45,8 +45,8 @@ def templates_dir() -> Path:
     raise FileNotFoundError("the page templates are missing from this installation (templates/report.html)")
 
 
-# "frame 716", "frames 716, 101 and 1620", "frames 12-40": the numbers a page names frames by
-_FRAMES = re.compile(r"\b(frames?) (\d+(?:(?:, | and |-)\d+)*)")
+# "frame 716", "frames 716, 101 and 1620", "frames 12-40", "iteration 46": the numbers a page names frames by
+_FRAMES = re.compile(r"\b(frames?|iterations?) (\d+(?:(?:, | and |-)\d+)*)")
 
 
 def frame_links(text: str) -> Markup:

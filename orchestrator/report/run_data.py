@@ -192,7 +192,7 @@ def whole_run_of(export: Path, summary: Summary,
     drawn = summary.board_series_ns
     board = {f"{title} ({unit})": drawn[key] for key, title, unit in BOARD_LINES if drawn.get(key)}
     return timeline_data(events, list(zip(starts, (s + n for s, n in zip(starts, lengths)))), spans, board,
-                         renderer), None
+                         renderer, summary.unit), None
 
 
 def _frame_span(frames: SummaryFrames, index: int) -> tuple[int, int]:

@@ -56,10 +56,11 @@ class TimelineData:
 
 
 def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: list[dict[str, Any]],
-                  board: dict[str, list[list[float]]] | None = None, renderer: str | None = None) -> TimelineData:
+                  board: dict[str, list[list[float]]] | None = None, renderer: str | None = None,
+                  unit: str = "frame") -> TimelineData:
     """``frames``: (start, end) ns; ``findings``: {"title", "start_ns", "end_ns"}; ``board``: series name ->
     [[ns, value], ...] on the report's clock; ``renderer``: the software renderer whose work the OpenGL GPU rows
-    are, on the CPU (None: a GPU's)."""
+    are, on the CPU (None: a GPU's); ``unit``: what the frames are, "frame" or "iteration"."""
     rows = [row for row in events.rows if len(row.starts)]
     origin = min((int(row.starts[0]) for row in rows), default=0)
     last = max((int(row.ends.max()) for row in rows), default=origin)
@@ -93,7 +94,7 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
         detail += [_u32(np.diff(links.first, prepend=0), no_escapes), _u32(links.last - links.first, no_escapes),
                    _u32((gpu_steps << 1) ^ (gpu_steps >> 63), no_escapes)]  # zigzag: -1 -> 1, 1 -> 2
     header = {"origin": origin, "span": span, "rows": header_rows, "names": events.names, "links": len(links),
-              "stacks": len(stacks.parents), "renderer": renderer,
+              "stacks": len(stacks.parents), "renderer": renderer, "unit": unit,
               "frames": [[int(s) - origin, int(e) - int(s)] for s, e in frames],
               "findings": [{**f, "start_ns": int(f["start_ns"]) - origin, "end_ns": int(f["end_ns"]) - origin}
                            for f in findings],

@@ -56,7 +56,7 @@ def story_sentence(found: Attribution, story: FrameStory) -> str:
              for name in ordered if story.shares[name] * 100.0 / story.ns >= 0.5]
     calls = [f"{call.name} {format_ms(call.ns)}" + (f" inside {call.inside}" if call.inside else "")
              for call in story.calls]
-    return (f"On {found.thread}, this frame's {format_ms(story.ns)}: " + ", ".join(parts)
+    return (f"On {found.thread}, this {found.unit}'s {format_ms(story.ns)}: " + ", ".join(parts)
             + (f"; its longest calls: {', '.join(calls)}" if calls else ""))
 
 
@@ -73,7 +73,7 @@ def shares_part(found: Attribution | None) -> SharesPart | None:
                              made_of(found, key)))
     frames = found.frame_count
     every = found.sampled_every
-    unit = found.frames.unit if found.frames is not None else "frame"
+    unit = found.unit
     what = (f"{frames:,} {unit}s" + (f" (every {ordinal(every)} {unit} of the window: the rest were not read)"
                                      if every > 1 else "")) if frames else \
         (f"the window, every {ordinal(every)} of its slices" if every > 1 else "the window")
@@ -104,7 +104,7 @@ def frame_shares_chart(found: Attribution, name: str = "frame-shares") -> Chart 
     """The shares stacked, a bar per frame (past MAX_BARS frames, per run of consecutive frames read: their
     mean): one filled shape per share, bar by bar, and a see-through mark per bar that says its figures."""
     first, count, every = found.first_frame, found.frame_count, found.sampled_every
-    unit = found.frames.unit if found.frames is not None else "frame"
+    unit = found.unit
     present = [k for k in SHARES if len(found.share(k).per_frame_ns) == count and found.share(k).pct >= 0.05]
     if first is None or not count or not present:
         return None

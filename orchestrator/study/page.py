@@ -14,8 +14,9 @@ from ..report.charts import Chart, Interval
 from ..report.render import Fact, render, write_page
 
 FIRST_METRICS = ("steady_mean_ms", "first_frame_ms", "steady_p90_ms", "frames_per_s", "cores_busy")
-TITLES = {"steady_mean_ms": "steady mean per frame", "first_frame_ms": "first frame (first inference)",
-          "steady_p90_ms": "steady p90 per frame", "frames_per_s": "frames per second", "cores_busy": "cores busy"}
+TITLES = {"steady_mean_ms": "steady mean per {unit}", "first_frame_ms": "first {unit} (first inference)",
+          "steady_p90_ms": "steady p90 per {unit}", "frames_per_s": "{unit}s per second", "cores_busy": "cores busy",
+          "iteration_mean_ms": "steady mean per iteration"}  # {unit}: "frame", or "iteration" (study_unit)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,13 @@ class StudyPage:
     verdicts: list[Verdict]
     interval: str
     shares: SharesTable | None = None
+    unit: str = "frame"  # what the cells' frames are: "frame", or "iteration" (CUDA or TensorRT runs')
+
+
+def study_unit(cells: list[StudyCell]) -> str:
+    """"iteration" when every cell with steady frames counts iterations (a CUDA or TensorRT app's), else "frame"."""
+    timed = [cell for cell in cells if cell.metric("steady_mean_ms") is not None]
+    return "iteration" if timed and all(cell.metric("iteration_mean_ms") is not None for cell in timed) else "frame"
 
 
 def metric_keys(cells: list[StudyCell]) -> list[str]:
@@ -106,7 +114,7 @@ def layout(document: StudyDocument) -> tuple[str, list[str], list[str], dict[tup
 
 def study_page(document: StudyDocument) -> StudyPage:
     row_variable, rows, columns, by_place = layout(document)
-    tables, drawn = [], []
+    tables, drawn, counted = [], [], study_unit(document.cells)
     for key in metric_keys(document.cells):
         unit = next(figures.unit for c in document.cells if (figures := c.metric(key)) is not None)
         table_rows = []
@@ -124,7 +132,8 @@ def study_page(document: StudyDocument) -> StudyPage:
                 elif cell.status == "failed":
                     values[(row, column)] = cell.reason or "failed"
             table_rows.append((row, found))
-        title = TITLES.get(key, key.replace("app.", "the app's own ").replace("_", " "))
+        title = TITLES[key].format(unit=counted) if key in TITLES else \
+            key.replace("app.", "the app's own ").replace("_", " ")
         tables.append(MetricTable(key, title, unit, row_variable, columns, table_rows))
         drawn.append((f"{title} ({unit})", charts.grouped_bars(f"study-{key}", rows, columns, values, unit)))
     labels = {c.index: c.label or "the cell" for c in document.cells}
@@ -137,7 +146,7 @@ def study_page(document: StudyDocument) -> StudyPage:
         tables=tables, charts=drawn, variants=[_variant(c) for c in document.cells],
         verdicts=[Verdict(v.metric, labels[v.base], labels[v.other], v.verdict, f"{v.relative:+.1%}", v.reason)
                   for v in document.comparisons],
-        interval=document.interval, shares=shares_table(document.cells))
+        interval=document.interval, shares=shares_table(document.cells), unit=counted)
 
 
 def shares_table(cells: list[StudyCell]) -> SharesTable | None:

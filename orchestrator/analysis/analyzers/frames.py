@@ -25,9 +25,13 @@ DEFAULT_RANGE = "frame"
 NVTX_RANGE_TYPES = (59, 60, 70, 71)
 WARMUP_FACTOR = 1.5  # a leading frame this much slower than the steady median is still warming up
 WARMUP_MAX_SHARE = 0.25
-WARMUP_RULE = (f"frame 0 is reported apart as the first frame; the frames right after it that take more than "
-               f"{WARMUP_FACTOR:g}x the median of the second half of the run are warm-up (at most "
-               f"{WARMUP_MAX_SHARE:.0%} of the frames); all later frames are steady")
+
+
+def warmup_rule(unit: str = "frame") -> str:
+    """How warm-up is told from the steady state, in the run's unit ("frame" or "iteration")."""
+    return (f"{unit} 0 is reported apart as the first {unit}; the {unit}s right after it that take more than "
+            f"{WARMUP_FACTOR:g}x the median of the second half of the run are warm-up (at most "
+            f"{WARMUP_MAX_SHARE:.0%} of the {unit}s); all later {unit}s are steady")
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def _with_warmup(source: str, kind: str, thread: int, starts: np.ndarray, ends: 
 
 
 def warmup_frames(durations: np.ndarray) -> int:
-    """How many frames after the first still run slower than the steady state (see WARMUP_RULE)."""
+    """How many frames after the first still run slower than the steady state (see warmup_rule)."""
     if len(durations) < 4:
         return 0
     reference = float(np.median(durations[len(durations) // 2:]))

@@ -191,7 +191,7 @@ def attribution_section(split: Split, gathered: Gathered, gtid: int, names: dict
         for name in SHARES:
             if shares[name].pct >= 1.0 and shares[name].frames:
                 told.setdefault(shares[name].frames[0].index, []).append(
-                    f"the heaviest frame of the share '{SHARE_TITLES[name]}'")
+                    f"the heaviest {frames.unit} of the share '{SHARE_TITLES[name]}'")
         stories = frame_stories(split, gathered.os_calls, gathered.api_calls, frames, told)
     return Attribution(
         thread=_thread_label(gtid, names), start_ns=span[0], end_ns=span[1], window_ns=window_ns,

@@ -48,9 +48,9 @@ def told_frames(frames: Frames | None, p50_ns: float | None, incomplete: list[in
         return {}
     durations, first = frames.durations, frames.steady_first
     slowest = first + int(np.argmax(durations[first:]))
-    told = {slowest: ["the slowest steady frame"]}
+    told = {slowest: [f"the slowest steady {frames.unit}"]}
     told.setdefault(representative_frame(durations.tolist(), first, p50_ns, incomplete), []).append(
-        "the steady frame closest to the median")
+        f"the steady {frames.unit} closest to the median")
     return told
 
 

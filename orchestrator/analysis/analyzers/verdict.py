@@ -111,9 +111,9 @@ def ordinal(n: int) -> str:
 def _amount(share: Share, found: Attribution) -> str:
     """'53 % (0.45 ms of each 0.848 ms frame)', or of the window the thread lived in; of the frames (slices) read
     when it read every k-th."""
-    read = f", every {ordinal(found.sampled_every)} read" if found.sampled_every > 1 else ""
+    unit = found.unit if found.frame_count else "slice"
+    read = f", every {ordinal(found.sampled_every)} {unit} read" if found.sampled_every > 1 else ""
     if found.frame_count:
-        unit = found.frames.unit if found.frames is not None else "frame"
         return (f"{share.pct:.0f} % ({_ms(share.ns / found.frame_count)} of each "
                 f"{_ms(found.window_ns / found.frame_count)} {unit}{read})")
     return f"{share.pct:.0f} % ({_ms(share.ns)} of {_ms(found.window_ns)}{read})"
