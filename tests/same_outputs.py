@@ -57,7 +57,8 @@ def output(args: tuple[str, ...], folder: Path) -> Any:
     """The command's JSON, or the page it wrote (``-o page.html``), run in ``folder`` (tests/data's folders
     copied there, exports unpacked there)."""
     argv = [unpack(arg[1:-1], folder).name if arg.startswith("{") else arg for arg in args]
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="120", XDG_DATA_HOME=str(folder / "user-data"))
+    env.pop("ORCHESTRATE_DB", None)  # no results database: compare's gate says there is none
     done = subprocess.run([sys.executable, "-m", "orchestrator", *argv], cwd=folder, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, f"{argv}: {done.stderr}"

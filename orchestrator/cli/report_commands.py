@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .options import (
+    DB_HELP,
     add_inventory_options,
     add_ssh_options,
     connect_options,
@@ -82,6 +83,8 @@ def add_parsers(sub: Any) -> None:
     compare.add_argument("--label", action="append", help="name of each run, in order (default: app names, else "
                                                           "what differs in their commands)")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of writing files")
+    compare.add_argument("--db", help=DB_HELP + "; where the baseline run's jobs are stored, each run gets the gate's "
+                                                "verdict against them")
     _add_nsys_option(compare)
 
     parse = sub.add_parser("parse", help="read a benchmark tool's or a board's output and print what it says",
@@ -166,17 +169,19 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..report import compare_runs, write_comparison
-    from ..report.compare import work_lines
+    from ..report import write_comparison
+    from ..report.compare import gate_lines, work_lines
+    from ..results.compare_gate import compare_with_gate
     if len(args.sources) < 2:
         raise UsageError("compare needs two runs or more", "e.g. orchestrate compare runs/A runs/B")
-    document = compare_runs(args.sources, args.label, args.nsys, args.output.parent)
+    document = compare_with_gate(args.sources, args.label, args.nsys, args.output.parent, args.db)
     if args.json:
         print(json.dumps(document))
         return 0
     for path in write_comparison(document, args.output):
         print(path)
-    for line in work_lines(document["work"]["variants"]):  # the verdict on each variant's iterations, its movers
+    # the verdict on each variant's iterations and its movers, then the gate's
+    for line in work_lines(document["work"]["variants"]) + gate_lines(document["gate"]):
         stderr().print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
 

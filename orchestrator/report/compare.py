@@ -232,6 +232,7 @@ class ComparePage:
     repeat_verdicts: list[dict]
     changes: list[str]  # per variant: which share of the frame's time changed the most
     work: list[str] = field(default_factory=list)  # per variant: the verdict on its iterations, the kernels that moved
+    gate: list[str] = field(default_factory=list)  # per variant and metric: the gate's verdict, or why there is none
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -287,7 +288,7 @@ def comparison_page(document: dict) -> ComparePage:
             if metric["key"] not in WORK_KEYS or any(v is not None for v in metric["values"])]
     return ComparePage(title, labels, rows, drawn, document["variants"], missing, [t for _, t, _ in shown],
                        repeat_rows, found["verdicts"], [change_words(c) for c in document.get("share_changes") or []],
-                       work_lines((document.get("work") or {}).get("variants") or []))
+                       work_lines((document.get("work") or {}).get("variants") or []), gate_lines(document.get("gate")))
 
 
 WORK_KEYS = {key for key, *_ in WORK_METRICS}
@@ -311,6 +312,19 @@ def work_lines(variants: list[dict]) -> list[str]:
             said += f"; all {found['kernels']} kernel functions unchanged (within {SAME_WITHIN_PCT:g} %)"
         lines.append(said)
     return lines
+
+
+def gate_lines(gate: dict | None) -> list[str]:
+    """Per variant and metric: the gate's verdict against the baseline run's jobs, else why there is none (the
+    results layer's compare_gate adds ``gate`` to the document); nothing without a results database."""
+    if not gate or not gate.get("database"):
+        return []
+    if gate.get("reason"):
+        return [f"the gate: {gate['reason']}"]
+    where = f" on {gate['branch']}" if gate.get("branch") else ""
+    return [f"{found['label']}, {found['metric']}: " + (
+        f"the gate says {found['verdict']} against {found['jobs']} jobs of the baseline{where}: {found['note']}"
+        if found["verdict"] else found["note"]) for found in gate.get("verdicts") or []]
 
 
 def _moved(row: dict) -> str:
