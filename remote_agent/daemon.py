@@ -223,20 +223,25 @@ class Supervisor(object):
 
 
 def capture_with_retries(request, sup):
-    """nsys 2022.4 now and then stalls for good while writing its report, or fails at once before starting
-    the app; a second capture usually works. The retries happen here, under the board's lock, so that no
-    other run slips in between; never after an early end (the user, the host or the disk asked for an
-    end, not for more)."""
+    """nsys 2022.4 now and then stalls for good while writing its report, fails at once before starting the
+    app, or ends by a signal no one here sent, leaving no report; a second capture usually works. The retries
+    happen here, under the board's lock, so that no other run slips in between; never after an early end (the
+    user, the host or the disk asked for an end, not for more), nor when there is no nsys to run."""
     attempts = []  # type: list
     while True:
         sup.save(stage="capturing", attempt=len(attempts) + 1)
         result = capture_mod.capture(request, sup.on_event, sup.should_stop)
-        again = not result.reports and (result.stalled or result.failed_to_start)
-        if not again or result.ended_early or len(attempts) >= request.settings.retries:
+        if not worth_again(result) or len(attempts) >= request.settings.retries:
             result.previous_attempts = attempts
             return result
         attempts.append(result)
         time.sleep(2)  # let the failed attempt's nsys processes go
+
+
+def worth_again(result):
+    """Whether a capture is made again: nsys ran and left no report by itself (not for an app nsys could not find,
+    not after an early end)."""
+    return result.with_nsys and not result.reports and not result.program_not_found and result.ended_early is None
 
 
 def supervise(request):

@@ -77,7 +77,7 @@ class CaptureSettings(Message):
     heartbeat_s: float = 1.0  # how often the capture reports progress
     heartbeat_timeout_s: float = 30.0  # without the host's heartbeat this long, the board ends the capture
     wait_lock_s: float = 0.0  # how long to wait for the board's lock held by another run
-    retries: int = 0  # captures made again when nsys stalls or fails before starting the app (absent: none)
+    retries: int = 0  # captures made again when nsys leaves no report (stalled, failed to start, ended) (absent: none)
     lock_clocks: Optional[ClockLock] = None  # jetson_clocks for the capture, the board's own clocks after it
 
 

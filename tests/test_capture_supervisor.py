@@ -24,8 +24,8 @@ from remote_agent.capture_machine import (
     Tick,
     Wait,
 )
-from remote_agent.daemon import CALM_FOLLOW_LOOK_S, FOLLOW_LOOK_S, follow_look_s
-from remote_agent.messages import WatchdogStep
+from remote_agent.daemon import CALM_FOLLOW_LOOK_S, FOLLOW_LOOK_S, follow_look_s, worth_again
+from remote_agent.messages import CaptureResult, EarlyEnd, WatchdogStep
 
 T0 = 1000.0
 TICK = 0.125
@@ -336,3 +336,16 @@ def test_the_follower_looks_often_only_from_a_second_before_the_apps_planned_end
     from remote_agent.messages import CaptureState
     state = CaptureState.from_wire(state, strict=True) if state is not None else None
     assert follow_look_s(state, planned_s, now) == {"calm": CALM_FOLLOW_LOOK_S, "near": FOLLOW_LOOK_S}[expected]
+
+
+@pytest.mark.parametrize("result, again", [
+    (CaptureResult(stalled=True), True),                     # stalled writing its report, no report
+    (CaptureResult(failed_to_start=True, nsys_exit=1), True),  # "End of file" before the app ran
+    (CaptureResult(nsys_exit=143), True),                    # ended by a signal, no report
+    (CaptureResult(nsys_exit=143, reports={".nsys-rep": "/r.nsys-rep"}), False),  # what it wrote comes back
+    (CaptureResult(stalled=True, ended_early=EarlyEnd(kind="interrupted")), False),  # an end was asked for
+    (CaptureResult(program_not_found=True, nsys_exit=1), False),  # the app is not there: again is no better
+    (CaptureResult(with_nsys=False, app_exit=1), False),     # no nsys, no report to expect
+])
+def test_a_capture_is_made_again_when_nsys_left_no_report_by_itself(result, again):
+    assert worth_again(result) is again

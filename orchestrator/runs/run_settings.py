@@ -14,7 +14,7 @@ from ..inventory.catalog import AppSpec
 @dataclass(frozen=True)
 class RunSettings:
     grace_s: float = 30.0  # past delay + duration, before the watchdog stops the app
-    retries: int = 1  # captures made again when nsys stalls or fails before starting the app
+    retries: int = 1  # captures made again when nsys leaves no report (stalled, failed to start, ended)
     heartbeat_timeout_s: float = 30.0  # the board ends the capture this long after the host went silent
     wait_lock_s: float = 0.0  # how long to wait for a board busy with another run
     keep_remote: bool = False  # keep the board's copy of the run after the verified pull
