@@ -205,7 +205,7 @@ def test_frames_end_at_swaps_and_the_busiest_swapping_thread_wins():
     calls = [(5, 6, "glClear", 1), (10, 12, "glXSwapBuffers", 1), (20, 23, "glXSwapBuffers", 1),
              (31, 35, "glXSwapBuffers", 1), (8, 9, "glXSwapBuffers", 2)]
     trace = _gl_export(calls)
-    frames = find_frames(trace.conn, trace.schema, None)
+    frames = find_frames(trace, None)
     assert (frames.source, frames.global_tid) == ("glXSwapBuffers", 1)
     assert frames.starts.tolist() == [5, 12, 23] and frames.ends.tolist() == [12, 23, 35]
 
@@ -214,6 +214,6 @@ def test_apps_that_draw_nothing_are_cut_at_glfinish():
     from orchestrator.analysis.analyzers.frames import find_frames
     trace = _gl_export([(0, 1, "glDispatchCompute", 3), (2, 9, "glFinish", 3), (10, 11, "glDispatchCompute", 3),
                         (12, 20, "glFinish", 3)])
-    frames = find_frames(trace.conn, trace.schema, None)
+    frames = find_frames(trace, None)
     assert frames.source == "glFinish" and frames.durations.tolist() == [9, 11]
-    assert find_frames(trace.conn, trace.schema, None, "eglSwapBuffers") is None
+    assert find_frames(trace, None, "eglSwapBuffers") is None

@@ -91,7 +91,7 @@ def analysis_scope(trace: Trace, options: AnalysisOptions) -> Scope:
     if span[1] <= span[0]:
         raise ReportError("the capture is empty (it lasts 0 ns)", "profile again with a longer --duration")
     pids = pick_processes(capture["processes"], options.process)
-    frames = find_frames(conn, schema, pids, options.frame_range, trace)
+    frames = find_frames(trace, pids, options.frame_range)
     if options.frame_range and frames is None:
         raise UsageError(f"no frames delimited by '{options.frame_range}' in the capture",
                          "give an NVTX range name from the 'nvtx' section, or eglSwapBuffers/glXSwapBuffers/glFinish")

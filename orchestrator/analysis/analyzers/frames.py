@@ -69,11 +69,12 @@ def first_steady_index(count: int, warmup: int) -> int:
     return min(1 + warmup, count - 1) if count > 1 else 0
 
 
-def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-                delimiter: str | None = None, trace: Trace | None = None) -> Frames | None:
+def find_frames(trace: Trace, pids: list[int] | None, delimiter: str | None = None) -> Frames | None:
     """Frames from the given delimiter (an OpenGL call or an NVTX range name), else from OpenGL swaps, else
     from an NVTX range called 'frame', else from glFinish (an app that marks its frames says so more surely
-    than one that waits for the GPU: a GL delegate waits many times while it loads)."""
+    than one that waits for the GPU: a GL delegate waits many times while it loads), else a CUDA or TensorRT
+    run's iterations."""
+    conn, schema = trace.conn, trace.schema
     if delimiter in (*SWAP_CALLS, FINISH_CALL):
         return opengl_frames(conn, schema, pids, (delimiter,))
     if delimiter:
@@ -82,7 +83,7 @@ def find_frames(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None
              or opengl_frames(conn, schema, pids, (FINISH_CALL,)))
     if found is not None:
         return found
-    cuda = cuda_iterations(conn, schema, pids, trace)
+    cuda = cuda_iterations(trace, pids)
     if cuda is None:
         return None
     return Frames(cuda.source, cuda.kind, cuda.thread, cuda.starts, cuda.ends, warmup_frames(cuda.ends - cuda.starts),

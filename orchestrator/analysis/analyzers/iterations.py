@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..export.bulk import int_columns
-from ..export.calls import CUDA_WAIT_CALLS, plain_name
+from ..export.calls import CUDA_WAIT_CALLS
 from ..export.durations import argsort_pairs, group_ids
 from ..export.names import pid_sql
 from ..export.reads import Read
@@ -58,12 +57,11 @@ class Found:
     ends: np.ndarray
 
 
-def cuda_iterations(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-                    trace: Trace | None = None) -> Found | None:
-    """The iterations by the first rule that holds, or None. ``trace``: the export's reader, when open (its calls
-    are read once, in parallel, for the analysis too)."""
-    return graph_launches(conn, schema, pids, trace) or tensorrt_ranges(conn, schema, pids) or \
-        steady_synchronisation(conn, schema, pids, trace)
+def cuda_iterations(trace: Trace, pids: list[int] | None) -> Found | None:
+    """The iterations by the first rule that holds, or None (the calls the rules look at are read once, in
+    parallel with the analysis's other reads: iteration_calls_read)."""
+    return graph_launches(trace, pids) or tensorrt_ranges(trace.conn, trace.schema, pids) or \
+        steady_synchronisation(trace, pids)
 
 
 def iteration_calls_read(trace: Trace) -> Read | None:
@@ -75,45 +73,28 @@ def _pid_filter(pids: list[int] | None) -> str:
     return "1" if not pids else f"{pid_sql()} IN ({','.join(str(int(p)) for p in pids)})"
 
 
-def _ids_of(conn: sqlite3.Connection, names: tuple[str, ...]) -> dict[int, str]:
-    """StringIds of the names, in their versioned spellings too (cudaGraphLaunch_v10000)."""
-    found = {}
-    for string_id, value in conn.execute("SELECT id, value FROM StringIds"):
-        plain = plain_name(value)
-        if plain in names:
-            found[int(string_id)] = plain
-    return found
-
-
-def _calls(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None, names: tuple[str, ...],
-           trace: Trace | None = None) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:
-    if not schema.has(RUNTIME, "start", "end", "nameId", "globalTid"):
+def _calls(trace: Trace, pids: list[int] | None, names: tuple[str, ...]
+           ) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:
+    """The calls of those names (their versioned spellings too): threads, starts, ends and StringIds, with each
+    StringId's plain name; None when there are none."""
+    if not trace.schema.has(RUNTIME, "start", "end", "nameId", "globalTid"):
         return None
-    if trace is not None:  # one read for every rule (iteration_calls_read), made early in the background
-        ids = {i: name for i, name in trace.name_ids(ITERATION_CALLS).items() if name in names}
-        request = iteration_calls_read(trace) if ids else None
-        read = trace.get(request, keep_empty=True) if request is not None else None
-        if read is None or not len(read["start"]):
-            return None
-        wanted = np.isin(read["nameId"], list(ids))
-        calls = {"tid": read["tid"][wanted], "start": read["start"][wanted], "end": read["end"][wanted],
-                 "name": read["nameId"][wanted]}
-        if pids:
-            mine = np.isin((calls["tid"] >> 24) & 0xFFFFFF, pids)
-            calls = {key: values[mine] for key, values in calls.items()}
-        return (calls, ids) if len(calls["start"]) else None
-    ids = _ids_of(conn, names)
-    if not ids:
+    ids = {i: name for i, name in trace.name_ids(ITERATION_CALLS).items() if name in names}
+    request = iteration_calls_read(trace) if ids else None
+    read = trace.get(request, keep_empty=True) if request is not None else None
+    if read is None or not len(read["start"]):
         return None
-    where = f'nameId IN ({",".join(map(str, ids))}) AND "end" IS NOT NULL AND {_pid_filter(pids)}'
-    calls = int_columns(conn, RUNTIME, {"tid": "globalTid", "start": "start", "end": '"end"', "name": "nameId"},
-                        where)
+    wanted = np.isin(read["nameId"], list(ids))
+    calls = {"tid": read["tid"][wanted], "start": read["start"][wanted], "end": read["end"][wanted],
+             "name": read["nameId"][wanted]}
+    if pids:
+        mine = np.isin((calls["tid"] >> 24) & 0xFFFFFF, pids)
+        calls = {key: values[mine] for key, values in calls.items()}
     return (calls, ids) if len(calls["start"]) else None
 
 
-def graph_launches(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-                   trace: Trace | None = None) -> Found | None:
-    found = _calls(conn, schema, pids, GRAPH_LAUNCHES, trace)
+def graph_launches(trace: Trace, pids: list[int] | None) -> Found | None:
+    found = _calls(trace, pids, GRAPH_LAUNCHES)
     if found is None:
         return None
     calls, ids = found
@@ -152,9 +133,8 @@ def tensorrt_ranges(conn: sqlite3.Connection, schema: Schema, pids: list[int] | 
                  "the next", thread, starts[:-1], starts[1:])
 
 
-def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[int] | None,
-                           trace: Trace | None = None) -> Found | None:
-    found = _calls(conn, schema, pids, CUDA_WAIT_CALLS, trace)
+def steady_synchronisation(trace: Trace, pids: list[int] | None) -> Found | None:
+    found = _calls(trace, pids, CUDA_WAIT_CALLS)
     if found is None:
         return None
     calls, ids = found
@@ -177,7 +157,7 @@ def steady_synchronisation(conn: sqlite3.Connection, schema: Schema, pids: list[
     _, _, thread, name, first, last = min((c for c in candidates if c[0] >= most - COVERAGE_MARGIN),
                                           key=lambda c: (c[1], -c[0], c[2], c[3]))
     ends = all_ends[first:last]
-    earliest = conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
+    earliest = trace.conn.execute(f"SELECT min(start) FROM {RUNTIME} WHERE globalTid = ?", (thread,)).fetchone()[0]
     starts = np.r_[min(int(earliest), int(ends[0])), ends[:-1]].astype(np.int64)
     return Found(name, "cuda", f"{name} at a steady period: each iteration ends when one returns", thread, starts,
                  ends)
