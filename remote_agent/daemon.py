@@ -224,14 +224,15 @@ class Supervisor(object):
 
 def capture_with_retries(request, sup):
     """nsys 2022.4 now and then stalls for good while writing its report, fails at once before starting the
-    app, or ends by a signal no one here sent, leaving no report; a second capture usually works. The retries
+    app, or ends otherwise (a signal no one here sent), leaving no report; a second capture usually works. The retries
     happen here, under the board's lock, so that no other run slips in between; never after an early end (the
     user, the host or the disk asked for an end, not for more), nor when there is no nsys to run."""
     attempts = []  # type: list
     while True:
         sup.save(stage="capturing", attempt=len(attempts) + 1)
         result = capture_mod.capture(request, sup.on_event, sup.should_stop)
-        if not worth_again(result) or len(attempts) >= request.settings.retries:
+        # an end asked for after nsys ended (a stop file, a lost host, a full disk) is no reason for more
+        if not worth_again(result) or sup.should_stop() or len(attempts) >= request.settings.retries:
             result.previous_attempts = attempts
             return result
         attempts.append(result)

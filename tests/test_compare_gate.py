@@ -13,8 +13,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from orchestrator.database.connection import open_database
+from orchestrator.database.schema import runs
 from orchestrator.errors import ResultsDatabaseError
 from orchestrator.report.compare import comparison_page
 from orchestrator.results.compare_gate import compare_with_gate
@@ -55,20 +57,27 @@ def store(db_url: str, base: Path, earlier_jobs: int) -> None:
     and board, their steady means within half a percent of its."""
     record = run_record(base)
     assert record is not None and "steady_mean_ms" in record.metrics
-    mean = record.metrics["steady_mean_ms"]
     database = open_database(db_url)
     try:
         for number in range(earlier_jobs):
-            job = start_job(database, f"main-{number}", MAIN, "main", record.target, record.app)
-            for run in range(2):
-                value = mean.value * SPREAD[number % len(SPREAD)] * (1 + 0.001 * run)
-                add_run(database, replace(record, uid=f"earlier-{number}-{run}", run_id=f"earlier-{number}-{run}",
-                                          started_at=record.started_at - timedelta(hours=earlier_jobs - number),
-                                          metrics={"steady_mean_ms": Metric(value, mean.unit, mean.better)}),
-                        MAIN, job)
+            figures = [SPREAD[number % len(SPREAD)] * (1 + 0.001 * run) for run in range(2)]
+            store_job(database, record, f"main-{number}", figures, -(earlier_jobs - number))
         add_run(database, record, MAIN, start_job(database, "main-base", MAIN, "main", record.target, record.app))
     finally:
         database.close()
+
+
+def store_job(database, record, name: str, factors: list[float], hours: float, provenance: Provenance = MAIN,
+              job: int | None = None) -> int:
+    """A job of runs like ``record``, ``hours`` from its start, each its steady mean times a factor."""
+    mean = record.metrics["steady_mean_ms"]
+    job = job or start_job(database, name, provenance, provenance.branch, record.target, record.app)
+    for run, factor in enumerate(factors):
+        add_run(database, replace(record, uid=f"{name}-{run}", run_id=f"{name}-{run}",
+                                  started_at=record.started_at + timedelta(hours=hours, minutes=run),
+                                  metrics={"steady_mean_ms": Metric(mean.value * factor, mean.unit, mean.better)}),
+                provenance, job)
+    return job
 
 
 def gate_of(document: dict) -> dict:
@@ -101,7 +110,7 @@ def test_an_unchanged_run_is_no_clear_change_and_too_few_jobs_no_baseline(db_url
     assert steady["verdict"] == NO_BASELINE and steady["note"].startswith("3 baseline jobs, 5 needed")
 
 
-def test_without_the_baseline_run_stored_or_a_database_it_says_why(tmp_path, monkeypatch):
+def test_without_the_baseline_run_stored_or_a_database_it_says_why(tmp_path):
     base, slower = run_copy(tmp_path, "base"), run_copy(tmp_path, "slower", factor=1.2, hours=2)
     document = compare_with_gate([base, slower], page_dir=tmp_path)  # the default database: there is none
     assert document["gate"]["database"] is None and document["gate"]["verdicts"] == []
@@ -124,3 +133,37 @@ def test_the_command_prints_the_gates_verdict(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "steady_mean_ms: the gate says regression against 6 jobs of the baseline on main" in done.stderr
     assert 'data-gate>slower, steady_mean_ms: the gate says regression' in (tmp_path / "compare.html").read_text()
+
+
+def test_the_baseline_is_the_base_runs_job_whole_and_the_jobs_before_it_on_its_branch(db_url, tmp_path):
+    """The baseline run is the first of its job of three; jobs after it on main, and jobs of another branch, are no
+    part of the baseline; a stored run is judged by its job's runs; a run of the baseline's own job is not judged."""
+    base, slower = run_copy(tmp_path, "base"), run_copy(tmp_path, "slower", factor=1.2, hours=5)
+    store(db_url, base, earlier_jobs=5)
+    record, judged = run_record(base), run_record(slower)
+    database = open_database(db_url)
+    try:
+        with database.engine.begin() as connection:
+            [base_job] = connection.execute(select(runs.c.job_id).where(runs.c.uid == record.uid)).scalars()
+        store_job(database, record, "base-later", [1.001, 0.999], 0.1, job=base_job)  # the rest of the base's job
+        store_job(database, record, "main-after", [1.5, 1.5], 2)  # after the baseline run: not before it
+        store_job(database, record, "other", [3.0, 3.0], -1, Provenance("2" * 40, "other"))  # another branch
+        job = start_job(database, "slower-job", MAIN, "main", judged.target, judged.app)
+        add_run(database, judged, MAIN, job)
+        store_job(database, judged, "slower-job-more", [1.01, 0.99], 0.1, job=job)  # around the judged run's 1.2
+        same = run_copy(tmp_path, "same-job", hours=0)
+        add_run(database, run_record(same), MAIN, base_job)
+    finally:
+        database.close()
+    steady = gate_of(compare_with_gate([base, slower], page_dir=tmp_path, db=db_url))["steady_mean_ms"]
+    assert (steady["jobs"], steady["baseline_runs"], steady["runs"]) == (6, 5 * 2 + 4, 3)  # the base job: 4 runs
+    assert steady["verdict"] == REGRESSION and steady["figure"] == pytest.approx(
+        judged.metrics["steady_mean_ms"].value, rel=1e-9)  # the median of its job's three runs: its own
+    database = open_database(db_url)
+    try:
+        from orchestrator.results.compare_gate import gate_verdicts
+        found = gate_verdicts(database, [base, same], ["base", "same-job"])
+    finally:
+        database.close()
+    [own] = [v for v in found["verdicts"] if v["metric"] == "steady_mean_ms"]
+    assert own["verdict"] is None and own["note"].startswith("same-job is of the baseline run's own job")

@@ -155,6 +155,9 @@ def test_a_largest_io_or_sleep_share_is_aimed_at_the_frame_that_holds_most_of_it
     assert step.command == (f"orchestrate analyze {Path('runs/r1').resolve()} --thread 7 --frame-range 'update loop'"
                             " --frame 42")  # the same thread and frames, by the delimiter they were found by
     assert step.why.startswith(f"70 % of app (7)'s time {verb} in read, pread64: frame 42, where it {verb} most")
+    found.set(frames=SummaryFrames(source="cudaStreamSynchronize", kind="cuda", count=100, unit="iteration"))
+    step = {step.rule: step for step in next_steps(found, run(), "runs/r1")}[f"{share}_calls"]
+    assert ": iteration 42, where it" in step.why and step.command.endswith("--thread 7 --frame 42")
     small = summary({share: 15.0, "cpu": 85.0})
     assert f"{share}_calls" not in rules(small, run())  # not the largest: no step aims at it
     assert f"{share}_calls" not in rules(summary({share: 70.0, "cpu": 30.0}), run())  # no frames: none to aim at

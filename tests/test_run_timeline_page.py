@@ -223,7 +223,7 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     ends = np.concatenate([[2_100_000], inner + 50])
     names = np.concatenate([[0], np.ones(len(inner), dtype=np.int64)]).astype(np.int32)
     data = timeline_data(RunEvents([EventRow("app (1)", "nvtx", starts, ends, names)], ["main", "step"]), [], [])
-    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
+    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}, "unit": "frame"}
     path = write_page(render("timeline.html", "nested", page=page_view, report_href="report.html"),
                       tmp_path / "nested.html")
     opened = opened_timeline(browser, path)
@@ -274,7 +274,7 @@ def test_a_span_over_a_row_of_many_calls_sums_its_whole_blocks_as_it_sums_its_ev
     names = rng.integers(0, 3, n).astype(np.int32)
     data = timeline_data(RunEvents([EventRow("app (1)", "opengl", starts, ends, names)],
                                    ["glDrawArrays", "glClear", "eglSwapBuffers"]), [], [])
-    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
+    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}, "unit": "frame"}
     path = write_page(render("timeline.html", "blocks", page=page_view, report_href="report.html"),
                       tmp_path / "blocks.html")
     opened = opened_timeline(browser, path)

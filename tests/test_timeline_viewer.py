@@ -322,7 +322,7 @@ def test_a_call_that_queued_many_kernels_links_to_each(browser, tmp_path):
             EventRow("GPU 0 stream 7", "cuda_kernel", kernels, kernels + 400, np.ones(42, dtype=np.int32),
                      ids, ids, np.ones(42, dtype=np.int64))]
     data = timeline_data(RunEvents(rows, ["cudaGraphLaunch", "k"]), [], [])
-    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}}
+    page_view = {"run_timeline": data, "run_timeline_href": None, "missing": {}, "unit": "frame"}
     path = write_page(render("timeline.html", "graph", page=page_view, report_href="report.html"),
                       tmp_path / "graph.html")
     opened = opened_timeline(browser, path)

@@ -181,8 +181,8 @@ def add_run_settings(parser: argparse.ArgumentParser,
                        help=f"seconds past delay+duration before the watchdog stops nsys and the app "
                             f"(default {RunSettings.grace_s:g})")
     group.add_argument("--retries", type=whole(0, 10), default=RunSettings.retries,
-                       help=f"captures to try again when nsys leaves no report (it stalled, failed to start "
-                            f"the app or was ended by a signal) (default {RunSettings.retries})")
+                       help=f"captures to try again when nsys ends without a report, however it ended "
+                            f"(default {RunSettings.retries})")
     group.add_argument("--wait-lock", type=seconds(0), default=RunSettings.wait_lock_s, metavar="S",
                        help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
     group.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")

@@ -278,7 +278,7 @@ def _heaviest_frame(ev: Evidence, name: str, verb: str, shows: str) -> tuple[flo
     calls = f" in {', '.join(share.calls[:3])}" if share.calls else ""
     frame, tid = share.frames[0].index, _tid(found.thread)
     return share.pct, NextStep(
-        f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: frame {frame}, where it "
+        f"{name}_calls", f"{share.pct:.0f} % of {found.thread}'s time {verb}{calls}: {frames.unit} {frame}, where it "
                          f"{verb} most, with {shows}",
         f"{ev.program} analyze {shlex.quote(ev.folder)} --thread {tid}{_delimiter(frames)} --frame {frame}")
 

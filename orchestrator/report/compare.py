@@ -14,6 +14,7 @@ from ..documents.study import MetricFigures
 from ..documents.summary import Summary
 from ..errors import UsageError
 from ..figures.run_metrics import metric_figures
+from ..stats.gate import NO_BASELINE
 from . import charts
 from .charts import Chart
 from .compare_work import WORK_METRICS, work_comparison, work_values
@@ -322,9 +323,15 @@ def gate_lines(gate: dict | None) -> list[str]:
     if gate.get("reason"):
         return [f"the gate: {gate['reason']}"]
     where = f" on {gate['branch']}" if gate.get("branch") else ""
-    return [f"{found['label']}, {found['metric']}: " + (
-        f"the gate says {found['verdict']} against {found['jobs']} jobs of the baseline{where}: {found['note']}"
-        if found["verdict"] else found["note"]) for found in gate.get("verdicts") or []]
+    lines = []
+    for found in gate.get("verdicts") or []:
+        said = found["note"]
+        if found["verdict"] == NO_BASELINE:
+            said = f"the gate has no baseline{where} yet: {said}"
+        elif found["verdict"]:
+            said = f"the gate says {found['verdict']} against {found['jobs']} jobs of the baseline{where}: {said}"
+        lines.append(f"{found['label']}, {found['metric']}: {said}")
+    return lines
 
 
 def _moved(row: dict) -> str:

@@ -175,7 +175,7 @@ def report_page(run: RunData) -> ReportPage:
                           "(profile with --sample cpu)")
     timeline = timeline_section(run.timeline, findings, found=summary.attribution)
     if timeline is None:
-        missing["timeline"] = run.timeline_missing or "no traced calls or ranges in the frame"
+        missing["timeline"] = run.timeline_missing or f"no traced calls or ranges in the {summary.unit}"
     slowest = timeline_section((run.timeline or {}).get("slowest"), findings, "slowest-frame-timeline",
                                summary.attribution)
     tables = [api_table(key, rows) for key in API_TITLES if (rows := summary.api_rows(key))]

@@ -18,7 +18,7 @@ from ..errors import ResultsDatabaseError
 from ..report import compare_runs
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS, decide
 from .records import RunRecord, run_record
-from .store import Point, Series, history, jobs_of
+from .store import Job, Point, Series, history, job_points, jobs_of, stored_point
 
 GATE_METRICS = ("steady_mean_ms", "first_frame_ms")  # compare's headline figures, as the gate names them
 HISTORY_POINTS = 5000  # a series' newest values read: more than BASELINE_JOBS jobs of --repeat's bound hold
@@ -61,36 +61,45 @@ def gate_verdicts(database: Database, sources: list[Path], labels: list[str], me
     base = run_record(sources[0]) if sources[0].is_dir() else None
     if base is None:
         return {"verdicts": [], "reason": f"{labels[0]} is not a run folder: the gate judges runs against a run's jobs"}
-    series, branch = series_of(base), None
+    series = series_of(base)
+    stored = {metric: point for metric in metrics if metric in base.metrics
+              if (point := stored_point(database, series, metric, base.uid)) is not None}
+    if not stored:
+        return {"verdicts": [], "reason": f"{labels[0]} is not in the results database {database.describe()}: store "
+                                          "it (orchestrate results import) for the gate's verdict"}
     verdicts: list[dict[str, Any]] = []
     for label, source in zip(labels[1:], sources[1:]):
         record = run_record(source) if source.is_dir() else None
-        for metric in metrics:
-            if metric not in base.metrics or (record is not None and metric not in record.metrics):
+        for metric, point in stored.items():
+            if record is None or metric not in record.metrics:
                 continue
-            points = history(database, series, metric, HISTORY_POINTS)
-            stored = next((p for p in points if p.run_id == base.run_id), None)
-            if stored is None:
-                return {"verdicts": [], "reason": f"{labels[0]} is not in the results database {database.describe()}"
-                                                  ": store it (orchestrate results import) for the gate's verdict"}
-            branch = stored.branch
             values, judged = _judged(database, record, metric)
-            if values is None:
-                continue
-            if judged == stored.job:
+            if judged == point.job:
                 verdicts.append({"label": label, "metric": metric, "verdict": None,
                                  "note": f"{label} is of the baseline run's own job: the gate judges a job against "
                                          "others"})
                 continue
-            found = [job for job in jobs_of(p for p in points if _before(p, stored, judged))][-jobs:]
-            figure = (record or base).metrics[metric]
+            found = baseline_jobs(database, series, metric, point, judged, jobs)
+            figure = record.metrics[metric]
             decision = decide(metric, values, [job.values for job in found], figure.better or "lower", figure.unit,
                               min_jobs=min_jobs)
             verdicts.append({"label": label, "metric": metric, "verdict": decision.verdict, "note": decision.note,
                              "figure": decision.figure, "baseline_figure": decision.baseline_figure,
                              "change": decision.change, "runs": len(decision.values), "jobs": len(found),
-                             "unit": decision.unit})
-    return {"verdicts": verdicts, "reason": None, "branch": branch}
+                             "baseline_runs": decision.baseline_runs, "unit": decision.unit})
+    return {"verdicts": verdicts, "reason": None, "branch": next(iter(stored.values())).branch}
+
+
+def baseline_jobs(database: Database, series: Series, metric: str, base: Point, judged: str | None,
+                  jobs: int) -> list[Job]:
+    """The newest ``jobs`` jobs of valid runs the baseline run's value is judged by: its own job whole, and the
+    jobs on its branch that began no later than it, not the judged run's; oldest first."""
+    own = job_points(database, series, metric, base)
+    began = min((p.started_at for p in own), default=base.started_at)
+    earlier = [p for p in history(database, series, metric, HISTORY_POINTS, branch=base.branch, until=base.started_at)
+               if p.job != base.job]
+    found = jobs_of(p for p in sorted(earlier + own, key=lambda p: p.started_at) if p.valid and p.job != judged)
+    return [job for job in found if job.key == base.job or job.points[0].started_at <= began][-jobs:]
 
 
 def series_of(record: RunRecord) -> Series:
@@ -99,20 +108,11 @@ def series_of(record: RunRecord) -> Series:
                   variables=record.variables_key)
 
 
-def _judged(database: Database, record: RunRecord | None, metric: str) -> tuple[list[float] | None, str | None]:
+def _judged(database: Database, record: RunRecord, metric: str) -> tuple[list[float], str | None]:
     """The judged run's values (its job's valid runs when it is stored, else its own figure) and its job."""
-    if record is None:
-        return None, None
-    points = history(database, series_of(record), metric, HISTORY_POINTS)
-    mine = next((p for p in points if p.run_id == record.run_id), None)
+    series = series_of(record)
+    mine = stored_point(database, series, metric, record.uid)
     if mine is None:
         return [record.metrics[metric].value], None
-    values = [p.value for p in points if p.job == mine.job and p.valid]
+    values = [p.value for p in job_points(database, series, metric, mine) if p.valid]
     return values or [record.metrics[metric].value], mine.job
-
-
-def _before(point: Point, base: Point, judged: str | None) -> bool:
-    """A baseline run: valid, on the baseline run's branch, no later than it, and not of the judged job."""
-    return point.valid and point.started_at <= base.started_at and point.job != judged and \
-        (base.branch is None or point.branch == base.branch)
-

@@ -174,12 +174,34 @@ def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
 
 
 def history(database: Database, series: Series, metric: str, last: int = 500,
-            branch: str | None = None) -> list[Point]:
-    """The metric's newest ``last`` values for the series (invalid runs too, marked), oldest first."""
+            branch: str | None = None, until: datetime | None = None) -> list[Point]:
+    """The metric's newest ``last`` values for the series (invalid runs too, marked), oldest first; ``until``:
+    of the runs started then or before."""
     query = _series_points(series, metric, last)
     if branch:
         query = query.where(runs.c.git_branch == branch)
+    if until is not None:
+        query = query.where(runs.c.started_at <= until)
     return _oldest_first(database, query)
+
+
+def stored_point(database: Database, series: Series, metric: str, uid: str) -> Point | None:
+    """The series' value of the metric in the run stored as ``uid`` (records.RunRecord.uid), or None."""
+    found = _oldest_first(database, _series_points(series, metric, 1).where(runs.c.uid == uid))
+    return found[0] if found else None
+
+
+def job_points(database: Database, series: Series, metric: str, point: Point) -> list[Point]:
+    """The series' values of the metric in the job ``point`` is of (job_key's unit), oldest first."""
+    query = _series_points(series, metric, RUNS_PER_JOB_READ)
+    if point.job_id is not None:
+        query = query.where(runs.c.job_id == point.job_id)
+    elif point.job.startswith("folder "):  # a study folder's runs, imported together
+        query = query.where(runs.c.job_id.is_(None), runs.c.study.is_not(None),
+                            runs.c.folder.startswith(point.job[len("folder "):] + "/", autoescape=True))
+    else:
+        query = query.where(runs.c.run_id == point.run_id)
+    return [found for found in _oldest_first(database, query) if found.job == point.job]
 
 
 def baseline(database: Database, series: Series, metric: str, base: str, jobs: int,
