@@ -5,6 +5,8 @@ Median of an even count is the mean of the two middle values; the standard devia
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -13,16 +15,26 @@ STAT_COLUMNS = ["calls", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "st
 
 def group_ids(keys: dict[str, np.ndarray], carried: dict[str, np.ndarray] | None = None
               ) -> tuple[np.ndarray, pd.DataFrame]:
-    """One dense integer id per distinct combination of the key columns, and the table of those combinations (with
-    the ``carried`` columns' values at each combination's first row)."""
+    """One dense integer id per distinct combination of the key columns, numbered in the order rows first show
+    them, and the table of those combinations (with the ``carried`` columns' values at each one's first row)."""
     columns = list(keys.values())
-    ids, uniques = pd.factorize(columns[0])
-    for values in columns[1:]:  # hash-factorize each column, then fold the codes into one dense id
+    ids, uniques = pd.factorize(columns[0])  # hashing each column, no sort: numbered as rows first show them
+    ids, size = ids.astype(np.int64, copy=False), len(uniques)
+    for values in columns[1:]:
         codes, seen = pd.factorize(values)
-        ids, uniques = pd.factorize(ids.astype(np.int64) * len(seen) + codes)
-    ids = ids.astype(np.int64, copy=False)
-    firsts = np.empty(len(uniques), dtype=np.int64)
-    firsts[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the first row of each group
+        ids = ids * len(seen) + codes  # every combination a number of its own, below the product of the counts
+        size *= len(seen)
+        if size > max(len(ids), 1 << 16):  # too many to number through a table: hash the combinations
+            ids, uniques = pd.factorize(ids)
+            ids, size = ids.astype(np.int64, copy=False), len(uniques)
+    firsts = np.full(size, len(ids), dtype=np.int64)
+    firsts[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the first row of each combination
+    if len(columns) > 1:  # numbered again in the order rows first show them
+        present = np.flatnonzero(firsts < len(ids))
+        order = present[np.argsort(firsts[present], kind="stable")]
+        dense = np.empty(size, dtype=np.int64)
+        dense[order] = np.arange(len(order))
+        ids, firsts = dense[ids], firsts[order]
     return ids, pd.DataFrame({name: values[firsts] for name, values in {**keys, **(carried or {})}.items()})
 
 
@@ -34,7 +46,7 @@ def summarize(keys: dict[str, np.ndarray], durations: np.ndarray) -> pd.DataFram
     ids, values = _sorted_by_group(ids, durations.astype(np.int64, copy=False))
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     table = combos.iloc[ids[starts]].reset_index(drop=True)
-    return _ranked(_with_stats(table, values, starts, True), np.arange(len(starts)))
+    return _ranked(_with_stats(table, _group_stats(values, starts)), np.arange(len(starts)))
 
 
 def summarize_nested(keys: dict[str, np.ndarray], outer: str, outer_values: np.ndarray,
@@ -52,18 +64,32 @@ def summarize_nested(keys: dict[str, np.ndarray], outer: str, outer_values: np.n
     renumbered[order] = np.arange(len(order))
     ids, values = _sorted_by_group(renumbered[ids], durations.astype(np.int64, copy=False))
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    inner = _ranked(_with_stats(combos.iloc[order].reset_index(drop=True), values, starts, True), order)
+    stats = _group_stats(values, starts)
+    inner = _ranked(_with_stats(combos.iloc[order].reset_index(drop=True), stats), order)
     within = codes[order]
     firsts = np.flatnonzero(np.r_[True, within[1:] != within[:-1]])  # each outer value's first group
-    table = pd.DataFrame({outer: combos[outer].to_numpy()[order][firsts]})
-    table = _with_stats(table, values, starts[firsts], False)
+    table = _with_stats(pd.DataFrame({outer: combos[outer].to_numpy()[order][firsts]}),
+                        _outer_stats(stats, firsts, values, starts))
     table["groups"] = np.diff(np.r_[firsts, len(starts)])
     return inner, _ranked(table, np.arange(len(firsts)))
 
 
-def _with_stats(table: pd.DataFrame, values: np.ndarray, starts: np.ndarray, in_order: bool) -> pd.DataFrame:
-    """The table (a row per group) with STAT_COLUMNS of the values, grouped (each group's from its start to the
-    next's); ``in_order``: each group's values ascending (else the medians and extremes are selected)."""
+@dataclass(frozen=True)
+class _Stats:
+    """Per group: count, total, mean, the sum of squared deviations from the mean, the two middle values (the same
+    one for an odd count), least and most."""
+    counts: np.ndarray
+    totals: np.ndarray
+    means: np.ndarray
+    squares: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    least: np.ndarray
+    most: np.ndarray
+
+
+def _group_stats(values: np.ndarray, starts: np.ndarray) -> _Stats:
+    """Each group's figures: its values from its start to the next group's, ascending."""
     counts = np.diff(np.r_[starts, len(values)])
     totals = np.add.reduceat(values, starts)
     means = totals / counts
@@ -72,32 +98,42 @@ def _with_stats(table: pd.DataFrame, values: np.ndarray, starts: np.ndarray, in_
     np.multiply(deviations, deviations, out=deviations)
     squares = np.add.reduceat(deviations, starts)
     del deviations
-    if in_order:
-        lower, upper = values[starts + (counts - 1) // 2], values[starts + counts // 2]
-        least, most = values[starts], values[starts + counts - 1]
-    else:
-        lower, upper = _middles(values, starts, counts)
-        least, most = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
-    table["calls"] = counts
-    table["total_ns"] = totals
-    table["avg_ns"] = means
-    table["med_ns"] = (lower + upper) / 2
-    table["min_ns"] = least
-    table["max_ns"] = most
-    table["std_ns"] = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
-    grand = totals.sum()
-    table["pct"] = totals * 100.0 / grand if grand else 0.0
-    return table
+    return _Stats(counts, totals, means, squares, values[starts + (counts - 1) // 2], values[starts + counts // 2],
+                  values[starts], values[starts + counts - 1])
 
 
-def _middles(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's two middle values (the same one for an odd count), selected rather than sorted."""
-    lower, upper = np.empty(len(starts), dtype=values.dtype), np.empty(len(starts), dtype=values.dtype)
-    for i, (start, count) in enumerate(zip(starts, counts)):
+def _outer_stats(inner: _Stats, firsts: np.ndarray, values: np.ndarray, starts: np.ndarray) -> _Stats:
+    """The figures of runs of groups (each from a first group to the next run's), from the groups' own: the spread
+    by the groups' squares and how far each group's mean is from the run's (no second pass over the values), the
+    middle values selected among the run's values when it has more than one group."""
+    counts = np.add.reduceat(inner.counts, firsts)
+    totals = np.add.reduceat(inner.totals, firsts)
+    means = totals / counts
+    apart = inner.means - np.repeat(means, np.diff(np.r_[firsts, len(inner.counts)]))
+    squares = np.add.reduceat(inner.squares + inner.counts * apart * apart, firsts)
+    lower, upper = inner.lower[firsts], inner.upper[firsts]
+    for k in np.flatnonzero(np.diff(np.r_[firsts, len(inner.counts)]) > 1):  # several groups: select the middle
+        start, count = starts[firsts[k]], counts[k]
         low, high = (count - 1) // 2, count // 2
         chosen = np.partition(values[start:start + count], (low, high))
-        lower[i], upper[i] = chosen[low], chosen[high]
-    return lower, upper
+        lower[k], upper[k] = chosen[low], chosen[high]
+    return _Stats(counts, totals, means, squares, lower, upper, np.minimum.reduceat(inner.least, firsts),
+                  np.maximum.reduceat(inner.most, firsts))
+
+
+def _with_stats(table: pd.DataFrame, stats: _Stats) -> pd.DataFrame:
+    """The table (a row per group) with its STAT_COLUMNS."""
+    counts = stats.counts
+    table["calls"] = counts
+    table["total_ns"] = stats.totals
+    table["avg_ns"] = stats.means
+    table["med_ns"] = (stats.lower + stats.upper) / 2
+    table["min_ns"] = stats.least
+    table["max_ns"] = stats.most
+    table["std_ns"] = np.where(counts > 1, np.sqrt(stats.squares / np.maximum(counts - 1, 1)), 0.0)
+    grand = stats.totals.sum()
+    table["pct"] = stats.totals * 100.0 / grand if grand else 0.0
+    return table
 
 
 def _ranked(table: pd.DataFrame, first_seen: np.ndarray) -> pd.DataFrame:

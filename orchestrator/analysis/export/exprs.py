@@ -142,6 +142,9 @@ class NotNull(Filter):
         return np.ones(rows, dtype=bool) if nulls is None else ~nulls
 
 
+COMPARISONS = {"=": np.equal, ">": np.greater, "<": np.less}
+
+
 @dataclass(frozen=True)
 class Compare(Filter):
     """expr = value, expr > value or expr < value."""
@@ -157,7 +160,7 @@ class Compare(Filter):
 
     def mask(self, raw: Raw, rows: int) -> np.ndarray:
         values, nulls = self.expr.evaluate(raw, rows)
-        hit = {"=": values == self.value, ">": values > self.value, "<": values < self.value}[self.op]
+        hit = COMPARISONS[self.op](values, self.value)  # the one comparison asked for, over the whole column
         return hit if nulls is None else hit & ~nulls
 
 
@@ -174,8 +177,21 @@ class In(Filter):
 
     def mask(self, raw: Raw, rows: int) -> np.ndarray:
         values, nulls = self.expr.evaluate(raw, rows)
-        hit = np.isin(values, np.array(self.values, dtype=np.int64))
+        hit = is_in(values, self.values)
         return hit if nulls is None else hit & ~nulls
+
+
+def is_in(values: np.ndarray, wanted: tuple[int, ...]) -> np.ndarray:
+    """np.isin for integers: through a table of the values' range when it is small (a StringId, a thread's
+    number), a lookup per value where np.isin sorts."""
+    if not len(values) or not wanted:
+        return np.zeros(len(values), dtype=bool)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= 1 << 24:
+        return np.isin(values, np.array(wanted, dtype=np.int64))
+    table = np.zeros(high - low + 1, dtype=bool)
+    table[[w - low for w in wanted if low <= w <= high]] = True
+    return table[values - low]
 
 
 def where_sql(filters: tuple[Filter, ...]) -> str:
@@ -183,13 +199,27 @@ def where_sql(filters: tuple[Filter, ...]) -> str:
 
 
 def selected(filters: tuple[Filter, ...], raw: Raw, rows: int) -> np.ndarray | None:
-    """Which rows the filters select, or None for all of them."""
-    keep = None
+    """The rows the filters select, as their indices in order, or None for all of them. Once few rows are left
+    (a thread's calls, a few names'), the next filters read those rows only."""
+    keep: np.ndarray | None = None   # a mask over every row, while many are selected
+    chosen: np.ndarray | None = None  # the selected rows' indices, once few are
     for f in filters:
         if isinstance(f, NotNull) and f.expr.evaluate(raw, rows)[1] is None:
             continue  # never NULL here: every row passes
+        if chosen is not None:
+            part = {name: (values[chosen], None if nulls is None else nulls[chosen])
+                    for name, (values, nulls) in raw.items() if name in f.columns()}
+            chosen = chosen[f.mask(part, len(chosen))]
+            continue
         keep = f.mask(raw, rows) if keep is None else keep & f.mask(raw, rows)
-    return None if keep is None or keep.all() else keep
+        if np.count_nonzero(keep) < rows // FEW_ROWS:
+            chosen, keep = np.flatnonzero(keep), None
+    if chosen is not None:
+        return chosen
+    return None if keep is None or keep.all() else np.flatnonzero(keep)
+
+
+FEW_ROWS = 4  # under a quarter of the rows selected, the later filters look at those rows only
 
 
 def _either(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bulk import EXTENT, null_error
-from .exprs import Coalesce, Col, Compare, Const, Dims, Expr, Filter, NotNull, Raw, selected, where_sql
+from .exprs import FEW_ROWS, Coalesce, Col, Compare, Const, Dims, Expr, Filter, NotNull, Raw, selected, where_sql
 from .schema import Schema
 
 OSRT_CALL_CLASS = 27  # other eventClass rows are zero-length "profiling started/finished" markers
@@ -43,19 +43,25 @@ class Read:
 def evaluate(read: Read, raw: Raw) -> Columns:
     """The read on decoded columns, as SQLite would give it: its expressions over the selected rows, the extent."""
     rows = len(next(iter(raw.values()))[0]) if raw else 0
-    keep = selected(read.where, raw, rows)  # None: every row
+    chosen = selected(read.where, raw, rows)  # the selected rows' indices; None: every row
+    if chosen is not None and len(chosen) < rows // FEW_ROWS:  # few rows: the expressions read those only
+        needed = read.columns()
+        raw = {name: (values[chosen], None if nulls is None else nulls[chosen])
+               for name, (values, nulls) in raw.items() if name in needed}
+        rows, chosen = len(chosen), None
     columns = {}
     if read.extent is not None:
         for key, expr, pick in zip(EXTENT, read.extent, (np.min, np.max)):
             values, nulls = expr.evaluate(raw, rows)
-            present = keep if nulls is None else ~nulls if keep is None else keep & ~nulls  # min/max skip NULLs
-            chosen = values if present is None else values[present]
-            columns[key] = np.array([pick(chosen)] if len(chosen) else [], dtype=np.int64)
+            present = chosen if nulls is None else np.flatnonzero(~nulls) if chosen is None else \
+                chosen[~nulls[chosen]]  # min/max skip NULLs
+            found = values if present is None else values[present]
+            columns[key] = np.array([pick(found)] if len(found) else [], dtype=np.int64)
     for name, expr in read.exprs.items():
         values, nulls = expr.evaluate(raw, rows)
-        if nulls is not None and (missing := int((nulls if keep is None else nulls & keep).sum())):
+        if nulls is not None and (missing := int((nulls if chosen is None else nulls[chosen]).sum())):
             raise null_error(read.table, expr.sql(), missing)
-        columns[name] = values if keep is None else values[keep]
+        columns[name] = values if chosen is None else values[chosen]
     return columns
 
 
