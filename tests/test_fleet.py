@@ -134,10 +134,11 @@ def test_a_fleet_runs_every_board_and_recaps_each_one(fleet, browser, tmp_path):
         summary = json.loads((run_dir / "summary.json").read_text())
         [cell] = board["cells"]
         frame = cell["frame_ms"]
-        # ~12 ms frames: the median and the spread are the steady frames' own, from summary.json
+        # frames of 10 ms of sleep and some work (~12 ms on a calm machine, 30 ms and more on a busy one: how many fit
+        # in the 3 s is the machine's business): the median and the spread are the steady frames' own
         steady_ms = [ns / 1e6 for ns in summary["frames"]["per_frame_ns"][1 + summary["frames"]["warmup"]["frames"]:]]
-        assert frame["frames"] == len(steady_ms) > 100
-        assert frame["low"] <= frame["median"] <= frame["high"] and 10 < frame["median"] < 40
+        assert frame["frames"] == len(steady_ms) >= 20
+        assert frame["low"] <= frame["median"] <= frame["high"] and frame["median"] > 10
         assert sorted(steady_ms)[len(steady_ms) // 2] == pytest.approx(frame["median"], rel=0.05)
         assert cell["report"] == f"{board['folder']}/report.html"
         assert cell["flags"] == [] or name == "nano"  # the Nano's tegrastats throttles (below)
