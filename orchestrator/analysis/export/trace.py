@@ -9,7 +9,6 @@ they use several cores while the main thread works on what is already there.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Hashable
@@ -22,6 +21,7 @@ import numpy as np
 
 from .btree import BtreeFile, Refused, TableLayout
 from .bulk import EXTENT, concat_columns, int_columns_between, rowid_bounds, rowid_chunks
+from .calls import plain_name
 from .exprs import Coalesce, Col, Compare, Expr, Filter, In, NotNull, Raw
 from .reads import OSRT_CALL_CLASS, Columns, Read, evaluate, span_exprs, table_plan
 from .schema import Schema, connect
@@ -137,7 +137,7 @@ class Trace:
             rows = self.local_conn().execute(f"SELECT id, value FROM StringIds WHERE value IN ({marks}) OR "
                                              + " OR ".join("value GLOB ?" for _ in names),
                                              (*names, *(f"{n}_v[0-9]*" for n in names)))
-            self._name_ids[names] = {int(i): re.sub(r"_v\d+$", "", v) for i, v in rows}
+            self._name_ids[names] = {int(i): plain_name(v) for i, v in rows}
         return self._name_ids[names]
 
     # -- reads ---------------------------------------------------------------------------------------------
