@@ -5,6 +5,7 @@ overlay, and the page at two window sizes with nothing drawn over anything else.
 from __future__ import annotations
 
 import math
+import random
 import re
 import sqlite3
 
@@ -12,9 +13,12 @@ import pytest
 from browser import assert_clean, open_page
 from test_run_timeline_page import after_paint, opened_timeline
 
+from orchestrator.analysis.analyzers.run_events import run_events
+from orchestrator.analysis.analyzers.span_stats import chosen_rows, span_stats
 from orchestrator.analysis.export.names import thread_names
 from orchestrator.analysis.export.schema import probe
 from orchestrator.analysis.export.selection import parse_range
+from orchestrator.analysis.export.trace import Trace
 from orchestrator.report import write_report
 
 pytestmark = pytest.mark.integration
@@ -446,3 +450,30 @@ def test_the_page_at_two_sizes_draws_nothing_over_anything_else(es2gears, browse
     name = f"run-timeline-viewer-{size[0]}x{size[1]}"
     section.screenshot(path=str(opened.screenshot(name).with_name(f"{name}-section.png")))
     assert_clean(opened, page)
+
+
+def test_the_page_and_the_window_tool_give_a_span_the_same_figures(es2gears, browser):
+    """Random spans selected on the page: each (kind, name)'s count, total, self, min and max in the page's script
+    equal span_stats's, the one Python function behind the MCP server's window (and every row the page read)."""
+    source, page = es2gears
+    opened = opened_timeline(browser, page)
+    origin, span = opened.page.evaluate(f"[{TL}.origin, {TL}.span]")
+    conn = sqlite3.connect(source)
+    try:
+        events = run_events(Trace(conn, probe(conn), source))
+    finally:
+        conn.close()
+    rows = chosen_rows(events)
+    chooser = random.Random(57)
+    for _ in range(6):
+        low = origin + chooser.randrange(0, int(span) - 10**6)
+        high = low + chooser.randrange(10**5, 2 * 10**9)
+        opened.page.evaluate(f"{TL}.select({low}, {high})")
+        selection = opened.page.evaluate(f"{TL}.selection")
+        assert selection["unread"] == 0
+        on_page = {(e["kind"], e["name"]): (e["count"], e["total"], e["self"], e["min"], e["max"])
+                   for e in selection["stats"]}
+        found = {(s.kind, s.name): (s.count, s.total_ns, s.self_ns, s.min_ns, s.max_ns)
+                 for s in span_stats(events, (low, high), rows)}
+        assert found == on_page
+        assert len(found) > 5

@@ -32,6 +32,8 @@ from .fleet_commands import add_parsers as add_fleet_parsers
 from .fleet_commands import cmd_doctor, cmd_fleet, cmd_targets
 from .help_commands import add_parsers as add_help_parsers
 from .help_commands import cmd_help
+from .mcp_command import add_parsers as add_mcp_parsers
+from .mcp_command import cmd_mcp
 from .options import (
     add_app_choice,
     add_capture_options,
@@ -129,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_help_parsers(sub)
     add_results_parsers(sub)
     add_board_parsers(sub)
+    add_mcp_parsers(sub)
     return parser
 
 
@@ -233,7 +236,7 @@ COMMANDS = {"nsys": cmd_nsys, "boards": cmd_boards,
             "profile": cmd_profile, "fetch": cmd_fetch, "apps": cmd_apps, "targets": cmd_targets,
             "analyze": cmd_analyze, "report": cmd_report, "trace": cmd_trace, "compare": cmd_compare,
             "parse": cmd_parse, "study": cmd_study, "fleet": cmd_fleet, "doctor": cmd_doctor,
-            "results": cmd_results, "ci": cmd_ci, "help": cmd_help}
+            "results": cmd_results, "ci": cmd_ci, "help": cmd_help, "mcp": cmd_mcp}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -56,6 +56,7 @@ class EventRow:
     correlation_last: np.ndarray = field(default_factory=lambda: EMPTY)
     pids: np.ndarray = field(default_factory=lambda: EMPTY)
     stacks: np.ndarray = field(default_factory=lambda: EMPTY)  # a CPU sample's call stack: a node of StackNodes
+    key: int = -1       # the thread's globalTid, or the GPU lane's device << LANE_SHIFT | stream (or context)
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def run_events(trace: Trace, resolver: Resolver | None = None, renderer: str | N
                 "correlation": part.correlation[order], "correlation_last": part.correlation_last[order],
                 "pids": part.pids[order]}
             rows.append(EventRow(group, part.kind, starts[order], ends[order], index[order], **links,
-                                 stacks=part.stacks[order] if len(part.stacks) else EMPTY))
+                                 stacks=part.stacks[order] if len(part.stacks) else EMPTY, key=key))
     frames = name_of_id[np.searchsorted(ids, stacks.frames)] if len(stacks.frames) else EMPTY
     return RunEvents(_ordered(rows), names, StackNodes(stacks.parents, frames.astype(np.int64)))
 

@@ -1,0 +1,117 @@
+"""A span's statistics per name, over the whole-run timeline's rows: what the page's range selection shows
+(templates/timeline_stats.js's rangeStats), computed once in Python for `analyze --window` and the MCP server.
+
+Per (kind, name), the events of the chosen rows that overlap [a, b) as SQL has it (end > a and start < b; a CPU
+sample: a <= start < b): count, total, self (less the time of the events directly inside each, on its row), mean,
+min and max, whole events' durations (not cut at the span's edges). Heaviest total first, then the most events.
+Pure: rows in, figures out.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .run_events import EventRow, RunEvents
+
+NESTING_KINDS = ("nvtx", "opengl", "cuda_api", "osrt")  # rows whose events nest (GPU work overlaps, never nests)
+
+
+@dataclass(frozen=True)
+class SpanStat:
+    kind: str
+    name: str
+    count: int
+    total_ns: int | None     # None for CPU samples: instants, counted only
+    self_ns: int | None
+    min_ns: int | None
+    max_ns: int | None
+    keys: tuple[int, ...] = field(default=(), compare=False)   # the rows' keys (threads, GPU lanes) they came from
+
+    @property
+    def mean_ns(self) -> float | None:
+        return None if self.total_ns is None else self.total_ns / self.count
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "count": self.count, "total_ns": self.total_ns,
+                "self_ns": self.self_ns, "mean_ns": self.mean_ns, "min_ns": self.min_ns, "max_ns": self.max_ns}
+
+
+def self_times(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each event's time less that of the events directly inside it (starts ascending, of equal starts the longest
+    first): an event's parent is the latest event before it still open at its start, as the page's script has it."""
+    own = (ends - starts).astype(np.int64)
+    if len(starts) < 2 or not (starts[1:] < np.maximum.accumulate(ends)[:-1]).any():
+        return own  # nothing nests
+    stack: list[int] = []
+    start_list, end_list = starts.tolist(), ends.tolist()
+    for i, start in enumerate(start_list):
+        while stack and end_list[stack[-1]] <= start:
+            stack.pop()
+        if stack:
+            parent = stack[-1]
+            own[parent] -= min(end_list[i], end_list[parent]) - start
+        stack.append(i)
+    return own
+
+
+@dataclass
+class SelfCache:
+    """Rows' self times, computed once per row (a server asks of the same rows again and again)."""
+    found: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def of(self, index: int, row: EventRow) -> np.ndarray:
+        if index not in self.found:
+            self.found[index] = self_times(row.starts, row.ends)
+        return self.found[index]
+
+
+def chosen_rows(events: RunEvents, thread: str | None = None, kinds: Iterable[str] | None = None) -> list[int]:
+    """The rows (their indexes) of the given kinds whose thread or GPU lane holds ``thread`` (case-insensitive;
+    a thread id matches its label's "(tid)")."""
+    wanted = set(kinds) if kinds is not None else None
+    needle = (thread or "").strip().lower()
+    return [index for index, row in enumerate(events.rows)
+            if (wanted is None or row.kind in wanted) and (not needle or needle in row.group.lower())]
+
+
+def span_stats(events: RunEvents, span: tuple[int, int], rows: Sequence[int], name: str | None = None,
+               selves: SelfCache | None = None) -> list[SpanStat]:
+    """Per (kind, name), the events of ``rows`` in the span whose names hold ``name`` (case-insensitive, as the
+    page's search matches), heaviest total first."""
+    a, b = span
+    needle = (name or "").strip().lower()
+    matched = np.array([needle in text.lower() for text in events.names], dtype=bool) if needle else None
+    cache = selves or SelfCache()
+    parts: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray | None, int]]] = {}
+    for index in rows:
+        row = events.rows[index]
+        if row.kind == "sample":
+            inside = (row.starts >= a) & (row.starts < b)
+        else:
+            inside = (row.ends > a) & (row.starts < b)
+        if matched is not None:
+            inside &= matched[row.names]
+        where = np.flatnonzero(inside)
+        if not len(where):
+            continue
+        durations = (row.ends[where] - row.starts[where]).astype(np.int64)
+        own = cache.of(index, row)[where] if row.kind in NESTING_KINDS else None
+        names = row.names[where]
+        for key in np.unique(names).tolist():
+            mine = names == key
+            parts.setdefault((row.kind, key), []).append(
+                (durations[mine], None if own is None else own[mine], row.key))
+    found = []
+    for (kind, key), pieces in parts.items():
+        durations = np.concatenate([p[0] for p in pieces])
+        keys = tuple(sorted({p[2] for p in pieces}))
+        if kind == "sample":
+            found.append(SpanStat(kind, events.names[key], len(durations), None, None, None, None, keys))
+            continue
+        own = np.concatenate([p[1] if p[1] is not None else p[0] for p in pieces])
+        found.append(SpanStat(kind, events.names[key], len(durations), int(durations.sum()), int(own.sum()),
+                              int(durations.min()), int(durations.max()), keys))
+    found.sort(key=lambda s: (-(s.total_ns or 0), -s.count))
+    return found

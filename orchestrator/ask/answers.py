@@ -1,0 +1,199 @@
+"""The answers about one run: its summary, its frames, a span's statistics and its CPU hotspots. Each is a call into
+the functions `analyze`, `report` and the page use, and each number carries its evidence: the SQL that recomputes it
+from the run's export, or the document field it came from (``{"document": "summary.json", "field": ...}``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..analysis import AnalysisOptions
+from ..analysis.analyzers.frames import first_steady_index
+from ..analysis.analyzers.span_stats import chosen_rows, span_stats
+from ..analysis.export.selection import parse_range
+from ..documents.summary import Summary
+from ..errors import UsageError
+from ..figures.measured import run_flags
+from ..figures.run_analysis import analyze_source
+from ..targets.facts import board_kind
+from .root import OpenRun, Root
+from .sql import frame_list, self_sql, span_sql
+
+SUMMARY = "summary.json"
+SLOWEST = 5
+WINDOW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
+
+
+def field(name: str, document: str = SUMMARY) -> dict[str, str]:
+    return {"document": document, "field": name}
+
+
+def span_of(run: OpenRun, window: str | None) -> tuple[int, int]:
+    """A span in --window's syntax ('all', START:END on the report's clock; none: the analysis's own window)."""
+    capture = run.summary.capture
+    if not window:
+        return run.summary.window.start_ns, run.summary.window.end_ns
+    if window == "all":
+        return capture.start_ns, capture.end_ns
+    chosen = parse_range(window, (capture.start_ns, capture.end_ns))
+    return chosen.start_ns, chosen.end_ns
+
+
+def head(root: Root, run: OpenRun) -> dict[str, Any]:
+    """What every answer about a run begins with: the run, and the export its SQL runs on."""
+    export = run.export
+    return {"run": run.name, "export": None if export is None else root.name_of(export) if root.path in export.parents
+            else str(export), "summary_from": run.summary_from}
+
+
+def summary_answer(root: Root, run: OpenRun) -> dict[str, Any]:
+    """The verdict, the focus thread's shares, the frames' headline figures, next steps, validity, the board."""
+    summary = run.summary
+    verdict = summary.verdict
+    attribution = summary.attribution
+    answer = head(root, run)
+    answer["unit"] = summary.unit
+    answer["window"] = {**summary.window.as_json(), "evidence": field("window")}
+    answer["verdict"] = None if verdict is None else {
+        "kind": verdict.kind, "confidence": verdict.confidence, "summary": verdict.summary,
+        "evidence": list(verdict.evidence), "source": field("verdict")}
+    answer["shares"] = [] if attribution is None else [
+        {"share": name, "ns": share.ns, "pct": share.pct, "calls": share.calls[:5],
+         "evidence": field(f"attribution.shares.{name}.ns")}
+        for name, share in attribution.shares.items() if share.ns]
+    answer["focus_thread"] = attribution.thread if attribution is not None else None
+    answer["frames"] = frames_headline(run)
+    answer["next_steps"] = [{"why": step.why, "command": step.command} for step in summary.next_steps]
+    answer["validity"] = validity(run)
+    answer["board"] = board_state(run)
+    return answer
+
+
+def frames_headline(run: OpenRun) -> dict[str, Any] | None:
+    frames = run.summary.frames
+    if frames is None:
+        return None
+    steady = frames.steady
+    first = first_steady_index(frames.count, frames.warmup.frames)
+    listing = frame_list(frames.source, frames.kind, frames.rule, run.schema)
+    found: dict[str, Any] = {
+        "unit": frames.unit, "source": frames.source, "rule": frames.rule, "count": frames.count,
+        "first_ns": frames.first_ns, "warmup": frames.warmup.frames, "steady_first": first,
+        "steady": None if steady is None else steady.as_json(), "evidence": field("frames")}
+    if listing is not None:
+        found["evidence"] = {
+            **field("frames"),
+            "sql": {"count": listing + "SELECT count(*) FROM frame_list",
+                    "first_ns": listing + "SELECT duration_ns FROM frame_list WHERE idx = 0",
+                    "steady.mean_ns": listing + f"SELECT avg(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.max_ns": listing + f"SELECT max(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.min_ns": listing + f"SELECT min(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.count": listing + f"SELECT count(*) FROM frame_list WHERE idx >= {first}"}}
+    return found
+
+
+def validity(run: OpenRun) -> dict[str, Any]:
+    document = run.document
+    if document is None:
+        return {"valid": None, "flags": [], "why": "a report alone: no run.json to tell how it was captured"}
+    flags = run_flags(document)
+    return {"valid": not flags and document.status == "ok", "status": document.status,
+            "flags": [{"code": f.code, "what": f.what} for f in flags], "evidence": field("validity", "run.json")}
+
+
+def board_state(run: OpenRun) -> dict[str, Any] | None:
+    document = run.document
+    if document is None:
+        return None
+    before, after = document.power_modes
+    return {"target": document.target.name, "board_kind": board_kind(document.facts),
+            "power_mode_before": before.to_wire(version=False) if before else None,
+            "power_mode_after": after.to_wire(version=False) if after else None, "evidence": field("facts", "run.json")}
+
+
+def frames_answer(root: Root, run: OpenRun, frame: int | None = None, slowest: int = SLOWEST) -> dict[str, Any]:
+    """Frame statistics and the slowest steady frames; with ``frame``, that frame's own shares (the analysis of
+    its span, as `analyze RUN --frame N` gives them) and its longest calls."""
+    frames = run.summary.frames
+    if frames is None:
+        raise UsageError(f"{run.name} has no frames or iterations (no buffer swaps, no 'frame' NVTX range)",
+                         "ask 'window' about a span of it instead")
+    answer = head(root, run)
+    answer["frames"] = frames_headline(run)
+    durations = np.asarray(frames.per_frame_ns, dtype=np.int64)
+    first = first_steady_index(frames.count, frames.warmup.frames)
+    order = first + np.argsort(-durations[first:], kind="stable")[:max(0, slowest)]
+    listing = frame_list(frames.source, frames.kind, frames.rule, run.schema)
+    answer["slowest"] = [_frame_row(frames.frame_starts_ns, frames.per_frame_ns, int(i), listing) for i in order]
+    if frame is not None:
+        if not 0 <= frame < frames.count:
+            raise UsageError(f"{frames.unit} {frame}: the run has {frames.unit}s 0 to {frames.count - 1}",
+                             f"ask for a {frames.unit} between 0 and {frames.count - 1}")
+        answer["frame"] = {**_frame_row(frames.frame_starts_ns, frames.per_frame_ns, frame, listing),
+                           **one_frame(root, run, frame)}
+    return answer
+
+
+def _frame_row(starts: list[int], durations: list[int], index: int, listing: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"index": index, "start_ns": starts[index], "duration_ns": durations[index]}
+    row["evidence"] = {"sql": listing + f"SELECT start_ns, duration_ns FROM frame_list WHERE idx = {index}"} \
+        if listing is not None else field(f"frames.per_frame_ns[{index}]")
+    return row
+
+
+def one_frame(root: Root, run: OpenRun, index: int) -> dict[str, Any]:
+    """One frame's shares of the focus thread (the analysis with --frame), and its calls heaviest first."""
+    options = replace(AnalysisOptions(), frame=index)
+    summary: Summary = analyze_source(run.source, options)
+    attribution = summary.attribution
+    span = (summary.window.start_ns, summary.window.end_ns)
+    shares = [] if attribution is None else [
+        {"share": name, "ns": share.ns, "pct": share.pct, "calls": share.calls[:5]}
+        for name, share in attribution.shares.items() if share.ns]
+    thread = attribution.thread if attribution is not None else None
+    tid = _tid_in(thread)
+    calls = window_rows(run, span, tid, None, ("opengl", "osrt", "nvtx", "cuda_api"), 0, 10)
+    return {"thread": thread, "shares": shares, "shares_from": f"orchestrate analyze {run.name} --frame {index}",
+            "calls": calls["rows"]}
+
+
+def _tid_in(thread: str | None) -> str | None:
+    """'es2gears (4242)' -> '(4242)': the label's part that names one thread."""
+    if not thread or "(" not in thread:
+        return thread
+    return thread[thread.rindex("("):]
+
+
+def window_answer(root: Root, run: OpenRun, window: str | None, thread: str | None = None, name: str | None = None,
+                  kinds: list[str] | None = None, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    """Per name, the events of the span (``window``) on the threads and GPU lanes holding ``thread``: count,
+    total, self, mean, min, max, as the page's range selection shows them; each row with its SQL."""
+    span = span_of(run, window)
+    unknown = sorted(set(kinds or ()) - set(WINDOW_KINDS))
+    if unknown:
+        raise UsageError(f"unknown kind {unknown[0]}", f"give kinds among {', '.join(WINDOW_KINDS)}")
+    answer = head(root, run)
+    answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
+    answer.update(window_rows(run, span, thread, name, tuple(kinds or WINDOW_KINDS), offset, limit))
+    return answer
+
+
+def window_rows(run: OpenRun, span: tuple[int, int], thread: str | None, name: str | None, kinds: tuple[str, ...],
+                offset: int, limit: int) -> dict[str, Any]:
+    events = run.events
+    rows = chosen_rows(events, thread, kinds)
+    if thread and not rows:
+        raise UsageError(f"no thread or GPU lane holds '{thread}'", "give a thread's name or id as the page shows it")
+    stats = span_stats(events, span, rows, name, run.selves)
+    shown = stats[offset:offset + limit]
+    found = []
+    for stat in shown:
+        row = stat.as_json()
+        sql = span_sql(stat.kind, stat.name, span, stat.keys, run.schema)
+        own = self_sql(stat.kind, stat.name, span, stat.keys, run.schema)
+        row["evidence"] = {"sql": sql, **({"self_sql": own} if own else {})}
+        found.append(row)
+    return {"rows": found, "total_rows": len(stats), "offset": offset,
+            "left_out": max(0, len(stats) - offset - len(shown))}

@@ -1,0 +1,138 @@
+"""`orchestrate mcp`: the runs under a root and the results database, asked through the Model Context Protocol.
+
+Each tool is a thin call into the answers (answers.py, work.py, across.py), its reply JSON bounded (bounds.py); an
+orchestrate error is the tool's error, in its one line and what to do. Over stdio by default; over streamable HTTP
+on loopback with --http, behind a bearer token and an Origin check (http_guard.py).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+
+from .. import __version__
+from ..errors import OrchestratorError
+from .across import compare_answer, history_answer, runs_answer
+from .answers import frames_answer, summary_answer, window_answer
+from .bounds import bounded
+from .root import Root
+from .work import gpu_work_answer, hotspots_answer
+
+INSTRUCTIONS = (
+    "orchestrate's runs: Nsight Systems captures of apps on NVIDIA Jetson boards (OpenGL frames, CUDA and TensorRT "
+    "iterations), studies of variants, and a results database of runs over commits. Start with 'runs', then "
+    "'summary' of a run. Times are in ns on the report's clock; a window is 'all' or START:END (2s:3.5s, 200ms:1s). "
+    "Every figure carries its evidence: the SQL that recomputes it from the run's export (run it with sqlite3 on "
+    "the answer's 'export'), or the document field it was read from.")
+WHY_SLOW = (
+    "Why is the app of run {run} slow? Call 'summary' with run={run}: read the verdict and the shares of the focus "
+    "thread's time. Then call 'frames' with run={run} for the slowest steady frames, and 'frames' with that frame's "
+    "index for its own shares and calls. Call 'window' over the slowest frame's span (start_ns:end_ns, in ns) on the "
+    "focus thread for its calls, 'hotspots' for its CPU functions, and 'gpu_work' for the GPU work its calls queued. "
+    "Say which figure each conclusion rests on, with the SQL of its evidence.")
+
+
+def answered(make: Callable[[], dict[str, Any]]) -> str:
+    """The answer as bounded JSON, or the tool's error in orchestrate's one line."""
+    try:
+        answer = make()
+    except OrchestratorError as exc:
+        raise ToolError(exc.one_line()) from None
+    return json.dumps(bounded(answer), default=str)
+
+
+def build_server(root_path: Path, db: str | None = None) -> MCPServer:
+    """The server and its tools, resources and prompt, over the runs under ``root_path``."""
+    root = Root(root_path)
+    server: MCPServer = MCPServer("orchestrate", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool(structured_output=False)
+    def runs(app: str | None = None, target: str | None = None, board: str | None = None,
+             since: str | None = None, verdict: str | None = None, valid: bool | None = None,
+             kind: str | None = None, offset: int = 0, limit: int = 50) -> str:
+        """The runs, studies, fleets and reports under the root, newest first: filter by app (or study), target,
+        board kind (a part of its name), since (a date), verdict (cpu_bound, gpu_bound, ...), valid, kind (run,
+        study, fleet, report). Names are what the other tools take as 'run'."""
+        return answered(lambda: runs_answer(root, app, target, board, since, verdict, valid, kind, offset, limit))
+
+    @server.tool(structured_output=False)
+    def summary(run: str) -> str:
+        """A run's verdict (what its frame time waits for), the focus thread's shares, its frames' figures, next
+        steps, validity flags and board."""
+        return answered(lambda: summary_answer(root, root.run(run)))
+
+    @server.tool(structured_output=False)
+    def frames(run: str, frame: int | None = None, slowest: int = 5) -> str:
+        """Frame (or iteration) statistics and the slowest steady frames; with 'frame', that frame's own shares
+        and longest calls."""
+        return answered(lambda: frames_answer(root, root.run(run), frame, slowest))
+
+    @server.tool(structured_output=False)
+    def window(run: str, window: str | None = None, thread: str | None = None, name: str | None = None,
+               kinds: list[str] | None = None, offset: int = 0, limit: int = 20) -> str:
+        """Per name, the events of a span ('all' or START:END on the report's clock; none: the steady frames) on
+        the threads or GPU lanes holding 'thread' and whose names hold 'name': count, total, self, mean, min, max
+        in ns, as the report page's range selection shows them. kinds: among nvtx, opengl, cuda_api, osrt,
+        sample, cuda_kernel, memcpy, opengl_gpu."""
+        return answered(lambda: window_answer(root, root.run(run), window, thread, name, kinds, offset, limit))
+
+    @server.tool(structured_output=False)
+    def hotspots(run: str, window: str | None = None, thread: str | None = None, top: int = 25) -> str:
+        """The CPU samples of a span on the threads holding 'thread': functions bottom-up (their own samples),
+        by the samples whose stacks hold them, and the top-down call tree."""
+        return answered(lambda: hotspots_answer(root, root.run(run), window, thread, top))
+
+    @server.tool(structured_output=False)
+    def gpu_work(run: str, window: str | None = None, call: str | None = None, gpu: str | None = None,
+                 limit: int = 20) -> str:
+        """The GPU work the calls of a span queued (calls whose names hold 'call') and the calls behind its GPU
+        work (names holding 'gpu'), by the correlation ids nsys records; and the GPU's busy time."""
+        return answered(lambda: gpu_work_answer(root, root.run(run), window, call, gpu, limit))
+
+    @server.tool(structured_output=False)
+    def compare(runs: list[str], labels: list[str] | None = None) -> str:
+        """Runs compared (the baseline first): each metric's values and change, the steady frames' three-way
+        verdict (faster, slower, same), and the gate's verdict where the results database holds the baseline."""
+        return answered(lambda: compare_answer(root, runs, labels, db))
+
+    @server.tool(structured_output=False)
+    def history(app: str, metric: str = "steady_mean_ms", board: str | None = None, cell: str | None = None,
+                branch: str | None = None, last: int = 50) -> str:
+        """A metric of an app (or study) over its runs in the results database, oldest first, on a kind of board
+        ('board': its name or fingerprint), each job judged as the CI gate judges it."""
+        return answered(lambda: history_answer(db, app, metric, board, cell, branch, last))
+
+    @server.resource("orchestrate://runs/{name}/summary.json", mime_type="application/json")
+    def summary_document(name: str) -> str:
+        """A run folder's summary.json (its name as 'runs' gives it, '/' written as '%2F')."""
+        try:
+            run = root.run(name.replace("%2F", "/"))
+        except OrchestratorError as exc:
+            raise ResourceError(exc.one_line()) from None
+        written = run.source / "summary.json" if run.source.is_dir() else None
+        if written is not None and written.is_file():
+            return written.read_text()
+        return json.dumps(run.summary.as_json())
+
+    @server.resource("orchestrate://runs/{name}/report", mime_type="text/plain")
+    def report_link(name: str) -> str:
+        """Where a run folder's report page is (a file: link), or how to make it."""
+        try:
+            run = root.run(name.replace("%2F", "/"))
+        except OrchestratorError as exc:
+            raise ResourceError(exc.one_line()) from None
+        page = run.source / "report.html" if run.source.is_dir() else None
+        if page is not None and page.is_file():
+            return page.as_uri()
+        return f"no report page yet: orchestrate report {run.source}"
+
+    @server.prompt()
+    def why_slow(run: str) -> str:
+        """Why is this app slow? The questions to ask of a run, in order."""
+        return WHY_SLOW.format(run=run)
+
+    return server

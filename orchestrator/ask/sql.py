@@ -1,0 +1,166 @@
+"""The SQL that recomputes an answer's figures from the run's export: what a user (or a test) runs with sqlite3 to
+check a number. Pure: a row's kind, name and place in, one statement out, every value a literal (the client gives
+no SQL; names are quoted as SQLite quotes them).
+
+A span's row (kind, name, count, total, min, max, mean) is one statement; its self time another, which finds each
+event's parent as the page does (the latest event before it on its thread still open at its start).
+"""
+from __future__ import annotations
+
+from ..analysis.analyzers.api_summaries import MEMCPY_KINDS, memop_name
+from ..analysis.analyzers.frames import NVTX_RANGE_TYPES
+from ..analysis.analyzers.run_events import LANE_SHIFT
+from ..analysis.export.calls import SWAP_CALLS
+from ..analysis.export.reads import OSRT_CALL_CLASS
+from ..analysis.export.schema import Schema
+
+THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME",
+                 "nvtx": "NVTX_EVENTS"}
+FIGURES = ('count(*) AS count, sum(e."end" - e.start) AS total_ns, min(e."end" - e.start) AS min_ns, '
+           'max(e."end" - e.start) AS max_ns, avg(e."end" - e.start) AS mean_ns')
+
+# a sample's leaf as the hotspots name it: its symbol, or for an address nsys could not name, its module's one frame
+# ('[swrast_dri.so]': the module file's name; '[JIT]' for anonymous memory)
+_SYMBOL = "(SELECT value FROM StringIds WHERE id = c.symbol)"
+_MODULE = "rtrim(coalesce((SELECT value FROM StringIds WHERE id = c.module), ''), '/')"
+LEAF_NAME = (f"(CASE WHEN {_SYMBOL} GLOB '0x[0-9a-fA-F]*' AND NOT substr({_SYMBOL}, 3) GLOB '*[^0-9a-fA-F]*' THEN "
+             f"(CASE WHEN {_MODULE} = '//anon' THEN '[JIT]' WHEN {_MODULE} = '' THEN '[unknown]' "
+             f"WHEN {_MODULE} GLOB '[[]*' THEN {_MODULE} "
+             f"ELSE '[' || replace({_MODULE}, rtrim({_MODULE}, replace({_MODULE}, '/', '')), '') || ']' END) "
+             f"ELSE coalesce({_SYMBOL}, '[unknown]') END)")
+
+
+def literal(text: str) -> str:
+    """A string as an SQLite literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in(column: str, values: tuple[int, ...]) -> str:
+    return f"{column} IN ({', '.join(str(int(v)) for v in values)})"
+
+
+def _thread_base(kind: str, schema: Schema, tids: tuple[int, ...]) -> tuple[str, str, str] | None:
+    """(table, the filter every event of the row meets, its name expression) for a thread's kind."""
+    table = THREAD_TABLES.get(kind)
+    if table is None:
+        return None
+    where = ['e."end" IS NOT NULL', _in("e.globalTid", tids)]
+    if kind == "nvtx":
+        where.append(f"e.eventType IN ({', '.join(map(str, NVTX_RANGE_TYPES))})")
+        text_id = "e.textId" if schema.has(table, "textId") else "NULL"
+        text = "e.text" if schema.has(table, "text") else "NULL"
+        name = (f"coalesce((SELECT value FROM StringIds WHERE id = {text_id}), {text}, "
+                f"'[unnamed range]')")
+    else:
+        where.append("e.nameId IS NOT NULL")
+        if table == "OSRT_API" and schema.has(table, "eventClass"):
+            where.append(f"e.eventClass = {OSRT_CALL_CLASS}")
+        name = "coalesce((SELECT value FROM StringIds WHERE id = e.nameId), '[unnamed]')"
+    return table, " AND ".join(where), name
+
+
+def _lanes(device: str, lane: str, keys: tuple[int, ...]) -> str:
+    pairs = [f"({device} = {key >> LANE_SHIFT} AND {lane} = {key & ((1 << LANE_SHIFT) - 1)})" for key in keys]
+    return "(" + " OR ".join(pairs) + ")"
+
+
+def _gpu_base(kind: str, name: str, schema: Schema, keys: tuple[int, ...]) -> tuple[str, str] | None:
+    """(table, filter) of a GPU row's events of that name."""
+    if kind == "cuda_kernel":
+        table = "CUPTI_ACTIVITY_KIND_KERNEL"
+        column = next((c for c in ("shortName", "demangledName") if schema.has(table, c)), "shortName")
+        return table, (f"{_lanes('e.deviceId', 'e.streamId', keys)} AND "
+                       f"(SELECT value FROM StringIds WHERE id = e.{column}) = {literal(name)}")
+    if kind == "opengl_gpu":
+        device = "coalesce(e.gpu, 0)" if schema.has("OPENGL_WORKLOAD", "gpu") else "0"
+        context = "coalesce(e.contextId, 0)" if schema.has("OPENGL_WORKLOAD", "contextId") else "0"
+        return "OPENGL_WORKLOAD", (f'e."end" IS NOT NULL AND {_lanes(device, context, keys)} AND '
+                                   f"(SELECT value FROM StringIds WHERE id = e.nameId) = {literal(name)}")
+    if kind == "memcpy":
+        lanes = _lanes("e.deviceId", "e.streamId", keys)
+        if name == memop_name(-1):
+            return "CUPTI_ACTIVITY_KIND_MEMSET", lanes
+        copy_kinds = [k for k in MEMCPY_KINDS if memop_name(k) == name]
+        return "CUPTI_ACTIVITY_KIND_MEMCPY", f"{lanes} AND {_in('e.copyKind', tuple(copy_kinds))}"
+    return None
+
+
+def span_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...], schema: Schema) -> str | None:
+    """One statement giving count, total_ns, min_ns, max_ns and mean_ns of the events of that kind and name in the
+    span, on the rows ``keys`` (threads' globalTids or GPU lanes); None for a kind no table holds as such (a
+    thread's state, made from its scheduling events)."""
+    a, b = span
+    overlap = f'e."end" > {a} AND e.start < {b}'
+    if kind == "sample":
+        return (f"SELECT count(*) AS count FROM COMPOSITE_EVENTS AS e JOIN SAMPLING_CALLCHAINS AS c ON c.id = e.id "
+                f"AND c.stackDepth = 0 WHERE e.start >= {a} AND e.start < {b} AND {_in('e.globalTid', keys)} AND "
+                f"{LEAF_NAME} = {literal(name)}")
+    thread = _thread_base(kind, schema, keys)
+    if thread is not None:
+        table, where, name_of = thread
+        return f"SELECT {FIGURES} FROM {table} AS e WHERE {where} AND {overlap} AND {name_of} = {literal(name)}"
+    gpu = _gpu_base(kind, name, schema, keys)
+    if gpu is None:
+        return None
+    table, where = gpu
+    return f"SELECT {FIGURES} FROM {table} AS e WHERE {where} AND {overlap}"
+
+
+def self_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...], schema: Schema) -> str | None:
+    """One statement giving self_ns: the events' time less that of the events directly inside each (a thread's
+    calls or ranges of one kind nest; GPU work does not: its self time is its total)."""
+    thread = _thread_base(kind, schema, keys)
+    if thread is None:
+        return None
+    table, where, name_of = thread
+    a, b = span
+    in_span = f'x."end" > {a} AND x.start < {b}'
+    return (
+        f"WITH row_events AS MATERIALIZED (SELECT e.rowid AS id, e.start, e.\"end\", e.globalTid, {name_of} AS name "
+        f"FROM {table} AS e WHERE {where}), "
+        # every event that may be inside one of the span's or between the two: from the span's events' first start
+        # to their last end
+        f"near AS MATERIALIZED (SELECT * FROM row_events WHERE \"end\" > (SELECT min(x.start) FROM row_events AS x "
+        f"WHERE {in_span}) AND start < (SELECT max(x.\"end\") FROM row_events AS x WHERE {in_span})), "
+        f"placed AS MATERIALIZED (SELECT c.id, c.start, c.\"end\", (SELECT p.id FROM near AS p "
+        f"WHERE p.globalTid = c.globalTid "
+        f"AND p.\"end\" > c.start AND (p.start < c.start OR (p.start = c.start AND (p.\"end\" > c.\"end\" OR "
+        f"(p.\"end\" = c.\"end\" AND p.id < c.id)))) ORDER BY p.start DESC, p.\"end\" ASC, p.id DESC LIMIT 1) "
+        f"AS parent FROM near AS c) "
+        f"SELECT sum(p.\"end\" - p.start - coalesce((SELECT sum(min(c.\"end\", p.\"end\") - c.start) FROM placed AS c "
+        f"WHERE c.parent = p.id), 0)) AS self_ns FROM near AS p "
+        f"WHERE p.\"end\" > {a} AND p.start < {b} AND p.name = {literal(name)}")
+
+
+
+def frame_list(source: str, kind: str, rule: str | None, schema: Schema) -> str | None:
+    """A WITH clause that ends in frame_list(idx, start_ns, duration_ns): the run's frames as the analysis finds
+    them (analysis/analyzers/frames.py), from the export alone; None for a CUDA run's iterations, whose rules
+    (iterations.py) are no one statement: their figures come from summary.json."""
+    if kind == "opengl" and schema.has("OPENGL_API", "start", "end", "nameId", "globalTid"):
+        calls = SWAP_CALLS if source in SWAP_CALLS and "swaps" in (rule or "swaps") else (source,)
+        named = (f"e.nameId IN (SELECT id FROM StringIds WHERE value IN ({', '.join(map(literal, calls))})) "
+                 f'AND e."end" IS NOT NULL')
+        return (f"WITH thread AS (SELECT e.globalTid AS tid FROM OPENGL_API AS e WHERE {named} GROUP BY e.globalTid "
+                f"ORDER BY count(*) DESC, e.globalTid LIMIT 1), "
+                f"marks AS (SELECT e.\"end\" AS t, row_number() OVER (ORDER BY e.\"end\") - 1 AS idx "
+                f"FROM OPENGL_API AS e WHERE {named} AND e.globalTid = (SELECT tid FROM thread)), "
+                f"first_call AS (SELECT min(start) AS t FROM OPENGL_API WHERE globalTid = (SELECT tid FROM thread)), "
+                f"frame_list AS (SELECT idx, coalesce(lag(t) OVER (ORDER BY idx), (SELECT t FROM first_call)) "
+                f"AS start_ns, t - coalesce(lag(t) OVER (ORDER BY idx), (SELECT t FROM first_call)) AS duration_ns "
+                f"FROM marks) ")
+    if kind == "nvtx" and schema.has("NVTX_EVENTS", "start", "end", "eventType", "globalTid"):
+        texts: list[str] = []
+        if schema.has("NVTX_EVENTS", "text"):
+            texts.append(f"e.text = {literal(source)}")
+        if schema.has("NVTX_EVENTS", "textId"):
+            texts.append(f"e.textId IN (SELECT id FROM StringIds WHERE value = {literal(source)})")
+        if not texts:
+            return None
+        ranges = (f"SELECT e.start, e.\"end\", e.globalTid FROM NVTX_EVENTS AS e WHERE e.eventType IN "
+                  f"({', '.join(map(str, NVTX_RANGE_TYPES))}) AND e.\"end\" IS NOT NULL AND ({' OR '.join(texts)})")
+        return (f"WITH ranges AS ({ranges}), thread AS (SELECT globalTid FROM ranges GROUP BY globalTid "
+                f"ORDER BY count(*) DESC, globalTid LIMIT 1), "
+                f"frame_list AS (SELECT row_number() OVER (ORDER BY start) - 1 AS idx, start AS start_ns, "
+                f"\"end\" - start AS duration_ns FROM ranges WHERE globalTid = (SELECT globalTid FROM thread)) ")
+    return None

@@ -1,0 +1,189 @@
+"""The answers about where a span's time went on the CPU (its samples' functions, bottom-up and top-down) and on
+the GPU (the work the calls queued, through the flow links the page draws), each figure with its SQL.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from ..analysis.analyzers.flows import API_KINDS, offsets
+from ..analysis.analyzers.run_events import RunEvents
+from ..analysis.analyzers.span_stats import chosen_rows
+from ..analysis.export.names import pid_sql
+from ..errors import UsageError
+from .answers import field, head, span_of
+from .root import OpenRun, Root
+from .sql import LEAF_NAME, literal, span_sql
+
+TOP = 25
+TREE_DEPTH = 12
+TREE_MIN_SHARE = 0.01
+GPU_TABLES = {"cuda_kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+              "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
+              "opengl_gpu": ("OPENGL_WORKLOAD", "globalTid")}
+API_TABLES = {"opengl": "OPENGL_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
+
+
+def hotspots_answer(root: Root, run: OpenRun, window: str | None, thread: str | None = None,
+                    top: int = TOP) -> dict[str, Any]:
+    """The CPU samples of the span on the threads holding ``thread``: functions by their own samples (bottom-up),
+    by the samples whose stacks hold them, and the top-down tree."""
+    span = span_of(run, window)
+    events = run.events
+    rows = [i for i in chosen_rows(events, thread, ("sample",))]
+    if not rows:
+        raise UsageError(f"{run.name} has no CPU samples" + (f" on '{thread}'" if thread else ""),
+                         "profile with CPU sampling (the app spec's sample: process-tree)")
+    nodes, keys = _sampled_nodes(events, rows, span)
+    answer = head(root, run)
+    answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
+    total = len(nodes)
+    answer["samples"] = total
+    answer["samples_evidence"] = {"sql": (
+        f"SELECT count(*) FROM COMPOSITE_EVENTS WHERE start >= {span[0]} AND start < {span[1]} AND "
+        f"globalTid IN ({', '.join(map(str, keys))})") if keys else None}
+    if not total:
+        answer.update(bottom_up=[], inclusive=[], top_down=None)
+        return answer
+    stacks = events.stacks
+    names = events.names
+    leaf = stacks.frames[nodes]
+    found, counts = np.unique(leaf, return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:top]
+    answer["bottom_up"] = [
+        {"function": names[int(found[i])], "samples": int(counts[i]), "pct": 100.0 * counts[i] / total,
+         "evidence": {"sql": span_sql("sample", names[int(found[i])], span, keys, run.schema)}} for i in order]
+    inclusive: dict[int, int] = defaultdict(int)
+    for node, count in zip(*np.unique(nodes, return_counts=True)):
+        for frame in set(stacks.stack(int(node))):
+            inclusive[frame] += int(count)
+    heaviest = sorted(inclusive.items(), key=lambda item: (-item[1], names[item[0]]))[:top]
+    answer["inclusive"] = [
+        {"function": names[frame], "samples": count, "pct": 100.0 * count / total,
+         "evidence": {"sql": _inclusive_sql(names[frame], span, keys)}} for frame, count in heaviest]
+    answer["top_down"] = _top_down(events, nodes, total)
+    return answer
+
+
+def _sampled_nodes(events: RunEvents, rows: list[int], span: tuple[int, int]) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The stack nodes of the rows' samples in the span, and the threads they are of."""
+    parts, keys = [], []
+    for index in rows:
+        row = events.rows[index]
+        inside = (row.starts >= span[0]) & (row.starts < span[1])
+        if inside.any() and len(row.stacks):
+            parts.append(row.stacks[inside])
+            keys.append(row.key)
+    return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)), tuple(sorted(keys))
+
+
+def _inclusive_sql(name: str, span: tuple[int, int], keys: tuple[int, ...]) -> str:
+    return (f"SELECT count(DISTINCT e.id) FROM COMPOSITE_EVENTS AS e JOIN SAMPLING_CALLCHAINS AS c ON c.id = e.id "
+            f"WHERE e.start >= {span[0]} AND e.start < {span[1]} AND e.globalTid IN ({', '.join(map(str, keys))}) "
+            f"AND {LEAF_NAME} = {literal(name)}")
+
+
+def _top_down(events: RunEvents, nodes: np.ndarray, total: int) -> dict[str, Any]:
+    """The call tree from the outermost frames: each node's samples (its own and below), children heaviest first,
+    those under TREE_MIN_SHARE of the samples left out (counted in ``left_out``)."""
+    stacks = events.stacks
+    parents = stacks.parents
+    below = np.zeros(len(parents), dtype=np.int64)
+    found, counts = np.unique(nodes, return_counts=True)
+    for node, count in zip(found.tolist(), counts.tolist()):
+        while node >= 0:
+            below[node] += count
+            node = int(parents[node])
+    children: dict[int, list[int]] = defaultdict(list)
+    for node in np.flatnonzero(below).tolist():
+        children[int(parents[node])].append(node)
+    limit = TREE_MIN_SHARE * total
+
+    def grow(node: int, depth: int) -> dict[str, Any]:
+        mine = sorted(children.get(node, []), key=lambda n: -below[n])
+        kept = [n for n in mine if below[n] >= limit] if depth < TREE_DEPTH else []
+        return {"function": events.names[int(stacks.frames[node])], "samples": int(below[node]),
+                "pct": 100.0 * below[node] / total, "children": [grow(n, depth + 1) for n in kept],
+                "left_out": len(mine) - len(kept)}
+    roots = sorted(children.get(-1, []), key=lambda n: -below[n])
+    kept = [n for n in roots if below[n] >= limit]
+    return {"function": "[all]", "samples": total, "pct": 100.0, "children": [grow(n, 1) for n in kept],
+            "left_out": len(roots) - len(kept)}
+
+
+def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | None = None, gpu: str | None = None,
+                    limit: int = 20) -> dict[str, Any]:
+    """The GPU work the calls of the span queued (those naming ``call``) and the calls behind the span's GPU work
+    (those naming ``gpu``): per (call, GPU work) pair, how many GPU events and their time, with the SQL that joins
+    the two tables by their correlation ids; the first ``limit`` links themselves; and the GPU's busy time."""
+    span = span_of(run, window)
+    events = run.events
+    rows = events.rows
+    links = run.links
+    at = offsets(rows)
+    answer = head(root, run)
+    answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
+    work = run.summary.gpu_work
+    answer["gpu_busy"] = None if work is None else {**{k: v for k, v in work.as_json().items()
+                                                       if not isinstance(v, list)}, "evidence": field("gpu_work")}
+    pairs: dict[tuple[str, str, str, str], list[int]] = {}
+    listed: list[dict[str, Any]] = []
+    call_needle, gpu_needle = (call or "").lower(), (gpu or "").lower()
+    for g, first, last in zip(links.gpu.tolist(), links.first.tolist(), links.last.tolist()):
+        grow, gi = _place(at, g)
+        arow, ai = _place(at, first)
+        gpu_row, api_row = rows[grow], rows[arow]
+        if not (gpu_row.ends[gi] > span[0] and gpu_row.starts[gi] < span[1]):
+            continue
+        gpu_name = events.names[int(gpu_row.names[gi])]
+        call_names = {events.names[int(n)] for n in api_row.names[ai:ai + last - first + 1]}
+        if gpu_needle and gpu_needle not in gpu_name.lower():
+            continue
+        chosen = sorted(n for n in call_names if call_needle in n.lower())
+        if not chosen:
+            continue
+        duration = int(gpu_row.ends[gi] - gpu_row.starts[gi])
+        for name in chosen:
+            pairs.setdefault((api_row.kind, name, gpu_row.kind, gpu_name), []).append(duration)
+        if len(listed) < limit:
+            listed.append({"calls": chosen, "thread": api_row.group, "call_start_ns": int(api_row.starts[ai]),
+                           "gpu": gpu_name, "lane": gpu_row.group, "gpu_start_ns": int(gpu_row.starts[gi]),
+                           "gpu_ns": duration})
+    answer["pairs"] = [
+        {"call_kind": ck, "call": cn, "gpu_kind": gk, "gpu": gn, "gpu_events": len(d), "gpu_ns": int(sum(d)),
+         "evidence": {"sql": _pair_sql(run, ck, cn, gk, gn, span)}}
+        for (ck, cn, gk, gn), d in sorted(pairs.items(), key=lambda item: -sum(item[1]))]
+    answer["links"] = listed
+    return answer
+
+
+def _place(at: np.ndarray, index: int) -> tuple[int, int]:
+    row = int(np.searchsorted(at, index, side="right")) - 1
+    return row, index - int(at[row])
+
+
+def _pair_sql(run: OpenRun, call_kind: str, call: str, gpu_kind: str, gpu: str, span: tuple[int, int]) -> str | None:
+    """The GPU events of that name in the span that the calls of that name queued: their count and time."""
+    api = API_TABLES.get(call_kind)
+    if api is None or gpu_kind not in GPU_TABLES or call_kind not in API_KINDS:
+        return None
+    table, owner = GPU_TABLES[gpu_kind]
+    if gpu_kind == "cuda_kernel":
+        column = next((c for c in ("shortName", "demangledName") if run.schema.has(table, c)), "shortName")
+        gpu_name = f"(SELECT value FROM StringIds WHERE id = g.{column})"
+    elif gpu_kind == "opengl_gpu":
+        gpu_name = "(SELECT value FROM StringIds WHERE id = g.nameId)"
+    else:
+        return None  # a copy's name is made from its kind, not read: its pairs are checked through 'window'
+    calls = (f"SELECT {pid_sql('a.globalTid')} AS pid, a.correlationId AS id FROM {api} AS a WHERE a.correlationId > 0 "
+             f"AND (SELECT value FROM StringIds WHERE id = a.nameId) = {literal(call)}")
+    if gpu_kind == "opengl_gpu":  # a workload is the work of a run of calls: its first id to its last
+        queued = (f"EXISTS (SELECT 1 FROM calls AS c WHERE c.pid = {pid_sql('g.' + owner)} AND c.id BETWEEN "
+                  f"g.correlationId AND coalesce(g.endCorrelationId, g.correlationId))")
+    else:
+        queued = f"({pid_sql('g.' + owner)}, g.correlationId) IN (SELECT pid, id FROM calls)"
+    return (f"WITH calls AS MATERIALIZED ({calls}) SELECT count(*) AS gpu_events, sum(g.\"end\" - g.start) AS gpu_ns "
+            f"FROM {table} AS g WHERE g.\"end\" > {span[0]} AND g.start < {span[1]} AND {gpu_name} = {literal(gpu)} "
+            f"AND {queued}")

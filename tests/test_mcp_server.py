@@ -1,0 +1,301 @@
+"""`orchestrate mcp` for real: the server started as a subprocess, asked through the official SDK's client over stdio,
+on a root holding a real es2gears export (run folder), a real CUDA export (instant-ngp, a bare report), run and study
+folders an earlier release wrote, and a results database. Each figure is checked against the test's own SQL over
+the export (not the document the tool read) and against the SQL the answer gives as its evidence."""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+import sqlite3
+import sys
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from orchestrator.database.connection import open_database
+from orchestrator.results.records import Metric, Provenance, run_record
+from orchestrator.results.store import add_run, start_job
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).parent.parent
+WRITTEN = REPO / "tests" / "data" / "written-before-one-record-type"
+RUN = WRITTEN / "20261206T143333Z-local-es2gears"
+STUDY = WRITTEN / "20261206T143350Z-posebench-delegate"
+TOOLS = {"runs", "summary", "frames", "window", "hotspots", "gpu_work", "compare", "history"}
+PROFILER = "SELECT t.globalTid FROM ThreadNames AS t JOIN StringIds AS s ON s.id = t.nameId WHERE s.value LIKE '[NSys%'"
+
+
+def ask(root: Path, calls: list[tuple[str, dict[str, Any]]], db: Path | None = None) -> list[tuple[bool, Any]]:
+    """Each call's (is an error, its JSON or its text), from one server session over stdio."""
+    args = ["-m", "orchestrator", "mcp", "--root", str(root), *(["--db", str(db)] if db else [])]
+
+    async def session() -> list[tuple[bool, Any]]:
+        params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO),
+                                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        found = []
+        async with Client(params, read_timeout_seconds=300) as client:
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                text = result.content[0].text
+                found.append((bool(result.is_error), text if result.is_error else json.loads(text)))
+        return found
+    return asyncio.run(session())
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, export) -> Path:
+    folder = tmp_path_factory.mktemp("mcp-root")
+    (folder / "es2gears").mkdir()
+    shutil.copy(export("es2gears-opengl"), folder / "es2gears" / "report.sqlite")
+    shutil.copy(export("instantngp_rtx3070_2021.export2022_4"), folder / "instantngp.sqlite")
+    shutil.copytree(RUN, folder / "kept" / "base")
+    slower = folder / "kept" / "slower"
+    shutil.copytree(RUN, slower)
+    _scaled(slower, 1.2)
+    shutil.copytree(STUDY, folder / "study")
+    return folder
+
+
+def _scaled(copy: Path, factor: float) -> None:
+    run = json.loads((copy / "run.json").read_text())
+    run["run_id"] += "-slower"
+    run["started_at"] = run["started_at"].replace("14:33:33", "15:33:33")
+    (copy / "run.json").write_text(json.dumps(run))
+    summary = json.loads((copy / "summary.json").read_text())
+    frames = summary["frames"]
+    frames["first_ns"] = round(frames["first_ns"] * factor)
+    frames["per_frame_ns"] = [round(v * factor) for v in frames["per_frame_ns"]]
+    frames["steady"] = {k: v * factor if k.endswith("_ns") else v for k, v in frames["steady"].items()}
+    (copy / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.fixture(scope="module")
+def results_db(root, tmp_path_factory) -> Path:
+    """The base run stored in a job of its own on main after six jobs of two runs within half a percent of it."""
+    path = tmp_path_factory.mktemp("mcp-db") / "results.db"
+    record = run_record(root / "kept" / "base")
+    assert record is not None
+    main = Provenance("1" * 40, "main")
+    database = open_database(str(path))
+    try:
+        mean = record.metrics["steady_mean_ms"]
+        for number in range(6):
+            job = start_job(database, f"main-{number}", main, "main", record.target, record.app)
+            for run in range(2):
+                add_run(database, replace(record, uid=f"j{number}-{run}", run_id=f"j{number}-{run}",
+                                          started_at=record.started_at - timedelta(hours=6 - number, minutes=-run),
+                                          metrics={"steady_mean_ms": Metric(mean.value * (1 + 0.001 * (number + run)),
+                                                                            mean.unit, mean.better)}), main, job)
+        add_run(database, record, main, start_job(database, "main-base", main, "main", record.target, record.app))
+    finally:
+        database.close()
+    return path
+
+
+def _own_rows(conn: sqlite3.Connection, table: str, span: tuple[int, int], extra: str = "") -> dict[str, tuple]:
+    """The test's own figures per name: count, total, min, max of the table's events overlapping the span, off nsys's
+    own threads."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+        return {}
+    rows = conn.execute(
+        f'SELECT s.value, count(*), sum(t."end" - t.start), min(t."end" - t.start), max(t."end" - t.start) '
+        f'FROM {table} AS t JOIN StringIds AS s ON s.id = t.nameId WHERE t."end" > ? AND t.start < ? '
+        f'AND t.globalTid NOT IN ({PROFILER}) {extra} GROUP BY s.value', span).fetchall()
+    return {name: tuple(figures) for name, *figures in rows}
+
+
+def test_every_tool_is_offered_and_no_capture_without_allow_capture(root):
+    async def listed() -> set[str]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "orchestrator", "mcp", "--root", str(root)],
+                                       cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        async with Client(params) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+    assert asyncio.run(listed()) == TOOLS
+
+
+def test_window_figures_equal_sql_over_the_export(root, export):
+    """Random windows of es2gears and instant-ngp: every row's count, total, min and max equal the test's own SQL,
+    and the answer's own SQL gives every figure, self time included."""
+    random.seed(55)
+    calls, spans = [], []
+    for run, path in (("es2gears", export("es2gears-opengl")),
+                      ("instantngp.sqlite", export("instantngp_rtx3070_2021.export2022_4"))):
+        with sqlite3.connect(path) as conn:
+            lo, hi = conn.execute("SELECT min(start), max(\"end\") FROM OSRT_API").fetchone()
+        for _ in range(3):
+            a = random.randint(lo, hi - 10**8)
+            span = (a, a + random.randint(10**6, 3 * 10**8))
+            calls.append(("window", {"run": run, "window": f"{span[0]}ns:{span[1]}ns", "limit": 400,
+                                     "kinds": ["osrt", "opengl", "cuda_api", "nvtx", "cuda_kernel"]}))
+            spans.append((path, span))
+    answers = ask(root, calls)
+    checked = 0
+    for (path, span), (failed, answer) in zip(spans, answers):
+        assert not failed, answer
+        assert answer["window"] == {"start_ns": span[0], "end_ns": span[1]}
+        assert answer["left_out"] == 0
+        with sqlite3.connect(path) as conn:
+            own = {"osrt": _own_rows(conn, "OSRT_API", span, "AND t.eventClass = 27"),
+                   "opengl": _own_rows(conn, "OPENGL_API", span),
+                   "cuda_api": _own_rows(conn, "CUPTI_ACTIVITY_KIND_RUNTIME", span)}
+            for row in answer["rows"]:
+                figures = (row["count"], row["total_ns"], row["min_ns"], row["max_ns"])
+                if row["kind"] in own:
+                    assert figures == own[row["kind"]][row["name"]], row["name"]
+                    checked += 1
+                got = conn.execute(row["evidence"]["sql"]).fetchone()
+                assert got[:4] == figures and got[4] == pytest.approx(row["mean_ns"])
+                if "self_sql" in row["evidence"]:
+                    assert conn.execute(row["evidence"]["self_sql"]).fetchone()[0] == row["self_ns"]
+                    assert row["self_ns"] <= row["total_ns"]
+            named = {(r["kind"], r["name"]) for r in answer["rows"]}
+            assert {("osrt", n) for n in own["osrt"]} <= named and {("opengl", n) for n in own["opengl"]} <= named
+    assert checked > 30
+
+
+def test_frames_and_summary_equal_sql_and_their_documents(root, export):
+    (f1, frames), (f2, one), (f3, summary) = ask(root, [
+        ("frames", {"run": "es2gears", "slowest": 3}), ("frames", {"run": "es2gears", "frame": 100, "slowest": 0}),
+        ("summary", {"run": "kept/base"})])
+    assert not (f1 or f2 or f3)
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        swaps = [row[0] for row in conn.execute(
+            "SELECT a.\"end\" FROM OPENGL_API AS a JOIN StringIds AS s ON s.id = a.nameId WHERE s.value = "
+            "'eglSwapBuffers' ORDER BY a.\"end\"")]
+        lengths = [b - a for a, b in zip(swaps, swaps[1:])]
+        steady = lengths[frames["frames"]["steady_first"] - 1:]
+        assert frames["frames"]["count"] == len(swaps)
+        assert frames["frames"]["steady"]["mean_ns"] == pytest.approx(sum(steady) / len(steady))
+        assert frames["frames"]["steady"]["max_ns"] == max(steady)
+        assert [f["duration_ns"] for f in frames["slowest"]] == sorted(steady, reverse=True)[:3]
+        for row in frames["slowest"]:
+            assert row["duration_ns"] == lengths[row["index"] - 1]
+            assert conn.execute(row["evidence"]["sql"]).fetchone() == (row["start_ns"], row["duration_ns"])
+        for key, sql in frames["frames"]["evidence"]["sql"].items():
+            value = frames["frames"]
+            for part in key.split("."):
+                value = value[part]
+            assert conn.execute(sql).fetchone()[0] == pytest.approx(value), key
+        frame = one["frame"]
+        assert frame["duration_ns"] == lengths[99] and frame["start_ns"] == swaps[99]
+        assert sum(s["ns"] for s in frame["shares"]) == pytest.approx(frame["duration_ns"], rel=0.02)
+        assert frame["calls"] and all(c["kind"] in ("opengl", "osrt", "nvtx") for c in frame["calls"])
+    written = json.loads((RUN / "summary.json").read_text())
+    assert summary["verdict"]["kind"] == written["verdict"]["kind"]
+    for share in summary["shares"]:
+        name = share["evidence"]["field"].split(".")[2]
+        assert share["ns"] == written["attribution"]["shares"][name]["ns"]
+    assert summary["frames"]["steady"]["mean_ns"] == written["frames"]["steady"]["mean_ns"]
+    assert summary["validity"]["valid"] is True and summary["board"]["target"] == "local"
+
+
+def test_hotspots_and_gpu_work_equal_sql(root, export):
+    (f1, hot), (f2, gpu) = ask(root, [("hotspots", {"run": "es2gears", "window": "all", "top": 10}),
+                                      ("gpu_work", {"run": "instantngp.sqlite", "window": "all", "limit": 5})])
+    assert not (f1 or f2)
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        samples = conn.execute(
+            f"SELECT count(*) FROM COMPOSITE_EVENTS WHERE globalTid NOT IN ({PROFILER})").fetchone()[0]
+        assert hot["samples"] == samples == conn.execute(hot["samples_evidence"]["sql"]).fetchone()[0]
+        plain = 0
+        for row in hot["bottom_up"]:
+            assert conn.execute(row["evidence"]["sql"]).fetchone()[0] == row["samples"]
+            if not row["function"].startswith("["):  # a symbol nsys named: the test's own count
+                plain += 1
+                assert conn.execute(
+                    "SELECT count(*) FROM SAMPLING_CALLCHAINS AS c JOIN StringIds AS s ON s.id = c.symbol "
+                    f"JOIN COMPOSITE_EVENTS AS e ON e.id = c.id WHERE c.stackDepth = 0 AND s.value = ? "
+                    f"AND e.globalTid NOT IN ({PROFILER})", (row["function"],)).fetchone()[0] == row["samples"]
+        assert plain >= 3
+        assert hot["top_down"]["samples"] == samples
+        for row in hot["inclusive"]:
+            assert conn.execute(row["evidence"]["sql"]).fetchone()[0] == row["samples"]
+    with sqlite3.connect(export("instantngp_rtx3070_2021.export2022_4")) as conn:
+        for pair in gpu["pairs"]:
+            if pair["gpu_kind"] != "cuda_kernel":
+                continue
+            own = conn.execute(
+                "SELECT count(*), sum(k.\"end\" - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS n "
+                "ON n.id = k.shortName WHERE n.value = ? AND k.correlationId IN (SELECT r.correlationId FROM "
+                "CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS c ON c.id = r.nameId WHERE c.value = ?)",
+                (pair["gpu"], pair["call"])).fetchone()
+            assert (pair["gpu_events"], pair["gpu_ns"]) == own
+            assert conn.execute(pair["evidence"]["sql"]).fetchone() == own
+        a, b = gpu["window"]["start_ns"], gpu["window"]["end_ns"]
+        kernels = conn.execute(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE \"end\" > ? AND start < ? AND correlationId IN "
+            "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)", (a, b)).fetchone()[0]
+        assert sum(p["gpu_events"] for p in gpu["pairs"] if p["gpu_kind"] == "cuda_kernel") == kernels > 60000
+    assert gpu["gpu_busy"]["evidence"] == {"document": "summary.json", "field": "gpu_work"}
+
+
+def test_runs_compare_and_history_with_the_results_database(root, results_db):
+    (f1, listing), (f2, compared), (f3, history), (f4, studies) = ask(root, [
+        ("runs", {"kind": "run"}), ("compare", {"runs": ["kept/base", "kept/slower"]}),
+        ("history", {"app": "es2gears"}), ("runs", {"kind": "study"})], db=results_db)
+    assert not (f1 or f2 or f3 or f4)
+    names = {entry["name"] for entry in listing["entries"]}
+    assert {"es2gears", "kept/base", "kept/slower", "study/20261206T143350Z-local-posebench"} <= names
+    base = next(e for e in listing["entries"] if e["name"] == "kept/base")
+    written = json.loads((RUN / "summary.json").read_text())
+    assert base["app"] == "es2gears" and base["valid"] is True and base["verdict"] == written["verdict"]["kind"]
+    assert [s["name"] for s in studies["entries"]] == ["study"] and studies["entries"][0]["runs"] == 2
+    steady = next(m for m in compared["metrics"] if m["key"] == "steady_mean_ns")
+    mean = written["frames"]["steady"]["mean_ns"]
+    assert steady["values"] == pytest.approx([mean, mean * 1.2])
+    assert steady["deltas"][1]["pct"] == pytest.approx(20.0)
+    assert compared["work"]["variants"][0]["verdict"]["verdict"] == "slower"
+    assert compared["gate"]["verdicts"] and compared["gate"]["verdicts"][0]["verdict"] == "regression"
+    assert history["metric"] == "steady_mean_ms" and len(history["points"]) == 13
+    with sqlite3.connect(results_db) as conn:
+        for point in history["points"]:
+            assert conn.execute(point["evidence"]["sql"]).fetchone()[0] == pytest.approx(point["value"])
+
+
+def test_names_outside_the_root_are_refused_in_one_line(root, tmp_path):
+    (root / "out").symlink_to(tmp_path)
+    answers = ask(root, [("summary", {"run": "../kept/base"}), ("summary", {"run": "/etc"}),
+                         ("summary", {"run": "out"}), ("window", {"run": "kept/base"}),
+                         ("frames", {"run": "es2gears", "frame": 99999}),
+                         ("window", {"run": "es2gears", "window": "x"})])
+    texts = [text for failed, text in answers]
+    assert all(failed for failed, _ in answers)
+    assert "not a path inside the root" in texts[0] and "not a path inside the root" in texts[1]
+    assert "leads outside the root" in texts[2]
+    assert "holds no report" in texts[3]
+    assert "frames 0 to 2444" in texts[4]
+    assert "is not START:END" in texts[5]
+    assert all("\n" not in text and "Traceback" not in text for text in texts)
+
+
+def test_answers_stay_within_the_bound(root):
+    (failed, answer), = ask(root, [("window", {"run": "instantngp.sqlite", "window": "all", "limit": 100000})])
+    assert not failed
+    assert len(json.dumps(answer, separators=(",", ":"))) <= 60_000
+    assert answer["rows_left_out"] > 0 and answer["total_rows"] == len(answer["rows"]) + answer["rows_left_out"]
+
+
+def test_hostile_names_come_back_as_text(root, export, tmp_path):
+    """A call named with quotes, a newline and markup: its figures found, its name unchanged, its SQL still right."""
+    hostile = "glClear'); DROP TABLE StringIds;--\n<script>alert(1)</script>"
+    folder = root / "hostile"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(export("es2gears-opengl"), folder / "report.sqlite")
+    with sqlite3.connect(folder / "report.sqlite") as conn:
+        conn.execute("UPDATE StringIds SET value = ? WHERE value = 'glClear'", (hostile,))
+    (failed, answer), = ask(root, [("window", {"run": "hostile", "window": "all", "name": "DROP TABLE",
+                                               "kinds": ["opengl"]})])
+    assert not failed
+    row, = answer["rows"]
+    assert row["name"] == hostile
+    with sqlite3.connect(folder / "report.sqlite") as conn:
+        assert conn.execute(row["evidence"]["sql"]).fetchone()[:2] == (row["count"], row["total_ns"])
+        assert conn.execute("SELECT count(*) FROM StringIds").fetchone()[0] > 0
