@@ -38,6 +38,19 @@ def test_window_and_frame_options(export):
     assert one["hotspots"]["samples"] < everything["hotspots"]["samples"]
 
 
+def test_a_window_prints_its_calls_per_name_as_sql_counts_them(export):
+    path = export("es2gears-opengl")
+    done = run_cli("analyze", "--window", "2s:2.1s", str(path))
+    assert done.returncode == 0, done.stderr
+    rows = {tuple(cell.strip() for cell in line.split("│")[1:3]): line.split("│")[3].strip()
+            for line in done.stdout.splitlines() if line.count("│") == 9}
+    with sqlite3.connect(path) as conn:
+        for kind, table, name in (("opengl", "OPENGL_API", "glClear"), ("osrt", "OSRT_API", "poll")):
+            count, = conn.execute(f'SELECT count(*) FROM {table} AS t JOIN StringIds AS s ON s.id = t.nameId WHERE '
+                                  f's.value = ? AND t."end" > 2000000000 AND t.start < 2100000000', (name,)).fetchone()
+            assert rows[(kind, name)] == str(count)
+
+
 def error_line(done: subprocess.CompletedProcess) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr

@@ -3,7 +3,6 @@ No token, a wrong token, a foreign Origin and a path outside the root are each r
 at the start; the token is on no command line and in no output."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
@@ -19,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_root import in_a_thread
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def test_the_sdk_client_with_the_token_gets_answers_and_one_line_errors(served):
             frames = await client.call_tool("frames", {"run": "es2gears", "slowest": 1})
             outside = await client.call_tool("summary", {"run": "../../etc"})
             return frames, outside
-    frames, outside = asyncio.run(asked())
+    frames, outside = in_a_thread(asked)
     assert not frames.is_error and json.loads(frames.content[0].text)["frames"]["count"] == 2445
     assert outside.is_error and "not a path inside the root" in outside.content[0].text
 

@@ -4,100 +4,30 @@ folders an earlier release wrote, and a results database. Each figure is checked
 the export (not the document the tool read) and against the SQL the answer gives as its evidence."""
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import shutil
 import sqlite3
-import sys
-from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-
-from orchestrator.database.connection import open_database
-from orchestrator.results.records import Metric, Provenance, run_record
-from orchestrator.results.store import add_run, start_job
+from mcp_root import RUN, ask, in_a_thread, make_results_db, make_root, server_params
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).parent.parent
-WRITTEN = REPO / "tests" / "data" / "written-before-one-record-type"
-RUN = WRITTEN / "20261206T143333Z-local-es2gears"
-STUDY = WRITTEN / "20261206T143350Z-posebench-delegate"
 TOOLS = {"runs", "summary", "frames", "window", "hotspots", "gpu_work", "compare", "history"}
 PROFILER = "SELECT t.globalTid FROM ThreadNames AS t JOIN StringIds AS s ON s.id = t.nameId WHERE s.value LIKE '[NSys%'"
 
 
-def ask(root: Path, calls: list[tuple[str, dict[str, Any]]], db: Path | None = None) -> list[tuple[bool, Any]]:
-    """Each call's (is an error, its JSON or its text), from one server session over stdio."""
-    args = ["-m", "orchestrator", "mcp", "--root", str(root), *(["--db", str(db)] if db else [])]
-
-    async def session() -> list[tuple[bool, Any]]:
-        params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO),
-                                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-        found = []
-        async with Client(params, read_timeout_seconds=300) as client:
-            for name, arguments in calls:
-                result = await client.call_tool(name, arguments)
-                text = result.content[0].text
-                found.append((bool(result.is_error), text if result.is_error else json.loads(text)))
-        return found
-    return asyncio.run(session())
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory, export) -> Path:
-    folder = tmp_path_factory.mktemp("mcp-root")
-    (folder / "es2gears").mkdir()
-    shutil.copy(export("es2gears-opengl"), folder / "es2gears" / "report.sqlite")
-    shutil.copy(export("instantngp_rtx3070_2021.export2022_4"), folder / "instantngp.sqlite")
-    shutil.copytree(RUN, folder / "kept" / "base")
-    slower = folder / "kept" / "slower"
-    shutil.copytree(RUN, slower)
-    _scaled(slower, 1.2)
-    shutil.copytree(STUDY, folder / "study")
-    return folder
-
-
-def _scaled(copy: Path, factor: float) -> None:
-    run = json.loads((copy / "run.json").read_text())
-    run["run_id"] += "-slower"
-    run["started_at"] = run["started_at"].replace("14:33:33", "15:33:33")
-    (copy / "run.json").write_text(json.dumps(run))
-    summary = json.loads((copy / "summary.json").read_text())
-    frames = summary["frames"]
-    frames["first_ns"] = round(frames["first_ns"] * factor)
-    frames["per_frame_ns"] = [round(v * factor) for v in frames["per_frame_ns"]]
-    frames["steady"] = {k: v * factor if k.endswith("_ns") else v for k, v in frames["steady"].items()}
-    (copy / "summary.json").write_text(json.dumps(summary))
+    return make_root(tmp_path_factory.mktemp("mcp-root"), export)
 
 
 @pytest.fixture(scope="module")
 def results_db(root, tmp_path_factory) -> Path:
-    """The base run stored in a job of its own on main after six jobs of two runs within half a percent of it."""
-    path = tmp_path_factory.mktemp("mcp-db") / "results.db"
-    record = run_record(root / "kept" / "base")
-    assert record is not None
-    main = Provenance("1" * 40, "main")
-    database = open_database(str(path))
-    try:
-        mean = record.metrics["steady_mean_ms"]
-        for number in range(6):
-            job = start_job(database, f"main-{number}", main, "main", record.target, record.app)
-            for run in range(2):
-                add_run(database, replace(record, uid=f"j{number}-{run}", run_id=f"j{number}-{run}",
-                                          started_at=record.started_at - timedelta(hours=6 - number, minutes=-run),
-                                          metrics={"steady_mean_ms": Metric(mean.value * (1 + 0.001 * (number + run)),
-                                                                            mean.unit, mean.better)}), main, job)
-        add_run(database, record, main, start_job(database, "main-base", main, "main", record.target, record.app))
-    finally:
-        database.close()
-    return path
+    return make_results_db(root, tmp_path_factory.mktemp("mcp-db") / "results.db")
 
 
 def _own_rows(conn: sqlite3.Connection, table: str, span: tuple[int, int], extra: str = "") -> dict[str, tuple]:
@@ -114,11 +44,9 @@ def _own_rows(conn: sqlite3.Connection, table: str, span: tuple[int, int], extra
 
 def test_every_tool_is_offered_and_no_capture_without_allow_capture(root):
     async def listed() -> set[str]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "orchestrator", "mcp", "--root", str(root)],
-                                       cwd=str(REPO), env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-        async with Client(params) as client:
+        async with Client(server_params(root)) as client:
             return {tool.name for tool in (await client.list_tools()).tools}
-    assert asyncio.run(listed()) == TOOLS
+    assert in_a_thread(listed) == TOOLS
 
 
 def test_window_figures_equal_sql_over_the_export(root, export):
@@ -176,14 +104,16 @@ def test_frames_and_summary_equal_sql_and_their_documents(root, export):
         assert frames["frames"]["steady"]["mean_ns"] == pytest.approx(sum(steady) / len(steady))
         assert frames["frames"]["steady"]["max_ns"] == max(steady)
         assert [f["duration_ns"] for f in frames["slowest"]] == sorted(steady, reverse=True)[:3]
+        listing = frames["frames"]["evidence"]["with"]
         for row in frames["slowest"]:
             assert row["duration_ns"] == lengths[row["index"] - 1]
-            assert conn.execute(row["evidence"]["sql"]).fetchone() == (row["start_ns"], row["duration_ns"])
+            assert row["evidence"]["with"] == "frames.evidence.with"
+            assert conn.execute(listing + row["evidence"]["sql"]).fetchone() == (row["start_ns"], row["duration_ns"])
         for key, sql in frames["frames"]["evidence"]["sql"].items():
             value = frames["frames"]
             for part in key.split("."):
                 value = value[part]
-            assert conn.execute(sql).fetchone()[0] == pytest.approx(value), key
+            assert conn.execute(listing + sql).fetchone()[0] == pytest.approx(value), key
         frame = one["frame"]
         assert frame["duration_ns"] == lengths[99] and frame["start_ns"] == swaps[99]
         assert sum(s["ns"] for s in frame["shares"]) == pytest.approx(frame["duration_ns"], rel=0.02)
@@ -234,7 +164,8 @@ def test_hotspots_and_gpu_work_equal_sql(root, export):
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE \"end\" > ? AND start < ? AND correlationId IN "
             "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)", (a, b)).fetchone()[0]
         assert sum(p["gpu_events"] for p in gpu["pairs"] if p["gpu_kind"] == "cuda_kernel") == kernels > 60000
-    assert gpu["gpu_busy"]["evidence"] == {"document": "summary.json", "field": "gpu_work"}
+        busy = gpu["gpu_busy"]["cuda"]
+        assert busy["busy_ns"] == conn.execute(busy["evidence"]["sql"]).fetchone()[0] > 0.8 * (b - a)
 
 
 def test_runs_compare_and_history_with_the_results_database(root, results_db):
@@ -299,3 +230,65 @@ def test_hostile_names_come_back_as_text(root, export, tmp_path):
     with sqlite3.connect(folder / "report.sqlite") as conn:
         assert conn.execute(row["evidence"]["sql"]).fetchone()[:2] == (row["count"], row["total_ns"])
         assert conn.execute("SELECT count(*) FROM StringIds").fetchone()[0] > 0
+
+
+def test_a_runs_summary_is_a_resource_and_why_slow_a_prompt(root):
+    async def read() -> tuple:
+        async with Client(server_params(root)) as client:
+            templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+            summary = await client.read_resource("orchestrate://runs/kept%2Fbase/summary.json")
+            analysed = await client.read_resource("orchestrate://runs/es2gears/summary.json")
+            page = await client.read_resource("orchestrate://runs/es2gears/report")
+            prompt = await client.get_prompt("why_slow", {"run": "es2gears"})
+            return templates, summary, analysed, page, prompt
+    templates, summary, analysed, page, prompt = in_a_thread(read)
+    assert set(templates) == {"orchestrate://runs/{name}/summary.json", "orchestrate://runs/{name}/report"}
+    assert summary.contents[0].text == (RUN / "summary.json").read_text()
+    assert json.loads(analysed.contents[0].text)["frames"]["count"] == 2445
+    assert page.contents[0].text == f"no report page yet: orchestrate report {root / 'es2gears'}"
+    text = prompt.messages[0].content.text
+    assert "run=es2gears" in text and "'summary'" in text and "'window'" in text
+
+
+def test_threads_lanes_and_the_gpus_busy_time_are_those_asked_for(root, export, results_db):
+    """A lane named whole is that lane alone (not streams 150 to 159 for stream 15), a thread id that thread alone
+    (not its process's unnamed threads), the GPU's busy time that of the window asked, a frame of a folder that
+    kept no report read from its summary.json, and 'steady' a window."""
+    (f1, lane), (f2, tid), (f3, gpu), (f4, kept), (f5, steady) = ask(root, [
+        ("window", {"run": "instantngp.sqlite", "window": "all", "thread": "GPU 0 stream 15", "name": "kernel_grid",
+                    "kinds": ["cuda_kernel"]}),
+        ("window", {"run": "instantngp.sqlite", "window": "all", "thread": "754028", "name": "ioctl",
+                    "kinds": ["osrt"]}),
+        ("gpu_work", {"run": "instantngp.sqlite", "window": "5s:6s", "limit": 1}),
+        ("frames", {"run": "kept/slower", "frame": 700, "slowest": 0}),
+        ("window", {"run": "es2gears", "window": "steady", "name": "glClear", "kinds": ["opengl"]})], db=results_db)
+    assert not (f1 or f2 or f3 or f4 or f5)
+    with sqlite3.connect(export("instantngp_rtx3070_2021.export2022_4")) as conn:
+        assert lane["rows"][0]["count"] == conn.execute(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS s ON s.id = k.shortName "
+            "WHERE s.value = 'kernel_grid' AND k.deviceId = 0 AND k.streamId = 15").fetchone()[0]
+        assert tid["rows"][0]["count"] == conn.execute(
+            "SELECT count(*) FROM OSRT_API AS o JOIN StringIds AS s ON s.id = o.nameId WHERE s.value = 'ioctl' "
+            "AND o.eventClass = 27 AND o.globalTid % 16777216 = 754028").fetchone()[0]
+        intervals = sorted(conn.execute(
+            "SELECT max(start, 5000000000), min(\"end\", 6000000000) FROM (SELECT start, \"end\" FROM "
+            "CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL "
+            "SELECT start, \"end\" FROM CUPTI_ACTIVITY_KIND_MEMSET) WHERE \"end\" > 5000000000 AND start < 6000000000"))
+        busy, reach = 0, None
+        for start, end in intervals:  # the union's length, the test's own way
+            if reach is None or start > reach:
+                busy, reach = busy + end - start, end
+            elif end > reach:
+                busy, reach = busy + end - reach, end
+        cuda = gpu["gpu_busy"]["cuda"]
+        assert cuda["busy_ns"] == busy == conn.execute(cuda["evidence"]["sql"]).fetchone()[0]
+        assert cuda["busy_pct"] == pytest.approx(100 * busy / 1e9)
+    written = json.loads((root / "kept" / "slower" / "summary.json").read_text())["frames"]
+    assert kept["frame"]["duration_ns"] == written["per_frame_ns"][700]
+    assert kept["frame"]["evidence"] == {"document": "summary.json", "field": "frames.per_frame_ns[700]"}
+    assert "holds no report" in kept["frame"]["shares_from"]
+    with sqlite3.connect(export("es2gears-opengl")) as conn:
+        swaps = [row[0] for row in conn.execute(
+            "SELECT a.\"end\" FROM OPENGL_API AS a JOIN StringIds AS s ON s.id = a.nameId WHERE s.value = "
+            "'eglSwapBuffers' ORDER BY a.\"end\"")]
+    assert steady["window"] == {"start_ns": swaps[1], "end_ns": swaps[-1]}

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analysis import AnalysisOptions
 from ..analysis.analyzers.frames import first_steady_index
-from ..analysis.analyzers.span_stats import chosen_rows, span_stats
+from ..analysis.analyzers.span_stats import SPAN_KINDS, chosen_rows, span_stats
 from ..analysis.export.selection import parse_range
 from ..documents.summary import Summary
 from ..errors import UsageError
@@ -23,7 +23,7 @@ from .sql import frame_list, self_sql, span_sql
 
 SUMMARY = "summary.json"
 SLOWEST = 5
-WINDOW_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
+WINDOW_KINDS = SPAN_KINDS
 
 
 def field(name: str, document: str = SUMMARY) -> dict[str, str]:
@@ -31,12 +31,17 @@ def field(name: str, document: str = SUMMARY) -> dict[str, str]:
 
 
 def span_of(run: OpenRun, window: str | None) -> tuple[int, int]:
-    """A span in --window's syntax ('all', START:END on the report's clock; none: the analysis's own window)."""
+    """A span: 'all', 'steady' (the steady frames), or START:END on the report's clock as --window takes it (a bare
+    number is ns); none: the analysis's own window (the steady frames when there are frames)."""
     capture = run.summary.capture
     if not window:
         return run.summary.window.start_ns, run.summary.window.end_ns
     if window == "all":
         return capture.start_ns, capture.end_ns
+    if window == "steady":
+        if run.summary.window.kind != "steady":
+            raise UsageError(f"{run.name} has no steady frames", "give a window as 'all' or START:END")
+        return run.summary.window.start_ns, run.summary.window.end_ns
     chosen = parse_range(window, (capture.start_ns, capture.end_ns))
     return chosen.start_ns, chosen.end_ns
 
@@ -45,7 +50,9 @@ def head(root: Root, run: OpenRun) -> dict[str, Any]:
     """What every answer about a run begins with: the run, and the export its SQL runs on."""
     export = run.export
     return {"run": run.name, "export": None if export is None else root.name_of(export) if root.path in export.parents
-            else str(export), "summary_from": run.summary_from}
+            else str(export),
+            "summary_json": f"{run.name}/summary.json" if run.summary_from == "summary.json" else
+            f"none in the folder: 'summary.json' fields are those 'orchestrate analyze {run.name} --json' prints"}
 
 
 def summary_answer(root: Root, run: OpenRun) -> dict[str, Any]:
@@ -82,15 +89,15 @@ def frames_headline(run: OpenRun) -> dict[str, Any] | None:
         "unit": frames.unit, "source": frames.source, "rule": frames.rule, "count": frames.count,
         "first_ns": frames.first_ns, "warmup": frames.warmup.frames, "steady_first": first,
         "steady": None if steady is None else steady.as_json(), "evidence": field("frames")}
-    if listing is not None:
+    if listing is not None:  # each statement below runs after the WITH clause: with + sql
         found["evidence"] = {
-            **field("frames"),
-            "sql": {"count": listing + "SELECT count(*) FROM frame_list",
-                    "first_ns": listing + "SELECT duration_ns FROM frame_list WHERE idx = 0",
-                    "steady.mean_ns": listing + f"SELECT avg(duration_ns) FROM frame_list WHERE idx >= {first}",
-                    "steady.max_ns": listing + f"SELECT max(duration_ns) FROM frame_list WHERE idx >= {first}",
-                    "steady.min_ns": listing + f"SELECT min(duration_ns) FROM frame_list WHERE idx >= {first}",
-                    "steady.count": listing + f"SELECT count(*) FROM frame_list WHERE idx >= {first}"}}
+            **field("frames"), "with": listing,
+            "sql": {"count": "SELECT count(*) FROM frame_list",
+                    "first_ns": "SELECT duration_ns FROM frame_list WHERE idx = 0",
+                    "steady.mean_ns": f"SELECT avg(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.max_ns": f"SELECT max(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.min_ns": f"SELECT min(duration_ns) FROM frame_list WHERE idx >= {first}",
+                    "steady.count": f"SELECT count(*) FROM frame_list WHERE idx >= {first}"}}
     return found
 
 
@@ -137,14 +144,25 @@ def frames_answer(root: Root, run: OpenRun, frame: int | None = None, slowest: i
 
 
 def _frame_row(starts: list[int], durations: list[int], index: int, listing: str | None) -> dict[str, Any]:
+    """A frame's start and length; its SQL runs after the answer's frames.evidence.with."""
     row: dict[str, Any] = {"index": index, "start_ns": starts[index], "duration_ns": durations[index]}
-    row["evidence"] = {"sql": listing + f"SELECT start_ns, duration_ns FROM frame_list WHERE idx = {index}"} \
+    row["evidence"] = {"with": "frames.evidence.with",
+                       "sql": f"SELECT start_ns, duration_ns FROM frame_list WHERE idx = {index}"} \
         if listing is not None else field(f"frames.per_frame_ns[{index}]")
     return row
 
 
 def one_frame(root: Root, run: OpenRun, index: int) -> dict[str, Any]:
-    """One frame's shares of the focus thread (the analysis with --frame), and its calls heaviest first."""
+    """One frame's shares of the focus thread (the analysis with --frame), and its calls heaviest first; of a run
+    folder that kept no report, what summary.json tells of the frame when the analysis told its story."""
+    if run.export is None:
+        told = run.summary.attribution
+        story = told.story(index) if told else None
+        return {"thread": told.thread if told else None,
+                "shares": [] if story is None else [{"share": k, "ns": ns} for k, ns in story.shares.items() if ns],
+                "shares_from": field(f"attribution.stories (the story of {run.summary.unit} {index})") if story else
+                f"{run.name} holds no report: a {run.summary.unit}'s own shares need it (summary.json tells only the "
+                "slowest, the median and each share's heaviest)", "calls": []}
     options = replace(AnalysisOptions(), frame=index)
     summary: Summary = analyze_source(run.source, options)
     attribution = summary.attribution

@@ -22,6 +22,7 @@ from ..documents.study import STUDY_FILE
 from ..documents.summary import Summary, read_summary
 from ..errors import UsageError
 from ..figures.run_analysis import analyze_source
+from ..report.gpu_parts import software_renderer
 
 REPORT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep")
 MAX_DEPTH = 4  # folders below the root that are looked into for runs (a CI job's studies hold their runs)
@@ -58,7 +59,7 @@ class OpenRun:
                 conn = open_export(export)
                 trace = Trace(conn, self.schema, export)
                 try:
-                    self._events = run_events(trace, None, _renderer(self.summary))
+                    self._events = run_events(trace, None, software_renderer(self.summary))
                 finally:
                     trace.close()
                     conn.close()
@@ -72,11 +73,6 @@ class OpenRun:
             if self._links is None:
                 self._links = flows(events.rows)
             return self._links
-
-
-def _renderer(summary: Summary) -> str | None:
-    frames = summary.gpu_frames
-    return frames.renderer if frames is not None else None
 
 
 class Root:
@@ -93,7 +89,7 @@ class Root:
         """A client's name of a folder or file under the root, as a path; one-line errors for anything that leads
         outside it or names nothing."""
         text = (name or "").strip()
-        if not text or text in (".", "/"):
+        if not text or text == ".":
             return self.path
         given = PurePosixPath(text.replace("\\", "/"))
         if given.is_absolute() or ".." in given.parts or "\0" in text:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from .. import __version__
@@ -19,6 +19,7 @@ from ..errors import OrchestratorError
 from .across import compare_answer, history_answer, runs_answer
 from .answers import frames_answer, summary_answer, window_answer
 from .bounds import bounded
+from .capture import CaptureSettings, profile_args, run_command, study_args
 from .root import Root
 from .work import gpu_work_answer, hotspots_answer
 
@@ -42,11 +43,12 @@ def answered(make: Callable[[], dict[str, Any]]) -> str:
         answer = make()
     except OrchestratorError as exc:
         raise ToolError(exc.one_line()) from None
-    return json.dumps(bounded(answer), default=str)
+    return json.dumps(bounded(answer), separators=(",", ":"), default=str)  # as bounds.size counts it
 
 
-def build_server(root_path: Path, db: str | None = None) -> MCPServer:
-    """The server and its tools, resources and prompt, over the runs under ``root_path``."""
+def build_server(root_path: Path, db: str | None = None, capture: CaptureSettings | None = None) -> MCPServer:
+    """The server and its tools, resources and prompt, over the runs under ``root_path``; with ``capture``, the
+    tools that profile and run studies too, their folders made under the root."""
     root = Root(root_path)
     server: MCPServer = MCPServer("orchestrate", instructions=INSTRUCTIONS, version=__version__)
 
@@ -74,10 +76,13 @@ def build_server(root_path: Path, db: str | None = None) -> MCPServer:
     @server.tool(structured_output=False)
     def window(run: str, window: str | None = None, thread: str | None = None, name: str | None = None,
                kinds: list[str] | None = None, offset: int = 0, limit: int = 20) -> str:
-        """Per name, the events of a span ('all' or START:END on the report's clock; none: the steady frames) on
-        the threads or GPU lanes holding 'thread' and whose names hold 'name': count, total, self, mean, min, max
-        in ns, as the report page's range selection shows them. kinds: among nvtx, opengl, cuda_api, osrt,
-        sample, cuda_kernel, memcpy, opengl_gpu."""
+        """Per name, the events of a span on the threads or GPU lanes 'thread' names (a label as the page shows it,
+        whole, e.g. 'GPU 0 stream 15'; a thread id; else a part of the labels) whose names hold 'name': count,
+        total, self (less the events of its kind nested in it on its thread), mean, min, max in ns, whole events
+        overlapping the span, as the report page's range selection shows them. window: 'all', 'steady', or
+        START:END on the report's clock (2s:3.5s; a bare number is ns); none: the steady frames. kinds: among nvtx,
+        opengl, cuda_api, osrt, sample (CPU samples, counted), cuda_kernel, memcpy (copies and memsets),
+        opengl_gpu."""
         return answered(lambda: window_answer(root, root.run(run), window, thread, name, kinds, offset, limit))
 
     @server.tool(structured_output=False)
@@ -89,8 +94,10 @@ def build_server(root_path: Path, db: str | None = None) -> MCPServer:
     @server.tool(structured_output=False)
     def gpu_work(run: str, window: str | None = None, call: str | None = None, gpu: str | None = None,
                  limit: int = 20) -> str:
-        """The GPU work the calls of a span queued (calls whose names hold 'call') and the calls behind its GPU
-        work (names holding 'gpu'), by the correlation ids nsys records; and the GPU's busy time."""
+        """The GPU work that ran in a span (overlapping it) with the calls that queued it, by the correlation ids
+        nsys records: per (call, GPU work) pair, the GPU events and their time, for calls whose names hold 'call'
+        and GPU work whose names hold 'gpu'; the first links themselves; and how long the GPU was busy in the span
+        (CUDA kernels and copies, OpenGL workloads apart)."""
         return answered(lambda: gpu_work_answer(root, root.run(run), window, call, gpu, limit))
 
     @server.tool(structured_output=False)
@@ -135,4 +142,52 @@ def build_server(root_path: Path, db: str | None = None) -> MCPServer:
         """Why is this app slow? The questions to ask of a run, in order."""
         return WHY_SLOW.format(run=run)
 
+    if capture is not None:
+        add_capture_tools(server, root, capture)
     return server
+
+
+def add_capture_tools(server: MCPServer, root: Root, settings: CaptureSettings) -> None:
+    @server.tool(structured_output=False)
+    async def profile(target: str, ctx: Context, app: str | None = None, app_cmd: str | None = None,
+                      duration: float | None = None, trace: str | None = None, sample: str | None = None,
+                      cpuctxsw: str | None = None, retries: int | None = None, needs_display: bool = False,
+                      no_nsys: bool = False) -> str:
+        """Profile one app (a catalog name, or app_cmd: a command line) on one target of the server's inventory, as
+        `orchestrate profile` does, its progress as progress notifications; a cancel ends the capture early and
+        keeps the report. Answers with the new run's name under the root and its summary."""
+        try:
+            args = profile_args(settings, target, app, app_cmd, duration, trace, sample, cpuctxsw, retries,
+                                needs_display, no_nsys)
+        except OrchestratorError as exc:
+            raise ToolError(exc.one_line()) from None
+        return await _captured(root, args, ctx, with_summary=True)
+
+    @server.tool(structured_output=False)
+    async def study(file: str, ctx: Context, target: str | None = None, repeat: int | None = None,
+                    values: list[str] | None = None) -> str:
+        """Run a study file (a path on the server's machine) as `orchestrate study` does; values: NAME=V1,V2 as
+        --set takes them. Answers with the study folder's name under the root and its runs."""
+        path = Path(file)
+        if not path.is_file():
+            raise ToolError(f"{file}: no such study file (give the path of a study YAML on the server's machine)")
+        return await _captured(root, study_args(settings, path, target, repeat, values), ctx, with_summary=False)
+
+
+async def _captured(root: Root, args: list[str], ctx: Context, with_summary: bool) -> str:
+    said = 0
+
+    async def report(line: str) -> None:
+        nonlocal said
+        said += 1
+        await ctx.report_progress(said, None, line)
+    ran = await run_command(args, report)
+    if ran.code:
+        raise ToolError(ran.error or f"orchestrate {args[0]} ended with exit code {ran.code}")
+    if ran.folder is None:
+        raise ToolError(f"orchestrate {args[0]} printed no folder")
+    name = root.name_of(Path(ran.folder))
+    if with_summary:
+        return answered(lambda: {"run": name, "summary": summary_answer(root, root.run(name))})
+    return answered(lambda: {"study": name, "runs": [entry for entry in runs_answer(root, kind="run", limit=10**6)[
+        "entries"] if entry["name"].startswith(name + "/")]})

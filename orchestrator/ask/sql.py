@@ -164,3 +164,16 @@ def frame_list(source: str, kind: str, rule: str | None, schema: Schema) -> str 
                 f"frame_list AS (SELECT row_number() OVER (ORDER BY start) - 1 AS idx, start AS start_ns, "
                 f"\"end\" - start AS duration_ns FROM ranges WHERE globalTid = (SELECT globalTid FROM thread)) ")
     return None
+
+
+def busy_sql(span: tuple[int, int], tables: tuple[str, ...]) -> str:
+    """One statement giving busy_ns: how long any of the tables' GPU work ran inside the span (their intervals cut
+    to it and merged where they overlap: islands of overlapping intervals, each counted once)."""
+    a, b = span
+    cut = " UNION ALL ".join(f'SELECT max(start, {a}) AS s, min("end", {b}) AS e FROM {table} '
+                             f'WHERE "end" > {a} AND start < {b}' for table in tables)
+    return (f"WITH cut AS ({cut}), ordered AS (SELECT s, e, max(e) OVER (ORDER BY s, e ROWS BETWEEN UNBOUNDED "
+            f"PRECEDING AND 1 PRECEDING) AS reach FROM cut), islands AS (SELECT s, e, sum(CASE WHEN reach IS NULL "
+            f"OR s > reach THEN 1 ELSE 0 END) OVER (ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS island FROM ordered) "
+            f"SELECT coalesce(sum(length), 0) AS busy_ns FROM (SELECT max(e) - min(s) AS length FROM islands "
+            f"GROUP BY island)")

@@ -12,10 +12,11 @@ from ..analysis.analyzers.flows import API_KINDS, offsets
 from ..analysis.analyzers.run_events import RunEvents
 from ..analysis.analyzers.span_stats import chosen_rows
 from ..analysis.export.names import pid_sql
+from ..analysis.intervals.coverage import union_ns
 from ..errors import UsageError
-from .answers import field, head, span_of
+from .answers import head, span_of
 from .root import OpenRun, Root
-from .sql import LEAF_NAME, literal, span_sql
+from .sql import LEAF_NAME, busy_sql, literal, span_sql
 
 TOP = 25
 TREE_DEPTH = 12
@@ -125,9 +126,8 @@ def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | No
     at = offsets(rows)
     answer = head(root, run)
     answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
-    work = run.summary.gpu_work
-    answer["gpu_busy"] = None if work is None else {**{k: v for k, v in work.as_json().items()
-                                                       if not isinstance(v, list)}, "evidence": field("gpu_work")}
+    answer["selected_by"] = "GPU events that ran in the window (overlapping it), with the calls that queued them"
+    answer["gpu_busy"] = gpu_busy(run, span)
     pairs: dict[tuple[str, str, str, str], list[int]] = {}
     listed: list[dict[str, Any]] = []
     call_needle, gpu_needle = (call or "").lower(), (gpu or "").lower()
@@ -157,6 +157,25 @@ def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | No
         for (ck, cn, gk, gn), d in sorted(pairs.items(), key=lambda item: -sum(item[1]))]
     answer["links"] = listed
     return answer
+
+
+def gpu_busy(run: OpenRun, span: tuple[int, int]) -> dict[str, Any] | None:
+    """How long the GPU ran any work in the span (its events cut to it, overlaps counted once): CUDA kernels and
+    memory operations, and apart from them OpenGL workloads; None for a kind the run has none of."""
+    found: dict[str, Any] = {"span_ns": span[1] - span[0]}
+    for key, kinds in (("cuda", ("cuda_kernel", "memcpy")), ("opengl", ("opengl_gpu",))):
+        rows = [row for row in run.events.rows if row.kind in kinds]
+        if not rows:
+            continue
+        starts = np.concatenate([np.clip(row.starts, *span) for row in rows])
+        ends = np.concatenate([np.clip(row.ends, *span) for row in rows])
+        busy = union_ns([(starts[ends > starts], ends[ends > starts])])
+        tables = tuple(t for t in (("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                    "CUPTI_ACTIVITY_KIND_MEMSET") if key == "cuda" else ("OPENGL_WORKLOAD",))
+                       if run.schema.has(t, "start", "end"))
+        found[key] = {"busy_ns": busy, "busy_pct": 100.0 * busy / max(1, span[1] - span[0]),
+                      "evidence": {"sql": busy_sql(span, tables)}}
+    return found if len(found) > 1 else None
 
 
 def _place(at: np.ndarray, index: int) -> tuple[int, int]:

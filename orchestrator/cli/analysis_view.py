@@ -5,6 +5,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.analyzers.span_stats import SpanStat
 from ..documents.shares import SHARES
 from ..documents.summary import Summary
 from ..documents.summary_sections import (
@@ -15,6 +16,7 @@ from ..documents.summary_sections import (
     SteadyFrames,
     SummaryFrames,
     SummaryVerdict,
+    SummaryWindow,
 )
 
 API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": "OpenGL workload (GPU)",
@@ -22,6 +24,7 @@ API_TITLES = {"osrt": "OS runtime", "opengl": "OpenGL API (CPU)", "opengl_gpu": 
               "kernel_functions": "CUDA kernels by function (their launch shapes in --json)",
               "memcpy": "GPU memory operations"}
 ROWS = 10
+SPAN_ROWS = 20
 
 
 def _ms(ns: float | None) -> str:
@@ -153,4 +156,17 @@ def _api(title: str, rows: list[ApiRow]) -> Table:
                       _ms(row.med_ns), _ms(row.min_ns), _ms(row.max_ns), f"{row.pct or 0.0:.1f}")
     if len(rows) > ROWS:
         table.caption = f"{len(rows) - ROWS} more in --json"
+    return table
+
+
+def span_view(stats: list[SpanStat], window: SummaryWindow) -> Table:
+    """The window's events per name, heaviest first: what the page's range selection shows for the same span."""
+    table = Table("kind", "name", "count", "total ms", "self ms", "mean ms", "min ms", "max ms",
+                  title=f"{window.start_ns / 1e9:.3f} s to {window.end_ns / 1e9:.3f} s, per name (as the page's "
+                        "range selection; the MCP server's window tool gives each row's SQL)")
+    for stat in stats[:SPAN_ROWS]:
+        table.add_row(stat.kind, Text(stat.name), str(stat.count), _ms(stat.total_ns), _ms(stat.self_ns),
+                      _ms(stat.mean_ns), _ms(stat.min_ns), _ms(stat.max_ns))
+    if len(stats) > SPAN_ROWS:
+        table.caption = f"{len(stats) - SPAN_ROWS} more names"
     return table

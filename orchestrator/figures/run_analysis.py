@@ -7,7 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
-from ..analysis.export.report_input import report_of
+from ..analysis.analyzers.run_events import run_events
+from ..analysis.analyzers.span_stats import SPAN_KINDS, SpanStat, chosen_rows, span_stats
+from ..analysis.export.report_input import report_of, sqlite_for
+from ..analysis.export.schema import open_export, probe
+from ..analysis.export.trace import Trace
 from ..documents.run import RunDocument, read_run_or_none
 from ..documents.summary import Summary
 from ..invocation import program
@@ -36,3 +40,18 @@ def analyze_source(source: Path, options: AnalysisOptions, nsys: str | None = No
     run = read_run_or_none(source) if source.is_dir() else None
     summary = analyze_report(report_of(source), run_options(source, run, options), nsys)
     return with_next_steps(summary, run, source)
+
+
+def span_figures(source: Path, span: tuple[int, int], thread: str | None = None,
+                 nsys: str | None = None) -> list[SpanStat]:
+    """Per name, the events of the span on the threads holding ``thread``: the page's range selection, as
+    `analyze --window` prints it under the summary (analysis/analyzers/span_stats.py)."""
+    export = sqlite_for(report_of(source), nsys)
+    conn = open_export(export)
+    trace = Trace(conn, probe(conn, str(export)), export)
+    try:
+        events = run_events(trace)
+    finally:
+        trace.close()
+        conn.close()
+    return span_stats(events, span, chosen_rows(events, thread, SPAN_KINDS))

@@ -16,6 +16,9 @@ import numpy as np
 from .run_events import EventRow, RunEvents
 
 NESTING_KINDS = ("nvtx", "opengl", "cuda_api", "osrt")  # rows whose events nest (GPU work overlaps, never nests)
+# the kinds asked of by default: calls, ranges, samples and GPU work (a thread's states are the scheduler's
+# reading, not events of the export's: the page shows them, the SQL has no table of them)
+SPAN_KINDS = ("nvtx", "opengl", "cuda_api", "osrt", "sample", "cuda_kernel", "memcpy", "opengl_gpu")
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,21 @@ class SelfCache:
 
 
 def chosen_rows(events: RunEvents, thread: str | None = None, kinds: Iterable[str] | None = None) -> list[int]:
-    """The rows (their indexes) of the given kinds whose thread or GPU lane holds ``thread`` (case-insensitive;
-    a thread id matches its label's "(tid)")."""
+    """The rows (their indexes) of the given kinds on the threads or GPU lanes ``thread`` names: a label as the
+    page shows it, whole ("GPU 0 stream 15", "es2gears_x11 (7188)"); a thread id ("7188"); else a part of the labels
+    (case-insensitive: "llvmpipe" names every llvmpipe thread)."""
     wanted = set(kinds) if kinds is not None else None
+    rows = [i for i, row in enumerate(events.rows) if wanted is None or row.kind in wanted]
     needle = (thread or "").strip().lower()
-    return [index for index, row in enumerate(events.rows)
-            if (wanted is None or row.kind in wanted) and (not needle or needle in row.group.lower())]
+    if not needle:
+        return rows
+    labels = {i: events.rows[i].group.lower() for i in rows}
+    whole = [i for i in rows if labels[i] == needle]
+    if whole:
+        return whole
+    if needle.isdecimal():  # a thread id: "name (tid)", or "thread tid of pid" when it has no name
+        return [i for i in rows if labels[i].endswith(f"({needle})") or labels[i].startswith(f"thread {needle} of ")]
+    return [i for i in rows if needle in labels[i]]
 
 
 def span_stats(events: RunEvents, span: tuple[int, int], rows: Sequence[int], name: str | None = None,
