@@ -104,3 +104,13 @@ def test_a_short_or_missing_token_is_refused_at_the_start(tmp_path):
         assert "ORCHESTRATE_MCP_TOKEN" in line and "32" in line
         if token:
             assert token not in err
+
+
+def test_captures_over_http_need_their_own_flag(tmp_path):
+    port, token = free_port(), secrets.token_hex(32)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ORCHESTRATE_MCP_TOKEN": token}
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "mcp", "--root", str(tmp_path), "--http", str(port),
+                           "--allow-capture"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    line, = done.stderr.strip().splitlines()
+    assert "--allow-capture-over-http" in line and token not in done.stderr
