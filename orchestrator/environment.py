@@ -23,6 +23,14 @@ def take_become_password() -> str | None:
     return found
 
 
+def take_secret(name: str) -> str | None:
+    """A secret's variable taken out of this process's environment as take_become_password takes its own."""
+    value = os.environ.pop(name, None)
+    if value:
+        _blank_initial_variable(name)
+    return value
+
+
 def _blank_initial_variable(name: str) -> None:
     key = name.encode() + b"="
     try:

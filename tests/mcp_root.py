@@ -1,6 +1,7 @@
 """The root the MCP tests serve: a real es2gears export in a run folder, a real CUDA export (instant-ngp) as a bare
-report, run folders an earlier release wrote (one copy with every frame time scaled by 1.2), a study folder, and a
-results database holding the run after six jobs like it. Also the stdio session the tests ask it through."""
+report, run folders an earlier release wrote (a copy with every frame time scaled by 1.2, as test_compare_gate.py
+makes it), a study folder, and a results database holding the run after six jobs like it. Also the stdio session
+the tests ask it through."""
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from test_compare_gate import run_copy
 
 from orchestrator.database.connection import open_database
 from orchestrator.results.records import Metric, Provenance, run_record
@@ -34,29 +36,14 @@ def make_root(folder: Path, export: Callable[[str], Path]) -> Path:
     shutil.copy(export("es2gears-opengl"), folder / EXPORTS["es2gears"])
     shutil.copy(export("instantngp_rtx3070_2021.export2022_4"), folder / EXPORTS["instantngp"])
     shutil.copytree(RUN, folder / "kept" / "base")
-    slower = folder / "kept" / "slower"
-    shutil.copytree(RUN, slower)
-    scale(slower, 1.2)
+    run_copy(folder / "kept", "slower", 1.2)  # an hour later, every frame time 1.2x
     shutil.copytree(STUDY, folder / "study")
     return folder
 
 
-def scale(copy: Path, factor: float) -> None:
-    """The run folder under a new run id, an hour later, every frame time scaled by ``factor``."""
-    run = json.loads((copy / "run.json").read_text())
-    run["run_id"] += "-slower"
-    run["started_at"] = run["started_at"].replace("14:33:33", "15:33:33")
-    (copy / "run.json").write_text(json.dumps(run))
-    summary = json.loads((copy / "summary.json").read_text())
-    frames = summary["frames"]
-    frames["first_ns"] = round(frames["first_ns"] * factor)
-    frames["per_frame_ns"] = [round(v * factor) for v in frames["per_frame_ns"]]
-    frames["steady"] = {k: v * factor if k.endswith("_ns") else v for k, v in frames["steady"].items()}
-    (copy / "summary.json").write_text(json.dumps(summary))
-
-
 def make_results_db(root: Path, path: Path) -> Path:
-    """The base run stored in a job of its own on main after six jobs of two runs within a percent of it."""
+    """The base run stored in a job of its own on main (commit 1111111...) after six jobs of two runs within a percent
+    of it; then a job of commit 2222222... on a branch, two runs 20 % slower."""
     record = run_record(root / "kept" / "base")
     assert record is not None
     main = Provenance("1" * 40, "main")
@@ -71,6 +58,13 @@ def make_results_db(root: Path, path: Path) -> Path:
                                           metrics={"steady_mean_ms": Metric(mean.value * (1 + 0.001 * (number + run)),
                                                                             mean.unit, mean.better)}), main, job)
         add_run(database, record, main, start_job(database, "main-base", main, "main", record.target, record.app))
+        feature = Provenance("2" * 40, "feature")
+        job = start_job(database, "feature", feature, "main", record.target, record.app)
+        for run in range(2):
+            add_run(database, replace(record, uid=f"f-{run}", run_id=f"f-{run}",
+                                      started_at=record.started_at + timedelta(hours=2, minutes=run),
+                                      metrics={"steady_mean_ms": Metric(mean.value * (1.2 + 0.001 * run), mean.unit,
+                                                                        mean.better)}), feature, job)
     finally:
         database.close()
     return path

@@ -182,7 +182,7 @@ MODELS = Path.home() / ".cache" / "orchestrate" / "models"  # where scripts/fetc
 @pytest.mark.skipif(not (MODELS / "pose_landmark_full.tflite").is_file(),
                     reason="needs the pose models (scripts/setup.sh fetches them)")
 def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, browser):
-    summaries, run_dirs, own_cores = {}, {}, {}
+    summaries, run_dirs, own_cores, own_means = {}, {}, {}, {}
     # 90 frames: about 2-3 s of app; nsys 2022.4 stalls for good far more often when the app is gone within
     # its first second or two (30 frames, about 1 s, stalled twice in a row in one of three CI runs)
     for threads in (1, 2):
@@ -198,6 +198,7 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
         assert frames["first_ns"] / 1e6 == pytest.approx(first_ms, rel=0.05)
         measured = np.array(own["durations_ns"][1 + frames["warmup"]["frames"]:])
         assert frames["steady"]["mean_ns"] == pytest.approx(measured.mean(), rel=0.02)
+        own_means[threads] = float(measured.mean())
         stages = {row["name"]: row for row in summary["nvtx"]}
         assert {stages[s]["calls"] for s in ("frame", "detect", "nms", "landmark")} == {own["frames"]}
         assert stages["landmark"]["total_ns"] > stages["nms"]["total_ns"]   # inference outweighs NMS
@@ -221,7 +222,9 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
     assert cores == pytest.approx(own_cores, abs=0.2), own_cores  # steal: a vCPU taken away counts as on-CPU
     if own_cores[2] > own_cores[1] + 0.1:  # the machine gave the second thread a core of its own (a busy one may not)
         assert cores[2] > cores[1]
-    assert summaries[2]["frames"]["steady"]["mean_ns"] < summaries[1]["frames"]["steady"]["mean_ns"]
+    # whether the second thread made the frames faster is the machine's business (a busy one gives it no core); the
+    # comparison must say what the app's own clock says
+    faster = own_means[2] < 0.95 * own_means[1]
     # the seed's A/B table: orchestrate compare, as JSON and as a page
     done = run_cli("compare", str(run_dirs[1]), str(run_dirs[2]), "--label", "1 thread", "--label", "2 threads",
                    "-o", str(tmp_path / "threads.html"))
@@ -229,16 +232,20 @@ def test_tflite_pose_pipeline_frames_hotspots_and_cores_per_variant(tmp_path, br
     document = json.loads((tmp_path / "threads.json").read_text())
     metrics = {m["key"]: m for m in document["metrics"]}
     assert metrics["steady_mean_ns"]["values"] == [summaries[t]["frames"]["steady"]["mean_ns"] for t in (1, 2)]
-    assert metrics["steady_mean_ns"]["deltas"][1]["direction"] == "better"
-    assert metrics["cores_busy"]["deltas"][1]["direction"] == "more"
+    if faster:
+        assert metrics["steady_mean_ns"]["deltas"][1]["direction"] == "better"
+    if cores[2] > 1.01 * cores[1]:
+        assert metrics["cores_busy"]["deltas"][1]["direction"] == "more"
     assert metrics["first_frame_ns"]["values"] == [summaries[t]["frames"]["first_ns"] for t in (1, 2)]
     # which share of the frame the second thread changed: the time the pipeline's thread runs on a CPU
     [change] = document["share_changes"]
-    assert (change["label"], change["share"]) == ("2 threads", "cpu") and change["change_ns"] < 0
+    if faster:
+        assert (change["label"], change["share"]) == ("2 threads", "cpu") and change["change_ns"] < 0
     opened = open_page(browser, tmp_path / "threads.html")
     assert_clean(opened, tmp_path / "threads.html")
-    assert "better" in opened.page.locator("table.compare tr", has_text="steady mean").inner_text()
-    assert "running on a CPU changed most" in opened.page.locator("[data-share-change]").inner_text()
+    direction = metrics["steady_mean_ns"]["deltas"][1]["direction"]  # what the page says, whichever it is
+    assert direction in opened.page.locator("table.compare tr", has_text="steady mean").inner_text()
+    assert f"{change['title']} changed most" in opened.page.locator("[data-share-change]").inner_text()
     opened.screenshot("recorded-pose-threads-compare")
     for threads, run_dir in run_dirs.items():
         opened = open_page(browser, run_dir / "report.html")

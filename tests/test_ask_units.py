@@ -47,7 +47,7 @@ def test_an_answer_over_the_bound_keeps_its_first_items_and_says_how_many_went()
     cut = bounded(json.loads(json.dumps(answer)), 20_000)
     assert size(cut) <= 20_000
     kept = len(cut["rows"])
-    assert 0 < kept < 400 and cut["rows_left_out"] == 400 - kept
+    assert 0 < kept < 400 and cut["rows_cut"] == 400 - kept
     assert [r["name"] for r in cut["rows"]] == [f"call{i}" for i in range(kept)]
     small = {"rows": [1, 2, 3]}
     assert bounded(small) == {"rows": [1, 2, 3]}
@@ -68,6 +68,11 @@ def test_names_stay_inside_the_root(tmp_path):
             root.resolve(name)
     with pytest.raises(UsageError, match="no such folder"):
         Root(tmp_path / "none")
+    (root_dir / "a" / "b" / "run.json").write_text("{}")
+    (tmp_path / "secret" / "summary.json").write_text("{}")
+    (root_dir / "a" / "b" / "summary.json").symlink_to(tmp_path / "secret" / "summary.json")
+    with pytest.raises(UsageError, match="holds summary.json, which leads outside the root"):
+        root.run("a/b")
 
 
 def test_span_figures_equal_their_sql_on_random_spans(export):

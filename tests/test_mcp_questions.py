@@ -3,7 +3,8 @@ apart from the server: SQL over the export, SQL over the results database, or th
 file in tests/data/questions/ is run the same way, whoever wrote it (README.md there says the format).
 
 A check names a figure of an answer as CALL:PATH: CALL the call's index, PATH dotted keys and list indexes, a list
-item picked by its fields as {key=value,key=value}, and '#' for a list's length."""
+item picked by its fields as {key=value,key=value}, a key that holds dots as {key}, and '#' for a list's
+length."""
 from __future__ import annotations
 
 import json
@@ -41,7 +42,9 @@ def figure(answer: Any, path: str) -> Any:
             continue
         if key is not None:
             value = value[int(key)] if isinstance(value, list) else value[key]
-        if picked:
+        if picked and "=" not in picked:  # a key holding dots: metrics{app.inference_mean_ms}
+            value = value[picked[1:-1]]
+        elif picked:
             wanted = dict(part.split("=", 1) for part in picked[1:-1].split(","))
             value = next(item for item in value if all(str(item.get(k)) == v for k, v in wanted.items()))
     return value
@@ -89,6 +92,7 @@ def test_each_question_is_answered_with_the_truths_figures(served, file):
         for check in item["checks"]:
             index, path = check["answer"].split(":", 1)
             want = truth(check, root, db)
+            assert want is not None, f"{item['id']}: {check['answer']}'s truth found nothing"
             try:
                 got = figure(mine[int(index)][1], path)
             except (KeyError, IndexError, StopIteration, TypeError) as exc:

@@ -69,7 +69,7 @@ def test_window_figures_equal_sql_over_the_export(root, export):
     for (path, span), (failed, answer) in zip(spans, answers):
         assert not failed, answer
         assert answer["window"] == {"start_ns": span[0], "end_ns": span[1]}
-        assert answer["left_out"] == 0
+        assert answer["after_this_page"] == 0
         with sqlite3.connect(path) as conn:
             own = {"osrt": _own_rows(conn, "OSRT_API", span, "AND t.eventClass = 27"),
                    "opengl": _own_rows(conn, "OPENGL_API", span),
@@ -128,9 +128,11 @@ def test_frames_and_summary_equal_sql_and_their_documents(root, export):
 
 
 def test_hotspots_and_gpu_work_equal_sql(root, export):
-    (f1, hot), (f2, gpu) = ask(root, [("hotspots", {"run": "es2gears", "window": "all", "top": 10}),
-                                      ("gpu_work", {"run": "instantngp.sqlite", "window": "all", "limit": 5})])
-    assert not (f1 or f2)
+    (f1, hot), (f2, gpu), (f3, gl) = ask(root, [
+        ("hotspots", {"run": "es2gears", "window": "all", "top": 10}),
+        ("gpu_work", {"run": "instantngp.sqlite", "window": "all", "limit": 5}),
+        ("gpu_work", {"run": "es2gears", "window": "1s:2s", "limit": 5})])
+    assert not (f1 or f2 or f3)
     with sqlite3.connect(export("es2gears-opengl")) as conn:
         samples = conn.execute(
             f"SELECT count(*) FROM COMPOSITE_EVENTS WHERE globalTid NOT IN ({PROFILER})").fetchone()[0]
@@ -146,6 +148,14 @@ def test_hotspots_and_gpu_work_equal_sql(root, export):
                     f"AND e.globalTid NOT IN ({PROFILER})", (row["function"],)).fetchone()[0] == row["samples"]
         assert plain >= 3
         assert hot["top_down"]["samples"] == samples
+        for pair in gl["pairs"]:  # each workload once per call name, however many stretches of calls it has
+            own = conn.execute(
+                "SELECT count(*), sum(w.\"end\" - w.start) FROM OPENGL_WORKLOAD AS w JOIN StringIds AS n ON n.id = "
+                "w.nameId WHERE n.value = ? AND w.\"end\" > 1000000000 AND w.start < 2000000000 AND EXISTS (SELECT 1 "
+                "FROM OPENGL_API AS a JOIN StringIds AS c ON c.id = a.nameId WHERE c.value = ? AND a.correlationId "
+                "BETWEEN w.correlationId AND w.endCorrelationId)", (pair["gpu"], pair["call"])).fetchone()
+            assert (pair["gpu_events"], pair["gpu_ns"]) == own == conn.execute(pair["evidence"]["sql"]).fetchone()
+        assert {p["call"] for p in gl["pairs"]} >= {"glClear", "glDrawArrays", "eglSwapBuffers"}
         for row in hot["inclusive"]:
             assert conn.execute(row["evidence"]["sql"]).fetchone()[0] == row["samples"]
     with sqlite3.connect(export("instantngp_rtx3070_2021.export2022_4")) as conn:
@@ -185,7 +195,7 @@ def test_runs_compare_and_history_with_the_results_database(root, results_db):
     assert steady["deltas"][1]["pct"] == pytest.approx(20.0)
     assert compared["work"]["variants"][0]["verdict"]["verdict"] == "slower"
     assert compared["gate"]["verdicts"] and compared["gate"]["verdicts"][0]["verdict"] == "regression"
-    assert history["metric"] == "steady_mean_ms" and len(history["points"]) == 13
+    assert history["metric"] == "steady_mean_ms" and len(history["points"]) == 15
     with sqlite3.connect(results_db) as conn:
         for point in history["points"]:
             assert conn.execute(point["evidence"]["sql"]).fetchone()[0] == pytest.approx(point["value"])
@@ -211,7 +221,7 @@ def test_answers_stay_within_the_bound(root):
     (failed, answer), = ask(root, [("window", {"run": "instantngp.sqlite", "window": "all", "limit": 100000})])
     assert not failed
     assert len(json.dumps(answer, separators=(",", ":"))) <= 60_000
-    assert answer["rows_left_out"] > 0 and answer["total_rows"] == len(answer["rows"]) + answer["rows_left_out"]
+    assert answer["rows_cut"] > 0 and answer["total_rows"] == len(answer["rows"]) + answer["rows_cut"]
 
 
 def test_hostile_names_come_back_as_text(root, export, tmp_path):
@@ -292,3 +302,25 @@ def test_threads_lanes_and_the_gpus_busy_time_are_those_asked_for(root, export, 
             "SELECT a.\"end\" FROM OPENGL_API AS a JOIN StringIds AS s ON s.id = a.nameId WHERE s.value = "
             "'eglSwapBuffers' ORDER BY a.\"end\"")]
     assert steady["window"] == {"start_ns": swaps[1], "end_ns": swaps[-1]}
+
+
+def test_cells_and_commits_compared(root, results_db):
+    """Two cells of a study folder as the study compares them; a commit 20 % slower than the jobs of the one before
+    it judged a regression, as the CI gate judges it; a compare of nothing named refused."""
+    (f1, cells), (f2, commits), (f3, neither) = ask(root, [
+        ("compare", {"study": "study", "cells": ["0", "delegate=none, threads=1, frames=20"]}),
+        ("compare", {"app": "es2gears", "commits": ["1111111", "2222222"]}), ("compare", {})], db=results_db)
+    assert not (f1 or f2) and f3 and "one of runs, study" in neither
+    written = json.loads((root / "study" / "study.json").read_text())
+    assert cells["cells"] == [c["label"] for c in written["cells"]]
+    stored = {c["metric"]: c for c in written["comparisons"]}
+    for row in cells["metrics"]:
+        assert row["values"] == [c["metrics"][row["metric"]]["median"] for c in written["cells"]]
+        if row["metric"] in stored:  # the study compared it (a metric 0 in both cells it leaves out)
+            assert row["difference"]["verdict"] == stored[row["metric"]]["verdict"]
+            assert row["difference"]["relative"] == pytest.approx(stored[row["metric"]]["relative"])
+    assert len(stored) >= 5 and set(stored) <= {row["metric"] for row in cells["metrics"]}
+    assert commits["verdict"] == "regression" and commits["change"] == pytest.approx(0.2, abs=0.01)
+    with sqlite3.connect(results_db) as conn:
+        for run in commits["evidence"]:
+            assert conn.execute(run["sql"]).fetchone()[0] == pytest.approx(run["value"])

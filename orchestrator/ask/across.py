@@ -9,16 +9,17 @@ from typing import Any
 
 from ..database.connection import open_database
 from ..documents.run import read_run_or_none
-from ..documents.study import read_study_or_none
+from ..documents.study import StudyCell, read_study_or_none
 from ..documents.summary import read_summary
 from ..errors import OrchestratorError, UsageError
 from ..figures.measured import run_flags
 from ..results.compare_gate import compare_with_gate
-from ..results.store import Series, history, metric_unit
+from ..results.store import Series, baseline, history, metric_unit
 from ..results.trend import replay
-from ..stats.gate import default_threshold
+from ..stats.estimates import compare_rounds
+from ..stats.gate import BASELINE_JOBS, decide, default_threshold
 from ..targets.facts import board_kind
-from .answers import frames_headline
+from .answers import frames_headline, paged
 from .root import Root
 from .sql import literal
 
@@ -33,6 +34,7 @@ def runs_answer(root: Root, app: str | None = None, target: str | None = None, b
                 since: str | None = None, verdict: str | None = None, valid: bool | None = None,
                 kind: str | None = None, offset: int = 0, limit: int = 50) -> dict[str, Any]:
     """The runs, studies, fleets and reports under the root, newest first, those the filters keep."""
+    paged(offset, limit)
     after = _moment(since) if since else None
     found = []
     for what, path in root.folders():
@@ -60,7 +62,7 @@ def runs_answer(root: Root, app: str | None = None, target: str | None = None, b
     found.sort(key=lambda e: e.get("started_at") or "", reverse=True)
     shown = found[offset:offset + limit]
     return {"root": str(root.path), "entries": shown, "total": len(found), "offset": offset,
-            "left_out": max(0, len(found) - offset - len(shown)),
+            "after_this_page": max(0, len(found) - offset - len(shown)),
             "evidence": {"document": "run.json and summary.json of each run folder"}}
 
 
@@ -118,15 +120,16 @@ def compare_answer(root: Root, names: list[str], labels: list[str] | None = None
 
 
 def history_answer(db: str | None, app: str, metric: str = "steady_mean_ms", board: str | None = None,
-                   cell: str | None = None, branch: str | None = None, last: int = 50,
-                   base: str | None = None) -> dict[str, Any]:
-    """A metric's values over the runs of an app (or study) on a kind of board, oldest first, each job judged as the
-    gate judges it against the jobs before it; each value with the SQL that reads it from the database."""
+                   cell: str | None = None, branch: str | None = None, last: int = 50) -> dict[str, Any]:
+    """A metric's values over the runs of an app (or study) on a kind of board, oldest first, each job judged against
+    the valid jobs before it as `results history --judge` judges them (on every branch: give ``branch`` for one);
+    each value with the SQL that reads it from the database."""
+    paged(0, last)
     database = open_database(db, read_only=True)
     try:
         points = history(database, Series(app, cell=cell, board_kind=board), metric, last, branch)
         unit, better = metric_unit(database, metric)
-        judged = replay(points, better, default_threshold(metric), base_branch=base, metric=metric)
+        judged = replay(points, better, default_threshold(metric), metric=metric)
         where = database.describe()
     finally:
         database.close()
@@ -137,3 +140,66 @@ def history_answer(db: str | None, app: str, metric: str = "steady_mean_ms", boa
             "points": [{**t.as_json(), "evidence": {"sql": (
                 f"SELECT m.value FROM metrics AS m JOIN runs AS r ON r.id = m.run_id WHERE r.run_id = "
                 f"{literal(t.point.run_id)} AND m.name = {literal(metric)}")}} for t in judged]}
+
+
+def compare_cells(root: Root, study: str, cells: list[str]) -> dict[str, Any]:
+    """Two cells of a study (by index or label) on each metric both have: their medians and 95 % intervals from
+    study.json, and the rounds compared as the study compares a cell with the first (stats.estimates)."""
+    folder = root.resolve(study)
+    document = _quietly(read_study_or_none, folder)
+    if document is None:
+        raise UsageError(f"'{study}' is not a study folder (no readable study.json)", "call 'runs' with kind study")
+    if len(cells) != 2:
+        raise UsageError("compare needs two cells", "give the base cell first, then the other (index or label)")
+    chosen = [_cell(document.cells, given, study) for given in cells]
+    base, other = chosen
+    metrics = []
+    for name, figures in (base.metrics or {}).items():
+        theirs = other.metric(name)
+        if theirs is None:
+            continue
+        mine, paired = figures.paired_with(theirs)
+        difference = compare_rounds(mine, paired, figures.faster_when) if mine else None
+        where = f"{root.name_of(folder)}/study.json"
+        metrics.append({"metric": name, "unit": figures.unit, "values": [figures.median, theirs.median],
+                        "ci95": [figures.ci95, theirs.ci95], "rounds": len(mine),
+                        "difference": None if difference is None else difference.as_json(),
+                        "evidence": [{"document": where, "field": f"cells[{c.index}].metrics.{name}"}
+                                     for c in chosen]})
+    return {"study": root.name_of(folder), "cells": [c.label for c in chosen], "metrics": metrics}
+
+
+def _cell(cells: list[StudyCell], given: str, study: str) -> StudyCell:
+    found = [c for c in cells if given == c.label or (given.isdecimal() and int(given) == c.index)]
+    if not found:
+        raise UsageError(f"'{study}' has no cell '{given}'", f"give a cell's index (0 to {len(cells) - 1}) or label")
+    return found[0]
+
+
+def compare_commits(db: str | None, app: str, commits: list[str], metric: str = "steady_mean_ms",
+                    board: str | None = None, cell: str | None = None) -> dict[str, Any]:
+    """The runs of one commit against those of another (each a prefix of 7 hex digits or more) in the results
+    database, judged as the gate judges a job against its baseline jobs: the first commit's jobs are the baseline."""
+    if len(commits) != 2 or any(len(c) < 7 for c in commits):
+        raise UsageError("compare needs two commits of 7 hex digits or more", "give the base commit first")
+    database = open_database(db, read_only=True)
+    try:
+        series = Series(app, cell=cell, board_kind=board)
+        base_jobs, new_jobs = (baseline(database, series, metric, commit, BASELINE_JOBS) for commit in commits)
+        unit, better = metric_unit(database, metric)
+        where = database.describe()
+    finally:
+        database.close()
+    for commit, jobs in zip(commits, (base_jobs, new_jobs)):
+        if not jobs:
+            raise UsageError(f"no valid run of '{app}' at {commit} with {metric} in {where}",
+                             "call 'history' for the commits stored")
+    values = [value for job in new_jobs for value in job.values]
+    decision = decide(metric, values, [job.values for job in base_jobs], better, unit, default_threshold(metric))
+    runs = [point for jobs in (base_jobs, new_jobs) for job in jobs for point in job.points]
+    return {"app": app, "metric": metric, "unit": unit, "commits": commits, "database": where,
+            "verdict": decision.verdict, "figure": decision.figure, "baseline_figure": decision.baseline_figure,
+            "change": decision.change, "p_value": decision.p_value, "band": decision.band, "note": decision.note,
+            "evidence": [{"run": p.run_id, "commit": p.commit, "value": p.value, "sql": (
+                f"SELECT m.value FROM metrics AS m JOIN runs AS r ON r.id = m.run_id WHERE r.run_id = "
+                f"{literal(p.run_id)} AND m.name = {literal(metric)}")} for p in runs]}

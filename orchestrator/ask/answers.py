@@ -4,6 +4,7 @@ from the run's export, or the document field it came from (``{"document": "summa
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -23,7 +24,7 @@ from .sql import frame_list, self_sql, span_sql
 
 SUMMARY = "summary.json"
 SLOWEST = 5
-WINDOW_KINDS = SPAN_KINDS
+CALL_KINDS = ("opengl", "osrt", "nvtx", "cuda_api")  # a frame's calls
 
 
 def field(name: str, document: str = SUMMARY) -> dict[str, str]:
@@ -32,18 +33,25 @@ def field(name: str, document: str = SUMMARY) -> dict[str, str]:
 
 def span_of(run: OpenRun, window: str | None) -> tuple[int, int]:
     """A span: 'all', 'steady' (the steady frames), or START:END on the report's clock as --window takes it (a bare
-    number is ns); none: the analysis's own window (the steady frames when there are frames)."""
+    number is ns); none: the steady frames when the run has frames, else the whole capture (analyze's default)."""
     capture = run.summary.capture
-    if not window:
-        return run.summary.window.start_ns, run.summary.window.end_ns
-    if window == "all":
+    frames = run.summary.frames
+    if window == "all" or (not window and (frames is None or frames.count < 2)):
         return capture.start_ns, capture.end_ns
-    if window == "steady":
-        if run.summary.window.kind != "steady":
+    if not window or window == "steady":
+        if frames is None or frames.count < 2:
             raise UsageError(f"{run.name} has no steady frames", "give a window as 'all' or START:END")
-        return run.summary.window.start_ns, run.summary.window.end_ns
+        first = first_steady_index(frames.count, frames.warmup.frames)
+        return frames.frame_starts_ns[first], frames.frame_starts_ns[-1] + frames.per_frame_ns[-1]
     chosen = parse_range(window, (capture.start_ns, capture.end_ns))
     return chosen.start_ns, chosen.end_ns
+
+
+def paged(offset: int, limit: int) -> None:
+    """A page's offset and size, or a one-line error."""
+    if offset < 0 or limit < 1:
+        raise UsageError(f"offset {offset} and limit {limit}: a page starts at 0 or later and holds 1 or more",
+                         "give offset >= 0 and limit >= 1")
 
 
 def head(root: Root, run: OpenRun) -> dict[str, Any]:
@@ -84,7 +92,7 @@ def frames_headline(run: OpenRun) -> dict[str, Any] | None:
         return None
     steady = frames.steady
     first = first_steady_index(frames.count, frames.warmup.frames)
-    listing = frame_list(frames.source, frames.kind, frames.rule, run.schema)
+    listing = frame_list(frames.source, frames.kind, run.schema)
     found: dict[str, Any] = {
         "unit": frames.unit, "source": frames.source, "rule": frames.rule, "count": frames.count,
         "first_ns": frames.first_ns, "warmup": frames.warmup.frames, "steady_first": first,
@@ -132,7 +140,7 @@ def frames_answer(root: Root, run: OpenRun, frame: int | None = None, slowest: i
     durations = np.asarray(frames.per_frame_ns, dtype=np.int64)
     first = first_steady_index(frames.count, frames.warmup.frames)
     order = first + np.argsort(-durations[first:], kind="stable")[:max(0, slowest)]
-    listing = frame_list(frames.source, frames.kind, frames.rule, run.schema)
+    listing = frame_list(frames.source, frames.kind, run.schema)
     answer["slowest"] = [_frame_row(frames.frame_starts_ns, frames.per_frame_ns, int(i), listing) for i in order]
     if frame is not None:
         if not 0 <= frame < frames.count:
@@ -172,16 +180,16 @@ def one_frame(root: Root, run: OpenRun, index: int) -> dict[str, Any]:
         for name, share in attribution.shares.items() if share.ns]
     thread = attribution.thread if attribution is not None else None
     tid = _tid_in(thread)
-    calls = window_rows(run, span, tid, None, ("opengl", "osrt", "nvtx", "cuda_api"), 0, 10)
+    rows = chosen_rows(run.events, tid, CALL_KINDS) if tid else []
+    calls = window_rows(run, span, rows, None, 0, 10)["rows"] if rows else []
     return {"thread": thread, "shares": shares, "shares_from": f"orchestrate analyze {run.name} --frame {index}",
-            "calls": calls["rows"]}
+            "calls": calls}
 
 
 def _tid_in(thread: str | None) -> str | None:
-    """'es2gears (4242)' -> '(4242)': the label's part that names one thread."""
-    if not thread or "(" not in thread:
-        return thread
-    return thread[thread.rindex("("):]
+    """'es2gears (4242)' or 'thread (4242)' -> '4242': the thread's id, which names it alone."""
+    found = re.search(r"\((\d+)\)\s*$", thread or "")
+    return found.group(1) if found else None
 
 
 def window_answer(root: Root, run: OpenRun, window: str | None, thread: str | None = None, name: str | None = None,
@@ -189,22 +197,22 @@ def window_answer(root: Root, run: OpenRun, window: str | None, thread: str | No
     """Per name, the events of the span (``window``) on the threads and GPU lanes holding ``thread``: count,
     total, self, mean, min, max, as the page's range selection shows them; each row with its SQL."""
     span = span_of(run, window)
-    unknown = sorted(set(kinds or ()) - set(WINDOW_KINDS))
+    paged(offset, limit)
+    unknown = sorted(set(kinds or ()) - set(SPAN_KINDS))
     if unknown:
-        raise UsageError(f"unknown kind {unknown[0]}", f"give kinds among {', '.join(WINDOW_KINDS)}")
+        raise UsageError(f"unknown kind {unknown[0]}", f"give kinds among {', '.join(SPAN_KINDS)}")
+    rows = chosen_rows(run.events, thread, kinds or SPAN_KINDS)
+    if thread and not rows:
+        raise UsageError(f"no thread or GPU lane holds '{thread}'", "give a thread's name or id as the page shows it")
     answer = head(root, run)
     answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
-    answer.update(window_rows(run, span, thread, name, tuple(kinds or WINDOW_KINDS), offset, limit))
+    answer.update(window_rows(run, span, rows, name, offset, limit))
     return answer
 
 
-def window_rows(run: OpenRun, span: tuple[int, int], thread: str | None, name: str | None, kinds: tuple[str, ...],
-                offset: int, limit: int) -> dict[str, Any]:
-    events = run.events
-    rows = chosen_rows(events, thread, kinds)
-    if thread and not rows:
-        raise UsageError(f"no thread or GPU lane holds '{thread}'", "give a thread's name or id as the page shows it")
-    stats = span_stats(events, span, rows, name, run.selves)
+def window_rows(run: OpenRun, span: tuple[int, int], rows: list[int], name: str | None, offset: int,
+                limit: int) -> dict[str, Any]:
+    stats = span_stats(run.events, span, rows, name, run.selves)
     shown = stats[offset:offset + limit]
     found = []
     for stat in shown:
@@ -214,4 +222,4 @@ def window_rows(run: OpenRun, span: tuple[int, int], thread: str | None, name: s
         row["evidence"] = {"sql": sql, **({"self_sql": own} if own else {})}
         found.append(row)
     return {"rows": found, "total_rows": len(stats), "offset": offset,
-            "left_out": max(0, len(stats) - offset - len(shown))}
+            "after_this_page": max(0, len(stats) - offset - len(shown))}

@@ -1,6 +1,6 @@
 """Answers an agent can take: at most MAX_CHARS characters of JSON (about 20,000 tokens; agents reject tool replies
 past about 25,000). An answer over the bound loses the tail of its heaviest list, again and again, and says at each
-list how many items were left out (``<key>_left_out``): the items kept are the first, heaviest ones, and a client
+list how many items were cut (``<key>_cut``): the items kept are the first, heaviest ones, and a client
 pages on with the tool's ``offset`` where it has one.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ MAX_CHARS = 60_000
 
 
 def size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), default=str))
+    return len(json.dumps(value, separators=(",", ":"), default=lambda v: v.item()))
 
 
 def bounded(answer: dict[str, Any], limit: int = MAX_CHARS) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def bounded(answer: dict[str, Any], limit: int = MAX_CHARS) -> dict[str, Any]:
                     "hint": "ask for a shorter window, one thread, or a name"}
         holder, key, items = found
         keep = len(items) // 2
-        holder[f"{key}_left_out"] = holder.get(f"{key}_left_out", 0) + len(items) - keep
+        holder[f"{key}_cut"] = holder.get(f"{key}_cut", 0) + len(items) - keep
         holder[key] = items[:keep]
     return answer
 

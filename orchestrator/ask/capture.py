@@ -8,16 +8,18 @@ way: it ends as an interrupted run would, on its own.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
+from ..environment import BECOME_PASSWORD_VARIABLE
 from ..errors import UsageError
 
 Report = Callable[[str], Awaitable[None]]
@@ -33,14 +35,24 @@ class CaptureSettings:
     apps_dir: Path | None = None
     ssh_config: Path | None = None
     known_hosts: Path | None = None
+    become_password: str | None = field(default=None, repr=False)  # handed to each child in its environment only
 
     def common(self) -> list[str]:
-        found = ["--out", str(self.out)]
-        for flag, value in (("--inventory", self.inventory), ("--ssh-config", self.ssh_config),
-                            ("--known-hosts", self.known_hosts)):
-            if value is not None:
-                found += [flag, str(value)]
+        return options((("--out", self.out), ("--inventory", self.inventory), ("--ssh-config", self.ssh_config),
+                        ("--known-hosts", self.known_hosts), ("--apps-dir", self.apps_dir)))
+
+    def environment(self) -> dict[str, str]:
+        """The child's environment: this one's, and sudo's password where the server was given one (the child
+        takes it out of its environment as it starts, as the server did)."""
+        found = dict(os.environ)
+        if self.become_password is not None:
+            found[BECOME_PASSWORD_VARIABLE] = self.become_password
         return found
+
+
+def options(pairs: Iterable[tuple[str, object]]) -> list[str]:
+    """--flag=value for each value given: a value that begins with '-' stays a value."""
+    return [f"{flag}={value}" for flag, value in pairs if value is not None]
 
 
 def profile_args(settings: CaptureSettings, target: str, app: str | None, app_cmd: str | None,
@@ -49,30 +61,17 @@ def profile_args(settings: CaptureSettings, target: str, app: str | None, app_cm
     """`orchestrate profile`'s arguments for the tool's options."""
     if (app is None) == (app_cmd is None):
         raise UsageError("profile needs one of app and app_cmd", "name a catalog app, or give the command line")
-    args = ["profile", "--target", target, *settings.common()]
-    args += ["--app", app] if app is not None else ["--app-cmd", str(app_cmd)]
-    if settings.apps_dir is not None:
-        args += ["--apps-dir", str(settings.apps_dir)]
-    for flag, value in (("--duration", duration), ("--trace", trace), ("--sample", sample),
-                        ("--cpuctxsw", cpuctxsw), ("--retries", retries)):
-        if value is not None:
-            args += [flag, str(value)]
+    args = ["profile", *options((("--target", target), ("--app", app), ("--app-cmd", app_cmd))), *settings.common()]
+    args += options((("--duration", duration), ("--trace", trace), ("--sample", sample), ("--cpuctxsw", cpuctxsw),
+                     ("--retries", retries)))
     return args + ["--needs-display"] * needs_display + ["--no-nsys"] * no_nsys
 
 
 def study_args(settings: CaptureSettings, file: Path, target: str | None, repeat: int | None,
                values: list[str] | None) -> list[str]:
     """`orchestrate study`'s arguments for the tool's options."""
-    args = ["study", str(file), *settings.common()]
-    if settings.apps_dir is not None:
-        args += ["--apps-dir", str(settings.apps_dir)]
-    if target is not None:
-        args += ["--target", target]
-    if repeat is not None:
-        args += ["--repeat", str(repeat)]
-    for value in values or []:
-        args += ["--set", value]
-    return args
+    return ["study", str(file.resolve()), *settings.common(),
+            *options((("--target", target), ("--repeat", repeat), *(("--set", value) for value in values or [])))]
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,14 @@ class Ran:
     error: str | None     # its one-line error, when it failed
 
 
-async def run_command(args: list[str], report: Report) -> Ran:
+async def run_command(args: list[str], report: Report, environment: dict[str, str]) -> Ran:
     """The command line, its progress lines reported as they come; on cancel, its Ctrl-C, waited for. What it prints
     goes to files of its own that nothing names (made, opened and unlinked at once): a server that goes away (its
     client kills it) leaves the command no broken pipe to die of, and no file behind."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             open(f"/proc/self/fd/{err.fileno()}", "rb") as progress:
         process = await anyio.open_process([sys.executable, "-m", "orchestrator", *args], stdin=subprocess.DEVNULL,
-                                           stdout=out, stderr=err, start_new_session=True)
+                                           stdout=out, stderr=err, start_new_session=True, env=environment)
         said: list[str] = []
         pending = b""
 
@@ -107,7 +106,7 @@ async def run_command(args: list[str], report: Report) -> Ran:
                 with anyio.move_on_after(POLL_S):
                     await process.wait()
                 await read_progress()
-        except anyio.get_cancelled_exc_class():
+        except BaseException:  # a cancel, or anything else: the command is never left without anyone waiting for it
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
                     process.send_signal(signal.SIGINT)  # the CLI's Ctrl-C: the capture ends early, the report is kept

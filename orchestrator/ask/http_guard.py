@@ -7,9 +7,9 @@ The token is read from the environment only: never from a command line, never wr
 from __future__ import annotations
 
 import hmac
-import os
 from typing import Any
 
+from ..environment import take_secret
 from ..errors import UsageError
 
 TOKEN_VARIABLE = "ORCHESTRATE_MCP_TOKEN"
@@ -18,11 +18,15 @@ LOOPBACK = "127.0.0.1"
 
 
 def token_from_environment() -> str:
-    """$ORCHESTRATE_MCP_TOKEN, refused when missing or shorter than MIN_TOKEN_BYTES."""
-    token = os.environ.get(TOKEN_VARIABLE, "")
+    """$ORCHESTRATE_MCP_TOKEN, taken out of the environment (no child inherits it: a capture, nsys, the app), refused
+    when missing, not ASCII, or shorter than MIN_TOKEN_BYTES."""
+    token = take_secret(TOKEN_VARIABLE) or ""
     if not token:
         raise UsageError(f"--http needs a bearer token in ${TOKEN_VARIABLE}",
                          f"export {TOKEN_VARIABLE}=$(openssl rand -hex 32) and give the same to the client")
+    if not token.isascii() or not token.isprintable():
+        raise UsageError(f"${TOKEN_VARIABLE} holds characters a bearer token cannot carry",
+                         f"export {TOKEN_VARIABLE}=$(openssl rand -hex 32)")
     if len(token.encode()) < MIN_TOKEN_BYTES:
         raise UsageError(f"${TOKEN_VARIABLE} is {len(token.encode())} bytes: a token needs {MIN_TOKEN_BYTES} or more",
                          f"export {TOKEN_VARIABLE}=$(openssl rand -hex 32)")
@@ -42,8 +46,10 @@ class Guard:
         self.origins = {origin.encode() for origin in origins}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket or anything else: nothing here speaks it
             return
         headers = dict(scope.get("headers") or [])
         origin = headers.get(b"origin")

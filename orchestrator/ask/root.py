@@ -26,6 +26,7 @@ from ..report.gpu_parts import software_renderer
 
 REPORT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep")
 MAX_DEPTH = 4  # folders below the root that are looked into for runs (a CI job's studies hold their runs)
+MAX_OPEN = 8   # runs kept open at once (their whole-run rows: tens of MB each for a long capture)
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Root:
                              "name a run by its path relative to the root, as 'runs' lists it")
         path = self.path.joinpath(*given.parts)
         real = path.resolve()
-        if real != self.path and self.path not in real.parents:
+        if not self.holds(real):
             raise UsageError(f"'{name}' leads outside the root", "name a run inside the root, as 'runs' lists it")
         if not real.exists():
             raise UsageError(f"'{name}': no such run under the root", "call 'runs' for the runs there")
@@ -113,15 +114,26 @@ class Root:
             raise UsageError(f"'{name}' is a folder but not a run", "call 'runs' for the runs there")
         if source.is_file() and source.suffix not in REPORT_SUFFIXES:
             raise UsageError(f"'{name}' is not a report", "name a run folder or a .sqlite/.nsys-rep report")
+        for file in _files(source):
+            if file.exists() and not self.holds(file.resolve()):
+                raise UsageError(f"'{name}' holds {file.name}, which leads outside the root",
+                                 "name a run whose files are inside the root")
         stamp = _stamp(source)
         with self._lock:
-            known = self._open.get(source)
+            known = self._open.pop(source, None)
             if known is not None and known[0] == stamp:
+                self._open[source] = known  # the newest used last
                 return known[1]
         opened = _open_run(self.name_of(source), source)
         with self._lock:
             self._open[source] = (stamp, opened)
+            while len(self._open) > MAX_OPEN:  # the run asked of longest ago goes: its rows are the memory
+                self._open.pop(next(iter(self._open)))
         return opened
+
+    def holds(self, real: Path) -> bool:
+        """Whether a resolved path is the root or inside it."""
+        return real == self.path or self.path in real.parents
 
     def folders(self) -> list[tuple[str, Path]]:
         """(kind, path) of every run folder, study folder, fleet folder and bare report under the root."""
@@ -144,7 +156,7 @@ class Root:
         except OSError:
             return
         for entry in entries:
-            if entry.is_symlink() and self.path not in entry.resolve().parents:
+            if entry.is_symlink() and not self.holds(entry.resolve()):
                 continue  # a link out of the root is not followed
             if entry.is_dir():
                 self._walk(entry, depth + 1, found)
@@ -152,9 +164,14 @@ class Root:
                 found.append(("report", entry))
 
 
+def _files(source: Path) -> list[Path]:
+    """The files the server reads of a run: the report itself, or a folder's documents and report."""
+    return [source] if source.is_file() else [source / n for n in ("run.json", "summary.json", *RUN_REPORT_NAMES,
+                                                                    "report.html")]
+
+
 def _stamp(source: Path) -> tuple[float, ...]:
-    files = [source] if source.is_file() else [source / n for n in ("run.json", "summary.json", *RUN_REPORT_NAMES)]
-    return tuple(f.stat().st_mtime if f.exists() else 0.0 for f in files)
+    return tuple(f.stat().st_mtime if f.exists() else 0.0 for f in _files(source))
 
 
 def _open_run(name: str, source: Path) -> OpenRun:

@@ -16,11 +16,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from .. import __version__
 from ..errors import OrchestratorError
-from .across import compare_answer, history_answer, runs_answer
+from .across import compare_answer, compare_cells, compare_commits, history_answer, runs_answer
 from .answers import frames_answer, summary_answer, window_answer
 from .bounds import bounded
 from .capture import CaptureSettings, profile_args, run_command, study_args
-from .root import Root
+from .root import OpenRun, Root
 from .work import gpu_work_answer, hotspots_answer
 
 INSTRUCTIONS = (
@@ -43,7 +43,14 @@ def answered(make: Callable[[], dict[str, Any]]) -> str:
         answer = make()
     except OrchestratorError as exc:
         raise ToolError(exc.one_line()) from None
-    return json.dumps(bounded(answer), separators=(",", ":"), default=str)  # as bounds.size counts it
+    return json.dumps(bounded(answer), separators=(",", ":"), default=plain)  # as bounds.size counts it
+
+
+def plain(value: Any) -> Any:
+    """What JSON cannot hold as it is: numpy's numbers as Python's, tuples as lists; anything else is a defect."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} in an answer")
 
 
 def build_server(root_path: Path, db: str | None = None, capture: CaptureSettings | None = None) -> MCPServer:
@@ -101,25 +108,37 @@ def build_server(root_path: Path, db: str | None = None, capture: CaptureSetting
         return answered(lambda: gpu_work_answer(root, root.run(run), window, call, gpu, limit))
 
     @server.tool(structured_output=False)
-    def compare(runs: list[str], labels: list[str] | None = None) -> str:
-        """Runs compared (the baseline first): each metric's values and change, the steady frames' three-way
-        verdict (faster, slower, same), and the gate's verdict where the results database holds the baseline."""
-        return answered(lambda: compare_answer(root, runs, labels, db))
+    def compare(runs: list[str] | None = None, labels: list[str] | None = None, study: str | None = None,
+                cells: list[str] | None = None, app: str | None = None, commits: list[str] | None = None,
+                metric: str = "steady_mean_ms", board: str | None = None) -> str:
+        """Two things compared, the base first. runs: run folders, as `orchestrate compare` compares them (each
+        metric's values and change, the steady frames' three-way verdict: faster, slower, same; the gate's verdict
+        where the results database holds the baseline run). study and cells: two cells of a study folder (index or
+        label), their medians, intervals and rounds' verdict. app and commits: two commits' runs in the results
+        database (metric, on a board kind), judged as the CI gate judges a job against its baseline."""
+        given = [runs is not None, study is not None, commits is not None]
+        if sum(given) != 1:
+            raise ToolError("compare takes one of runs, study (with cells) and commits (with app)")
+        if study is not None:
+            return answered(lambda: compare_cells(root, study, cells or []))
+        if commits is not None:
+            if not app:
+                raise ToolError("compare with commits needs the app (or study) whose runs they are")
+            return answered(lambda: compare_commits(db, app, commits, metric, board))
+        return answered(lambda: compare_answer(root, runs or [], labels, db))
 
     @server.tool(structured_output=False)
     def history(app: str, metric: str = "steady_mean_ms", board: str | None = None, cell: str | None = None,
                 branch: str | None = None, last: int = 50) -> str:
         """A metric of an app (or study) over its runs in the results database, oldest first, on a kind of board
-        ('board': its name or fingerprint), each job judged as the CI gate judges it."""
+        ('board': its name or fingerprint), each job judged against the valid jobs before it, as
+        `orchestrate results history --judge` judges them."""
         return answered(lambda: history_answer(db, app, metric, board, cell, branch, last))
 
     @server.resource("orchestrate://runs/{name}/summary.json", mime_type="application/json")
     def summary_document(name: str) -> str:
         """A run folder's summary.json (its name as 'runs' gives it, '/' written as '%2F')."""
-        try:
-            run = root.run(name.replace("%2F", "/"))
-        except OrchestratorError as exc:
-            raise ResourceError(exc.one_line()) from None
+        run = resource_run(root, name)
         written = run.source / "summary.json" if run.source.is_dir() else None
         if written is not None and written.is_file():
             return written.read_text()
@@ -128,10 +147,7 @@ def build_server(root_path: Path, db: str | None = None, capture: CaptureSetting
     @server.resource("orchestrate://runs/{name}/report", mime_type="text/plain")
     def report_link(name: str) -> str:
         """Where a run folder's report page is (a file: link), or how to make it."""
-        try:
-            run = root.run(name.replace("%2F", "/"))
-        except OrchestratorError as exc:
-            raise ResourceError(exc.one_line()) from None
+        run = resource_run(root, name)
         page = run.source / "report.html" if run.source.is_dir() else None
         if page is not None and page.is_file():
             return page.as_uri()
@@ -145,6 +161,14 @@ def build_server(root_path: Path, db: str | None = None, capture: CaptureSetting
     if capture is not None:
         add_capture_tools(server, root, capture)
     return server
+
+
+def resource_run(root: Root, name: str) -> OpenRun:
+    """The run a resource's URI names ('/' written as '%2F'), or the resource's error in orchestrate's one line."""
+    try:
+        return root.run(name.replace("%2F", "/"))
+    except OrchestratorError as exc:
+        raise ResourceError(exc.one_line()) from None
 
 
 def add_capture_tools(server: MCPServer, root: Root, settings: CaptureSettings) -> None:
@@ -161,7 +185,7 @@ def add_capture_tools(server: MCPServer, root: Root, settings: CaptureSettings) 
                                 needs_display, no_nsys)
         except OrchestratorError as exc:
             raise ToolError(exc.one_line()) from None
-        return await _captured(root, args, ctx, with_summary=True)
+        return await _captured(root, settings, args, ctx, with_summary=True)
 
     @server.tool(structured_output=False)
     async def study(file: str, ctx: Context, target: str | None = None, repeat: int | None = None,
@@ -171,22 +195,26 @@ def add_capture_tools(server: MCPServer, root: Root, settings: CaptureSettings) 
         path = Path(file)
         if not path.is_file():
             raise ToolError(f"{file}: no such study file (give the path of a study YAML on the server's machine)")
-        return await _captured(root, study_args(settings, path, target, repeat, values), ctx, with_summary=False)
+        return await _captured(root, settings, study_args(settings, path, target, repeat, values), ctx,
+                               with_summary=False)
 
 
-async def _captured(root: Root, args: list[str], ctx: Context, with_summary: bool) -> str:
+async def _captured(root: Root, settings: CaptureSettings, args: list[str], ctx: Context, with_summary: bool) -> str:
     said = 0
 
     async def report(line: str) -> None:
         nonlocal said
         said += 1
         await ctx.report_progress(said, None, line)
-    ran = await run_command(args, report)
+    ran = await run_command(args, report, settings.environment())
     if ran.code:
         raise ToolError(ran.error or f"orchestrate {args[0]} ended with exit code {ran.code}")
     if ran.folder is None:
         raise ToolError(f"orchestrate {args[0]} printed no folder")
-    name = root.name_of(Path(ran.folder))
+    try:
+        name = root.name_of(Path(ran.folder))
+    except ValueError:
+        raise ToolError(f"orchestrate {args[0]} printed {ran.folder!r}, not a folder under the root") from None
     if with_summary:
         return answered(lambda: {"run": name, "summary": summary_answer(root, root.run(name))})
     return answered(lambda: {"study": name, "runs": [entry for entry in runs_answer(root, kind="run", limit=10**6)[

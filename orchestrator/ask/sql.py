@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..analysis.analyzers.api_summaries import MEMCPY_KINDS, memop_name
 from ..analysis.analyzers.frames import NVTX_RANGE_TYPES
-from ..analysis.analyzers.run_events import LANE_SHIFT
+from ..analysis.analyzers.run_events import LANE_SHIFT, NO_STACK_NAME
 from ..analysis.export.calls import SWAP_CALLS
 from ..analysis.export.reads import OSRT_CALL_CLASS
 from ..analysis.export.schema import Schema
@@ -92,9 +92,12 @@ def span_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...],
     a, b = span
     overlap = f'e."end" > {a} AND e.start < {b}'
     if kind == "sample":
+        chosen = f"e.start >= {a} AND e.start < {b} AND {_in('e.globalTid', keys)}"
+        if name == NO_STACK_NAME:  # samples nsys kept no call stack for
+            return (f"SELECT count(*) AS count FROM COMPOSITE_EVENTS AS e WHERE {chosen} AND NOT EXISTS "
+                    f"(SELECT 1 FROM SAMPLING_CALLCHAINS AS c WHERE c.id = e.id AND c.stackDepth = 0)")
         return (f"SELECT count(*) AS count FROM COMPOSITE_EVENTS AS e JOIN SAMPLING_CALLCHAINS AS c ON c.id = e.id "
-                f"AND c.stackDepth = 0 WHERE e.start >= {a} AND e.start < {b} AND {_in('e.globalTid', keys)} AND "
-                f"{LEAF_NAME} = {literal(name)}")
+                f"AND c.stackDepth = 0 WHERE {chosen} AND {LEAF_NAME} = {literal(name)}")
     thread = _thread_base(kind, schema, keys)
     if thread is not None:
         table, where, name_of = thread
@@ -133,12 +136,12 @@ def self_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...],
 
 
 
-def frame_list(source: str, kind: str, rule: str | None, schema: Schema) -> str | None:
+def frame_list(source: str, kind: str, schema: Schema) -> str | None:
     """A WITH clause that ends in frame_list(idx, start_ns, duration_ns): the run's frames as the analysis finds
     them (analysis/analyzers/frames.py), from the export alone; None for a CUDA run's iterations, whose rules
     (iterations.py) are no one statement: their figures come from summary.json."""
     if kind == "opengl" and schema.has("OPENGL_API", "start", "end", "nameId", "globalTid"):
-        calls = SWAP_CALLS if source in SWAP_CALLS and "swaps" in (rule or "swaps") else (source,)
+        calls = SWAP_CALLS if source in SWAP_CALLS else (source,)
         named = (f"e.nameId IN (SELECT id FROM StringIds WHERE value IN ({', '.join(map(literal, calls))})) "
                  f'AND e."end" IS NOT NULL')
         return (f"WITH thread AS (SELECT e.globalTid AS tid FROM OPENGL_API AS e WHERE {named} GROUP BY e.globalTid "
@@ -159,10 +162,9 @@ def frame_list(source: str, kind: str, rule: str | None, schema: Schema) -> str 
             return None
         ranges = (f"SELECT e.start, e.\"end\", e.globalTid FROM NVTX_EVENTS AS e WHERE e.eventType IN "
                   f"({', '.join(map(str, NVTX_RANGE_TYPES))}) AND e.\"end\" IS NOT NULL AND ({' OR '.join(texts)})")
-        return (f"WITH ranges AS ({ranges}), thread AS (SELECT globalTid FROM ranges GROUP BY globalTid "
-                f"ORDER BY count(*) DESC, globalTid LIMIT 1), "
+        return (f"WITH ranges AS ({ranges}), "  # every thread's, as nvtx_frames takes them
                 f"frame_list AS (SELECT row_number() OVER (ORDER BY start) - 1 AS idx, start AS start_ns, "
-                f"\"end\" - start AS duration_ns FROM ranges WHERE globalTid = (SELECT globalTid FROM thread)) ")
+                f"\"end\" - start AS duration_ns FROM ranges) ")
     return None
 
 

@@ -9,19 +9,19 @@ from typing import Any
 import numpy as np
 
 from ..analysis.analyzers.flows import API_KINDS, offsets
-from ..analysis.analyzers.run_events import RunEvents
+from ..analysis.analyzers.run_events import NO_STACK_NAME, RunEvents
 from ..analysis.analyzers.span_stats import chosen_rows
 from ..analysis.export.names import pid_sql
 from ..analysis.intervals.coverage import union_ns
 from ..errors import UsageError
-from .answers import head, span_of
+from .answers import head, paged, span_of
 from .root import OpenRun, Root
 from .sql import LEAF_NAME, busy_sql, literal, span_sql
 
 TOP = 25
 TREE_DEPTH = 12
 TREE_MIN_SHARE = 0.01
-GPU_TABLES = {"cuda_kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+GPU_OWNERS = {"cuda_kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
               "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
               "opengl_gpu": ("OPENGL_WORKLOAD", "globalTid")}
 API_TABLES = {"opengl": "OPENGL_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
@@ -32,15 +32,16 @@ def hotspots_answer(root: Root, run: OpenRun, window: str | None, thread: str | 
     """The CPU samples of the span on the threads holding ``thread``: functions by their own samples (bottom-up),
     by the samples whose stacks hold them, and the top-down tree."""
     span = span_of(run, window)
+    paged(0, top)
     events = run.events
-    rows = [i for i in chosen_rows(events, thread, ("sample",))]
+    rows = chosen_rows(events, thread, ("sample",))
     if not rows:
         raise UsageError(f"{run.name} has no CPU samples" + (f" on '{thread}'" if thread else ""),
                          "profile with CPU sampling (the app spec's sample: process-tree)")
-    nodes, keys = _sampled_nodes(events, rows, span)
+    nodes, unstacked, keys = _sampled_nodes(events, rows, span)
     answer = head(root, run)
     answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
-    total = len(nodes)
+    total = len(nodes) + unstacked
     answer["samples"] = total
     answer["samples_evidence"] = {"sql": (
         f"SELECT count(*) FROM COMPOSITE_EVENTS WHERE start >= {span[0]} AND start < {span[1]} AND "
@@ -53,9 +54,12 @@ def hotspots_answer(root: Root, run: OpenRun, window: str | None, thread: str | 
     leaf = stacks.frames[nodes]
     found, counts = np.unique(leaf, return_counts=True)
     order = np.argsort(-counts, kind="stable")[:top]
-    answer["bottom_up"] = [
-        {"function": names[int(found[i])], "samples": int(counts[i]), "pct": 100.0 * counts[i] / total,
-         "evidence": {"sql": span_sql("sample", names[int(found[i])], span, keys, run.schema)}} for i in order]
+    leaves = [(names[int(found[i])], int(counts[i])) for i in order]
+    if unstacked:  # samples nsys kept no call stack for: counted, in no tree
+        leaves = sorted([*leaves, (NO_STACK_NAME, unstacked)], key=lambda leaf: -leaf[1])[:top]
+    answer["bottom_up"] = [{"function": name, "samples": count, "pct": 100.0 * count / total,
+                            "evidence": {"sql": span_sql("sample", name, span, keys, run.schema)}}
+                           for name, count in leaves]
     inclusive: dict[int, int] = defaultdict(int)
     for node, count in zip(*np.unique(nodes, return_counts=True)):
         for frame in set(stacks.stack(int(node))):
@@ -64,20 +68,26 @@ def hotspots_answer(root: Root, run: OpenRun, window: str | None, thread: str | 
     answer["inclusive"] = [
         {"function": names[frame], "samples": count, "pct": 100.0 * count / total,
          "evidence": {"sql": _inclusive_sql(names[frame], span, keys)}} for frame, count in heaviest]
-    answer["top_down"] = _top_down(events, nodes, total)
+    answer["top_down"] = _top_down(events, nodes, total) if len(nodes) else None
     return answer
 
 
-def _sampled_nodes(events: RunEvents, rows: list[int], span: tuple[int, int]) -> tuple[np.ndarray, tuple[int, ...]]:
-    """The stack nodes of the rows' samples in the span, and the threads they are of."""
-    parts, keys = [], []
+def _sampled_nodes(events: RunEvents, rows: list[int],
+                   span: tuple[int, int]) -> tuple[np.ndarray, int, tuple[int, ...]]:
+    """The stack nodes of the rows' samples in the span, how many samples of rows without stacks it holds (an export
+    with no call chains), and the threads they are of."""
+    parts, unstacked, keys = [], 0, []
     for index in rows:
         row = events.rows[index]
         inside = (row.starts >= span[0]) & (row.starts < span[1])
-        if inside.any() and len(row.stacks):
+        if not inside.any():
+            continue
+        keys.append(row.key)
+        if len(row.stacks):
             parts.append(row.stacks[inside])
-            keys.append(row.key)
-    return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)), tuple(sorted(keys))
+        else:
+            unstacked += int(inside.sum())
+    return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)), unstacked, tuple(sorted(keys))
 
 
 def _inclusive_sql(name: str, span: tuple[int, int], keys: tuple[int, ...]) -> str:
@@ -88,7 +98,7 @@ def _inclusive_sql(name: str, span: tuple[int, int], keys: tuple[int, ...]) -> s
 
 def _top_down(events: RunEvents, nodes: np.ndarray, total: int) -> dict[str, Any]:
     """The call tree from the outermost frames: each node's samples (its own and below), children heaviest first,
-    those under TREE_MIN_SHARE of the samples left out (counted in ``left_out``)."""
+    those under TREE_MIN_SHARE of the samples left out (counted in ``children_under_share``)."""
     stacks = events.stacks
     parents = stacks.parents
     below = np.zeros(len(parents), dtype=np.int64)
@@ -107,11 +117,11 @@ def _top_down(events: RunEvents, nodes: np.ndarray, total: int) -> dict[str, Any
         kept = [n for n in mine if below[n] >= limit] if depth < TREE_DEPTH else []
         return {"function": events.names[int(stacks.frames[node])], "samples": int(below[node]),
                 "pct": 100.0 * below[node] / total, "children": [grow(n, depth + 1) for n in kept],
-                "left_out": len(mine) - len(kept)}
+                "children_under_share": len(mine) - len(kept)}
     roots = sorted(children.get(-1, []), key=lambda n: -below[n])
     kept = [n for n in roots if below[n] >= limit]
     return {"function": "[all]", "samples": total, "pct": 100.0, "children": [grow(n, 1) for n in kept],
-            "left_out": len(roots) - len(kept)}
+            "children_under_share": len(roots) - len(kept)}
 
 
 def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | None = None, gpu: str | None = None,
@@ -120,6 +130,7 @@ def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | No
     (those naming ``gpu``): per (call, GPU work) pair, how many GPU events and their time, with the SQL that joins
     the two tables by their correlation ids; the first ``limit`` links themselves; and the GPU's busy time."""
     span = span_of(run, window)
+    paged(0, limit)
     events = run.events
     rows = events.rows
     links = run.links
@@ -128,25 +139,31 @@ def gpu_work_answer(root: Root, run: OpenRun, window: str | None, call: str | No
     answer["window"] = {"start_ns": span[0], "end_ns": span[1]}
     answer["selected_by"] = "GPU events that ran in the window (overlapping it), with the calls that queued them"
     answer["gpu_busy"] = gpu_busy(run, span)
+    # a GPU event's calls, gathered over all its stretches (a call without an id splits an OpenGL workload's): each
+    # (call name, GPU event) pair counted once, as the pair's SQL counts it
+    behind: dict[int, tuple[str, set[str], int, int]] = {}
+    for g, first, last in zip(links.gpu.tolist(), links.first.tolist(), links.last.tolist()):
+        grow, gi = _place(at, g)
+        gpu_row = rows[grow]
+        if not (gpu_row.ends[gi] > span[0] and gpu_row.starts[gi] < span[1]):
+            continue
+        arow, ai = _place(at, first)
+        api_row = rows[arow]
+        kind, names, _, _ = behind.setdefault(g, (api_row.kind, set(), arow, ai))
+        names.update(events.names[int(n)] for n in api_row.names[ai:ai + last - first + 1])
     pairs: dict[tuple[str, str, str, str], list[int]] = {}
     listed: list[dict[str, Any]] = []
     call_needle, gpu_needle = (call or "").lower(), (gpu or "").lower()
-    for g, first, last in zip(links.gpu.tolist(), links.first.tolist(), links.last.tolist()):
+    for g, (kind, call_names, arow, ai) in sorted(behind.items()):
         grow, gi = _place(at, g)
-        arow, ai = _place(at, first)
         gpu_row, api_row = rows[grow], rows[arow]
-        if not (gpu_row.ends[gi] > span[0] and gpu_row.starts[gi] < span[1]):
-            continue
         gpu_name = events.names[int(gpu_row.names[gi])]
-        call_names = {events.names[int(n)] for n in api_row.names[ai:ai + last - first + 1]}
-        if gpu_needle and gpu_needle not in gpu_name.lower():
-            continue
         chosen = sorted(n for n in call_names if call_needle in n.lower())
-        if not chosen:
+        if (gpu_needle and gpu_needle not in gpu_name.lower()) or not chosen:
             continue
         duration = int(gpu_row.ends[gi] - gpu_row.starts[gi])
         for name in chosen:
-            pairs.setdefault((api_row.kind, name, gpu_row.kind, gpu_name), []).append(duration)
+            pairs.setdefault((kind, name, gpu_row.kind, gpu_name), []).append(duration)
         if len(listed) < limit:
             listed.append({"calls": chosen, "thread": api_row.group, "call_start_ns": int(api_row.starts[ai]),
                            "gpu": gpu_name, "lane": gpu_row.group, "gpu_start_ns": int(gpu_row.starts[gi]),
@@ -186,9 +203,9 @@ def _place(at: np.ndarray, index: int) -> tuple[int, int]:
 def _pair_sql(run: OpenRun, call_kind: str, call: str, gpu_kind: str, gpu: str, span: tuple[int, int]) -> str | None:
     """The GPU events of that name in the span that the calls of that name queued: their count and time."""
     api = API_TABLES.get(call_kind)
-    if api is None or gpu_kind not in GPU_TABLES or call_kind not in API_KINDS:
+    if api is None or gpu_kind not in GPU_OWNERS or call_kind not in API_KINDS:
         return None
-    table, owner = GPU_TABLES[gpu_kind]
+    table, owner = GPU_OWNERS[gpu_kind]
     if gpu_kind == "cuda_kernel":
         column = next((c for c in ("shortName", "demangledName") if run.schema.has(table, c)), "shortName")
         gpu_name = f"(SELECT value FROM StringIds WHERE id = g.{column})"

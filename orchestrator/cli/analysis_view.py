@@ -162,8 +162,8 @@ def _api(title: str, rows: list[ApiRow]) -> Table:
 def span_view(stats: list[SpanStat], window: SummaryWindow) -> Table:
     """The window's events per name, heaviest first: what the page's range selection shows for the same span."""
     table = Table("kind", "name", "count", "total ms", "self ms", "mean ms", "min ms", "max ms",
-                  title=f"{window.start_ns / 1e9:.3f} s to {window.end_ns / 1e9:.3f} s, per name (as the page's "
-                        "range selection; the MCP server's window tool gives each row's SQL)")
+                  title=f"{window.start_ns / 1e9:.3f} s to {window.end_ns / 1e9:.3f} s, every thread, per name (as the "
+                        "page's range selection; the MCP server's window tool gives each row's SQL)")
     for stat in stats[:SPAN_ROWS]:
         table.add_row(stat.kind, Text(stat.name), str(stat.count), _ms(stat.total_ns), _ms(stat.self_ns),
                       _ms(stat.mean_ns), _ms(stat.min_ns), _ms(stat.max_ns))

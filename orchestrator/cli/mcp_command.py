@@ -40,8 +40,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError("--allow-capture over --http lets whoever holds the token run commands on the boards",
                          "add --allow-capture-over-http as well if that is meant, or serve captures over stdio")
     token = token_from_environment() if args.http else None
-    capture = CaptureSettings(args.root.resolve(), args.inventory, args.apps_dir, args.ssh_config,
-                              args.known_hosts) if args.allow_capture else None
+    capture = CaptureSettings(args.root.resolve(), args.inventory, args.apps_dir, args.ssh_config, args.known_hosts,
+                              getattr(args, "become_password", None)) if args.allow_capture else None
     server = build_server(args.root, args.db, capture)
     if token is not None:
         serve_http(server, args.http, token)

@@ -140,10 +140,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return 0
     from .analysis_view import span_view, summary_view
     show(summary_view(summary))
-    if args.window:  # the span's calls per name, as the page's range selection shows them
+    if args.window:  # the span's calls per name on every thread, as the page's range selection shows them
         from ..figures.run_analysis import span_figures
         window = summary.window
-        show(span_view(span_figures(args.report, (window.start_ns, window.end_ns), args.thread, args.nsys), window))
+        show(span_view(span_figures(args.report, (window.start_ns, window.end_ns), nsys=args.nsys), window))
     return 0
 
 

@@ -39,6 +39,7 @@ SAMPLE_NAMES = -(1 << 23)  # the samples' leaf functions: SAMPLE_NAMES - their c
 NO_ID = -1  # an event without a correlation id
 STATE_NAMES = -(1 << 24)  # a thread's states: on a CPU, off one (reason not recorded), off one in an OS call below
 ON_CPU, OFF_CPU = "on a CPU", "off a CPU (reason not recorded)"
+NO_STACK_NAME = "[no stack]"  # a sample's name when nsys kept no call stack for it
 EMPTY = np.empty(0, dtype=np.int64)
 
 
@@ -244,7 +245,7 @@ def _samples(trace: Trace, texts: dict[int, str], resolver: Resolver | None) -> 
     events = trace.events("COMPOSITE_EVENTS")
     if events is None:
         return None, NO_STACKS
-    texts[NO_STACK] = "[no stack]"
+    texts[NO_STACK] = NO_STACK_NAME
     samples = load_samples(trace, (int(events["start"].min()), int(events["start"].max())), None, None,
                            resolver) if len(events["start"]) else None
     if samples is None or not len(samples.chain_ids):
