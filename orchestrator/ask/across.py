@@ -137,9 +137,13 @@ def history_answer(db: str | None, app: str, metric: str = "steady_mean_ms", boa
         raise UsageError(f"no runs of '{app}' with {metric} in {where}" + (f" on '{board}'" if board else ""),
                          "call 'runs' for the apps there, or import runs with 'orchestrate results import'")
     return {"app": app, "metric": metric, "unit": unit, "better": better, "database": where,
-            "points": [{**t.as_json(), "evidence": {"sql": (
-                f"SELECT m.value FROM metrics AS m JOIN runs AS r ON r.id = m.run_id WHERE r.run_id = "
-                f"{literal(t.point.run_id)} AND m.name = {literal(metric)}")}} for t in judged]}
+            "points": [{**t.as_json(), "evidence": {"sql": stored_value_sql(t.point.run_id, metric)}} for t in judged]}
+
+
+def stored_value_sql(run_id: str, metric: str) -> str:
+    """The statement that reads a stored run's value of a metric from the results database."""
+    return (f"SELECT m.value FROM metrics AS m JOIN runs AS r ON r.id = m.run_id WHERE r.run_id = {literal(run_id)} "
+            f"AND m.name = {literal(metric)}")
 
 
 def compare_cells(root: Root, study: str, cells: list[str]) -> dict[str, Any]:
@@ -200,6 +204,5 @@ def compare_commits(db: str | None, app: str, commits: list[str], metric: str = 
     return {"app": app, "metric": metric, "unit": unit, "commits": commits, "database": where,
             "verdict": decision.verdict, "figure": decision.figure, "baseline_figure": decision.baseline_figure,
             "change": decision.change, "p_value": decision.p_value, "band": decision.band, "note": decision.note,
-            "evidence": [{"run": p.run_id, "commit": p.commit, "value": p.value, "sql": (
-                f"SELECT m.value FROM metrics AS m JOIN runs AS r ON r.id = m.run_id WHERE r.run_id = "
-                f"{literal(p.run_id)} AND m.name = {literal(metric)}")} for p in runs]}
+            "evidence": [{"run": p.run_id, "commit": p.commit, "value": p.value,
+                          "sql": stored_value_sql(p.run_id, metric)} for p in runs]}

@@ -57,8 +57,8 @@ def paged(offset: int, limit: int) -> None:
 def head(root: Root, run: OpenRun) -> dict[str, Any]:
     """What every answer about a run begins with: the run, and the export its SQL runs on."""
     export = run.export
-    return {"run": run.name, "export": None if export is None else root.name_of(export) if root.path in export.parents
-            else str(export),
+    return {"run": run.name, "export": None if export is None else root.name_of(export)
+            if root.holds(export.resolve()) else str(export),
             "summary_json": f"{run.name}/summary.json" if run.summary_from == "summary.json" else
             f"none in the folder: 'summary.json' fields are those 'orchestrate analyze {run.name} --json' prints"}
 

@@ -11,20 +11,19 @@ from pathlib import Path, PurePosixPath
 
 from ..analysis import AnalysisOptions
 from ..analysis.analyzers.flows import Flows, flows
-from ..analysis.analyzers.run_events import RunEvents, run_events
+from ..analysis.analyzers.run_events import RunEvents
 from ..analysis.analyzers.span_stats import SelfCache
-from ..analysis.export.report_input import RUN_REPORT_NAMES, report_of, sqlite_for
+from ..analysis.export.report_input import REPORT_SUFFIXES, RUN_REPORT_NAMES, report_of, sqlite_for
 from ..analysis.export.schema import Schema, open_export, probe
-from ..analysis.export.trace import Trace
 from ..documents.fleet import FLEET_FILE
 from ..documents.run import RunDocument, is_run_folder, read_run_or_none
 from ..documents.study import STUDY_FILE
 from ..documents.summary import Summary, read_summary
 from ..errors import UsageError
-from ..figures.run_analysis import analyze_source
+from ..figures.run_analysis import analyze_source, run_events_of
 from ..report.gpu_parts import software_renderer
 
-REPORT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep")
+REPORTS = (".sqlite", *REPORT_SUFFIXES)  # a report a client may name: an export, or what nsys wrote
 MAX_DEPTH = 4  # folders below the root that are looked into for runs (a CI job's studies hold their runs)
 MAX_OPEN = 8   # runs kept open at once (their whole-run rows: tens of MB each for a long capture)
 
@@ -57,13 +56,7 @@ class OpenRun:
         export = self.exported()
         with self._lock:
             if self._events is None:
-                conn = open_export(export)
-                trace = Trace(conn, self.schema, export)
-                try:
-                    self._events = run_events(trace, None, software_renderer(self.summary))
-                finally:
-                    trace.close()
-                    conn.close()
+                self._events = run_events_of(export, software_renderer(self.summary))
             return self._events
 
     @property
@@ -110,9 +103,9 @@ class Root:
     def run(self, name: str) -> OpenRun:
         """The run a name gives (a run folder or a report file), opened once and again when its files change."""
         source = self.resolve(name)
-        if source.is_dir() and not is_run_folder(source) and not any((source / n).is_file() for n in RUN_REPORT_NAMES):
+        if source.is_dir() and not _is_run(source):
             raise UsageError(f"'{name}' is a folder but not a run", "call 'runs' for the runs there")
-        if source.is_file() and source.suffix not in REPORT_SUFFIXES:
+        if source.is_file() and source.suffix not in REPORTS:
             raise UsageError(f"'{name}' is not a report", "name a run folder or a .sqlite/.nsys-rep report")
         for file in _files(source):
             if file.exists() and not self.holds(file.resolve()):
@@ -142,7 +135,7 @@ class Root:
         return found
 
     def _walk(self, folder: Path, depth: int, found: list[tuple[str, Path]]) -> None:
-        if is_run_folder(folder) or any((folder / name).is_file() for name in RUN_REPORT_NAMES):
+        if _is_run(folder):
             found.append(("run", folder))
             return
         if (folder / STUDY_FILE).is_file():
@@ -164,6 +157,15 @@ class Root:
                 found.append(("report", entry))
 
 
+def _has_report(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in RUN_REPORT_NAMES)
+
+
+def _is_run(folder: Path) -> bool:
+    """A run folder (its run.json), or a folder that holds a report as a run folder does."""
+    return is_run_folder(folder) or _has_report(folder)
+
+
 def _files(source: Path) -> list[Path]:
     """The files the server reads of a run: the report itself, or a folder's documents and report."""
     return [source] if source.is_file() else [source / n for n in ("run.json", "summary.json", *RUN_REPORT_NAMES,
@@ -180,7 +182,7 @@ def _open_run(name: str, source: Path) -> OpenRun:
     summary_from = "summary.json"
     if summary is None:
         summary, summary_from = analyze_source(source, AnalysisOptions()), "analysis"
-    if source.is_dir() and not any((source / n).is_file() for n in RUN_REPORT_NAMES):
+    if source.is_dir() and not _has_report(source):
         return OpenRun(name, source, document, summary, None, Schema(), summary_from)
     export = sqlite_for(report_of(source))
     conn = open_export(export)

@@ -139,19 +139,15 @@ def build_server(root_path: Path, db: str | None = None, capture: CaptureSetting
     def summary_document(name: str) -> str:
         """A run folder's summary.json (its name as 'runs' gives it, '/' written as '%2F')."""
         run = resource_run(root, name)
-        written = run.source / "summary.json" if run.source.is_dir() else None
-        if written is not None and written.is_file():
-            return written.read_text()
-        return json.dumps(run.summary.as_json())
+        written = kept_file(run, "summary.json")
+        return written.read_text() if written else json.dumps(run.summary.as_json())
 
     @server.resource("orchestrate://runs/{name}/report", mime_type="text/plain")
     def report_link(name: str) -> str:
         """Where a run folder's report page is (a file: link), or how to make it."""
         run = resource_run(root, name)
-        page = run.source / "report.html" if run.source.is_dir() else None
-        if page is not None and page.is_file():
-            return page.as_uri()
-        return f"no report page yet: orchestrate report {run.source}"
+        page = kept_file(run, "report.html")
+        return page.as_uri() if page else f"no report page yet: orchestrate report {run.source}"
 
     @server.prompt()
     def why_slow(run: str) -> str:
@@ -169,6 +165,12 @@ def resource_run(root: Root, name: str) -> OpenRun:
         return root.run(name.replace("%2F", "/"))
     except OrchestratorError as exc:
         raise ResourceError(exc.one_line()) from None
+
+
+def kept_file(run: OpenRun, name: str) -> Path | None:
+    """A file the run's folder holds (Root.run checked that it stays inside the root), or None."""
+    found = run.source / name
+    return found if run.source.is_dir() and found.is_file() else None
 
 
 def add_capture_tools(server: MCPServer, root: Root, settings: CaptureSettings) -> None:

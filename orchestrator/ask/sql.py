@@ -10,12 +10,12 @@ from __future__ import annotations
 from ..analysis.analyzers.api_summaries import MEMCPY_KINDS, memop_name
 from ..analysis.analyzers.frames import NVTX_RANGE_TYPES
 from ..analysis.analyzers.run_events import LANE_SHIFT, NO_STACK_NAME
+from ..analysis.analyzers.run_events import THREAD_TABLES as RUN_THREAD_TABLES
 from ..analysis.export.calls import SWAP_CALLS
 from ..analysis.export.reads import OSRT_CALL_CLASS
 from ..analysis.export.schema import Schema
 
-THREAD_TABLES = {"opengl": "OPENGL_API", "osrt": "OSRT_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME",
-                 "nvtx": "NVTX_EVENTS"}
+THREAD_TABLES = {**RUN_THREAD_TABLES, "nvtx": "NVTX_EVENTS"}  # a thread's rows: their table by kind
 FIGURES = ('count(*) AS count, sum(e."end" - e.start) AS total_ns, min(e."end" - e.start) AS min_ns, '
            'max(e."end" - e.start) AS max_ns, avg(e."end" - e.start) AS mean_ns')
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.analyzers.flows import API_KINDS, offsets
-from ..analysis.analyzers.run_events import NO_STACK_NAME, RunEvents
+from ..analysis.analyzers.run_events import GPU_TABLES, NO_STACK_NAME, THREAD_TABLES, RunEvents
 from ..analysis.analyzers.span_stats import chosen_rows
 from ..analysis.export.names import pid_sql
 from ..analysis.intervals.coverage import union_ns
@@ -21,10 +21,10 @@ from .sql import LEAF_NAME, busy_sql, literal, span_sql
 TOP = 25
 TREE_DEPTH = 12
 TREE_MIN_SHARE = 0.01
-GPU_OWNERS = {"cuda_kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
-              "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
-              "opengl_gpu": ("OPENGL_WORKLOAD", "globalTid")}
-API_TABLES = {"opengl": "OPENGL_API", "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME"}
+# a GPU table by kind, and the column naming the process whose calls queued its work
+GPU_OWNERS = {kind: (GPU_TABLES[kind], "globalTid" if kind == "opengl_gpu" else "globalPid")
+              for kind in ("cuda_kernel", "memcpy", "opengl_gpu")}
+API_TABLES = {kind: THREAD_TABLES[kind] for kind in API_KINDS}
 
 
 def hotspots_answer(root: Root, run: OpenRun, window: str | None, thread: str | None = None,

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..analysis import AnalysisOptions, analyze_report
-from ..analysis.analyzers.run_events import run_events
+from ..analysis.analyzers.run_events import RunEvents, run_events
 from ..analysis.analyzers.span_stats import SPAN_KINDS, SpanStat, chosen_rows, span_stats
 from ..analysis.export.report_input import report_of, sqlite_for
 from ..analysis.export.schema import open_export, probe
@@ -42,16 +42,19 @@ def analyze_source(source: Path, options: AnalysisOptions, nsys: str | None = No
     return with_next_steps(summary, run, source)
 
 
-def span_figures(source: Path, span: tuple[int, int], thread: str | None = None,
-                 nsys: str | None = None) -> list[SpanStat]:
-    """Per name, the events of the span on the threads holding ``thread``: the page's range selection, as
+def span_figures(source: Path, span: tuple[int, int], nsys: str | None = None) -> list[SpanStat]:
+    """Per name, the events of the span on every thread and GPU lane: the page's range selection, as
     `analyze --window` prints it under the summary (analysis/analyzers/span_stats.py)."""
-    export = sqlite_for(report_of(source), nsys)
+    events = run_events_of(sqlite_for(report_of(source), nsys))
+    return span_stats(events, span, chosen_rows(events, None, SPAN_KINDS))
+
+
+def run_events_of(export: Path, renderer: str | None = None) -> RunEvents:
+    """Every event of an export, row by row, as the page's whole-run timeline holds them (run_events)."""
     conn = open_export(export)
     trace = Trace(conn, probe(conn, str(export)), export)
     try:
-        events = run_events(trace)
+        return run_events(trace, None, renderer)
     finally:
         trace.close()
         conn.close()
-    return span_stats(events, span, chosen_rows(events, thread, SPAN_KINDS))
