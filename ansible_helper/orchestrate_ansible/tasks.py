@@ -42,6 +42,7 @@ RUN: Spec = {
     "retries": {"type": "int", "default": 1},
     "wait_lock": {"type": "float", "default": 0.0},
     "keep_remote": {"type": "bool", "default": False},
+    "warehouse": {"type": "path"},
     "heartbeat_timeout": {"type": "float", "default": 30.0},
     "lock_clocks": {"type": "bool", "default": False},
     "nvpmodel": {"type": "int"},

@@ -32,6 +32,8 @@ from ..results.store import Series, add_run, baseline, finish_job, start_job
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
 from ..study.spec import Cell, StudySpec, cell_app, cells, load_study, with_values
+from ..warehouse.importing import store_record
+from ..warehouse.store import Warehouse
 
 APP_REPEAT = 3
 PASS, FAILED, NO_BASELINE_OUTCOME, UNSURE = "pass", "failed", "no-baseline", "unsure"
@@ -49,6 +51,7 @@ class CiRequest:
     fleet_jobs: tuple[int, ...] = ()        # the jobs of the fleet's other boards so far: never a baseline
     leases: LeaseOptions = field(default_factory=LeaseOptions)  # in the job's database unless they name another
     candidates: tuple[Host, ...] = ()       # --any: the boards the job may take (default: the study's host)
+    warehouse: Warehouse | None = None      # where each run's rows go too, as it is stored (None: nowhere)
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,8 @@ def _run_job(request: CiRequest, job_uid: str, database: Database, progress: Stu
         for record in records:
             if record.folder not in stored:
                 add_run(database, record, request.provenance, job_id)
+                if request.warehouse is not None:
+                    store_record(request.warehouse, record, request.provenance, Path(record.folder))
                 stored.add(record.folder)
 
     def store_new() -> None:

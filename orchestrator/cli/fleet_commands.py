@@ -28,6 +28,7 @@ from .options import (
     vault_options,
     whole,
 )
+from .warehouse_commands import keep_rows
 
 
 def add_parsers(sub: Any) -> None:
@@ -99,6 +100,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         outcome = run_fleet(request, view)
     finally:
         view.close()
+    keep_rows(args, outcome.folder)
     _print_recap(outcome.results)
     print(outcome.folder)
     if outcome.interrupted:

@@ -1,6 +1,6 @@
 """The orchestrate command: parse, call one function, render, map errors to exit codes.
 
-With ``results_commands`` (the results and ci commands), the only code that prints; the only one that exits.
+With ``results_commands`` and ``ci_commands``, the only code that prints; the only one that exits.
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from ..errors import (
 )
 from .board_commands import add_parsers as add_board_parsers
 from .board_commands import cmd_boards, cmd_nsys
+from .ci_commands import add_parsers as add_ci_parsers
+from .ci_commands import cmd_ci
 from .fleet_commands import add_parsers as add_fleet_parsers
 from .fleet_commands import cmd_doctor, cmd_fleet, cmd_targets
 from .help_commands import add_parsers as add_help_parsers
@@ -58,7 +60,8 @@ from .options import (
 from .report_commands import add_parsers as add_report_parsers
 from .report_commands import cmd_analyze, cmd_compare, cmd_parse, cmd_report, cmd_trace
 from .results_commands import add_parsers as add_results_parsers
-from .results_commands import cmd_ci, cmd_results
+from .results_commands import cmd_results
+from .warehouse_commands import keep_rows
 
 # rich, the inventory and the app catalog (YAML) load in the commands that use them: `analyze --json` starts
 # reading the export 80 ms sooner without them
@@ -130,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_fleet_parsers(sub)
     add_help_parsers(sub)
     add_results_parsers(sub)
+    add_ci_parsers(sub)
     add_board_parsers(sub)
     add_mcp_parsers(sub)
     return parser
@@ -152,8 +156,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
             request = ProfileRequest(host=lease.host, app=spec, out_dir=args.out, settings=settings,
                                      inventory=recorded_inventory(args), connect=connect, lease=lease)
             outcome = profile(request, progress)
+    except OrchestratorError as exc:
+        keep_rows(args, exc.run_dir)  # a run that failed is a row too: its status says how
+        raise
     finally:
         progress.close()
+    keep_rows(args, outcome.run_dir)
     show_next_steps(outcome.run_dir)
     print(outcome.run_dir)
     return 0
@@ -197,6 +205,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             outcome = run_study(request, view)
     finally:
         view.close()
+    keep_rows(args, outcome.folder)
     print(outcome.folder)
     failed = outcome.failed_cells
     if failed:

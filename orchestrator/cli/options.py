@@ -186,6 +186,7 @@ def add_run_settings(parser: argparse.ArgumentParser,
     group.add_argument("--wait-lock", type=seconds(0), default=RunSettings.wait_lock_s, metavar="S",
                        help=f"wait up to S seconds for another run on the board to end, {wait_lock_help}")
     group.add_argument("--keep-remote", action="store_true", help="leave the runs' files on the target")
+    group.add_argument("--warehouse", metavar="DIR", help=WAREHOUSE_HELP)
     group.add_argument("--heartbeat-timeout", type=seconds(2, 3600), default=RunSettings.heartbeat_timeout_s,
                        metavar="S", help="the board ends the capture on its own after S seconds without hearing from "
                                          f"this machine, and keeps the report for 'orchestrate fetch' (default "
@@ -206,6 +207,12 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
 DB_HELP = "results database: a file path or a postgresql:// URL (default $ORCHESTRATE_DB, else " \
           "results.db in ~/.local/share/orchestrate)"
+WAREHOUSE_HELP = "the folder every run's rows go to as Parquet (default $ORCHESTRATE_WAREHOUSE, else warehouse/ in " \
+                 "~/.local/share/orchestrate); 'none' keeps no rows"
+
+
+def add_warehouse_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warehouse", metavar="DIR", help=WAREHOUSE_HELP)
 
 
 def add_lease_options(parser: argparse.ArgumentParser, pick_any: bool = True) -> None:

@@ -151,7 +151,7 @@ def _study(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes
 
 
 def _ci(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes) -> dict[str, Any]:
-    from .results_commands import ci_failure, ci_job, write_ci_files
+    from .ci_commands import ci_failure, ci_job, write_ci_files
     outcome, summary = ci_job(args, [hosts.host(target)])
     write_ci_files(args, outcome, summary)
     failure = ci_failure(outcome)

@@ -58,6 +58,9 @@ class RunRecord:
     cell: str = ""
     variables: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Metric] = field(default_factory=dict)
+    jetpack: str | None = None      # the board's JetPack and L4T releases (None: not a Jetson, or not known)
+    l4t: str | None = None
+    parser: str | None = None       # the app's output parser (its figures are the app.* metrics)
 
     @property
     def variables_key(self) -> str:
@@ -81,7 +84,8 @@ def run_record(run_dir: Path, study: StudyDocument | None = None) -> RunRecord |
     fingerprint = run.board_fingerprint or board_fingerprint(run.facts)
     variables = run.study_variables
     cell = _cell_of(study, run_dir.name, variables)
-    measured = run_metrics(run_dir, (cell.parser if cell else None) or run.parser)
+    parser = (cell.parser if cell else None) or run.parser
+    measured = run_metrics(run_dir, parser)
     figures = {name: Metric(float(value), *measured.units[name]) for name, value in measured.values.items()}
     figures.update(_extra_metrics(_summary_of(run_dir)))
     flags = run_flags(run)
@@ -93,7 +97,8 @@ def run_record(run_dir: Path, study: StudyDocument | None = None) -> RunRecord |
         software_fingerprint=fingerprint["software"], app=run.app_name,
         status="ok" if measured_well else run.status, valid=measured_well and not flags,
         flags=flags, folder=str(run_dir.resolve()), study=run.study_name,
-        cell=cell.label if cell else "", variables=variables or {}, metrics=figures)
+        cell=cell.label if cell else "", variables=variables or {}, metrics=figures,
+        jetpack=run.facts.board.jetpack, l4t=run.facts.board.l4t, parser=parser)
 
 
 def _cell_of(study: StudyDocument | None, run_name: str, variables: dict[str, Any] | None) -> StudyCell | None:
@@ -137,11 +142,10 @@ def _utc(stamp: str) -> datetime:
     return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def folder_records(folder: Path) -> list[RunRecord]:
-    """A run folder's record, or every run of a study folder (study.json beside them), oldest first."""
+def folder_runs(folder: Path) -> list[tuple[Path, StudyDocument | None]]:
+    """A run folder, or every run folder of a study folder (with its study.json) or of a folder of runs."""
     if is_run_folder(folder):
-        found = run_record(folder)
-        return [found] if found else []
+        return [(folder, None)]
     try:
         study = read_study_or_none(folder)
     except UsageError:  # a damaged study.json: its run folders still count
@@ -149,13 +153,31 @@ def folder_records(folder: Path) -> list[RunRecord]:
     names = study.run_names if study is not None else []
     if not names:  # a folder of run folders: every one that holds a run.json
         names = sorted(p.name for p in folder.iterdir() if is_run_folder(p)) if folder.is_dir() else []
-    records = [run_record(folder / name, study) for name in names]
+    return [(folder / name, study) for name in names]
+
+
+def runs_in(folder: Path) -> list[tuple[Path, StudyDocument | None]]:
+    """The run folders ``folder`` holds as records_in reads them: its own, or those of the study folders inside."""
+    return folder_runs(folder) or [found for study in study_folders(folder) for found in folder_runs(study)]
+
+
+def folder_records(folder: Path) -> list[RunRecord]:
+    """A run folder's record, or every run of a study folder (study.json beside them), oldest first."""
+    records = [run_record(run_dir, study) for run_dir, study in folder_runs(folder)]
     return sorted((r for r in records if r is not None), key=lambda r: r.started_at)
 
 
 def records_in(folder: Path) -> list[RunRecord]:
     """A run folder's record, a study folder's, or those of the study folders inside ``folder`` (a CI job's)."""
     return folder_records(folder) or [r for study in study_folders(folder) for r in folder_records(study)]
+
+
+def run_uid(run_dir: Path) -> str | None:
+    """The uid run_record would give the folder's run, from run.json alone (None: no run to keep)."""
+    run = read_run_or_none(run_dir)
+    if run is None or not run.run_id or not run.started_at:
+        return None
+    return _uid(run.run_id, run.started_at, run.target.name)
 
 
 # CI systems' variables, first match wins: (commit, branch, default branch, job page)

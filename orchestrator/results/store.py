@@ -170,7 +170,7 @@ def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
 def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
     return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
                   r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id))
-            for r in reversed(_read(database, query))]
+            for r in reversed(read_rows(database, query))]
 
 
 def history(database: Database, series: Series, metric: str, last: int = 500,
@@ -244,12 +244,12 @@ def list_runs(database: Database, app: str | None = None, target: str | None = N
         query = query.where(runs.c.target == target)
     if since:
         query = query.where(runs.c.started_at >= since)
-    found = [dict(row._mapping) for row in _read(database, query)]
+    found = [dict(row._mapping) for row in read_rows(database, query)]
     figures: defaultdict[int, dict[str, float]] = defaultdict(dict)  # a run without figures has none
     if found:
         wanted = select(metrics.c.run_id, metrics.c.name, metrics.c.value).where(
             metrics.c.run_id.in_([row["id"] for row in found]))
-        for row in _read(database, wanted):
+        for row in read_rows(database, wanted):
             figures[row.run_id][row.name] = row.value
     for row in found:
         row["started_at"], row["recorded_at"] = _aware(row["started_at"]), _aware(row["recorded_at"])
@@ -260,19 +260,24 @@ def list_runs(database: Database, app: str | None = None, target: str | None = N
 
 def metric_unit(database: Database, metric: str) -> tuple[str, str]:
     """The unit the metric was stored with, and which way is better ("lower" when it says neither)."""
-    rows = _read(database, select(metrics.c.unit, metrics.c.better).where(metrics.c.name == metric).limit(1))
+    rows = read_rows(database, select(metrics.c.unit, metrics.c.better).where(metrics.c.name == metric).limit(1))
     return (rows[0].unit, rows[0].better or "lower") if rows else ("", "lower")
 
 
+def stored_uids(database: Database) -> set[str]:
+    """Every stored run's uid (records.RunRecord.uid)."""
+    return {row.uid for row in read_rows(database, select(runs.c.uid))}
+
+
 def count_runs(database: Database) -> int:
-    return int(_read(database, select(func.count()).select_from(runs))[0][0])
+    return int(read_rows(database, select(func.count()).select_from(runs))[0][0])
 
 
 def job_outcomes(database: Database) -> list[dict[str, Any]]:
-    return [dict(row._mapping) for row in _read(database, select(jobs_table).order_by(jobs_table.c.id))]
+    return [dict(row._mapping) for row in read_rows(database, select(jobs_table).order_by(jobs_table.c.id))]
 
 
-def _read(database: Database, query: Any) -> list[Any]:
+def read_rows(database: Database, query: Any) -> list[Any]:
     try:
         with database.engine.connect() as connection:
             return list(connection.execute(query))

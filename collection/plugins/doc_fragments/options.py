@@ -54,6 +54,11 @@ options:
     description: Leave the runs' files on the board.
     type: bool
     default: false
+  warehouse:
+    description:
+      - The folder every run's rows go to as Parquet, for C(orchestrate results query) and C(results site) (default
+        orchestrate's, in the controller user's data folder); C(none) keeps no rows.
+    type: path
   heartbeat_timeout:
     description: The board ends the capture on its own after this many seconds without hearing from the
       controller, and keeps the report for the fetch task.

@@ -1,0 +1,1 @@
+"""The warehouse: every run's rows as Parquet, queried across runs with DuckDB."""
