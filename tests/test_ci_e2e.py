@@ -235,6 +235,27 @@ def test_the_ci_examples_pass_unchanged_commits_and_fail_a_slower_one(sshd, brow
     assert opened.page.locator("table[data-table=trend] tr[data-verdict=regression]").count() == marked
     opened.screenshot("trend")
 
+    # the example's jobs kept the dashboard up to date (--site): the study's history, the last job ringed as the
+    # regression it was, every run a dot that reaches its report; and every run's rows are in the warehouse
+    index = repo / "dashboard" / "index.html"
+    front = open_page(browser, index)
+    assert_clean(front, index)
+    [history_page] = [p for p in (repo / "dashboard").glob("perf-*.html")]
+    drawn_page = open_page(browser, history_page)
+    assert_clean(drawn_page, history_page)
+    chart = drawn_page.page.locator(f"svg.history[data-metric='{metric}']")
+    verdicts = chart.locator("circle.job").evaluate_all("cs => cs.map(c => c.dataset.verdict)")
+    assert len(verdicts) == 9 and verdicts[-1] == "regression" and "regression" not in verdicts[:-1]
+    assert chart.locator("circle.run").count() == len(listed)
+    first = chart.locator("a:has(circle.run)").first
+    with drawn_page.page.expect_navigation():
+        first.locator("circle").click()
+    assert drawn_page.page.url.endswith("/report.html") and drawn_page.page.url.startswith("file://")
+    rows = run_cli("results", "query", "SELECT count(*) FROM runs WHERE app = 'frames'", "--json",
+                   "--warehouse", str(tmp_path / "user-data" / "orchestrate" / "warehouse"))
+    assert rows.returncode == 0, rows.stderr
+    assert json.loads(rows.stdout) == [{"count_star()": len(listed)}]
+
 
 def test_a_killed_job_keeps_the_runs_it_measured(sshd, tmp_path):
     """Each run is stored the moment it ends: SIGKILL the job after its first run and that run is in the

@@ -71,7 +71,8 @@ ARGUMENT_SPECS: dict[str, Spec] = {
            "baseline_jobs": {"type": "int", "default": 10}, "min_jobs": {"type": "int", "default": 5},
            "gate": {"type": "list", "elements": "str", "default": []}, "junit": {"type": "path"},
            "json": {"type": "path"}, "summary": {"type": "path"}, "commit": {"type": "str"},
-           "branch": {"type": "str"}, **RUN, **SSH},
+           "branch": {"type": "str"}, "site": {"type": "path"}, "report_url": {"type": "str"},
+           "days": {"type": "int", "default": 14}, **RUN, **SSH},
     "doctor": {**SSH},
     "fetch": {"run_dir": {"type": "path", "required": True}, **SSH},
 }

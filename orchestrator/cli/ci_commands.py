@@ -30,7 +30,7 @@ from .options import (
     whole,
     write_output,
 )
-from .warehouse_commands import provenance_of, warehouse_of
+from .warehouse_commands import add_site_options, provenance_of, update_site, warehouse_of
 
 
 def add_parsers(sub: Any) -> None:
@@ -75,6 +75,9 @@ def add_parsers(sub: Any) -> None:
     add_run_settings(ci, "before each run (default 0)")
     add_no_nsys_option(ci)
     add_ssh_options(ci)
+    ci.add_argument("--site", type=Path, metavar="DIR", help="after the job, bring the results dashboard in DIR up to "
+                                                               "date (as 'orchestrate results site DIR')")
+    add_site_options(ci)
 
 
 
@@ -84,7 +87,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     write_ci_files(args, outcome, summary)
     if outcome.folder:
         stderr().print(f"runs: {outcome.folder}", markup=False, highlight=False)
-    failure = ci_failure(outcome)
+    site_error = update_job_site(args) if args.site is not None else None  # a regression is drawn too
+    failure = ci_failure(outcome) or site_error
     if failure is not None:
         raise failure
     if outcome.unsure:
@@ -92,6 +96,21 @@ def cmd_ci(args: argparse.Namespace) -> int:
         stderr().print(f"not sure yet after the most runs ({names}): passes; the next jobs will tell",
                        markup=False, highlight=False)
     return 0
+
+
+def update_job_site(args: argparse.Namespace) -> OrchestratorError | None:
+    """The dashboard brought up to date with the job's runs; why not, when it cannot be (the job's verdict goes
+    first)."""
+    from ..database.connection import open_database
+    try:
+        database = open_database(args.db, read_only=True)
+        try:
+            update_site(args, args.site, database)
+        finally:
+            database.close()
+    except OrchestratorError as exc:
+        return exc
+    return None
 
 
 def ci_job(args: argparse.Namespace, hosts: list[Host] | None = None) -> tuple[Any, str]:

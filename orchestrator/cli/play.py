@@ -151,10 +151,11 @@ def _study(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes
 
 
 def _ci(args: argparse.Namespace, hosts: Inventory, target: str, notes: Notes) -> dict[str, Any]:
-    from .ci_commands import ci_failure, ci_job, write_ci_files
+    from .ci_commands import ci_failure, ci_job, update_job_site, write_ci_files
     outcome, summary = ci_job(args, [hosts.host(target)])
     write_ci_files(args, outcome, summary)
-    failure = ci_failure(outcome)
+    site_error = update_job_site(args) if args.site is not None else None  # a regression is drawn too
+    failure = ci_failure(outcome) or site_error
     folder = Path(outcome.folder).absolute() if outcome.folder else None
     status = "unreachable" if isinstance(outcome.error, UNREACHABLE_ERRORS) else "failed" if failure else "ok"
     return {"status": status, "reason": failure.one_line() if failure else None,

@@ -1,5 +1,6 @@
-"""`results query` and `results compact`: SQL over every run's rows, and the warehouse's small files merged; and
-the rows of the runs a command made kept in the warehouse. Parse, call the library, render."""
+"""`results query`, `results compact` and `results site`: SQL over every run's rows, the warehouse's small files
+merged, the dashboard; and the rows of the runs a command made kept in the warehouse. Parse, call the library,
+render."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .options import DB_HELP, add_warehouse_option, show, stderr
+from .options import DB_HELP, add_warehouse_option, show, stderr, whole
 
 QUERY_EXAMPLES = """views (each row starts with the run's keys: run_uid, run_id, started_at, app, target, board_kind,
 jetpack, l4t, git_commit, git_branch, study, cell, valid, flags):
@@ -57,6 +58,43 @@ def add_warehouse_parsers(what: Any) -> None:
                               description="Merge each partition's files (a table's runs of one board kind and month) "
                                           "into one. Queries running meanwhile see the files before or after.")
     add_warehouse_option(compact)
+    site = what.add_parser("site", help="the results dashboard: a static, offline site of every history",
+                           description="Write (or bring up to date) a static dashboard of the results database: a "
+                                       "page per app or study cell on each board kind with every metric's history "
+                                       "(each job's median and interval, flagged runs hollow, the gate's decisions, "
+                                       "change points found after the fact), and a front page of what moved. Only "
+                                       "histories with new runs are read and drawn again.")
+    site.add_argument("folder", type=Path, metavar="DIR", help="the site's folder (index.html is its front page)")
+    add_site_options(site)
+    site.add_argument("--db", help=DB_HELP)
+
+
+def add_site_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The site's options, for `results site` and for `ci --site`."""
+    parser.add_argument("--report-url", metavar="TEMPLATE",
+                        help="where run reports are, for reports kept on another machine: e.g. "
+                             "https://ci.example/runs/{folder_name}/report.html ({run_id}, {uid}, {folder}, "
+                             "{folder_name}, {commit}; default: each run folder's report.html here)")
+    parser.add_argument("--days", type=whole(1, 100_000), default=14,
+                        help="the front page shows what moved in the last N days (default 14)")
+
+
+def update_site(args: argparse.Namespace, folder: Path, database: Any) -> None:
+    """The dashboard brought up to date, and where it is said."""
+    from ..site.build import SiteRequest, build_site
+    built = build_site(database, SiteRequest(folder, args.report_url, args.days))
+    stderr().print(f"site: {built.index} ({built.drawn} histor{'y' if built.drawn == 1 else 'ies'} drawn, "
+                   f"{built.kept} as they were; {built.runs} runs)", markup=False, highlight=False, soft_wrap=True)
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from ..database.connection import open_database
+    database = open_database(args.db, read_only=True)
+    try:
+        update_site(args, args.folder, database)
+    finally:
+        database.close()
+    return 0
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -92,7 +130,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     done = compact(warehouse)
     stderr().print(f"{warehouse.root}: {done.files_before} files, now {done.files_after} "
                    f"({done.partitions} partition{'s' if done.partitions != 1 else ''} merged)",
-                   markup=False, highlight=False)
+                   markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -108,7 +146,8 @@ def keep_rows(args: argparse.Namespace, folder: Path | None) -> None:
     except (UsageError, OSError) as exc:
         message = exc.one_line() if isinstance(exc, UsageError) else str(exc)
         stderr().print(f"warning: the runs' rows were not kept: {message}; "
-                       f"'orchestrate results import {folder}' keeps them later", markup=False, highlight=False)
+                       f"'orchestrate results import {folder}' keeps them later", markup=False, highlight=False,
+                       soft_wrap=True)
 
 
 def warehouse_of(args: argparse.Namespace) -> Any:
@@ -151,4 +190,5 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
 
 
-WAREHOUSE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"query": cmd_query, "compact": cmd_compact}
+WAREHOUSE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"query": cmd_query, "compact": cmd_compact,
+                                                                      "site": cmd_site}

@@ -48,6 +48,9 @@ class Point:
     branch: str | None
     job_id: int | None
     job: str = ""       # the job this run belongs to (job_key): the unit of noise
+    uid: str = ""       # records.RunRecord.uid
+    folder: str | None = None   # where its run folder was when it was stored
+    key: int = 0        # its row's id: a run stored later has a larger one
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "started_at": self.started_at.isoformat(), "value": self.value,
@@ -157,20 +160,26 @@ def _series_filter(series: Series) -> ColumnElement[bool]:
     return and_(*conditions)
 
 
+POINT_COLUMNS = (runs.c.id, runs.c.uid, runs.c.run_id, runs.c.started_at, runs.c.valid, runs.c.status, runs.c.target,
+                 runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id, runs.c.study,
+                 runs.c.folder)
+
+
 def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
     """The series' newest values of the metric, newest first, with what a Point carries."""
-    return (select(runs.c.run_id, runs.c.started_at, metrics.c.value, runs.c.valid, runs.c.status, runs.c.target,
-                   runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id,
-                   runs.c.study, runs.c.folder)
-            .join(metrics, metrics.c.run_id == runs.c.id)
+    return (select(*POINT_COLUMNS, metrics.c.value).join(metrics, metrics.c.run_id == runs.c.id)
             .where(_series_filter(series), metrics.c.name == metric)
             .order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(newest))
 
 
+def _point(r: Any) -> Point:
+    return Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
+                 r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id), r.uid, r.folder,
+                 r.id)
+
+
 def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
-    return [Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
-                  r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id))
-            for r in reversed(read_rows(database, query))]
+    return [_point(r) for r in reversed(read_rows(database, query))]
 
 
 def history(database: Database, series: Series, metric: str, last: int = 500,
@@ -262,6 +271,47 @@ def metric_unit(database: Database, metric: str) -> tuple[str, str]:
     """The unit the metric was stored with, and which way is better ("lower" when it says neither)."""
     rows = read_rows(database, select(metrics.c.unit, metrics.c.better).where(metrics.c.name == metric).limit(1))
     return (rows[0].unit, rows[0].better or "lower") if rows else ("", "lower")
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """One history's runs: an app's outside a study (cell ""), or a study cell's, on one board kind."""
+    subject: str        # the app's name, or the study's
+    cell: str
+    board_kind: str
+    runs: int           # how many it holds
+    newest: int         # the largest row id among them: it grows when a run is stored
+
+    @property
+    def series(self) -> Series:
+        return Series(self.subject, cell=self.cell, board_kind=self.board_kind)
+
+
+def series_keys(database: Database) -> list[SeriesKey]:
+    """Every history the database holds, by subject, cell and board kind."""
+    subject = func.coalesce(runs.c.study, runs.c.app)
+    query = (select(subject.label("subject"), runs.c.cell, runs.c.board_kind, func.count().label("n"),
+                    func.max(runs.c.id).label("newest"))
+             .group_by(subject, runs.c.cell, runs.c.board_kind).order_by(subject, runs.c.cell, runs.c.board_kind))
+    return [SeriesKey(r.subject, r.cell, r.board_kind, int(r.n), int(r.newest)) for r in read_rows(database, query)]
+
+
+def series_history(database: Database, key: SeriesKey) -> dict[str, list[Point]]:
+    """Every metric's values over the history's runs (invalid runs too, marked), oldest first, in one query."""
+    subject = func.coalesce(runs.c.study, runs.c.app)
+    query = (select(*POINT_COLUMNS, metrics.c.name, metrics.c.value).join(metrics, metrics.c.run_id == runs.c.id)
+             .where(subject == key.subject, runs.c.cell == key.cell, runs.c.board_kind == key.board_kind)
+             .order_by(runs.c.started_at, runs.c.id))
+    found: dict[str, list[Point]] = {}
+    for row in read_rows(database, query):
+        found.setdefault(row.name, []).append(_point(row))
+    return found
+
+
+def metric_units(database: Database) -> dict[str, tuple[str, str | None]]:
+    """Each metric's unit and which way is better, as stored."""
+    rows = read_rows(database, select(metrics.c.name, metrics.c.unit, metrics.c.better).distinct())
+    return {row.name: (row.unit, row.better) for row in rows}
 
 
 def stored_uids(database: Database) -> set[str]:

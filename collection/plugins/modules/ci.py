@@ -65,6 +65,18 @@ options:
   summary:
     description: Append the Markdown summary to this file.
     type: path
+  site:
+    description: After the job, bring the results dashboard in this folder up to date (as C(orchestrate results site)).
+    type: path
+  report_url:
+    description:
+      - With O(site), where run reports are, for reports kept on another machine (a template with C({run_id}),
+        C({uid}), C({folder}), C({folder_name}), C({commit})); default each run folder's report.html.
+    type: str
+  days:
+    description: With O(site), its front page shows what moved in the last this many days.
+    type: int
+    default: 14
   commit:
     description: The commit measured (default from CI variables, else git).
     type: str

@@ -1,0 +1,86 @@
+"""One history's figures as the dashboard shows them: per metric, each job's median and interval (of its valid runs),
+the gate's word on each job (results.trend.replay: as `orchestrate ci` would have judged it against the jobs
+before), and the change points found after the fact over the whole history (stats.changepoints). Pure: the
+database's points in, figures out."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..figures.run_metrics import REPORT_METRICS
+from ..results.store import Point, jobs_of
+from ..results.trend import replay
+from ..stats.changepoints import change_points
+from ..stats.estimates import median_interval
+from ..stats.gate import default_threshold
+
+
+@dataclass(frozen=True)
+class JobFigure:
+    """One job of the history: its valid runs' median and interval, and what the gate said of it."""
+    index: int                      # its place among the history's jobs, oldest first
+    key: str                        # results.store.job_key's
+    started_at: datetime            # its first run's start
+    commit: str | None
+    branch: str | None
+    median: float | None            # of its valid runs (None: every run flagged)
+    low: float | None
+    high: float | None
+    verdict: str                    # the gate's word ("flagged" when every run was)
+    runs: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class Move:
+    """A change point: from this job on, the metric's level changed."""
+    metric: str
+    unit: str
+    job: JobFigure                  # the first job of the new level
+    before: float                   # the median of the job medians before it (since the change point before)
+    after: float                    # and from it on (up to the next)
+    pvalue: float
+
+    @property
+    def relative(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+@dataclass(frozen=True)
+class MetricHistory:
+    metric: str
+    unit: str
+    better: str | None
+    jobs: list[JobFigure]
+    moves: list[Move]
+    regressions: int                # jobs the gate would have failed
+    improvements: int
+
+
+def metric_order(names: Sequence[str]) -> list[str]:
+    """The report's figures in their order, then the app's own and any other, by name."""
+    known = [name for name in REPORT_METRICS if name in names]
+    return known + sorted(name for name in names if name not in REPORT_METRICS)
+
+
+def metric_history(metric: str, points: list[Point], unit: str, better: str | None) -> MetricHistory:
+    judged = {t.point.job: t.verdict for t in replay(points, better or "lower", default_threshold(metric),
+                                                      metric=metric) if t.point.valid}
+    jobs = []
+    for index, job in enumerate(jobs_of(points)):
+        valid = [p.value for p in job.points if p.valid]
+        median, low, high = median_interval(valid) if valid else (None, None, None)
+        first = job.points[0]
+        jobs.append(JobFigure(index, job.key, first.started_at, first.commit, first.branch, median, low, high,
+                              judged.get(job.key, "flagged"), job.points))
+    measured = [job for job in jobs if job.median is not None]
+    found = change_points([job.median for job in measured if job.median is not None])
+    moves = [Move(metric, unit, measured[c.index], c.before, c.after, c.pvalue) for c in found]
+    verdicts = [job.verdict for job in jobs]
+    return MetricHistory(metric, unit, better, jobs, moves, verdicts.count("regression"),
+                         verdicts.count("improvement"))
+
+
+def histories(found: dict[str, list[Point]], units: dict[str, tuple[str, str | None]]) -> list[MetricHistory]:
+    """Every metric of one history, in metric_order."""
+    return [metric_history(name, found[name], *units.get(name, ("", "lower"))) for name in metric_order(list(found))]
