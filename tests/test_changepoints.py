@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.stats.changepoints import MIN_SIZE, _best_split, change_points
+from orchestrator.stats.estimates import median_interval
 
 HISTORY = Path(__file__).parent / "data" / "gate-history" / "es2gears-local.json"
 
@@ -52,7 +53,6 @@ def test_clear_steps_are_found_where_they_are_with_their_levels():
     values[45:] /= 1.2 * 1.1
     found = change_points(values)
     assert [c.index for c in found] == [25, 45]
-    assert found[0].relative == np.float64(found[0].after / found[0].before - 1)
     assert 0.17 < found[0].relative < 0.23 and -0.27 < found[1].relative < -0.21
     assert found[0].before == statistics.median(values[:25]) and found[0].after == statistics.median(values[25:45])
     assert all(c.pvalue < 3e-4 for c in found)
@@ -84,3 +84,17 @@ def test_on_real_es2gears_noise_few_false_alarms_and_a_12_percent_step_found():
     stepped[:, 40:] *= 1.12
     found = sum(any(abs(c.index - 40) <= 3 for c in change_points(h)) for h in stepped)
     assert found >= 180
+
+
+def test_the_order_statistic_interval_holds_the_median_95_percent_of_the_time():
+    """k-th smallest to k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %: the range up to 8 values,
+    then (scipy's binomial) 2nd-8th of 9, 5th-13th of 17, 40th-61st of 100; what it covers, counted."""
+    from scipy.stats import binom
+    for n, k in ((1, 1), (3, 1), (5, 1), (8, 1), (9, 2), (17, 5), (100, 40)):
+        values = [float(v) for v in range(n, 0, -1)]  # given in any order
+        median, low, high = median_interval(values)
+        assert (median, low, high) == (statistics.median(values), float(k), float(n - k + 1))
+        covered = 1 - 2 * binom.cdf(k - 1, n, 0.5)
+        assert covered >= 0.95 or n < 6
+        assert n < 6 or 1 - 2 * binom.cdf(k, n, 0.5) < 0.95  # and no narrower pair holds it as often
+    assert median_interval([1.0, float("nan"), 3.0]) == (2.0, 1.0, 3.0)

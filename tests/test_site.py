@@ -118,13 +118,20 @@ def test_the_pages_figures_are_the_databases_and_a_run_dot_reaches_its_report(si
     assert page.locator("[data-metric='steady_mean_ms'] .counts").inner_text().startswith(
         f"30 jobs · {len(changes)} change point")
     judged = run_cli("results", "history", "--app", "es2gears", "--metric", "steady_mean_ms", "--judge", "--json",
-                     "--db", str(site / "results.db"))
+                     "--base", "main", "--db", str(site / "results.db"))
     assert judged.returncode == 0, judged.stderr
     by_job: dict[str, str] = {}
     for point in json.loads(judged.stdout):
         if point["valid"]:
             by_job.setdefault(point["job"], point["verdict"])
     assert [m[4] for m in medians] == list(by_job.values())
+    ringed = chart.locator("circle.verdict-regression, circle.verdict-improvement").count()
+    assert ringed == sum(v in ("regression", "improvement") for v in by_job.values())
+    cores = page.locator("svg.history[data-metric='cores_busy'] circle.job").evaluate_all(
+        "cs => cs.map(c => c.dataset.verdict)")
+    assert cores == ["not gated"] * 30  # ci gates no metric without a better direction
+    facts = page.locator("[data-section=header] dl.facts").inner_text()
+    assert "150" in facts and "30" in facts
     moved = front.page.locator("table[data-table='moved'] tbody tr")
     ways = moved.evaluate_all("rs => rs.map(r => [r.dataset.metric, +r.dataset.relative, "
                               "r.querySelector('[data-way]').dataset.way])")
@@ -151,14 +158,18 @@ def test_a_rebuild_draws_only_the_history_that_gained_runs(site):
     record = run_record(site / "runs" / RUN.name)
     assert record is not None
     database = open_database(str(site / "results.db"))
-    try:
-        add_run(database, replace(record, uid="other-app", app="es2gears-other"), Provenance("f" * 40, "main"))
+    try:  # another app's run, one of its figures not a number (a tool that printed inf)
+        add_run(database, replace(record, uid="other-app", app="es2gears-other", metrics={
+            **record.metrics, "first_frame_ms": Metric(float("inf"), "ms", "lower")}), Provenance("f" * 40, "main"))
     finally:
         database.close()
     third = run_cli("results", "site", str(site / "site"), "--db", str(site / "results.db"))
     assert third.returncode == 0 and "1 history drawn, 1 as they were; 151 runs" in third.stderr
     after = {p.name: p.stat().st_mtime_ns for p in (site / "site").glob("*.html")}
     assert len(after) == 3 and all(after[name] == stamp for name, stamp in before.items() if name != "index.html")
+    [other] = [p for p in (site / "site").glob("es2gears-other-*.html")]
+    text = other.read_text()
+    assert 'data-metric="steady_mean_ms"' in text and 'data-metric="first_frame_ms"' not in text
 
 
 def test_report_links_for_reports_kept_elsewhere_and_a_bad_template(site):
@@ -170,3 +181,11 @@ def test_report_links_for_reports_kept_elsewhere_and_a_bad_template(site):
     bad = run_cli("results", "site", str(site / "bad"), "--db", str(site / "results.db"), "--report-url",
                   "https://ci.example/{run}/report.html")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "{run_id}" in bad.stderr
+
+
+def test_an_empty_database_is_a_site_that_says_so(tmp_path):
+    open_database(str(tmp_path / "empty.db")).close()  # made, and no run stored
+    done = run_cli("results", "site", str(tmp_path / "site"), "--db", str(tmp_path / "empty.db"))
+    assert done.returncode == 0, done.stderr
+    assert "0 histories drawn, 0 as they were; 0 runs" in done.stderr
+    assert "the results database holds no run yet" in (tmp_path / "site" / "index.html").read_text()

@@ -4,6 +4,7 @@ stored once however often and by however many writers it is imported; compaction
 extension; a SQL error is one line that names the views."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import shutil
 from pathlib import Path
@@ -123,6 +124,14 @@ def test_imported_again_no_run_counts_twice_before_or_after_compaction(imported)
     assert "0 runs stored" in again.stdout and "new in the warehouse" not in again.stdout
     assert sorted(run_query(warehouse, STEADY).rows) == sorted(before)
     assert run_query(warehouse, "SELECT count(*), count(DISTINCT run_uid) FROM runs").rows == [(9, 9)]
+    # a compaction that died between renaming its file in and removing the ones it merged: the next one keeps
+    # each run's rows once
+    merged = warehouse.files("frames")[0]
+    shutil.copy(merged, merged.with_name("left-behind.parquet"))
+    doubled = run_query(warehouse, "SELECT count(*) FROM frames").rows[0][0]
+    compact(warehouse)
+    assert run_query(warehouse, "SELECT count(*) FROM frames").rows[0][0] < doubled
+    assert sorted(run_query(warehouse, STEADY).rows) == sorted(before)
     for table in TABLES:  # every file has the table's own columns
         for path in warehouse.files(table):
             assert pq.read_schema(path).remove_metadata() == SCHEMAS[table]
@@ -163,6 +172,11 @@ def test_no_extension_is_fetched_or_loaded_and_a_bad_query_is_one_line_naming_th
     assert "httpfs" in remote.value.message
     loaded = run_query(warehouse, "SELECT extension_name FROM duckdb_extensions() WHERE loaded").rows
     assert "httpfs" not in {name for (name,) in loaded}
+    for sql, said in (("INSTALL httpfs", "loads none"), ("LOAD httpfs", "loads none"),
+                      ("SET autoload_known_extensions = true", "locked"), ("SELECT 1; SELECT 2", "2 statements")):
+        with pytest.raises(UsageError) as refused:
+            run_query(warehouse, sql)
+        assert said in refused.value.message
     done = run_cli("results", "query", "SELECT nothing FROM nowhere", "--warehouse", str(imported / "wh"))
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "nowhere" in done.stderr
@@ -175,9 +189,11 @@ def test_query_prints_a_table_json_and_csv(imported):
     table, as_json, as_csv = (run_cli(*common, *extra) for extra in ((), ("--json",), ("--csv",)))
     assert all(done.returncode == 0 for done in (table, as_json, as_csv)), table.stderr
     assert "es2gears" in table.stdout and "2 rows" in table.stdout
-    import json
     assert json.loads(as_json.stdout) == [{"app": "es2gears", "runs": 5}, {"app": "posebench", "runs": 4}]
     assert as_csv.stdout.splitlines() == ["app,runs", "es2gears,5", "posebench,4"]
+    odd = run_cli("results", "query", "SELECT 1 AS a, 2 AS a, 'inf'::DOUBLE AS b", "--json", "--warehouse",
+                  str(imported / "wh"))
+    assert odd.returncode == 0 and json.loads(odd.stdout) == [{"a": 1, "a_2": 2, "b": None}]
     nowhere = run_cli("results", "query", "SELECT 1", "--warehouse", str(imported / "nowhere"))
     assert nowhere.returncode == 2 and "no warehouse at" in nowhere.stderr
 
@@ -211,3 +227,39 @@ def test_a_copy_of_a_run_folder_elsewhere_is_the_same_run(tmp_path, imported):
     done = run_cli("results", "import", str(copy), "--db", str(imported / "r.db"), "--warehouse",
                    str(imported / "wh"))
     assert done.returncode == 0 and "already there" in done.stdout and "new in the warehouse" not in done.stdout
+
+
+def test_each_frames_calls_are_the_exports_own(tmp_path, export):
+    """A run folder with its export (the real es2gears capture, analysed as a run's end analyses it): each frame's
+    calls are the export's OSRT_API and OPENGL_API rows that start in it, counted by SQLite itself; every frame
+    swaps once and draws its three gears."""
+    import sqlite3
+
+    from orchestrator.analysis import AnalysisOptions, analyze_report
+    from orchestrator.documents.summary import write_summary
+    run_dir = tmp_path / "run"
+    shutil.copytree(next(d for d in RUN_FOLDERS if d.name == "20261206T143333Z-local-es2gears"), run_dir)
+    shutil.copy(export("es2gears-opengl"), run_dir / "report.sqlite")
+    summary = analyze_report(run_dir / "report.sqlite", AnalysisOptions())
+    write_summary(run_dir, summary)
+    warehouse = open_warehouse(tmp_path / "wh")
+    assert store_runs(warehouse, run_dir, Provenance("abc1234", "main")) == 1
+    assert summary.frames is not None and summary.frames.count == 2445
+    spans = [(i, start, start + ns) for i, (start, ns) in
+             enumerate(zip(summary.frames.frame_starts_ns, summary.frames.per_frame_ns))]
+    connection = sqlite3.connect(run_dir / "report.sqlite")
+    try:
+        connection.execute("CREATE TEMP TABLE frames (i INTEGER, s INTEGER, e INTEGER)")
+        connection.executemany("INSERT INTO frames VALUES (?, ?, ?)", spans)
+        for table, kind in (("OSRT_API", "osrt"), ("OPENGL_API", "opengl")):
+            counted = dict(connection.execute(f"SELECT f.i, count(*) FROM frames f JOIN {table} o "
+                                              "ON o.start >= f.s AND o.start < f.e GROUP BY f.i").fetchall())
+            ours = dict(run_query(warehouse, f"SELECT frame, sum(calls) FROM frame_calls WHERE kind = '{kind}' "
+                                             "GROUP BY frame").rows)
+            assert ours == counted and sum(ours.values()) > 10_000
+    finally:
+        connection.close()
+    per_frame = run_query(warehouse, "SELECT name, min(calls), max(calls), count(*) FROM frame_calls "
+                                     "WHERE kind = 'opengl' AND name IN ('eglSwapBuffers', 'glDrawArrays') "
+                                     "GROUP BY name ORDER BY name").rows
+    assert per_frame == [("eglSwapBuffers", 1, 1, 2445), ("glDrawArrays", 3, 3, 2445)]

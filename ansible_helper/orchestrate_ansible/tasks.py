@@ -74,7 +74,7 @@ ARGUMENT_SPECS: dict[str, Spec] = {
            "branch": {"type": "str"}, "site": {"type": "path"}, "report_url": {"type": "str"},
            "days": {"type": "int", "default": 14}, **RUN, **SSH},
     "doctor": {**SSH},
-    "fetch": {"run_dir": {"type": "path", "required": True}, **SSH},
+    "fetch": {"run_dir": {"type": "path", "required": True}, "warehouse": {"type": "path"}, **SSH},
 }
 ONE_OF = {"profile": ["app", "app_cmd"], "ci": ["app", "study"]}
 POSITIONAL = {"study": "file", "fetch": "run_dir"}

@@ -29,7 +29,17 @@ from ..inventory.catalog import AppSpec, find_app
 from ..inventory.hosts import Host
 from ..results.records import EXTRA_METRICS, Provenance, RunRecord, folder_records
 from ..results.store import Series, add_run, baseline, finish_job, start_job
-from ..stats.gate import BASELINE_JOBS, MIN_JOBS, NO_BASELINE, NOT_SURE, REGRESSION, Decision, GateRule, decide
+from ..stats.gate import (
+    BASELINE_JOBS,
+    MIN_JOBS,
+    NO_BASELINE,
+    NOT_SURE,
+    REGRESSION,
+    Decision,
+    GateRule,
+    decide,
+    gated_by_default,
+)
 from ..study.runner import StudyOutcome, StudyProgress, StudyRequest, run_study
 from ..study.spec import Cell, StudySpec, cell_app, cells, load_study, with_values
 from ..warehouse.importing import store_record
@@ -169,7 +179,11 @@ def _run_job(request: CiRequest, job_uid: str, database: Database, progress: Stu
             if record.folder not in stored:
                 add_run(database, record, request.provenance, job_id)
                 if request.warehouse is not None:
-                    store_record(request.warehouse, record, request.provenance, Path(record.folder))
+                    try:
+                        store_record(request.warehouse, record, request.provenance, Path(record.folder))
+                    except OrchestratorError as exc:  # the job's verdict does not hang on its rows
+                        progress.note("warning", f"{record.run_id}'s rows were not kept: {exc.one_line()}; "
+                                                 "'orchestrate results import' keeps them later")
                 stored.add(record.folder)
 
     def store_new() -> None:
@@ -251,9 +265,6 @@ def gate_checks(request: CiRequest, database: Database, records: list[RunRecord]
     return checks
 
 
-NOT_GATED_BY_DEFAULT = frozenset({"gpu_ms_per_frame"})
-
-
 def _gated(rules: tuple[GateRule, ...], records: list[RunRecord]) -> list[tuple[str, float]]:
     """(metric, threshold): the rules' metrics, else every metric the runs have with a better direction, each
     at its default threshold (but the GPU's time per frame, whose noise between jobs is not measured yet: it is
@@ -261,7 +272,7 @@ def _gated(rules: tuple[GateRule, ...], records: list[RunRecord]) -> list[tuple[
     if rules:
         return [(rule.metric, rule.limit) for rule in rules]
     names = dict.fromkeys(n for r in records for n, m in r.metrics.items()
-                          if m.better in ("lower", "higher") and n not in NOT_GATED_BY_DEFAULT)
+                          if gated_by_default(n, m.better))
     return [(name, GateRule(name).limit) for name in names]
 
 

@@ -44,6 +44,7 @@ from .options import (
     add_no_nsys_option,
     add_run_settings,
     add_ssh_options,
+    add_warehouse_option,
     capture_overrides,
     connect_options,
     existing_folder,
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("run_dir", type=Path, help="the run folder (runs/<run>)")
     add_inventory_options(fetch, "Ansible inventory (default: the one the run used, else as for profile)")
     add_ssh_options(fetch)
+    add_warehouse_option(fetch)
 
     apps = sub.add_parser("apps", help="list the app catalog", description="List the app specs orchestrate knows.")
     apps.add_argument("--apps-dir", type=existing_folder, help="extra folder of app specs")
@@ -224,6 +226,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         outcome = fetch(args.run_dir, args.inventory, connect_options(args), progress, vault_options(args))
     finally:
         progress.close()
+    keep_rows(args, outcome.run_dir)
     print(outcome.run_dir)
     return 0
 

@@ -33,6 +33,7 @@ from ..runs.folder import safe_name_part
 from ..runs.profile import ProfileRequest
 from ..study.runner import StudyRequest
 from .options import capture_overrides, connect_options, lease_options, output_folder, run_settings
+from .warehouse_commands import keep_rows
 
 TASKS = ("profile", "study", "ci", "doctor", "fetch")
 # the commands whose host is --target (doctor and fetch take theirs from the play, and the run folder)
@@ -95,6 +96,8 @@ def run_task(command: str, options: Sequence[str], target: str, record: Mapping[
                 result = _check(command, args, hosts, target)
             else:
                 result = TASK_RUNNERS[command](args, hosts, target, notes)
+                if command in ("profile", "study", "fetch") and result.get("folder"):
+                    keep_rows(args, Path(result["folder"]))  # as the command line keeps them
     except BoardQuarantinedError as exc:  # skipped, as a fleet skips it
         result = {"status": "skipped", "reason": exc.one_line(), "exit_code": exc.exit_code, "changed": False}
     except OrchestratorError as exc:

@@ -126,7 +126,9 @@ def _import(args: argparse.Namespace, database: Any) -> int:
         print(f"{found.folder}: {found.stored} run{'s' if found.stored != 1 else ''} stored"
               + (f", {found.already} already there" if found.already else "")
               + (f", {found.nothing} never reached a board" if found.nothing else "")
-              + (f"; {found.rows} new in the warehouse" if warehouse is not None and found.rows else ""))
+              + (f"; {found.rows} new in the warehouse" if warehouse is not None and found.rows else "")
+              + (f"; {found.pending} still on their boards ('orchestrate fetch' brings them and their rows)"
+                 if found.pending else ""))
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ jetpack, l4t, git_commit, git_branch, study, cell, valid, flags):
   shares       the focus thread's time by what it waits for: share, ns, pct, ms_per_frame
   threads      each thread's CPU time: tid, name, cpu_ns, cpu_pct, top_symbol
   api          the API tables (api: osrt, opengl, nvtx, cuda_api...): name, calls, total_ns, avg_ns, med_ns
+  frame_calls  each frame's calls and GPU work by name (from the export): frame, kind, name, calls, total_ns
   gpu_work     each frame's GPU work by kind: frame, kind, ns, count
   kernels      CUDA kernels by launch shape: function, grid, block, calls, total_ns
   hotspots     CPU samples by function: view (self, inclusive), rank, symbol, module, samples, pct
@@ -109,7 +111,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         if database is not None:
             database.close()
     if args.json:
-        print(json.dumps([dict(zip(answer.columns, row)) for row in answer.rows], default=_plain, indent=1))
+        names = _unique(answer.columns)
+        print(json.dumps([{name: _finite(value) for name, value in zip(names, row)} for row in answer.rows],
+                         default=_plain, indent=1, allow_nan=False))
     elif args.csv:
         out = csv.writer(sys.stdout)
         out.writerow(answer.columns)
@@ -177,6 +181,21 @@ def _needed(args: argparse.Namespace) -> Any:
         raise UsageError(f"no warehouse at {warehouse.root}",
                          "runs go there as they end; 'orchestrate results import FOLDER' brings older ones")
     return warehouse
+
+
+def _unique(columns: list[str]) -> list[str]:
+    """Column names as JSON keys: a name given twice (two tables' run_id) is kept, the second as name_2."""
+    seen: dict[str, int] = {}
+    names = []
+    for column in columns:
+        seen[column] = seen.get(column, 0) + 1
+        names.append(column if seen[column] == 1 else f"{column}_{seen[column]}")
+    return names
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _plain(value: Any) -> Any:

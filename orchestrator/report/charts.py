@@ -83,6 +83,15 @@ def shorten(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def value_axis(values: list[float], count: int = 5) -> tuple[float, float, list[float]]:
+    """A chart's value axis over ``values``: its low and high ends (the values with a margin, out to the ticks) and
+    round ticks."""
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+    ticks = nice_ticks(low - pad, high + pad, count)
+    return min(low - pad, ticks[0]), max(high + pad, ticks[-1]), ticks
+
+
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round axis values covering [low, high]: steps of 1, 2 or 5 times a power of ten."""
     if high <= low:

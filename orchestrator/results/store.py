@@ -308,6 +308,12 @@ def series_history(database: Database, key: SeriesKey) -> dict[str, list[Point]]
     return found
 
 
+def job_bases(database: Database) -> dict[int, str]:
+    """What each CI job compared with (a branch, "last-good", or a run or commit), by its id."""
+    rows = read_rows(database, select(jobs_table.c.id, jobs_table.c.base).where(jobs_table.c.base.is_not(None)))
+    return {int(row.id): row.base for row in rows}
+
+
 def metric_units(database: Database) -> dict[str, tuple[str, str | None]]:
     """Each metric's unit and which way is better, as stored."""
     rows = read_rows(database, select(metrics.c.name, metrics.c.unit, metrics.c.better).distinct())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..report.charts import WIDTH, Chart, Line, Rect, Text, nice_ticks
+from ..report.charts import WIDTH, Chart, Line, Rect, Text, value_axis
 from ..report.render import Fact, render, write_page
 from ..stats.gate import BASELINE_JOBS, MIN_JOBS
 from .trend import TrendPoint
@@ -41,10 +41,7 @@ def trend_chart(judged: list[TrendPoint], unit: str) -> Chart:
     if not judged:
         return chart
     values = [t.point.value for t in judged] + [v for t in judged if t.band for v in t.band]
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
-    ticks = nice_ticks(low - pad, high + pad, 5)
-    low, high = min(low - pad, ticks[0]), max(high + pad, ticks[-1])
+    low, high, ticks = value_axis(values)
     plot_w, plot_h = WIDTH - left - right, height - top - bottom
     step = plot_w / max(len(judged), 1)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -16,8 +17,8 @@ from typing import Any
 from ..database.connection import Database
 from ..errors import UsageError
 from ..files import write_text
-from ..results.store import SeriesKey, metric_units, series_history, series_keys
-from .history import histories
+from ..results.store import Point, SeriesKey, job_bases, metric_units, series_history, series_keys
+from .history import drawn_jobs, drawn_runs, histories
 from .pages import (
     IndexPage,
     MoveRow,
@@ -32,7 +33,7 @@ from .pages import (
 )
 
 STATE_FILE, INDEX_FILE, LOCK_FILE = "site.json", "index.html", ".lock"
-SITE_VERSION = 1   # site.json's shape: a build of another version draws every page again
+SITE_VERSION = 2   # site.json's shape: a build of another version draws every page again
 
 
 @dataclass(frozen=True)
@@ -66,13 +67,15 @@ def build_site(database: Database, request: SiteRequest) -> Built:
         drawn = 0
         keys = series_keys(database)
         units = metric_units(database) if keys else {}
+        bases = job_bases(database) if keys else {}
         for key in keys:
             name = page_name(key)
             before = state.get(name)
             if before and (before["runs"], before["newest"]) == (key.runs, key.newest) and (folder / name).is_file():
                 pages[name] = before
                 continue
-            found = histories(series_history(database, key), units)
+            points = series_history(database, key)
+            found = histories(points, units, base_of(points, bases))
             page = series_page(key, found, link, name)
             write_text(folder / name, render_series(page))
             pages[name] = _page_state(key, name, page.moves, found)
@@ -85,6 +88,14 @@ def build_site(database: Database, request: SiteRequest) -> Built:
     finally:
         os.close(handle)
     return Built(drawn, len(keys) - drawn, sum(key.runs for key in keys), index)
+
+
+def base_of(points: dict[str, list[Point]], bases: dict[int, str]) -> str | None:
+    """The branch most of the history's CI jobs compared with (their baseline's), None outside CI jobs or when
+    they compared with a run or "last-good": every valid job before then makes the baseline."""
+    found = Counter(bases[p.job_id] for found in points.values() for p in found if p.job_id in bases)
+    base = found.most_common(1)[0][0] if found else None
+    return base if base != "last-good" and not any(p.run_id == base for v in points.values() for p in v) else None
 
 
 def _state(folder: Path, database: str, report_url: str | None) -> dict[str, Any]:
@@ -102,8 +113,8 @@ def _state(folder: Path, database: str, report_url: str | None) -> dict[str, Any
 
 def _page_state(key: SeriesKey, name: str, moves: list[MoveRow], found: list[Any]) -> dict[str, Any]:
     last = max((p.started_at for m in found for job in m.jobs for p in job.runs), default=None)
-    return {"title": page_title(key), "runs": key.runs, "newest": key.newest,
-            "jobs": max((len(m.jobs) for m in found), default=0), "last_run": last.isoformat() if last else "",
+    return {"title": page_title(key), "runs": key.runs, "newest": key.newest, "drawn_runs": drawn_runs(found),
+            "jobs": drawn_jobs(found), "last_run": last.isoformat() if last else "",
             "regressions": sum(m.regressions for m in found), "moves": [asdict(move) for move in moves],
             "move_starts": [m.job.started_at.isoformat() for m in (move for h in found for move in h.moves)]}
 
@@ -112,10 +123,10 @@ def _index(pages: dict[str, Any], days: int, now: datetime, database: str) -> In
     since = now - timedelta(days=days)
     rows, recent = [], []
     for name, page in sorted(pages.items(), key=lambda item: item[1]["title"]):
-        rows.append(PageRow(name, page["title"], page["runs"], page["jobs"], page["last_run"][:16].replace("T", " "),
-                            len(page["moves"]), page["regressions"]))
+        rows.append(PageRow(name, page["title"], page["drawn_runs"], page["jobs"],
+                            page["last_run"][:16].replace("T", " "), len(page["moves"]), page["regressions"]))
         recent += [MoveRow(**move) for move, start in zip(page["moves"], page["move_starts"])
                    if datetime.fromisoformat(start) >= since]
-    return index_page(rows, recent, days, database, sum(p["runs"] for p in pages.values()), now)
+    return index_page(rows, recent, days, database, sum(p["drawn_runs"] for p in pages.values()), now)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..report.charts import nice_ticks
+from ..report.charts import Text, value_axis
 from ..results.store import Point
 from .history import MetricHistory
 
@@ -34,22 +34,13 @@ class Bar:
 
 
 @dataclass(frozen=True)
-class Label:
-    x: float
-    y: float
-    text: str
-    cls: str = "axis"
-    anchor: str = "end"
-
-
-@dataclass(frozen=True)
 class HistoryChart:
     metric: str
     width: float
     height: float
     dots: list[Dot]
     bars: list[Bar]
-    labels: list[Label]
+    labels: list[Text]
     grid: list[float]                       # y of each tick's line
     changes: list[Bar]                      # the change points' dashed lines
 
@@ -62,10 +53,7 @@ def history_chart(history: MetricHistory, link: Callable[[Point], str | None]) -
     jobs, unit = history.jobs, history.unit
     values = [p.value for job in jobs for p in job.runs] + \
              [v for job in jobs for v in (job.low, job.high) if v is not None]
-    low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
-    ticks = nice_ticks(low - pad, high + pad, 5)
-    low, high = min(low - pad, ticks[0]), max(high + pad, ticks[-1])
+    low, high, ticks = value_axis(values or [0.0, 1.0])
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(len(jobs), 1)
 
@@ -74,8 +62,9 @@ def history_chart(history: MetricHistory, link: Callable[[Point], str | None]) -
 
     def y_of(value: float) -> float:
         return TOP + plot_h * (1 - (value - low) / (high - low))
-    labels = [Label(LEFT - 6, y_of(t) + 4, f"{t:g}") for t in ticks]
-    labels += [Label(LEFT - 6, HEIGHT - 8, unit), Label(WIDTH - RIGHT, HEIGHT - 8, f"{len(jobs)} jobs, oldest first")]
+    labels = [Text(LEFT - 6, y_of(t) + 4, f"{t:g}", "axis", "end") for t in ticks]
+    labels += [Text(LEFT - 6, HEIGHT - 8, unit, "axis", "end"),
+               Text(WIDTH - RIGHT, HEIGHT - 8, f"{len(jobs)} jobs, oldest first", "axis", "end")]
     dots: list[Dot] = []            # the runs' dots, drawn over the jobs' (each a link of its own)
     medians: list[Dot] = []
     bars: list[Bar] = []
@@ -100,7 +89,7 @@ def history_chart(history: MetricHistory, link: Callable[[Point], str | None]) -
     changes = [Bar(x_of(move.job.index) - step / 2, TOP, HEIGHT - BOTTOM, "change-point",
                    f"from {move.job.started_at:%Y-%m-%d} ({(move.job.commit or '')[:9]}): {_fmt(move.before)} -> "
                    f"{_fmt(move.after)} {unit} ({move.relative:+.1%}, p {move.pvalue:.1g})") for move in history.moves]
-    labels += [Label(c.x + 3, TOP - 4, f"{m.relative:+.1%}", "change-label", "start")
+    labels += [Text(c.x + 3, TOP - 4, f"{m.relative:+.1%}", "change-label", "start")
                for c, m in zip(changes, history.moves)]
     return HistoryChart(history.metric, WIDTH, HEIGHT, medians + dots, bars, labels, [y_of(t) for t in ticks],
                         changes)

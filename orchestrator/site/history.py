@@ -4,6 +4,7 @@ before), and the change points found after the fact over the whole history (stat
 database's points in, figures out."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,7 +14,9 @@ from ..results.store import Point, jobs_of
 from ..results.trend import replay
 from ..stats.changepoints import change_points
 from ..stats.estimates import median_interval
-from ..stats.gate import default_threshold
+from ..stats.gate import default_threshold, gated_by_default
+
+NOT_GATED = "not gated"   # the verdict of a job of a metric ci does not gate by default
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class Move:
 
     @property
     def relative(self) -> float:
-        return self.after / self.before - 1 if self.before else 0.0
+        """The change against the level before: +0.05 is 5 % up (inf from a level of 0)."""
+        return (self.after - self.before) / abs(self.before) if self.before else math.inf
 
 
 @dataclass(frozen=True)
@@ -63,16 +67,24 @@ def metric_order(names: Sequence[str]) -> list[str]:
     return known + sorted(name for name in names if name not in REPORT_METRICS)
 
 
-def metric_history(metric: str, points: list[Point], unit: str, better: str | None) -> MetricHistory:
-    judged = {t.point.job: t.verdict for t in replay(points, better or "lower", default_threshold(metric),
-                                                      metric=metric) if t.point.valid}
+def metric_history(metric: str, points: list[Point], unit: str, better: str | None,
+                   base_branch: str | None = None) -> MetricHistory:
+    """The metric's jobs, moves and the gate's replay. A value that is not a number (inf, NaN) is left out: it has
+    no place on a chart. Only a metric `orchestrate ci` gates by default is judged (against ``base_branch``'s valid
+    jobs before each, as its jobs compared): the others' jobs say "not gated"."""
+    points = [p for p in points if math.isfinite(p.value)]
+    judged: dict[str, str] = {}
+    if gated_by_default(metric, better):
+        judged = {t.point.job: t.verdict for t in replay(points, better or "lower", default_threshold(metric),
+                                                          base_branch=base_branch, metric=metric) if t.point.valid}
     jobs = []
     for index, job in enumerate(jobs_of(points)):
         valid = [p.value for p in job.points if p.valid]
         median, low, high = median_interval(valid) if valid else (None, None, None)
         first = job.points[0]
+        verdict = judged.get(job.key, NOT_GATED if valid and not judged else "flagged")
         jobs.append(JobFigure(index, job.key, first.started_at, first.commit, first.branch, median, low, high,
-                              judged.get(job.key, "flagged"), job.points))
+                              verdict, job.points))
     measured = [job for job in jobs if job.median is not None]
     found = change_points([job.median for job in measured if job.median is not None])
     moves = [Move(metric, unit, measured[c.index], c.before, c.after, c.pvalue) for c in found]
@@ -81,6 +93,18 @@ def metric_history(metric: str, points: list[Point], unit: str, better: str | No
                          verdicts.count("improvement"))
 
 
-def histories(found: dict[str, list[Point]], units: dict[str, tuple[str, str | None]]) -> list[MetricHistory]:
-    """Every metric of one history, in metric_order."""
-    return [metric_history(name, found[name], *units.get(name, ("", "lower"))) for name in metric_order(list(found))]
+def histories(found: dict[str, list[Point]], units: dict[str, tuple[str, str | None]],
+              base_branch: str | None = None) -> list[MetricHistory]:
+    """Every metric of one history that has a value, in metric_order."""
+    made = [metric_history(name, found[name], *units.get(name, ("", None)), base_branch)
+            for name in metric_order(list(found))]
+    return [m for m in made if m.jobs]
+
+
+def drawn_runs(found: list[MetricHistory]) -> int:
+    """The runs the history's charts draw (a run with no figure at all draws no dot)."""
+    return len({p.uid or p.run_id for m in found for job in m.jobs for p in job.runs})
+
+
+def drawn_jobs(found: list[MetricHistory]) -> int:
+    return len({job.key for m in found for job in m.jobs})

@@ -17,7 +17,7 @@ from ..results.store import Point, SeriesKey
 from ..stats.changepoints import P_VALUE
 from ..stats.estimates import ORDER_INTERVAL_METHOD
 from .charts import HistoryChart, history_chart
-from .history import MetricHistory
+from .history import MetricHistory, drawn_jobs, drawn_runs
 
 LINK_FIELDS = ("run_id", "uid", "folder", "folder_name", "commit")
 
@@ -105,7 +105,9 @@ class IndexPage:
 NOTE = (f"Each dot is a job's median over its valid runs (a CI job's runs; a study folder's; else a run alone), its "
         f"bar the median's 95 % interval ({ORDER_INTERVAL_METHOD}); the small dots are the runs, each a link to its "
         "report page, hollow when flagged (throttled, clocks dropped...: never part of a median). A ring marks a job "
-        "the CI gate would have failed (red) or called faster (green) against the valid jobs before it. Dashed lines "
+        "the CI gate at its default thresholds would call a regression (red) or an improvement (green) against the "
+        "valid jobs before it on the branch the history's CI jobs compared with, as `results history --judge` "
+        "replays it (a metric the gate does not gate by default has none). Dashed lines "
         f"are change points found after the fact over the whole history (E-divisive means, a Mann-Whitney test "
         f"between neighbours below p {P_VALUE:g}).")
 
@@ -126,10 +128,9 @@ def move_rows(page: str, title: str, found: list[MetricHistory]) -> list[MoveRow
 
 def series_page(key: SeriesKey, found: list[MetricHistory], link: Callable[[Point], str | None],
                 page: str) -> SeriesPage:
-    jobs = max((len(m.jobs) for m in found), default=0)
     newest = max((p.started_at for m in found for job in m.jobs for p in job.runs), default=None)
     facts = [Fact("app" if not key.cell else "study", key.subject), Fact("board kind", key.board_kind),
-             Fact("runs", str(key.runs)), Fact("jobs", str(jobs)),
+             Fact("runs", str(drawn_runs(found))), Fact("jobs", str(drawn_jobs(found))),
              Fact("newest run", f"{newest:%Y-%m-%d %H:%M} UTC" if newest else "")]
     if key.cell:
         facts.insert(1, Fact("cell", key.cell))

@@ -35,8 +35,8 @@ class ChangePoint:
 
     @property
     def relative(self) -> float:
-        """after / before - 1: +0.05 is 5 % up."""
-        return self.after / self.before - 1 if self.before else float("inf")
+        """The change against the level before: +0.05 is 5 % up (inf from a level of 0)."""
+        return (self.after - self.before) / abs(self.before) if self.before else float("inf")
 
 
 def change_points(values: Sequence[float], p_value: float = P_VALUE, min_size: int = MIN_SIZE) -> list[ChangePoint]:
@@ -44,6 +44,8 @@ def change_points(values: Sequence[float], p_value: float = P_VALUE, min_size: i
     series = np.asarray(values, dtype=float)
     if not np.isfinite(series).all():
         raise ValueError("change_points needs finite values")
+    if min_size < 2:
+        raise ValueError("change_points needs at least 2 points on each side of a split")
     candidates: list[int] = []
     pending = [(0, len(series))]
     while pending:

@@ -42,6 +42,15 @@ MIN_JOBS = 5              # baseline jobs before the noise between jobs is known
 BASELINE_JOBS = 10        # the newest valid jobs a baseline holds
 DEFAULT_THRESHOLD = 0.05  # a metric without a default of its own
 # per metric: what this machine's unchanged jobs spread (bench/gate_false_alarms.py), with room
+# a metric `orchestrate ci` gates only when a --gate names it: the GPU's time per frame, whose noise between jobs is
+# not measured yet (every other metric with a better direction is gated by default)
+NOT_GATED_BY_DEFAULT = frozenset({"gpu_ms_per_frame"})
+
+
+def gated_by_default(metric: str, better: str | None) -> bool:
+    return better in ("lower", "higher") and metric not in NOT_GATED_BY_DEFAULT
+
+
 DEFAULT_THRESHOLDS = {"first_frame_ms": 0.25, "steady_mean_ms": 0.05, "steady_p50_ms": 0.05, "steady_p90_ms": 0.10,
                       "frames_per_s": 0.05, "energy_per_frame_mj": 0.10}
 APP_FIRST_THRESHOLD = 0.25  # an app parser's first_* figures (first inference: model loading included)

@@ -52,6 +52,10 @@ OWN: dict[str, list[tuple[str, pa.DataType]]] = {
     # the API tables as `nsys stats` reports them: calls of one name over the window (api: osrt, opengl, nvtx...)
     "api": [("api", pa.string()), ("name", pa.string()), ("calls", pa.int64()), ("total_ns", pa.int64()),
             ("avg_ns", pa.float64()), ("med_ns", pa.float64()), ("min_ns", pa.int64()), ("max_ns", pa.int64())],
+    # each frame's calls and GPU work by name (kind: opengl, osrt, nvtx, cuda_api, cuda_kernel, memcpy, opengl_gpu):
+    # the events that started in the frame, on any thread or GPU lane, from the run's export
+    "frame_calls": [("frame", pa.int64()), ("kind", pa.string()), ("name", pa.string()), ("calls", pa.int64()),
+                    ("total_ns", pa.int64())],
     # the GPU's work of each frame by kind (a queue's name): its time and how many pieces of work
     "gpu_work": [("frame", pa.int64()), ("kind", pa.string()), ("ns", pa.int64()), ("count", pa.int64())],
     # CUDA kernels by launch shape (gpukernsum)

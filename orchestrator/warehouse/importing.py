@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..database.connection import Database
+from ..documents.run import read_run_or_none
 from ..documents.study import StudyDocument
 from ..results.records import Provenance, RunRecord, run_record, run_uid, runs_in
 from ..results.store import add_run, stored_uids
@@ -21,12 +22,23 @@ def store_record(warehouse: Warehouse, record: RunRecord, provenance: Provenance
                      run_tables(record, provenance, run_dir))
 
 
+PENDING_STAGES = ("capturing", "on_board")  # its report is still on the board: 'orchestrate fetch' brings it
+
+
+def settled(run_dir: Path) -> bool:
+    """Whether the run is as it stays: not a capture whose report is still on its board (its rows wait for the
+    fetch, which keeps them: a run's rows are written once)."""
+    run = read_run_or_none(run_dir)
+    return run is not None and run.stage not in PENDING_STAGES
+
+
 def store_runs(warehouse: Warehouse, folder: Path, provenance: Provenance) -> int:
-    """The rows of every run ``folder`` holds (a run, study or fleet folder) that the warehouse has not; how many."""
+    """The rows of every run ``folder`` holds (a run, study or fleet folder) that the warehouse has not, once it
+    is settled; how many."""
     stored = 0
     for run_dir, study in runs_in(folder):
         uid = run_uid(run_dir)
-        if uid is not None and not warehouse.is_stored(uid):
+        if uid is not None and not warehouse.is_stored(uid) and settled(run_dir):
             record = run_record(run_dir, study)
             stored += record is not None and store_record(warehouse, record, provenance, run_dir)
     return stored
@@ -40,6 +52,7 @@ class Imported:
     stored: int = 0       # runs newly in the database
     already: int = 0      # runs the database held before
     rows: int = 0         # runs newly in the warehouse
+    pending: int = 0      # runs whose report is still on the board (their rows wait for 'orchestrate fetch')
     nothing: int = 0      # run folders without a run to keep (it never reached its board)
 
 
@@ -81,4 +94,7 @@ def _import_one(database: Database, warehouse: Warehouse | None, run_dir: Path, 
         imported.stored += 1
     known.add(uid)
     if warehouse is not None and not in_warehouse:
-        imported.rows += store_record(warehouse, record, provenance, run_dir)
+        if settled(run_dir):
+            imported.rows += store_record(warehouse, record, provenance, run_dir)
+        else:
+            imported.pending += 1

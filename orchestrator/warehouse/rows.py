@@ -1,5 +1,5 @@
 """One run's rows of every warehouse table, from its folder's documents (run.json's record, summary.json, the app's
-output): pure over the folder's files, no export read. Each table's rows carry the run's keys."""
+output) and, for each frame's calls, its export. Each table's rows carry the run's keys."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,6 +14,7 @@ from ..errors import ParseError, UsageError
 from ..parsers import parse
 from ..results.records import Provenance, RunRecord
 from .columns import KEYS, OWN, SCHEMAS, share_column
+from .frame_calls import frame_calls
 
 API_TABLES = ("osrt", "opengl", "opengl_gpu", "nvtx", "khr_debug", "cuda_api", "memcpy")
 APP_OUTPUT = ("app.stdout.log", "app.stderr.log")
@@ -33,7 +34,8 @@ def run_tables(record: RunRecord, provenance: Provenance, run_dir: Path) -> dict
         "runs": [_run_row(record, summary)],
         "metrics": [{"name": name, "value": m.value, "unit": m.unit, "better": m.better}
                     for name, m in record.metrics.items()],
-        "frames": _frames(summary), "shares": _shares(summary), "threads": _threads(summary), "api": _api(summary),
+        "frames": _frames(summary), "frame_calls": _frame_calls(run_dir, summary), "shares": _shares(summary),
+        "threads": _threads(summary), "api": _api(summary),
         "gpu_work": _gpu_work(summary), "kernels": _kernels(summary), "hotspots": _hotspots(summary),
         "board": _board(summary), "app_records": _app_records(run_dir, record.parser)}
     keys = run_keys(record, provenance)
@@ -92,6 +94,11 @@ def _frames(summary: Summary) -> list[dict[str, Any]]:
                 if index < len(rows):
                     rows[index][share_column(name)] = ns
     return rows
+
+
+def _frame_calls(run_dir: Path, summary: Summary) -> list[dict[str, Any]]:
+    frames = summary.frames
+    return frame_calls(run_dir, list(frames.frame_starts_ns), list(frames.per_frame_ns)) if frames else []
 
 
 def _shares(summary: Summary) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
@@ -66,10 +67,18 @@ class Warehouse:
 
     @contextmanager
     def locked(self, exclusive: bool) -> Iterator[None]:
-        """ROOT/.lock held: exclusively to change files, shared to read them."""
+        """ROOT/.lock held: exclusively to change files, shared to read them (a warehouse this user may only read
+        is read under its existing lock, opened read-only; one that was never written needs none)."""
+        lock = self.root / LOCK_FILE
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            handle = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            if exclusive:
+                self.root.mkdir(parents=True, exist_ok=True)
+                handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            elif lock.exists():
+                handle = os.open(lock, os.O_RDONLY)
+            else:
+                yield
+                return
         except OSError as exc:
             raise UsageError(f"cannot use the warehouse {self.root}: {exc.strerror}",
                              "give --warehouse a folder you can write (or set $ORCHESTRATE_WAREHOUSE)") from None
@@ -87,29 +96,35 @@ def open_warehouse(given: Path | str | None = None) -> Warehouse:
 def write_run(warehouse: Warehouse, uid: str, board_kind: str, started_at: datetime,
               tables: dict[str, pa.Table]) -> bool:
     """The run's tables written (a table without rows has no file), then the run marked stored; False when it
-    was stored before (nothing written)."""
-    with warehouse.locked(exclusive=True):
-        if warehouse.is_stored(uid):
-            return False
-        placed: list[tuple[Path, Path]] = []
-        try:
-            for name, table in tables.items():
-                if table.num_rows:
-                    folder = warehouse.partition(name, board_kind, started_at)
-                    folder.mkdir(parents=True, exist_ok=True)
-                    final = folder / f"{uid}.parquet"
-                    placed.append((_write_hidden(table, final), final))
+    was stored before (nothing written). The files are made first under names no reader lists, then renamed into
+    place and the run marked while the lock is held: a query sees the run whole or not at all."""
+    if warehouse.is_stored(uid):
+        return False
+    placed: list[tuple[Path, Path]] = []
+    try:
+        for name, table in tables.items():
+            if table.num_rows:
+                folder = warehouse.partition(name, board_kind, started_at)
+                folder.mkdir(parents=True, exist_ok=True)
+                final = folder / f"{uid}.parquet"
+                placed.append((_write_hidden(table, final), final))
+        with warehouse.locked(exclusive=True):
+            if warehouse.is_stored(uid):  # another writer stored it meanwhile
+                return False
             for temporary, final in placed:
                 temporary.replace(final)
             mark = warehouse.stored_mark(uid)
             mark.parent.mkdir(parents=True, exist_ok=True)
             mark.touch()
-        except OSError as exc:
-            for temporary, final in placed:
-                for path in (temporary, final):
-                    path.unlink(missing_ok=True)
-            raise UsageError(f"cannot write to the warehouse {warehouse.root}: {exc.strerror}",
-                             "check that it is writable and has room") from None
+    except OSError as exc:
+        for temporary, final in placed:
+            for path in (temporary, final):
+                path.unlink(missing_ok=True)
+        raise UsageError(f"cannot write to the warehouse {warehouse.root}: {exc.strerror}",
+                         "check that it is writable and has room") from None
+    finally:
+        for temporary, _ in placed:
+            temporary.unlink(missing_ok=True)  # the files of a run another writer stored first
     return True
 
 
@@ -128,17 +143,19 @@ class Compacted:
 
 def compact(warehouse: Warehouse, tables: tuple[str, ...] = TABLES) -> Compacted:
     """Each partition's files merged into one (sorted by start time), under the exclusive lock: a query sees the
-    files before or after, never both. Leftovers of a writer that died (.tmp) go too."""
+    files before or after, never both. A run's rows are kept from one file only (merged files first): a compaction
+    or a writer that died half way leaves no run counted twice once the next compaction has run. Leftovers of a
+    writer that died (.tmp) go too."""
     merged = before = after = 0
     with warehouse.locked(exclusive=True):
         for table in tables:
             for folder in sorted(warehouse.table_dir(table).glob("board_kind=*/month=*")):
                 for leftover in folder.glob(".*.tmp"):
                     leftover.unlink(missing_ok=True)
-                files = sorted(folder.glob("*.parquet"))
+                files = sorted(folder.glob("*.parquet"), key=lambda f: (not f.name.startswith("part-"), f.name))
                 before += len(files)
                 if len(files) > 1:
-                    whole = pa.concat_tables([pq.read_table(f, schema=SCHEMAS[table]) for f in files])
+                    whole = _one_copy_of_each_run([pq.read_table(f, schema=SCHEMAS[table]) for f in files])
                     whole = whole.sort_by([("started_at", "ascending"), ("run_uid", "ascending")])
                     final = folder / f"part-{uuid.uuid4().hex[:12]}.parquet"
                     _write_hidden(whole, final).replace(final)
@@ -147,3 +164,16 @@ def compact(warehouse: Warehouse, tables: tuple[str, ...] = TABLES) -> Compacted
                     merged += 1
                 after += min(len(files), 1)
     return Compacted(merged, before, after)
+
+
+def _one_copy_of_each_run(parts: list[pa.Table]) -> pa.Table:
+    """The files' rows, each run's from the first file that holds it."""
+    seen: set[str] = set()
+    kept = []
+    for part in parts:
+        uids = part.column("run_uid")
+        if seen:
+            part = part.filter(pc.invert(pc.is_in(uids, value_set=pa.array(sorted(seen), pa.string()))))
+        seen.update(uids.unique().to_pylist())
+        kept.append(part)
+    return pa.concat_tables(kept)

@@ -19,6 +19,11 @@ options:
     description: The host's run folder on the controller (the C(folder) its profile task returned).
     type: path
     required: true
+  warehouse:
+    description:
+      - The folder the run's rows go to as Parquet once it is pulled (default orchestrate's, in the controller
+        user's data folder); C(none) keeps no rows.
+    type: path
 extends_documentation_fragment:
   - orchestrate.jetson.options.ssh
 author:
