@@ -71,7 +71,7 @@ def add_warehouse_parsers(what: Any) -> None:
     site.add_argument("--db", help=DB_HELP)
 
 
-def add_site_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+def add_site_options(parser: argparse.ArgumentParser) -> None:
     """The site's options, for `results site` and for `ci --site`."""
     parser.add_argument("--report-url", metavar="TEMPLATE",
                         help="where run reports are, for reports kept on another machine: e.g. "

@@ -31,10 +31,16 @@ READING = "orchestrate_reading"
 MIGRATION_LOCK = 7_311_947  # the advisory lock key on PostgreSQL: any number of orchestrate's own
 
 
+def data_folder() -> Path:
+    """orchestrate's folder in the user's data folder ($XDG_DATA_HOME/orchestrate, else ~/.local/share/orchestrate):
+    the default results database and warehouse live there."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "orchestrate"
+
+
 def default_location() -> Path:
     """$ORCHESTRATE_DB's file, else results.db in the user's data folder ($XDG_DATA_HOME/orchestrate)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "orchestrate" / "results.db"
+    return data_folder() / "results.db"
 
 
 def database_url(given: str | None) -> str:

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..documents.run import is_run_folder, read_run_or_none
+from ..documents.run import RunDocument, is_run_folder, read_run_or_none
 from ..documents.run_sections import Flag
 from ..documents.study import StudyCell, StudyDocument, read_study_or_none, study_folders
 from ..documents.summary import Summary, read_summary
@@ -174,7 +174,11 @@ def records_in(folder: Path) -> list[RunRecord]:
 
 def run_uid(run_dir: Path) -> str | None:
     """The uid run_record would give the folder's run, from run.json alone (None: no run to keep)."""
-    run = read_run_or_none(run_dir)
+    return uid_of(read_run_or_none(run_dir))
+
+
+def uid_of(run: RunDocument | None) -> str | None:
+    """The uid run_record gives the run (None: no run to keep)."""
     if run is None or not run.run_id or not run.started_at:
         return None
     return _uid(run.run_id, run.started_at, run.target.name)

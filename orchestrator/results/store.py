@@ -50,7 +50,6 @@ class Point:
     job: str = ""       # the job this run belongs to (job_key): the unit of noise
     uid: str = ""       # records.RunRecord.uid
     folder: str | None = None   # where its run folder was when it was stored
-    key: int = 0        # its row's id: a run stored later has a larger one
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "started_at": self.started_at.isoformat(), "value": self.value,
@@ -160,7 +159,7 @@ def _series_filter(series: Series) -> ColumnElement[bool]:
     return and_(*conditions)
 
 
-POINT_COLUMNS = (runs.c.id, runs.c.uid, runs.c.run_id, runs.c.started_at, runs.c.valid, runs.c.status, runs.c.target,
+POINT_COLUMNS = (runs.c.uid, runs.c.run_id, runs.c.started_at, runs.c.valid, runs.c.status, runs.c.target,
                  runs.c.board_kind, runs.c.cell, runs.c.git_commit, runs.c.git_branch, runs.c.job_id, runs.c.study,
                  runs.c.folder)
 
@@ -174,8 +173,7 @@ def _series_points(series: Series, metric: str, newest: int) -> Select[Any]:
 
 def _point(r: Any) -> Point:
     return Point(r.run_id, _aware(r.started_at), r.value, bool(r.valid), r.status, r.target, r.board_kind, r.cell,
-                 r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id), r.uid, r.folder,
-                 r.id)
+                 r.git_commit, r.git_branch, r.job_id, job_key(r.job_id, r.study, r.folder, r.run_id), r.uid, r.folder)
 
 
 def _oldest_first(database: Database, query: Select[Any]) -> list[Point]:
@@ -281,10 +279,6 @@ class SeriesKey:
     board_kind: str
     runs: int           # how many it holds
     newest: int         # the largest row id among them: it grows when a run is stored
-
-    @property
-    def series(self) -> Series:
-        return Series(self.subject, cell=self.cell, board_kind=self.board_kind)
 
 
 def series_keys(database: Database) -> list[SeriesKey]:

@@ -33,7 +33,7 @@ from .pages import (
 )
 
 STATE_FILE, INDEX_FILE, LOCK_FILE = "site.json", "index.html", ".lock"
-SITE_VERSION = 2   # site.json's shape: a build of another version draws every page again
+SITE_VERSION = 3   # site.json's shape: a build of another version draws every page again
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,7 @@ def _page_state(key: SeriesKey, name: str, moves: list[MoveRow], found: list[Any
     last = max((p.started_at for m in found for job in m.jobs for p in job.runs), default=None)
     return {"title": page_title(key), "runs": key.runs, "newest": key.newest, "drawn_runs": drawn_runs(found),
             "jobs": drawn_jobs(found), "last_run": last.isoformat() if last else "",
-            "regressions": sum(m.regressions for m in found), "moves": [asdict(move) for move in moves],
-            "move_starts": [m.job.started_at.isoformat() for m in (move for h in found for move in h.moves)]}
+            "regressions": sum(m.regressions for m in found), "moves": [asdict(move) for move in moves]}
 
 
 def _index(pages: dict[str, Any], days: int, now: datetime, database: str) -> IndexPage:
@@ -125,8 +124,8 @@ def _index(pages: dict[str, Any], days: int, now: datetime, database: str) -> In
     for name, page in sorted(pages.items(), key=lambda item: item[1]["title"]):
         rows.append(PageRow(name, page["title"], page["drawn_runs"], page["jobs"],
                             page["last_run"][:16].replace("T", " "), len(page["moves"]), page["regressions"]))
-        recent += [MoveRow(**move) for move, start in zip(page["moves"], page["move_starts"])
-                   if datetime.fromisoformat(start) >= since]
+        recent += [row for row in (MoveRow(**move) for move in page["moves"])
+                   if datetime.fromisoformat(row.started) >= since]
     return index_page(rows, recent, days, database, sum(p["drawn_runs"] for p in pages.values()), now)
 
 

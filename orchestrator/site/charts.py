@@ -86,10 +86,12 @@ def history_chart(history: MetricHistory, link: Callable[[Point], str | None]) -
         medians.append(Dot(x, y_of(job.median), 4.0, f"job verdict-{job.verdict.replace(' ', '-')}", tip, link(middle),
                         {"job": str(job.index), "median": repr(job.median), "low": repr(job.low),
                          "high": repr(job.high), "verdict": job.verdict, "runs": str(len(job.runs))}))
-    changes = [Bar(x_of(move.job.index) - step / 2, TOP, HEIGHT - BOTTOM, "change-point",
-                   f"from {move.job.started_at:%Y-%m-%d} ({(move.job.commit or '')[:9]}): {_fmt(move.before)} -> "
-                   f"{_fmt(move.after)} {unit} ({move.relative:+.1%}, p {move.pvalue:.1g})") for move in history.moves]
-    labels += [Text(c.x + 3, TOP - 4, f"{m.relative:+.1%}", "change-label", "start")
-               for c, m in zip(changes, history.moves)]
+    found = [(move.job, move.change) for move in history.moves]
+    changes = [Bar(x_of(job.index) - step / 2, TOP, HEIGHT - BOTTOM, "change-point",
+                   f"from {job.started_at:%Y-%m-%d} ({(job.commit or '')[:9]}): {_fmt(change.before)} -> "
+                   f"{_fmt(change.after)} {unit} ({change.relative:+.1%}, p {change.pvalue:.1g})")
+               for job, change in found]
+    labels += [Text(c.x + 3, TOP - 4, f"{change.relative:+.1%}", "change-label", "start")
+               for c, (_, change) in zip(changes, found)]
     return HistoryChart(history.metric, WIDTH, HEIGHT, medians + dots, bars, labels, [y_of(t) for t in ticks],
                         changes)

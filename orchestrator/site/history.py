@@ -12,7 +12,7 @@ from datetime import datetime
 from ..figures.run_metrics import REPORT_METRICS
 from ..results.store import Point, jobs_of
 from ..results.trend import replay
-from ..stats.changepoints import change_points
+from ..stats.changepoints import ChangePoint, change_points
 from ..stats.estimates import median_interval
 from ..stats.gate import default_threshold, gated_by_default
 
@@ -36,18 +36,12 @@ class JobFigure:
 
 @dataclass(frozen=True)
 class Move:
-    """A change point: from this job on, the metric's level changed."""
+    """A change point: from this job on, the metric's level changed (its levels: the medians of the job medians
+    before it, since the change point before, and from it on, up to the next)."""
     metric: str
     unit: str
     job: JobFigure                  # the first job of the new level
-    before: float                   # the median of the job medians before it (since the change point before)
-    after: float                    # and from it on (up to the next)
-    pvalue: float
-
-    @property
-    def relative(self) -> float:
-        """The change against the level before: +0.05 is 5 % up (inf from a level of 0)."""
-        return (self.after - self.before) / abs(self.before) if self.before else math.inf
+    change: ChangePoint
 
 
 @dataclass(frozen=True)
@@ -87,7 +81,7 @@ def metric_history(metric: str, points: list[Point], unit: str, better: str | No
                               verdict, job.points))
     measured = [job for job in jobs if job.median is not None]
     found = change_points([job.median for job in measured if job.median is not None])
-    moves = [Move(metric, unit, measured[c.index], c.before, c.after, c.pvalue) for c in found]
+    moves = [Move(metric, unit, measured[c.index], c) for c in found]
     verdicts = [job.verdict for job in jobs]
     return MetricHistory(metric, unit, better, jobs, moves, verdicts.count("regression"),
                          verdicts.count("improvement"))
@@ -103,7 +97,7 @@ def histories(found: dict[str, list[Point]], units: dict[str, tuple[str, str | N
 
 def drawn_runs(found: list[MetricHistory]) -> int:
     """The runs the history's charts draw (a run with no figure at all draws no dot)."""
-    return len({p.uid or p.run_id for m in found for job in m.jobs for p in job.runs})
+    return len({p.uid for m in found for job in m.jobs for p in job.runs})
 
 
 def drawn_jobs(found: list[MetricHistory]) -> int:

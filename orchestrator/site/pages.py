@@ -64,6 +64,7 @@ class MoveRow:
     metric: str
     anchor: str             # the metric's section on its page
     when: str
+    started: str            # when, as ISO 8601 (the front page's "last N days" reads it)
     commit: str
     before: str
     after: str
@@ -121,8 +122,9 @@ def way(relative: float, better: str | None) -> str:
 
 def move_rows(page: str, title: str, found: list[MetricHistory]) -> list[MoveRow]:
     return [MoveRow(page, title, m.metric, f"metric-{m.metric}", f"{move.job.started_at:%Y-%m-%d %H:%M}",
-                    (move.job.commit or "")[:12], f"{move.before:.4g} {m.unit}".strip(),
-                    f"{move.after:.4g} {m.unit}".strip(), move.relative, move.job.verdict, way(move.relative, m.better))
+                    move.job.started_at.isoformat(), (move.job.commit or "")[:12],
+                    f"{move.change.before:.4g} {m.unit}".strip(), f"{move.change.after:.4g} {m.unit}".strip(),
+                    move.change.relative, move.job.verdict, way(move.change.relative, m.better))
             for m in found for move in m.moves]
 
 

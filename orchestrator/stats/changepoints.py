@@ -31,7 +31,7 @@ class ChangePoint:
     index: int          # the first point of the new level
     before: float       # the median of the piece before it (up to the change point before, or the start)
     after: float        # the median of the piece after it (up to the next one, or the end)
-    pvalue: float       # the test of the two pieces the split was found between
+    pvalue: float       # the test of the pieces on either side, up to the change points beside it
 
     @property
     def relative(self) -> float:

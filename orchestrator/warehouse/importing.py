@@ -10,7 +10,7 @@ from pathlib import Path
 from ..database.connection import Database
 from ..documents.run import read_run_or_none
 from ..documents.study import StudyDocument
-from ..results.records import Provenance, RunRecord, run_record, run_uid, runs_in
+from ..results.records import Provenance, RunRecord, run_record, runs_in, uid_of
 from ..results.store import add_run, stored_uids
 from .rows import run_tables
 from .store import Warehouse, write_run
@@ -25,11 +25,11 @@ def store_record(warehouse: Warehouse, record: RunRecord, provenance: Provenance
 PENDING_STAGES = ("capturing", "on_board")  # its report is still on the board: 'orchestrate fetch' brings it
 
 
-def settled(run_dir: Path) -> bool:
-    """Whether the run is as it stays: not a capture whose report is still on its board (its rows wait for the
-    fetch, which keeps them: a run's rows are written once)."""
+def uid_and_settled(run_dir: Path) -> tuple[str | None, bool]:
+    """The run's uid (records.uid_of), and whether it is as it stays: not a capture whose report is still on its
+    board (its rows wait for the fetch, which keeps them: a run's rows are written once). One read of run.json."""
     run = read_run_or_none(run_dir)
-    return run is not None and run.stage not in PENDING_STAGES
+    return uid_of(run), run is not None and run.stage not in PENDING_STAGES
 
 
 def store_runs(warehouse: Warehouse, folder: Path, provenance: Provenance) -> int:
@@ -37,8 +37,8 @@ def store_runs(warehouse: Warehouse, folder: Path, provenance: Provenance) -> in
     is settled; how many."""
     stored = 0
     for run_dir, study in runs_in(folder):
-        uid = run_uid(run_dir)
-        if uid is not None and not warehouse.is_stored(uid) and settled(run_dir):
+        uid, settled = uid_and_settled(run_dir)
+        if uid is not None and settled and not warehouse.is_stored(uid):
             record = run_record(run_dir, study)
             stored += record is not None and store_record(warehouse, record, provenance, run_dir)
     return stored
@@ -76,7 +76,7 @@ def import_folders(database: Database, warehouse: Warehouse | None, folders: Seq
 
 def _import_one(database: Database, warehouse: Warehouse | None, run_dir: Path, study: StudyDocument | None,
                 provenance: Provenance, known: set[str], imported: Imported) -> None:
-    uid = run_uid(run_dir)
+    uid, settled = uid_and_settled(run_dir)
     if uid is None:
         imported.nothing += 1
         return
@@ -94,7 +94,7 @@ def _import_one(database: Database, warehouse: Warehouse | None, run_dir: Path, 
         imported.stored += 1
     known.add(uid)
     if warehouse is not None and not in_warehouse:
-        if settled(run_dir):
+        if settled:
             imported.rows += store_record(warehouse, record, provenance, run_dir)
         else:
             imported.pending += 1

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..database.connection import data_folder
 from ..errors import UsageError
 from .columns import SCHEMAS, TABLES
 
@@ -34,8 +35,7 @@ def default_root() -> Path:
     given = os.environ.get("ORCHESTRATE_WAREHOUSE")
     if given:
         return Path(given).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "orchestrate" / "warehouse"
+    return data_folder() / "warehouse"
 
 
 @dataclass(frozen=True)
