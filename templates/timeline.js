@@ -1,35 +1,41 @@
 // The whole-run timeline (#run-timeline): the run's events on a canvas, zoomed and panned as in Nsight Systems and
 // Perfetto, searched by name, a span's statistics, a call's link to its GPU work. Its data comes from
-// templates/timeline_data.js, its figures from timeline_tools.js, its drawing from timeline_draw.js (dense rows
-// from timeline_levels.js), its text under the canvas from timeline_panel.js, the page's frame links and charts'
-// clicks from timeline_links.js: no request, no library. window.orchestrateTimeline is its handle for
-// tests and benches.
+// templates/timeline_data.js, its figures from timeline_tools.js, its rows' order from timeline_rows.js, its drawing
+// from timeline_draw.js (dense rows from timeline_levels.js, the whole run above from timeline_overview.js), its
+// text under the canvas from timeline_panel.js, the page's frame links, charts' clicks and its own address from
+// timeline_links.js: no request, no library. window.orchestrateTimeline is its handle for tests and benches.
 (function () {
   "use strict";
   var section = document.getElementById("run-timeline-section");
   var block = document.getElementById("run-timeline-data");
   if (!section || !block) { return; }
-  var canvas = /** @type {HTMLCanvasElement} */ (section.querySelector("canvas"));
+  var canvas = /** @type {HTMLCanvasElement} */ (section.querySelector("#run-timeline canvas"));
   var tip = /** @type {HTMLElement} */ (section.querySelector(".tl-tip"));
   /** @param {string} name @returns {HTMLElement} */
   var $ = function (name) { return /** @type {HTMLElement} */ (section.querySelector("[data-tl-" + name + "]")); };
   var rangeText = $("range"), windowText = $("window"), status = $("status"), matchText = $("matches");
-  var box = /** @type {HTMLInputElement} */ ($("search"));
+  var box = /** @type {HTMLInputElement} */ ($("search")), emptyBox = /** @type {HTMLInputElement} */ ($("empty"));
+  var overviewCanvas = /** @type {HTMLCanvasElement} */ ($("overview"));
   var help = /** @type {HTMLElement} */ (section.querySelector(".tl-help")), panel = $("panel"), detailText = $("details");
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
   var panels = orchestrateTimelinePanel, links = orchestrateTimelineLinks, stats = orchestrateTimelineStats;
-  var MIN_SPAN = 1000, DRAG_PX = 3;
+  var rowsOf = orchestrateTimelineRows;
+  var MIN_SPAN = 1000;
   var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", state: "thread state",
                     sample: "CPU samples", cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
   /** @type {TimelineState} */
   var tl = {data: null, t0: 0, t1: 1, origin: 0, LABEL_W: 190, AXIS_H: 24, layout: [], placeOfRow: [],
             frameStarts: new Float64Array(0), pointer: null, search: null, selection: null, selecting: null,
-            selected: null, flows: []};
+            selected: null, flows: [], rowState: rowsOf.emptyState(), linkFrame: null};
   var api = {began: performance.now(), ready: false, detailLoaded: false, paints: 0, firstPaintMs: null,
              lastPaintMs: null, rows: [], view: [0, 0], shapes: 0, ticks: [], search: null, selection: null,
              selected: null, flows: [], helpOpen: false, inputs: 0, painted: 0};
   /** @type {any} */ (window).orchestrateTimeline = api;
-  var dirty = false, drag = null;
+  var address = links.address();
+  var overview = orchestrateTimelineOverview.attach(overviewCanvas, {
+    data: function () { return tl.data; }, view: function () { return [tl.t0, tl.t1]; }, labelWidth: tl.LABEL_W,
+    setView: function (a, b) { setView(a, b); }}, api);
+  var dirty = false, laidFor = null;
 
   function plotWidth() { return canvas.clientWidth - tl.LABEL_W; }
   /** @returns {View} the view as it is now */
@@ -39,8 +45,10 @@
   function clock(ns) { return tools.seconds(tl.origin + ns); }
   function windowOf(a, b) { return "--window " + clock(Math.max(0, a)) + "s:" + clock(Math.min(tl.data.header.span, b)) + "s"; }
 
-  // the view, clamped to the run: never wider than it, never before its start or after its end
-  function setView(a, b) {
+  // the view, clamped to the run: never wider than it, never before its start or after its end (a frame's link
+  // stays one while its frame is what the view shows)
+  function setView(a, b, keepFrame) {
+    if (!keepFrame) { tl.linkFrame = null; }
     var span = tl.data.header.span, width = Math.min(span, Math.max(Math.min(MIN_SPAN, span), b - a));
     var centre = (a + b) / 2;
     a = Math.max(0, Math.min(span - width, centre - width / 2));
@@ -59,6 +67,7 @@
     dirty = false;
     if (!tl.data || plotWidth() <= 0) { return; }
     api.painted = api.inputs;
+    if (tl.rowState.hideEmpty && laidFor !== tl.t0 + ":" + tl.t1) { relayout(); }  // rows empty in this view
     var began = performance.now(), ratio = window.devicePixelRatio || 1;
     var cssW = canvas.clientWidth, cssH = canvas.clientHeight;
     if (canvas.width !== Math.round(cssW * ratio) || canvas.height !== Math.round(cssH * ratio)) {
@@ -82,6 +91,9 @@
     }
     rangeText.textContent = clock(tl.t0) + " s to " + clock(tl.t1) + " s (" + tools.duration(tl.t1 - tl.t0) + ")";
     windowText.textContent = windowOf(tl.t0, tl.t1);
+    overview.paint();
+    showTip();
+    address.write(linkNow());
     api.paints += 1;
     api.lastPaintMs = performance.now() - began;
     if (api.firstPaintMs === null) { api.firstPaintMs = performance.now(); }
@@ -92,20 +104,15 @@
     tl.origin = parsed.header.origin;
     tl.frameStarts = new Float64Array(parsed.header.frames.map(function (f) { return f[0]; }));
     if (parsed.header.renderer) { KIND_NAMES.opengl_gpu = "OpenGL work"; }  // a software renderer's, on the CPU
-    var laid = draw.layout(parsed, KIND_NAMES, tl.AXIS_H);
-    tl.layout = laid.places;
-    tl.placeOfRow = laid.placeOfRow;
-    canvas.style.height = Math.max(laid.height, 60) + "px";
-    api.layout = tl.layout.map(function (place) {
-      return {type: place.type, y: place.y, h: place.h, group: place.row ? place.row.group : place.label,
-              kind: place.row ? place.row.kind : null};
-    });
+    codec.threadSelves(parsed);
+    relayout();
     api.ready = true;
     api.origin = tl.origin;
     api.span = parsed.header.span;
     api.labelWidth = tl.LABEL_W;
     setView(0, parsed.header.span);
     follow(location.hash);
+    address.start(linkNow());  // the page's address is rewritten only once the view or the rows change
     requestAnimationFrame(function () {  // after the first paint, once the page's end (the detail) is read
       if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", loadDetail); } else {
         setTimeout(loadDetail, 0);
@@ -119,6 +126,7 @@
     if (!detail) { api.detailLoaded = true; return; }
     Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(detail)); }).then(function (buffer) {
       codec.parseDetail(buffer, tl.data);
+      codec.threadSelves(tl.data);  // the threads whose rows were waiting for their events
       tl.data.rows.forEach(function (row) { if (row.detail) { stats.summarize(row, tl.data.header.names.length); } });
       api.detailLoaded = true;
       if (tl.search) { var current = tl.search.current; find(tl.search.query); tl.search.current = current; }
@@ -128,12 +136,57 @@
     }).catch(function (error) { status.textContent = "the timeline's events could not be read: " + error; });
   }
 
-  // a link's view (#frame=N, #window=...&search=...): the view it names, as the page's frame numbers say it
+  // the rows laid out again (their state or, with empty rows hidden, the view changed)
+  function relayout() {
+    var laid = rowsOf.layout(tl.data, tl.rowState, KIND_NAMES, tl.AXIS_H, tl.t0, tl.t1);
+    laidFor = tl.t0 + ":" + tl.t1;
+    tl.layout = laid.places;
+    tl.placeOfRow = laid.placeOfRow;
+    canvas.style.height = Math.max(laid.height, 60) + "px";
+    api.layout = tl.layout.map(function (place) {
+      return {type: place.type, y: place.y, h: place.h, group: place.row ? place.row.group : place.label,
+              kind: place.row ? place.row.kind : null, index: place.row ? place.index : null,
+              pinned: Boolean(place.pinned), process: place.row ? place.row.process : (place.process === undefined ? null : place.process),
+              folded: Boolean(place.folded)};
+    });
+    api.rowState = tl.rowState;
+    section.querySelectorAll("[data-tl-kind]").forEach(function (button) {
+      button.setAttribute("aria-pressed", String(tl.rowState.foldKinds.indexOf(button.getAttribute("data-tl-kind")) < 0));
+    });
+    emptyBox.checked = tl.rowState.hideEmpty;
+  }
+
+  function setRows(state) {
+    tl.rowState = state;
+    relayout();
+    schedule();
+  }
+
+  // the view as a link says it: the window (or the frame the view was fitted to), the selection, the search, rows
+  /** @returns {ViewLink} */
+  function linkNow() {
+    var whole = tl.t0 <= 0 && tl.t1 >= tl.data.header.span, state = tl.rowState;
+    return {window: whole || tl.linkFrame !== null ? null : [tl.origin + tl.t0, tl.origin + tl.t1],
+            selection: tl.selection ? [tl.origin + tl.selection.t0, tl.origin + tl.selection.t1] : null,
+            frame: tl.linkFrame, search: tl.search ? tl.search.query : (api.search && api.search.frame !== undefined ?
+              api.search.query : null), pins: state.pins, folds: state.folds, foldKinds: state.foldKinds,
+            hideEmpty: state.hideEmpty};
+  }
+
+  // a link's view (#frame=N, #window=...&search=...&pin=...): the view, selection, search and rows it names
   function follow(fragment) {
     var link = tools.linkOf(fragment);
+    if (link.pins || link.folds || link.foldKinds || link.hideEmpty !== null) {
+      setRows({pins: link.pins || [], folds: link.folds || [], foldKinds: link.foldKinds || [],
+               hideEmpty: Boolean(link.hideEmpty)});
+    }
     if (link.window) { setView(link.window[0] - tl.origin, link.window[1] - tl.origin); }
     if (link.frame !== null) { fitFrame(link.frame); }
     if (link.search) { box.value = link.search; find(link.search); }
+    if (link.selection) {
+      select(link.selection[0] - tl.origin, link.selection[1] - tl.origin, rowsBetween(0, 0), tl.AXIS_H,
+             canvas.clientHeight);
+    }
     return link.window !== null || link.frame !== null || link.search !== null;
   }
 
@@ -141,7 +194,7 @@
   function showFrame(index) {
     if (!tl.data || !tl.data.header.frames[index]) { return; }
     fitFrame(index);
-    history.replaceState(null, "", tools.fragmentOf({window: null, selection: null, frame: index, search: null}));
+    address.write(linkNow(), true);
     section.scrollIntoView({block: "start"});
   }
 
@@ -244,137 +297,45 @@
     var frame = tl.data.header.frames[index];
     if (!frame) { return; }
     var pad = frame[1] * 0.05;
-    setView(frame[0] - pad, frame[0] + frame[1] + pad);
-  }
-
-  function local(event) {
-    var b = canvas.getBoundingClientRect();
-    return [event.clientX - b.left, event.clientY - b.top];
-  }
-
-  function zoom(factor, x) {
-    var at = x === undefined || x < tl.LABEL_W ? (tl.t0 + tl.t1) / 2 : tOf(x), span = tl.data.header.span;
-    var width = Math.min(span, Math.max(Math.min(MIN_SPAN, span), (tl.t1 - tl.t0) * factor));
-    var a = at - (at - tl.t0) / (tl.t1 - tl.t0) * width;  // the time under the pointer stays under it
-    setView(a, a + width);
-  }
-
-  function pan(fraction) {
-    var shift = (tl.t1 - tl.t0) * fraction;
-    setView(tl.t0 + shift, tl.t1 + shift);
+    setView(frame[0] - pad, frame[0] + frame[1] + pad, true);
+    tl.linkFrame = index;
   }
 
   function toggleHelp(open) {
     help.hidden = !(open === undefined ? help.hidden : open);
     api.helpOpen = !help.hidden;
-    if (help.hidden) { canvas.focus(); }
+    if (help.hidden) { canvas.focus({preventScroll: true}); }
   }
 
-  // plain wheel scrolls the page (as in Perfetto and Nsight); Ctrl/Cmd+wheel and a pinch (a wheel with ctrlKey)
-  // zoom at the pointer; Shift+wheel and a sideways swipe pan
-  canvas.addEventListener("wheel", function (event) {
-    if (!tl.data) { return; }
-    var sideways = Math.abs(event.deltaX) > Math.abs(event.deltaY);
-    if (event.ctrlKey || event.metaKey) {
-      event.preventDefault();
-      zoom(Math.exp(event.deltaY * 0.002), local(event)[0]);
-    } else if (event.shiftKey || sideways) {
-      event.preventDefault();
-      pan((sideways ? event.deltaX : event.deltaY || event.deltaX) / 1000);
-    }
-  }, {passive: false});
-  canvas.addEventListener("mousedown", function (event) {
-    if (!tl.data || event.button !== 0) { return; }
-    var p = local(event);
-    drag = {x: p[0], y: p[1], t0: tl.t0, t1: tl.t1, moved: false, selecting: event.shiftKey};
-    if (event.shiftKey) { event.preventDefault(); }
-  });
-  window.addEventListener("mouseup", function (event) {
-    if (!drag || !tl.data) { drag = null; return; }
-    var p = local(event), was = drag;
-    drag = null;
-    if (was.selecting && was.moved) {
-      var s = tl.selecting;
-      tl.selecting = null;
-      if (s && s.t1 > s.t0) { select(s.t0, s.t1, rowsBetween(s.y0, s.y1), s.y0, s.y1); } else { schedule(); }
-    } else if (!was.moved && p[0] >= tl.LABEL_W) {
-      var found = draw.hit(tl, view(), p[0], p[1]);
-      pick(found && found.row !== undefined ? found.row : null, found ? found.index : 0);
-    }
-  });
-  canvas.addEventListener("mousemove", function (event) {
-    if (!tl.data) { return; }
-    var p = local(event);
-    tl.pointer = p;
-    if (drag) {
-      drag.moved = drag.moved || Math.abs(p[0] - drag.x) >= DRAG_PX;
-      tip.hidden = true;
-      if (!drag.moved) { return; }
-      if (drag.selecting) {
-        var xs = [Math.max(tl.LABEL_W, Math.min(drag.x, p[0])), Math.max(tl.LABEL_W, drag.x, p[0])];
-        tl.selecting = {t0: Math.max(0, tOf(xs[0])), t1: Math.min(tl.data.header.span, tOf(xs[1])),
-                        y0: Math.min(drag.y, p[1]), y1: Math.max(drag.y, p[1])};
-        schedule();
-        return;
-      }
-      var shift = (drag.x - p[0]) * tools.view(drag.t0, drag.t1, tl.LABEL_W, plotWidth()).nsPerPx;
-      setView(drag.t0 + shift, drag.t1 + shift);
-      return;
-    }
-    schedule();  // the pointer's line and time
-    var found = draw.hit(tl, view(), p[0], p[1]);
+  // what is under the pointer, said where it is: after every paint, so that it follows a zoom or a pan
+  function showTip() {
+    var p = tl.pointer, found = p && !input.dragging() ? draw.hit(tl, view(), p[0], p[1]) : null;
+    api.tip = found ? found.text : null;
     if (!found) { tip.hidden = true; return; }
     tip.textContent = found.text;
     tip.hidden = false;
-    tip.style.left = Math.min(p[0] + 12, canvas.clientWidth - 260) + "px";
+    tip.style.left = Math.max(0, Math.min(p[0] + 12, canvas.clientWidth - 260)) + "px";
     tip.style.top = (p[1] + 14) + "px";
-  });
-  canvas.addEventListener("mouseleave", function () { tip.hidden = true; tl.pointer = null; schedule(); });
-  canvas.addEventListener("dblclick", function (event) {
-    if (!tl.data) { return; }
-    var p = local(event), found = draw.hit(tl, view(), p[0], p[1]);
-    if (p[0] < tl.LABEL_W) { return; }
-    if (found && found.frame !== undefined) { fitFrame(found.frame); return; }
-    if (found && found.start !== undefined) {
-      var pad = Math.max(MIN_SPAN, (found.end - found.start) * 0.1);
-      setView(found.start - pad, found.end + pad);
-      return;
-    }
-    var t = tOf(p[0]), f = tl.data.header.findings.filter(function (g) { return g.start_ns <= t && t <= g.end_ns; })[0];
-    if (f) { setView(f.start_ns, f.end_ns); }
-  });
-  section.addEventListener("keydown", function (event) {
-    if (!tl.data || event.ctrlKey || event.metaKey || event.altKey || event.target === box) { return; }
-    if (event.key === "?") { toggleHelp(); } else if (event.key === "Escape") {
-      if (!help.hidden) { toggleHelp(false); } else if (tl.selection) { clearSelection(); } else { pick(null); }
-    } else if (event.target !== canvas) { return; } else {
-      var key = event.key.toLowerCase(), x = tl.pointer ? tl.pointer[0] : undefined;
-      if (key === "w") { zoom(0.8, x); } else if (key === "s") { zoom(1.25, x); } else if (key === "a") { pan(-0.1); }
-      else if (key === "d") { pan(0.1); } else if (key === "f") { fitSelection(); } else if (key === "/") { box.focus(); }
-      else { return; }
-    }
-    event.preventDefault();
-  });
-  var typing = null;
-  box.addEventListener("input", function () {
-    clearTimeout(typing);
-    typing = setTimeout(function () { if (tl.data) { find(box.value); } }, 120);
-  });
-  box.addEventListener("keydown", function (event) {
-    if (!tl.data) { return; }
-    if (event.key === "Enter") {
-      clearTimeout(typing);
-      if (!tl.search || tl.search.query !== box.value) { find(box.value); }
-      step(event.shiftKey ? -1 : 1);
-      event.preventDefault();
-    } else if (event.key === "Escape") {
-      box.value = "";
-      find("");
-      canvas.focus();
-    }
-  });
+  }
+
+  var input = orchestrateTimelineInput.attach({
+    tl: tl, canvas: canvas, box: box, tip: tip, view: view, setView: setView, schedule: schedule, pick: pick,
+    select: select, clearSelection: clearSelection, fitSelection: fitSelection, fitFrame: fitFrame,
+    rowsBetween: rowsBetween, toggleHelp: toggleHelp, helpOpen: function () { return !help.hidden; }, find: find,
+    step: step, setRows: setRows});
   window.addEventListener("resize", schedule);
   $("copy").addEventListener("click", function () { copy(windowText.textContent); });
+  $("copy-link").addEventListener("click", function () { copy(address.href(linkNow())); });
+  emptyBox.addEventListener("change", function () {
+    setRows(Object.assign({}, tl.rowState, {hideEmpty: emptyBox.checked}));
+  });
+  section.querySelectorAll("[data-tl-kind]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var kind = button.getAttribute("data-tl-kind"), kinds = tl.rowState.foldKinds.filter(function (k) { return k !== kind; });
+      if (kinds.length === tl.rowState.foldKinds.length) { kinds.push(kind); }
+      setRows(Object.assign({}, tl.rowState, {foldKinds: kinds}));
+    });
+  });
   $("all").addEventListener("click", function () { if (tl.data) { setView(0, tl.data.header.span); } });
   $("help-open").addEventListener("click", function () { toggleHelp(true); });
   $("help-close").addEventListener("click", function () { toggleHelp(false); });
@@ -391,6 +352,8 @@
     select(a - tl.origin, b - tl.origin, rows || rowsBetween(0, 0), tl.AXIS_H, canvas.clientHeight);
   };
   api.pick = function (r, index) { pick(r, index); };
+  api.setRows = function (state) { setRows(Object.assign(rowsOf.emptyState(), state)); };
+  api.link = function () { return tools.fragmentOf(linkNow()); };
 
   Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(block.textContent.trim())); }).then(function (buffer) {
     api.inflated = performance.now();

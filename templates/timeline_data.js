@@ -40,8 +40,8 @@ var orchestrateTimelineData = (function () {
   }
 
   // a row's events from their deltas and durations: starts, ends, their lanes (each event in the first lane free
-  // at its start), their self time where they nest (less the events nested in them, on the same row), and the
-  // furthest end so far of the short ones. Events longer than a 256th of the run (an NVTX
+  // at its start), and the furthest end so far of the short ones (their self times: threadSelves, once every row of
+  // their thread is read). Events longer than a 256th of the run (an NVTX
   // range around the whole app, a thread's long wait) are kept apart in "long": otherwise one of them would hold
   // the furthest end, and every view after its start would begin its search at it.
   // (a row of CPU samples holds its samples' stack nodes where other rows hold names: each is named by its node's
@@ -62,7 +62,7 @@ var orchestrateTimelineData = (function () {
     }
     row.starts = starts;
     row.ends = ends;
-    row.self = row.lanes > 1 && NESTING[row.kind] ? selfTimes(starts, ends) : null;  // GPU work overlaps, never nests
+    row.self = null;
     row.reach = reach;
     row.long = long;
     row.depths = depths;
@@ -79,16 +79,41 @@ var orchestrateTimelineData = (function () {
     row.loaded = true;
   }
 
-  // each event's time less that of the events directly inside it (starts ascending, an enclosing event first)
-  function selfTimes(starts, ends) {
-    var n = starts.length, own = new Float64Array(n), stack = new Int32Array(n), depth = 0;
-    for (var i = 0; i < n; i++) {
-      own[i] = ends[i] - starts[i];
-      while (depth && ends[stack[depth - 1]] <= starts[i]) { depth--; }
-      if (depth) { var p = stack[depth - 1]; own[p] -= Math.min(ends[i], ends[p]) - starts[i]; }
-      stack[depth++] = i;
-    }
-    return own;
+  // each call's and NVTX range's self time: its time less that of the events directly inside it on its thread,
+  // whatever row draws them (an OS call inside eglSwapBuffers sits on the OS runtime row), clipped to it where they
+  // cross its end. The thread's rows of calls and ranges are merged by start (of equal starts the longest first:
+  // the enclosing one), each event's parent the latest one still open at its start, as span_stats.py has it. Done
+  // once per thread, when every row of it is read (GPU work overlaps, never nests: it has none).
+  function threadSelves(data) {
+    var threads = {};
+    data.rows.forEach(function (row) {
+      if (NESTING[row.kind]) { (threads[row.group] = threads[row.group] || []).push(row); }
+    });
+    Object.keys(threads).forEach(function (group) {
+      var rows = threads[group];
+      if (rows.some(function (row) { return !row.loaded; }) || rows[0].self) { return; }
+      var total = 0, at = rows.map(function () { return 0; });
+      rows.forEach(function (row) { row.self = new Float64Array(row.count); total += row.count; });
+      var stackRow = new Int32Array(total), stackIndex = new Int32Array(total), depth = 0;
+      for (var k = 0; k < total; k++) {
+        var r = -1;
+        for (var j = 0; j < rows.length; j++) {  // the next event by start, the longest first
+          var i = at[j];
+          if (i >= rows[j].count) { continue; }
+          if (r < 0 || rows[j].starts[i] < rows[r].starts[at[r]] ||
+              (rows[j].starts[i] === rows[r].starts[at[r]] && rows[j].ends[i] > rows[r].ends[at[r]])) { r = j; }
+        }
+        var row = rows[r], e = at[r]++, start = row.starts[e], end = row.ends[e];
+        row.self[e] = end - start;
+        while (depth && rows[stackRow[depth - 1]].ends[stackIndex[depth - 1]] <= start) { depth--; }
+        if (depth) {
+          var parent = rows[stackRow[depth - 1]], p = stackIndex[depth - 1];
+          parent.self[p] -= Math.min(end, parent.ends[p]) - start;
+        }
+        stackRow[depth] = r;
+        stackIndex[depth++] = e;
+      }
+    });
   }
 
   function parse(buffer) {
@@ -97,7 +122,7 @@ var orchestrateTimelineData = (function () {
     var read = reader(buffer, 4 + length), offset = 0;
     var stacks = {parents: read.u32(header.stacks || 0), frames: read.u32(header.stacks || 0)};
     var rows = header.rows.map(function (meta) {
-      var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail,
+      var row = {group: meta.group, kind: meta.kind, count: meta.count, lanes: meta.lanes, detail: meta.detail, process: meta.process,
                  span: header.span, loaded: false, starts: new Float64Array(0), ends: new Float64Array(0),
                  reach: new Float64Array(0), long: [], self: null, stacks: null, nameCounts: new Uint32Array(0),
                  offset: offset};
@@ -194,6 +219,6 @@ var orchestrateTimelineData = (function () {
     return [lo - 1, place - data.rows[lo - 1].offset];
   }
 
-  return {bytesOf: bytesOf, inflate: inflate, parse: parse, parseDetail: parseDetail, search: search,
+  return {bytesOf: bytesOf, inflate: inflate, parse: parse, parseDetail: parseDetail, search: search, threadSelves: threadSelves,
           linksOf: linksOf, rowOf: rowOf, stackOf: stackOf};
 }());

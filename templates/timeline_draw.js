@@ -5,17 +5,23 @@
 var orchestrateTimelineDraw = (function () {
   "use strict";
   var tools = orchestrateTimelineTools, search = orchestrateTimelineData.search;
-  var EXACT = 16384, INK = "#1d2330", CHAR_W = 6.1, MIN_LABEL_W = 34, TIP_FRAMES = 12;
-  var levels = orchestrateTimelineLevels, ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30;
-  var kindColours = {}, style = getComputedStyle(document.documentElement);
-  ["nvtx", "opengl", "osrt", "cuda_api", "cuda_kernel", "memcpy", "opengl_gpu"].forEach(function (k) {
-    kindColours[k] = style.getPropertyValue("--" + k).trim() || "#2f6fde";
-  });
-  kindColours.sample = "#5b6475";
+  var EXACT = 16384, BAR_INK = "#1d2330", CHAR_W = 6.1, MIN_LABEL_W = 34, TIP_FRAMES = 12;
+  var levels = orchestrateTimelineLevels, rowsOf = orchestrateTimelineRows, unitOf = rowsOf.unitOf;
+  // the page's colours (report.css's, light or dark as prefers-color-scheme says), read again when the scheme changes
+  var kindColours = {}, colours = {ink: "", paper: "", grid: "", strip: "", rule: "", soft: "", head: "", pinned: ""};
+  function readColours() {
+    var style = getComputedStyle(document.documentElement);
+    ["nvtx", "opengl", "osrt", "cuda_api", "cuda_kernel", "memcpy", "opengl_gpu", "sample", "state"].forEach(function (k) {
+      kindColours[k] = style.getPropertyValue("--" + k).trim() || "#2f6fde";
+    });
+    Object.keys(colours).forEach(function (name) {
+      colours[name] = style.getPropertyValue("--tl-" + name).trim() || "#888";
+    });
+  }
+  readColours();
+  if (window.matchMedia) { window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", readColours); }
 
   function kindColour(kind) { return kindColours[kind] || "#888"; }
-  // what the run's frames are: "frame", or "iteration" (a CUDA or TensorRT run's); pages from before say nothing
-  function unitOf(parsed) { return parsed.header.unit || "frame"; }
 
   /**
    * @param {TimelineState} tl @param {View} view the view's mapping, made once for this paint
@@ -31,9 +37,10 @@ var orchestrateTimelineDraw = (function () {
     tl.layout.forEach(function (place) {
       if (place.type === "frames") { out.shapes += paintFrames(ctx, v, place); return; }
       if (place.type === "board") { out.shapes += paintBoard(ctx, v, place); return; }
+      if (place.type === "process") { paintHead(ctx, v, place); return; }
       var row = place.row, s = tools.stretch(row, tl.t0, tl.t1), n = Math.max(0, s.hi - s.lo);
       var exact = row.loaded && (!row.levels.length || n <= EXACT);
-      var drawn = exact ? paintEvents(ctx, v, place, s) : levels.paint(ctx, v, place, kindColour(row.kind), INK);
+      var drawn = exact ? paintEvents(ctx, v, place, s) : levels.paint(ctx, v, place, kindColour(row.kind), colours.ink);
       out.shapes += drawn.shapes;
       out.inView += drawn.matches;
       out.rows.push({group: row.group, kind: row.kind, visible: exact ? drawn.visible : n, matches: drawn.matches,
@@ -48,46 +55,27 @@ var orchestrateTimelineDraw = (function () {
     return out;
   }
 
-  // the canvas's places top down from ``top``: the frames, each row (a row of calls taller by a lane per depth of
-  // nesting), the board's series; and each row's place by its index
-  function layout(parsed, kindNames, top) {
-    var y = top, places = [], placeOfRow = [];
-    if (parsed.header.frames.length) { places.push({type: "frames", label: unitOf(parsed) + "s", y: y, h: FRAME_H}); y += FRAME_H; }
-    parsed.rows.forEach(function (row, r) {
-      var h = row.kind === "sample" ? ROW_H : ROW_H + (row.lanes - 1) * LANE_H;
-      var place = {type: "row", row: row, index: r, kindName: kindNames[row.kind] || row.kind, y: y, h: h};
-      places.push(place);
-      placeOfRow[r] = place;
-      y += h;
-    });
-    Object.keys(parsed.header.board).forEach(function (name) {
-      places.push({type: "board", name: name, label: name, y: y, h: BOARD_H});
-      y += BOARD_H;
-    });
-    return {places: places, placeOfRow: placeOfRow, height: y};
-  }
-
   function paintGrid(ctx, v) {
     var tl = v.tl, found = tools.ticks(tl.origin + tl.t0, tl.origin + tl.t1, v.width);
     v.ticks = found.ticks;
-    ctx.fillStyle = "#eef1f6";
+    ctx.fillStyle = colours.grid;
     found.ticks.forEach(function (tick) { ctx.fillRect(Math.round(v.x(tick.t - tl.origin)), tl.AXIS_H, 1, v.cssH); });
   }
 
   // the axis strip: tick labels, the selected span's length (the ruler) and the pointer's time
   function paintAxis(ctx, v) {
     var tl = v.tl, h = tl.AXIS_H, last = -Infinity;
-    ctx.fillStyle = "#f7f8fb";
+    ctx.fillStyle = colours.strip;
     ctx.fillRect(tl.LABEL_W, 0, v.width, h);
-    ctx.fillStyle = "#c9d1de";
+    ctx.fillStyle = colours.rule;
     ctx.fillRect(tl.LABEL_W, h - 1, v.width, 1);
     ctx.font = "10px system-ui, sans-serif";
     v.ticks.forEach(function (tick) {
       var x = v.x(tick.t - tl.origin), w = ctx.measureText(tick.label).width;
-      ctx.fillStyle = "#8791a3";
+      ctx.fillStyle = colours.soft;
       ctx.fillRect(Math.round(x), h - 6, 1, 6);
       if (x + 3 + w > tl.LABEL_W + v.width || x + 3 < last) { tick.shown = false; return; }
-      ctx.fillStyle = INK;
+      ctx.fillStyle = colours.ink;
       ctx.fillText(tick.label, x + 3, h / 2 - 2);
       tick.shown = true;
       last = x + 3 + w + 8;
@@ -110,11 +98,11 @@ var orchestrateTimelineDraw = (function () {
       var px = tl.pointer[0], t = v.t(px);
       var label = tools.seconds(tl.origin + t) + " s", lw = ctx.measureText(label).width + 8;
       var lx = Math.min(px + 1, tl.LABEL_W + v.width - lw);
-      ctx.fillStyle = "rgba(29, 35, 48, 0.55)";
+      ctx.fillStyle = colours.soft;
       ctx.fillRect(Math.round(px), h, 1, v.cssH - h);
-      ctx.fillStyle = INK;
+      ctx.fillStyle = colours.ink;
       ctx.fillRect(lx, 2, lw, h - 8);
-      ctx.fillStyle = "#fff";
+      ctx.fillStyle = colours.paper;
       ctx.fillText(label, lx + 4, h / 2 - 2);
     }
   }
@@ -148,13 +136,13 @@ var orchestrateTimelineDraw = (function () {
       }
       ctx.globalAlpha = 1;
       if (flags && lane.match) {
-        ctx.fillStyle = INK;
+        ctx.fillStyle = colours.ink;
         ctx.fillRect(lane.x0, y, Math.max(1, w - 1), 2);
       }
       if (one && !sample && w >= MIN_LABEL_W && h >= 9) {
         var text = words[names[lane.first]], fits = Math.floor((w - 6) / CHAR_W);
         if (fits >= 2) {
-          ctx.fillStyle = INK;
+          ctx.fillStyle = BAR_INK;
           ctx.fillText(text.length > fits ? text.slice(0, fits - 1) + "\u2026" : text, lane.x0 + 3, y + h / 2);
         }
       }
@@ -203,7 +191,7 @@ var orchestrateTimelineDraw = (function () {
       ctx.fillStyle = i % 2 ? "#c7d3e8" : "#9fb3d6";
       ctx.fillRect(a, place.y + 2, w, place.h - 4);
       if (w >= 40) {
-        ctx.fillStyle = INK;
+        ctx.fillStyle = BAR_INK;
         ctx.fillText(clipText(ctx, unitOf(tl.data) + " " + i + " \u00b7 " + tools.duration(frames[i][1]), w - 6), a + 3, place.y + place.h / 2);
       }
       shapes++;
@@ -266,14 +254,16 @@ var orchestrateTimelineDraw = (function () {
       var x0 = v.x(row.starts[at[1]]), x1 = Math.max(x0 + 1, v.x(row.ends[at[1]]));
       return {x0: x0, x1: x1, y: place.y + 1 + row.depths[at[1]] * h, h: Math.max(1, h - 1)};
     }
+    if (!tl.placeOfRow[picked.row]) { return; }  // on a folded or hidden row
     var own = box([picked.row, picked.index]);
-    ctx.strokeStyle = INK;
+    ctx.strokeStyle = colours.ink;
     ctx.lineWidth = 2;
     ctx.strokeRect(own.x0, own.y, own.x1 - own.x0, own.h);
     ctx.strokeStyle = "#c9475a";
     ctx.fillStyle = "#c9475a";
     ctx.lineWidth = 1.5;
     (tl.flows || []).forEach(function (flow) {
+      if (!tl.placeOfRow[flow.from[0]] || !tl.placeOfRow[flow.to[0]]) { return; }  // an end on a row not shown
       var from = box(flow.from), to = box(flow.to);
       var x0 = from.x0, y0 = from.y + from.h / 2, x1 = to.x0, y1 = to.y + to.h / 2, bend = Math.max(20, Math.abs(y1 - y0) / 2);
       ctx.strokeRect(to.x0, to.y, to.x1 - to.x0, to.h);
@@ -291,25 +281,44 @@ var orchestrateTimelineDraw = (function () {
     ctx.lineWidth = 1;
   }
 
+  // a process's header across the plot: a band, its rows folded or not
+  function paintHead(ctx, v, place) {
+    ctx.fillStyle = place.process < 0 ? colours.pinned : colours.head;
+    ctx.fillRect(v.tl.LABEL_W, place.y, v.width, place.h - 1);
+  }
+
+  // the rows' labels: a process's header (folded or not, bold), each thread's first row its name, each row its kind
   function paintLabels(ctx, tl, height) {
-    ctx.fillStyle = "#fff";
+    ctx.fillStyle = colours.paper;
     ctx.fillRect(0, 0, tl.LABEL_W - 4, height);
     ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = "#8791a3";
+    ctx.fillStyle = colours.soft;
     ctx.fillText("time (s, the report's clock)", 4, tl.AXIS_H / 2 - 2);
     var previous = null;
     tl.layout.forEach(function (place) {
-      var label = place.type === "row" ? (place.row.group === previous ? "" : place.row.group) : place.label;
-      var x = 4;
+      var x = 4, text = place.label;
+      if (place.type === "process") {
+        ctx.fillStyle = place.process < 0 ? colours.pinned : colours.head;
+        ctx.fillRect(0, place.y, tl.LABEL_W - 4, place.h - 1);
+        ctx.fillStyle = colours.ink;
+        ctx.font = "bold 11px system-ui, sans-serif";
+        text = (place.process < 0 ? "\u2691 " : place.folded ? "\u25b8 " : "\u25be ") + place.label +
+          (place.folded ? " (" + place.rows + " rows)" : "");
+        ctx.fillText(clipText(ctx, text, tl.LABEL_W - 10), x, place.y + place.h / 2);
+        ctx.font = "11px system-ui, sans-serif";
+        previous = null;
+        return;
+      }
       if (place.type === "row") {
+        var group = place.row.group === previous && !place.pinned ? "" : place.row.group;
         previous = place.row.group;
         ctx.fillStyle = kindColour(place.row.kind);
-        ctx.fillRect(4, place.y + 3, 8, Math.min(8, place.h - 6));
-        x = 16;
+        ctx.fillRect(12, place.y + 3, 8, Math.min(8, place.h - 6));
+        x = 24;
+        text = group + (group ? " \u00b7 " : "") + place.kindName;
       }
-      var kind = place.type === "row" ? (label ? " \u00b7 " : "") + place.kindName : "";
-      ctx.fillStyle = INK;
-      ctx.fillText(clipText(ctx, label + kind, tl.LABEL_W - x - 6), x, place.y + Math.min(place.h, 14) / 2 + 1);
+      ctx.fillStyle = colours.ink;
+      ctx.fillText(clipText(ctx, text, tl.LABEL_W - x - 6), x, place.y + Math.min(place.h, 14) / 2 + 1);
     });
   }
 
@@ -332,7 +341,9 @@ var orchestrateTimelineDraw = (function () {
   function hit(tl, view, x, y) {
     var place = placeAt(tl, y), t = view.t(x), px = view.nsPerPx, slop = 3 * px;
     var clock = function (ns) { return tools.seconds(tl.origin + ns); };
-    if (!place || x < tl.LABEL_W) { return null; }
+    if (!place) { return null; }
+    if (x < tl.LABEL_W) { return {label: place, text: rowsOf.labelOf(place)}; }
+    if (place.type === "process") { return null; }
     if (place.type === "frames") {
       var f = search(tl.frameStarts, t, false) - 1, frame = tl.data.header.frames[f];
       return frame && t <= frame[0] + frame[1] + slop ? {frame: f, text: unitOf(tl.data) + " " + f + "\n" + clock(frame[0]) +
@@ -364,5 +375,5 @@ var orchestrateTimelineDraw = (function () {
     return {row: place.index, index: best, start: row.starts[best], end: row.ends[best], text: text};
   }
 
-  return {paint: paint, hit: hit, layout: layout, kindColour: kindColour, unitOf: unitOf, EXACT: EXACT};
+  return {paint: paint, hit: hit, kindColour: kindColour, unitOf: unitOf, EXACT: EXACT, colours: colours};
 }());

@@ -1,6 +1,6 @@
 // The page's ways to a frame on the whole-run timeline: a frame number anywhere on the page (an element with
-// data-frame), a click on a chart of frames, and the page's address (#frame=N, #window=...). Reads the frames and
-// calls back the timeline (templates/timeline.js) to show one.
+// data-frame), a click on a chart of frames, and the page's address (#frame=N, #window=...), which the timeline
+// keeps as its view (address). Reads the frames and calls back the timeline (templates/timeline.js) to show one.
 var orchestrateTimelineLinks = (function () {
   "use strict";
   var NEAR_PX = 4;
@@ -41,5 +41,30 @@ var orchestrateTimelineLinks = (function () {
     });
   }
 
-  return {attach: attach};
+  // the page's address as the timeline's view: rewritten (replaceState: no new history entry, no hashchange) a
+  // moment after the view, selection, search or rows change, so that a reload or a copied address opens the same
+  // view; never before the first change, so an address the page was opened with (a section's) stays until then
+  function address() {
+    var written = null, pending = null, timer = 0, tools = orchestrateTimelineTools;
+    function put() {
+      timer = 0;
+      if (pending === null || pending === written) { return; }
+      written = pending;
+      history.replaceState(history.state, "", written || location.pathname + location.search);
+    }
+    return {
+      /** @param {ViewLink} link the view the page opened on */
+      start: function (link) { written = tools.fragmentOf(link); },
+      /** @param {ViewLink} link @param {boolean} [now] */
+      write: function (link, now) {
+        if (written === null) { return; }
+        pending = tools.fragmentOf(link);
+        if (now) { clearTimeout(timer); put(); } else if (!timer && pending !== written) { timer = setTimeout(put, 150); }
+      },
+      /** @param {ViewLink} link @returns {string} the page's address with the link's fragment */
+      href: function (link) { return location.href.split("#")[0] + tools.fragmentOf(link); }
+    };
+  }
+
+  return {attach: attach, address: address};
 }());

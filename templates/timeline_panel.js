@@ -25,7 +25,7 @@ var orchestrateTimelinePanel = (function () {
     var row = data.rows[picked.row], lines = ["selected: " + describe(data, [picked.row, picked.index], kindNames)];
     if (row.stacks) { return lines[0] + tools.stackText(data, row.stacks[picked.index], Infinity); }
     if (row.self && row.self[picked.index] !== row.ends[picked.index] - row.starts[picked.index]) {
-      lines.push("self time (less what nests in it on its row): " + tools.duration(row.self[picked.index]));
+      lines.push("self time (less what nests in it on its thread): " + tools.duration(row.self[picked.index]));
     }
     var gpu = row.kind === "cuda_kernel" || row.kind === "memcpy" || row.kind === "opengl_gpu";
     var linkable = row.kind === "opengl" || row.kind === "cuda_api" || gpu || row.kind === "nvtx";

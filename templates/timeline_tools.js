@@ -34,17 +34,32 @@
  * @property {?Object} selecting the span being dragged out
  * @property {?{row: number, index: number}} selected the event picked
  * @property {Array<any>} flows the picked call's links to its GPU work
+ * @property {RowState} rowState the rows pinned and folded (timeline_rows.js)
+ * @property {?number} linkFrame the frame the view was fitted to, while it shows it (the page's link names it)
  */
 
 /**
- * A view of the run as a link's fragment says it: "#window=Ss:Es&select=Ss:Es&frame=N&search=TEXT" (each part
- * optional; times in seconds on the report's clock, as the page prints them and --window takes them). Frame links and shared
+ * What the user did to the whole-run timeline's rows (timeline_rows.js lays them out by it; the page's link keeps it).
+ * @typedef {Object} RowState
+ * @property {Array<number>} pins the pinned rows' indexes, in the order they were pinned
+ * @property {Array<number>} folds the folded processes' indexes
+ * @property {Array<string>} foldKinds the folded kinds
+ * @property {boolean} hideEmpty rows with nothing in view left out
+ */
+
+/**
+ * A view of the run as a link's fragment says it:
+ * "#window=Ss:Es&select=Ss:Es&frame=N&search=TEXT&pin=R.R&fold=P.P&foldkind=K.K&empty=hide" (each part optional; times in seconds on the report's clock, as the page prints them and --window takes them). Frame links and shared
  * views both use this one format.
  * @typedef {Object} ViewLink
  * @property {?Array<number>} window [start, end] in ns on the report's clock
  * @property {?Array<number>} selection [start, end] in ns on the report's clock
  * @property {?number} frame a frame's index
  * @property {?string} search the search box's text
+ * @property {?Array<number>} [pins] the pinned rows (indexes in the page's data), in the order they are pinned
+ * @property {?Array<number>} [folds] the folded processes (indexes in the page's list of them)
+ * @property {?Array<string>} [foldKinds] the folded kinds of rows ("osrt", "sample"...)
+ * @property {?boolean} [hideEmpty] rows with nothing in view hidden
  */
 
 var orchestrateTimelineTools = (function () {
@@ -83,19 +98,32 @@ var orchestrateTimelineTools = (function () {
     if (link.selection) { parts.push("select=" + seconds(link.selection[0]) + "s:" + seconds(link.selection[1]) + "s"); }
     if (link.frame !== null && link.frame !== undefined) { parts.push("frame=" + link.frame); }
     if (link.search) { parts.push("search=" + encodeURIComponent(link.search)); }
+    if (link.pins && link.pins.length) { parts.push("pin=" + link.pins.join(".")); }
+    if (link.folds && link.folds.length) { parts.push("fold=" + link.folds.join(".")); }
+    if (link.foldKinds && link.foldKinds.length) { parts.push("foldkind=" + link.foldKinds.join(".")); }
+    if (link.hideEmpty) { parts.push("empty=hide"); }
     return parts.length ? "#" + parts.join("&") : "";
   }
 
   /** @param {string} fragment a link's fragment, with or without "#" @returns {ViewLink} what it says (null: not said) */
   function linkOf(fragment) {
     /** @type {ViewLink} */
-    var link = {window: null, selection: null, frame: null, search: null};
+    var link = {window: null, selection: null, frame: null, search: null, pins: null, folds: null, foldKinds: null,
+                hideEmpty: null};
+    /** @param {string} value @returns {Array<number>} */
+    var numbers = function (value) {
+      return value.split(".").filter(function (v) { return /^\d+$/.test(v); }).map(Number);
+    };
     String(fragment || "").replace(/^#/, "").split("&").forEach(function (part) {
       var at = part.indexOf("="), key = part.slice(0, at), value = part.slice(at + 1);
       if (at < 0) { return; }
       if (key === "window") { link.window = spanOf(value); }
       else if (key === "select") { link.selection = spanOf(value); }
       else if (key === "frame" && /^\d+$/.test(value)) { link.frame = parseInt(value, 10); }
+      else if (key === "pin") { link.pins = numbers(value); }
+      else if (key === "fold") { link.folds = numbers(value); }
+      else if (key === "foldkind") { link.foldKinds = value.split(".").filter(function (v) { return /^[a-z_]+$/.test(v); }); }
+      else if (key === "empty") { link.hideEmpty = value === "hide"; }
       else if (key === "search") {
         try { link.search = decodeURIComponent(value); } catch (error) { link.search = null; }
       }

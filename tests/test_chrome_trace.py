@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from browser import REPO
 from conftest import run_cli
@@ -140,12 +141,13 @@ def test_one_frame_and_a_bounded_size(export, tmp_path):
     assert (one["otherData"]["start_ns"], one["otherData"]["end_ns"]) == (start, start + duration)
     assert [e["name"] for e in one["traceEvents"] if e.get("cat") == "frame"] == ["frame 10"]
     whole = write(path, tmp_path, window="all")
-    timed = sorted(round(e["ts"] * 1000) for e in whole["traceEvents"] if e["ph"] != "M")
+    timed = sorted(round(e["ts"] * 1000) for e in whole["traceEvents"] if e["ph"] not in "Msf")  # not flows
     cut = write_chrome_trace(path, tmp_path / "cut.json", AnalysisOptions(window="all"), max_events=1000)
     capped = json.loads(cut.path.read_text())
     assert cut.events == capped["otherData"]["events"] == 1000
     assert cut.truncated_at_ns == capped["otherData"]["truncated_at_ns"] == timed[1000]
     assert max(round(e["ts"] * 1000) for e in capped["traceEvents"] if e["ph"] != "M") <= timed[1000]
+    assert capped["otherData"]["flows"] < whole["otherData"]["flows"]  # only those whose two slices it holds
     assert cut.path.stat().st_size < 300_000
 
 
@@ -230,3 +232,91 @@ def test_speedscope_opens_the_trace_with_its_tracks_and_times(export, browser, s
             assert re.search(rf"{re.escape(ms(total))} \([\d.]+%\)\s+[\d.]+ms \([\d.]+%\)\s+{stage}\b", rows), \
                 (stage, ms(total), rows[:2000])
     page.close()
+
+
+# -- flows: the Trace Event Format's rules, and one flow per link the report page draws --------------------------
+
+def flow_problems(trace: dict) -> tuple[list[str], dict]:
+    """The Trace Event Format's rules for flow events (ph "s", "t", "f"), checked over a trace: each carries an id,
+    cat, name, ts, pid and tid; (cat, name, id) names one flow, with one "s", then any "t", then one "f", in time
+    order; "s" and "t" bind to the slice enclosing them on their thread (the deepest: the latest begun of those
+    still open), "f" to that one with "bp": "e", else to the next slice to begin on its thread. Returns the
+    problems and each flow's bound slices, in order."""
+    slices: dict[tuple, list[dict]] = {}
+    for event in trace["traceEvents"]:
+        if event["ph"] == "X":
+            slices.setdefault((event["pid"], event["tid"]), []).append(event)
+    for track in slices.values():
+        track.sort(key=lambda e: (e["ts"], -e["dur"]))
+    problems: list[str] = []
+    found: dict[tuple, list[dict]] = {}
+    for event in trace["traceEvents"]:
+        if event["ph"] not in ("s", "t", "f"):
+            continue
+        missing = [key for key in ("id", "cat", "name", "ts", "pid", "tid") if key not in event]
+        if missing:
+            problems.append(f"a flow event without {missing}: {event}")
+            continue
+        found.setdefault((event["cat"], event["name"], event["id"]), []).append(event)
+
+    def bound(event: dict) -> dict | None:
+        track = slices.get((event["pid"], event["tid"]), [])
+        if event["ph"] == "f" and event.get("bp") != "e":
+            later = [s for s in track if s["ts"] >= event["ts"]]
+            return later[0] if later else None
+        open_ = [s for s in track if s["ts"] <= event["ts"] <= s["ts"] + s["dur"]]
+        return open_[-1] if open_ else None
+    bindings: dict[tuple, list[dict]] = {}
+    for key, events in found.items():
+        ordered = sorted(events, key=lambda e: (e["ts"], "stf".index(e["ph"])))
+        phases = "".join(e["ph"] for e in ordered)
+        if not re.fullmatch(r"st*f", phases):
+            problems.append(f"flow {key}: phases {phases} in time order, not s, t..., f")
+        ends = [bound(e) for e in ordered]
+        if any(end is None for end in ends):
+            problems.append(f"flow {key}: an event bound to no slice")
+        bindings[key] = ends
+    return problems, bindings
+
+
+def test_the_flow_rules_hold_on_a_hand_made_trace_and_catch_each_broken_one():
+    """The validator itself, on flows right and wrong: it must not pass what the format does not allow."""
+    calls = [{"ph": "X", "name": "launch", "ts": 10, "dur": 5, "pid": 1, "tid": 1},
+             {"ph": "X", "name": "kernel", "ts": 20, "dur": 5, "pid": 9, "tid": 3}]
+    good = [{"ph": "s", "id": 1, "cat": "flow", "name": "q", "ts": 10, "pid": 1, "tid": 1},
+            {"ph": "f", "bp": "e", "id": 1, "cat": "flow", "name": "q", "ts": 20, "pid": 9, "tid": 3}]
+    problems, bindings = flow_problems({"traceEvents": calls + good})
+    assert problems == [] and [e["name"] for e in bindings[("flow", "q", 1)]] == ["launch", "kernel"]
+    next_slice = [dict(good[1], ts=18, bp=None)]  # without bp "e": the next slice on its thread, the kernel
+    assert flow_problems({"traceEvents": calls + good[:1] + next_slice})[1][("flow", "q", 1)][1]["name"] == "kernel"
+    for broken in ([good[0]], [good[1]], good + [dict(good[0])], [dict(good[0], ts=30), dict(good[1], ts=20)],
+                   [good[0], dict(good[1], tid=4)], [dict(good[0], ts=9), good[1]], [{"ph": "s", "ts": 10}]):
+        assert flow_problems({"traceEvents": calls + broken})[0], broken
+
+
+@pytest.mark.parametrize("name", ["es2gears-opengl", "flux_gtx1650_2019.export2022_4"])
+def test_one_flow_per_link_the_page_draws_from_a_call_to_the_gpu_work_it_queued(name, export, tmp_path):
+    from orchestrator.analysis.analyzers.flows import flows, offsets
+    from orchestrator.analysis.analyzers.run_events import run_events
+    from orchestrator.analysis.export.schema import probe
+    from orchestrator.analysis.export.trace import Trace
+    path = export(name)
+    trace = write(path, tmp_path, window="all")
+    problems, bindings = flow_problems(trace)
+    assert problems == []
+    drawn = {(s["name"], round(s["ts"] * 1000), f["name"], round(f["ts"] * 1000)) for s, f in bindings.values()}
+    conn = sqlite3.connect(path)
+    try:
+        events = run_events(Trace(conn, probe(conn), path))
+        rows, names = [row for row in events.rows if len(row.starts)], events.names
+        links = flows(rows)  # the links the page embeds (report/run_timeline.py), each drawn from its first call
+    finally:
+        conn.close()
+    at = offsets(rows)
+
+    def event(place: int) -> tuple[str, int]:
+        r = int(np.searchsorted(at, place, side="right")) - 1
+        return names[int(rows[r].names[place - at[r]])], int(rows[r].starts[place - at[r]])
+    expected = {(*event(first), *event(gpu)) for first, gpu in zip(links.first.tolist(), links.gpu.tolist())}
+    assert len(links) > 1000 and len(bindings) == len(links) == trace["otherData"]["flows"]
+    assert drawn == expected  # each flow from the call's own slice to the GPU work's, as the page draws it

@@ -14,6 +14,7 @@ from browser import ARTIFACTS, assert_clean, open_page
 from orchestrator.analysis import analyze_report
 from orchestrator.documents.run import RunDocument
 from orchestrator.documents.summary import Summary
+from orchestrator.invocation import program
 from orchestrator.report import compare_runs, load_run, write_comparison, write_report, write_run_report
 from orchestrator.report.charts import MAX_SERIES_POINTS, decimate
 from orchestrator.report.page import HOT_BARS, THREAD_BARS
@@ -351,5 +352,8 @@ def test_report_of_an_nsys_rep_links_it_and_says_how_to_open_it(host_nsys, brows
     assert_clean(opened, page_path)
     link = opened.page.locator("header .open a")
     assert link.get_attribute("href") == "pose capture.nsys-rep"
-    assert opened.page.locator("code.command").inner_text() == "nsys-ui 'pose capture.nsys-rep'"
+    assert opened.page.locator("header code.command").inner_text() == "nsys-ui 'pose capture.nsys-rep'"
+    # and the command that writes the same events for Perfetto UI, run as printed (quoted)
+    trace = opened.page.locator("[data-tl-trace] code.command").inner_text()
+    assert trace == f"{program()} trace '{source}'"
     assert opened.charts()["frame-series"]["drawn"] == 60

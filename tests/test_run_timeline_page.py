@@ -231,7 +231,7 @@ def test_a_range_around_twenty_thousand_others_still_lets_the_view_close_in_on_t
     assert timeline(opened)["rows"][0]["mode"] == "level"  # 20,001 ranges at full zoom: its summary
     seen = after_paint(opened, lambda: opened.page.evaluate("window.orchestrateTimeline.setWindow(1000000, 1002000)"))
     assert seen["rows"][0]["mode"] == "events" and seen["rows"][0]["visible"] == 21
-    layout = opened.page.evaluate("window.orchestrateTimeline.layout")
+    layout = [p for p in opened.page.evaluate("window.orchestrateTimeline.layout") if p["type"] == "row"]
     assert layout[0]["kind"] == "nvtx" and layout[0]["h"] > 14  # the ranges inside the outer one: a lane below it
     opened.page.evaluate("window.orchestrateTimeline.select(0, 2200000)")  # the whole run: its own time per range
     stats = {e["name"]: e for e in opened.page.evaluate("window.orchestrateTimeline.selection.stats")}
@@ -245,13 +245,15 @@ def test_a_view_is_one_link_fragment_written_and_read_back(es2gears_page, browse
     _, page, _ = es2gears_page
     opened = opened_timeline(browser, page)
     link = {"window": [4_201_000_000, 4_208_000_000], "selection": [4_202_500_001, 4_203_000_000], "frame": 4224,
-            "search": "glClear & eglSwapBuffers"}
+            "search": "glClear & eglSwapBuffers", "pins": [7, 2], "folds": [1], "foldKinds": ["osrt", "sample"],
+            "hideEmpty": True}
     fragment = opened.page.evaluate("(link) => orchestrateTimelineTools.fragmentOf(link)", link)
     assert fragment == ("#window=4.201s:4.208s&select=4.202500001s:4.203s&frame=4224"
-                        "&search=glClear%20%26%20eglSwapBuffers")
+                        "&search=glClear%20%26%20eglSwapBuffers&pin=7.2&fold=1&foldkind=osrt.sample&empty=hide")
     assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", fragment) == link
     assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", "#window=4.2s:4.1s&frame=-1&select&x=1") \
-        == {"window": None, "selection": None, "frame": None, "search": None}
+        == {"window": None, "selection": None, "frame": None, "search": None, "pins": None, "folds": None,
+            "foldKinds": None, "hideEmpty": None}
     assert opened.page.evaluate("() => orchestrateTimelineTools.fragmentOf({window: null, selection: null, "
                                 "frame: null, search: null})") == ""
 

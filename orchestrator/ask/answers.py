@@ -12,7 +12,8 @@ import numpy as np
 
 from ..analysis import AnalysisOptions
 from ..analysis.analyzers.frames import first_steady_index
-from ..analysis.analyzers.span_stats import SPAN_KINDS, chosen_rows, span_stats
+from ..analysis.analyzers.run_events import RunEvents
+from ..analysis.analyzers.span_stats import NESTING_KINDS, SPAN_KINDS, chosen_rows, span_stats
 from ..analysis.export.selection import parse_range
 from ..documents.summary import Summary
 from ..errors import UsageError
@@ -210,6 +211,13 @@ def window_answer(root: Root, run: OpenRun, window: str | None, thread: str | No
     return answer
 
 
+def nesting_of(events: RunEvents, keys: tuple[int, ...]) -> tuple[str, ...]:
+    """The kinds of calls and ranges the threads ``keys`` have rows of."""
+    wanted = set(keys)
+    return tuple(kind for kind in NESTING_KINDS
+                 if any(row.kind == kind and row.key in wanted for row in events.rows))
+
+
 def window_rows(run: OpenRun, span: tuple[int, int], rows: list[int], name: str | None, offset: int,
                 limit: int) -> dict[str, Any]:
     stats = span_stats(run.events, span, rows, name, run.selves)
@@ -218,7 +226,7 @@ def window_rows(run: OpenRun, span: tuple[int, int], rows: list[int], name: str 
     for stat in shown:
         row = stat.as_json()
         sql = span_sql(stat.kind, stat.name, span, stat.keys, run.schema)
-        own = self_sql(stat.kind, stat.name, span, stat.keys, run.schema)
+        own = self_sql(stat.kind, stat.name, span, stat.keys, run.schema, nesting_of(run.events, stat.keys))
         row["evidence"] = {"sql": sql, **({"self_sql": own} if own else {})}
         found.append(row)
     return {"rows": found, "total_rows": len(stats), "offset": offset,

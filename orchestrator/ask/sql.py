@@ -3,7 +3,8 @@ check a number. Pure: a row's kind, name and place in, one statement out, every 
 no SQL; names are quoted as SQLite quotes them).
 
 A span's row (kind, name, count, total, min, max, mean) is one statement; its self time another, which finds each
-event's parent as the page does (the latest event before it on its thread still open at its start).
+event's parent as the page does (the latest event before it on its thread still open at its start, of any of the
+thread's rows of calls and ranges).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..analysis.analyzers.api_summaries import MEMCPY_KINDS, memop_name
 from ..analysis.analyzers.frames import NVTX_RANGE_TYPES
 from ..analysis.analyzers.run_events import LANE_SHIFT, NO_STACK_NAME
 from ..analysis.analyzers.run_events import THREAD_TABLES as RUN_THREAD_TABLES
+from ..analysis.analyzers.span_stats import NESTING_KINDS
 from ..analysis.export.calls import SWAP_CALLS
 from ..analysis.export.reads import OSRT_CALL_CLASS
 from ..analysis.export.schema import Schema
@@ -39,12 +41,14 @@ def _in(column: str, values: tuple[int, ...]) -> str:
     return f"{column} IN ({', '.join(str(int(v)) for v in values)})"
 
 
-def _thread_base(kind: str, schema: Schema, tids: tuple[int, ...]) -> tuple[str, str, str] | None:
-    """(table, the filter every event of the row meets, its name expression) for a thread's kind."""
+def _thread_base(kind: str, schema: Schema, tids: tuple[int, ...],
+                 tid_filter: str | None = None) -> tuple[str, str, str] | None:
+    """(table, the filter every event of the row meets, its name expression) for a thread's kind; ``tid_filter``:
+    the threads as SQL, instead of ``tids``."""
     table = THREAD_TABLES.get(kind)
     if table is None:
         return None
-    where = ['e."end" IS NOT NULL', _in("e.globalTid", tids)]
+    where = ['e."end" IS NOT NULL', tid_filter or _in("e.globalTid", tids)]
     if kind == "nvtx":
         where.append(f"e.eventType IN ({', '.join(map(str, NVTX_RANGE_TYPES))})")
         text_id = "e.textId" if schema.has(table, "textId") else "NULL"
@@ -109,31 +113,38 @@ def span_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...],
     return f"SELECT {FIGURES} FROM {table} AS e WHERE {where} AND {overlap}"
 
 
-def self_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...], schema: Schema) -> str | None:
-    """One statement giving self_ns: the events' time less that of the events directly inside each (a thread's
-    calls or ranges of one kind nest; GPU work does not: its self time is its total)."""
-    thread = _thread_base(kind, schema, keys)
-    if thread is None:
+def self_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...], schema: Schema,
+             nesting: tuple[str, ...] = NESTING_KINDS) -> str | None:
+    """One statement giving self_ns: the events' time less that of the events directly inside each on its thread,
+    whatever kind they are (an OS call inside an OpenGL call is its child), clipped to its end; GPU work does not
+    nest: its self time is its total. ``nesting``: the kinds of calls and ranges those threads have (fewer tables
+    read, a shorter statement)."""
+    if _thread_base(kind, schema, keys) is None:
         return None
-    table, where, name_of = thread
+    parts = []
+    for rank, other in enumerate(NESTING_KINDS):  # of equal start and end, the rows' order: nvtx, opengl, ...
+        base = _thread_base(other, schema, keys, "e.globalTid IN (SELECT tid FROM threads)")
+        if (other != kind and other not in nesting) or base is None or not schema.has(base[0], "start", "end",
+                                                                                       "globalTid"):
+            continue
+        table, where, name_of = base  # only the asked kind's names are read: the others' events are children
+        parts.append(f"SELECT ({rank} << 40) | e.rowid AS id, {literal(other)} AS kind, e.start, e.\"end\", "
+                     f"e.globalTid, {name_of if other == kind else 'NULL'} AS name FROM {table} AS e WHERE {where}")
     a, b = span
-    in_span = f'x."end" > {a} AND x.start < {b}'
     return (
-        f"WITH row_events AS MATERIALIZED (SELECT e.rowid AS id, e.start, e.\"end\", e.globalTid, {name_of} AS name "
-        f"FROM {table} AS e WHERE {where}), "
-        # every event that may be inside one of the span's or between the two: from the span's events' first start
-        # to their last end
-        f"near AS MATERIALIZED (SELECT * FROM row_events WHERE \"end\" > (SELECT min(x.start) FROM row_events AS x "
-        f"WHERE {in_span}) AND start < (SELECT max(x.\"end\") FROM row_events AS x WHERE {in_span})), "
-        f"placed AS MATERIALIZED (SELECT c.id, c.start, c.\"end\", (SELECT p.id FROM near AS p "
-        f"WHERE p.globalTid = c.globalTid "
+        f"WITH threads(tid) AS (VALUES {', '.join(f'({int(key)})' for key in keys)}), "
+        f"ev AS MATERIALIZED ({' UNION ALL '.join(parts)}), "
+        f"own AS MATERIALIZED (SELECT * FROM ev WHERE \"end\" > {a} AND start < {b} AND kind = {literal(kind)} "
+        f"AND name = {literal(name)}), "
+        # every event that may be inside one of the span's or between the two: from their first start to their last end
+        f"near AS MATERIALIZED (SELECT * FROM ev WHERE \"end\" > (SELECT min(start) FROM own) "
+        f"AND start < (SELECT max(\"end\") FROM own)), "
+        f"placed AS MATERIALIZED (SELECT c.id, (SELECT p.id FROM near AS p WHERE p.globalTid = c.globalTid "
         f"AND p.\"end\" > c.start AND (p.start < c.start OR (p.start = c.start AND (p.\"end\" > c.\"end\" OR "
-        f"(p.\"end\" = c.\"end\" AND p.id < c.id)))) ORDER BY p.start DESC, p.\"end\" ASC, p.id DESC LIMIT 1) "
-        f"AS parent FROM near AS c) "
-        f"SELECT sum(p.\"end\" - p.start - coalesce((SELECT sum(min(c.\"end\", p.\"end\") - c.start) FROM placed AS c "
-        f"WHERE c.parent = p.id), 0)) AS self_ns FROM near AS p "
-        f"WHERE p.\"end\" > {a} AND p.start < {b} AND p.name = {literal(name)}")
-
+        f"(p.\"end\" = c.\"end\" AND p.id < c.id)))) ORDER BY p.start DESC, p.\"end\", p.id DESC LIMIT 1) AS parent, "
+        f"c.start, c.\"end\" FROM near AS c) "
+        f"SELECT sum(p.\"end\" - p.start - coalesce((SELECT sum(min(c.\"end\", p.\"end\") - c.start) FROM placed "
+        f"AS c WHERE c.parent = p.id), 0)) AS self_ns FROM own AS p")
 
 
 def frame_list(source: str, kind: str, schema: Schema) -> str | None:

@@ -45,8 +45,10 @@ def add_parsers(sub: Any) -> None:
 
     report = sub.add_parser("report", help="write the HTML report of a run folder or a report file",
                             description="Render one self-contained HTML page (no network needed to open it): verdict, "
-                                        "frames, hotspots, CPU, one frame's timeline and the API tables. A run folder "
-                                        "without summary.json is analysed first.")
+                                        "frames, hotspots, CPU, the whole run's timeline (every event, zoomed, "
+                                        "searched and linked to by its view), a typical and the slowest frame thread "
+                                        "by thread, and the API tables. A run folder without summary.json is analysed "
+                                        "first.")
     report.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
     report.add_argument("-o", "--output", type=Path, help="HTML file (default: report.html in the run folder, "
                                                           "else NAME.html beside the report)")
@@ -57,8 +59,10 @@ def add_parsers(sub: Any) -> None:
                            description="Write the Chrome trace event format ({\"traceEvents\": [...]}, times in "
                                        "microseconds on the report's clock): threads with their OpenGL, OS runtime, "
                                        "NVTX and CUDA API calls, GPU streams with kernels and memory operations, CPU "
-                                       "samples as instant events, frames on a Frames track. Covers the analysis "
-                                       "window (steady frames, else the whole capture) unless told otherwise.")
+                                       "samples as instant events, frames on a Frames track, and each call's link to "
+                                       "the GPU work it queued as a flow (an arrow in Perfetto UI and "
+                                       "chrome://tracing). Covers the analysis window (steady frames, else the whole "
+                                       "capture) unless told otherwise.")
     trace.add_argument("source", type=Path, help="run folder (runs/<run>) or report (.nsys-rep, .qdrep, .sqlite)")
     trace.add_argument("-o", "--output", type=Path, help="JSON file (default: trace.json in the run folder, else "
                                                          "NAME.trace.json beside the report)")

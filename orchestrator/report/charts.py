@@ -30,6 +30,7 @@ class Rect:
     label: str = ""
     count: int | None = None  # how many data items the mark stands for (histogram bins)
     frame: int | None = None  # the frame a click on it shows (a bar of frames: the slowest of them)
+    fill: str | None = None   # its own colour (an event's: its name's), else its class's
 
 
 @dataclass(frozen=True)
@@ -255,11 +256,22 @@ def timeline_chart(timeline: dict, name: str = "frame-timeline",
             finding = " finding" if (lane["name"], event["name"]) in marked else ""
             chart.rects.append(Rect(x0, row_y, max(x1 - x0, 0.8), row_h - 2, f"mark ev k-{event['kind']}{finding}",
                                     f"{event['name']} ({event['kind']}, {duration})",
-                                    shorten(event["name"], int((x1 - x0) / 6.5)) if x1 - x0 > 30 else ""))
+                                    shorten(event["name"], int((x1 - x0) / 6.5)) if x1 - x0 > 30 else "",
+                                    fill=name_colour(event["name"])))
         y += len(rows) * row_h + gap
         chart.lines.append(Line(0, y - gap / 2, WIDTH, y - gap / 2, "lane-rule"))
     return Chart(chart.name, WIDTH, y, chart.rects, [
         Line(line.x1, line.y1, line.x2, min(line.y2, y), line.cls) for line in chart.lines], chart.texts)
+
+
+def name_colour(name: str) -> str:
+    """A name's colour, the one the whole-run timeline gives it (templates/timeline_tools.js's colourOf: FNV-1a of
+    its UTF-16 code units), so that one name has one colour on every chart and page; light enough for dark text."""
+    h = 0x811C9DC5
+    units = name.encode("utf-16-le")
+    for k in range(0, len(units), 2):
+        h = ((h ^ (units[k] | units[k + 1] << 8)) * 0x01000193) & 0xFFFFFFFF
+    return f"hsl({h % 360},{45 + (h >> 9) % 25}%,{62 + (h >> 17) % 12}%)"
 
 
 KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}  # lanes' rows in the order the analysis sorts them

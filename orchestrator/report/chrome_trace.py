@@ -4,7 +4,10 @@ open: ``{"traceEvents": [...]}`` with times in microseconds on the report's own 
 Threads are tracks (OpenGL, OS runtime, NVTX and CUDA API calls as complete events), each GPU is a process
 whose streams (CUDA kernels, memory operations) and OpenGL contexts are tracks, CPU samples are instant
 events on their thread with the stack in ``args``, and frames are complete events on a "Frames" track of the
-process that draws them. Names and times are the report's own. The span is the analysis window (steady
+process that draws them. Each link from an API call to the GPU work it queued (the ones the report page's timeline
+draws as arrows: analysis/analyzers/flows.py's, from the first call of the run of calls that queued it) is a flow
+event pair, "s" on the call's thread at its start and "f" bound to the GPU work's slice ("bp": "e"), which Perfetto
+UI and chrome://tracing draw as arrows. Names and times are the report's own. The span is the analysis window (steady
 frames, else the whole capture) unless --window/--frame says otherwise, and past ``max_events`` the trace
 stops at the event that would exceed it, which ``otherData`` says.
 """
@@ -14,8 +17,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..analysis import UNREADABLE
+from ..analysis.analyzers.flows import flows, offsets
 from ..analysis.analyzers.frames import Frames
+from ..analysis.analyzers.run_events import LANE_SHIFT, EventRow, run_events
 from ..analysis.analyzers.timeline import SpanEvent, span_events
 from ..analysis.export.names import pid_of, tid_of
 from ..analysis.export.report_input import open_report, report_of
@@ -31,6 +38,7 @@ GPU_PID = 1 << 30     # GPUs are processes of their own, numbered past any real 
 FRAMES_TID = 0        # the Frames track sits in the drawing process at tid 0, which no thread has
 CONTEXT_TID = 1 << 20  # OpenGL contexts of a GPU, apart from its CUDA streams
 STACK_FRAMES = 32     # frames of a sample's stack kept in its args, leaf first
+FLOW = {"name": "queued GPU work", "cat": "flow"}  # every flow's name and category; its id tells it apart
 CATEGORIES = {"nvtx": "NVTX", "opengl": "OpenGL", "osrt": "OS runtime", "cuda_api": "CUDA API",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory", "opengl_gpu": "OpenGL GPU"}
 
@@ -71,18 +79,21 @@ def chrome_trace(trace: Trace, options: AnalysisOptions, max_events: int = MAX_E
     conn, schema = trace.conn, trace.schema
     scope = analysis_scope(trace, options)  # the same capture, processes, frames, window and samples as analyze
     pids, frames, window, threads, skip = scope.pids, scope.frames, scope.window, scope.threads, set(scope.skip)
-    timed = [(e.start_ns, _span_event(e)) for e in span_events(conn, schema, window.as_tuple())
+    spans = [e for e in span_events(conn, schema, window.as_tuple())
              if e.global_tid not in skip and (pids is None or e.global_tid is None or pid_of(e.global_tid) in pids)]
+    timed = [(e.start_ns, _span_event(e)) for e in spans]
     timed += _frame_events(frames, window.as_tuple())
     timed += _sample_events(scope.samples)
     timed.sort(key=lambda pair: pair[0])
     truncated_at = timed[max_events][0] if len(timed) > max_events else None
     events = [event for _, event in timed[:max_events]]
+    kept = {(event["pid"], event["tid"], start) for start, event in timed[:max_events] if event["ph"] == "X"}
+    linked = _flow_events(trace, kept)
     names = {p["pid"]: p["name"] for p in scope.capture["processes"]}
-    return {"traceEvents": _metadata(events, names, threads, frames) + events, "displayTimeUnit": "ms",
+    return {"traceEvents": _metadata(events, names, threads, frames) + events + linked, "displayTimeUnit": "ms",
             "otherData": {"source": "orchestrate trace", "nsys_version": schema.exporter_version,
                           "window": window.kind, "start_ns": window.start_ns, "end_ns": window.end_ns,
-                          "events": len(events), "truncated_at_ns": truncated_at,
+                          "events": len(events), "flows": len(linked) // 2, "truncated_at_ns": truncated_at,
                           "clock": "the report's own, in microseconds (ns / 1000)"}}
 
 
@@ -101,6 +112,32 @@ def _track(event: SpanEvent) -> tuple[int, int]:
         return pid_of(event.global_tid), tid_of(event.global_tid)
     device, lane = int(event.device or 0), int(event.stream or 0)
     return GPU_PID + device, (CONTEXT_TID + lane) if event.kind == "opengl_gpu" else lane
+
+
+def _flow_events(trace: Trace, kept: set[tuple[int, int, int]]) -> list[dict]:
+    """A flow (its "s" and "f" events) per link from a call to the GPU work it queued whose two slices the trace
+    holds (``kept``: (pid, tid, start ns) of its complete events), in order of the calls."""
+    rows = [row for row in run_events(trace).rows if len(row.starts) and len(row.correlation)]
+    links, at = flows(rows), offsets(rows)
+    found: list[dict] = []
+    for gpu, first in zip(links.gpu.tolist(), links.first.tolist()):
+        ends = [_end(rows, at, place) for place in (first, gpu)]
+        if all(end in kept for end in ends):
+            (call_pid, call_tid, call_ns), (gpu_pid, gpu_tid, gpu_ns) = ends
+            flow = len(found) // 2 + 1
+            found += [{**FLOW, "ph": "s", "id": flow, "ts": _us(call_ns), "pid": call_pid, "tid": call_tid},
+                      {**FLOW, "ph": "f", "bp": "e", "id": flow, "ts": _us(gpu_ns), "pid": gpu_pid, "tid": gpu_tid}]
+    return found
+
+
+def _end(rows: list[EventRow], at: np.ndarray, place: int) -> tuple[int, int, int]:
+    """The track and start of the event at a place among the rows' events, as the trace writes its slice."""
+    index = int(np.searchsorted(at, place, side="right")) - 1
+    row, start = rows[index], int(rows[index].starts[place - at[index]])
+    if row.kind in ("opengl", "cuda_api", "osrt", "nvtx"):
+        return pid_of(row.key), tid_of(row.key), start
+    device, lane = row.key >> LANE_SHIFT, row.key & ((1 << LANE_SHIFT) - 1)
+    return GPU_PID + device, (CONTEXT_TID + lane) if row.kind == "opengl_gpu" else lane, start
 
 
 def _frame_events(frames: Frames | None, window: tuple[int, int]) -> list[tuple[int, dict]]:

@@ -52,10 +52,11 @@ def header_section(run: RunData) -> Header:
     add("nsys", nsys.version or capture.nsys_version)
     add("date", _when(document.started_at if document else None))
     if capture.duration_ns:
-        add("capture", format_ns(capture.duration_ns))
+        add("traced", f"{format_ns(capture.duration_ns)} (the report's span)")
     phases = document.phases if document else {}
     if phases:
-        add("run took", f"{sum(phases.values()):.1f} s, capture {phases.get('capture', 0):.1f} s")
+        add("run took", f"{sum(phases.values()):.1f} s, {phases.get('capture', 0):.1f} s of it in nsys "
+                        "(starting, tracing, stopping)")
     add("report", run.report_name)
     problems = []
     if document and document.error_message:

@@ -5,6 +5,7 @@ Each section is a picture first and a table second; a section with no data is ``
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -141,6 +142,7 @@ class ReportPage:
     shares: SharesPart | None = None          # where the focus thread's time goes, per frame
     next_steps: list[NextStep] = field(default_factory=list)  # what to do next, at the top of the page
     unit: str = "frame"                       # what the run's frames are: "frame", or "iteration"
+    trace_command: str | None = None          # the command that writes the same events for Perfetto UI
 
 
 SECTIONS = ("verdict", "frames", "hotspots", "cpu", "run-timeline", "timeline", "api")
@@ -189,7 +191,8 @@ def report_page(run: RunData) -> ReportPage:
     return ReportPage(page_title(run), header_section(run), verdict_section(verdict, summary.unit), frames,
                       hotspots, cpu, timeline, tables, absent, missing, slowest, board_part(summary),
                       gpu_metrics_facts(summary.gpu_metrics), run_timeline=run.run_timeline,
-                      shares=shares_part(summary.attribution), next_steps=steps_of(run, summary), unit=summary.unit)
+                      shares=shares_part(summary.attribution), next_steps=steps_of(run, summary), unit=summary.unit,
+                      trace_command=f"{program()} trace {shlex.quote(str(run.source))}")
 
 
 def steps_of(run: RunData, summary: Summary) -> list[NextStep]:

@@ -30,7 +30,8 @@ class Fact:
 
 # the page's one script, in this order
 SCRIPTS = ("report.js", "timeline_data.js", "timeline_tools.js", "timeline_stats.js", "timeline_levels.js",
-           "timeline_draw.js", "timeline_panel.js", "timeline_links.js", "timeline.js")
+           "timeline_rows.js", "timeline_draw.js", "timeline_overview.js", "timeline_panel.js", "timeline_links.js",
+           "timeline_input.js", "timeline.js")
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
               "state": "thread state",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}

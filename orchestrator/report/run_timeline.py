@@ -5,9 +5,10 @@ levels (few enough to draw one by one at any zoom); the detail holds the events 
 after the first paint, for when the view closes in.
 
 Layout (little-endian), after zlib. The overview: a uint32 length and that many bytes of JSON (the header:
-origin, span, rows, names, frames, findings, board series, the number of stack nodes), then the CPU samples'
-call stacks, each stored once as a tree (analysis/analyzers/run_events.py's StackNodes: each node's parent plus
-one, 0 for an outermost frame, then each node's name index, uint32), then per row, in the header's order, each
+origin, span, rows (each with its process's index), processes, names, frames, findings, board series, the number
+of stack nodes), then the CPU samples' call stacks, each stored once as a tree
+(analysis/analyzers/run_events.py's StackNodes: each node's parent plus one, 0 for an outermost frame, then each
+node's name index, uint32), then per row, in the header's order, each
 array padded to 4 bytes: its events when it has no levels (start deltas from the previous start, uint32;
 durations, uint32; name indexes, uint32, or for CPU samples their stacks' nodes, whose frames name them), per
 level its runs (start deltas in bins, uint32; lengths, uint32; values,
@@ -31,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from ..analysis.analyzers.flows import flows
-from ..analysis.analyzers.run_events import EventRow, RunEvents
+from ..analysis.analyzers.run_events import GPU_TABLES, LANE_SHIFT, EventRow, RunEvents
+from ..analysis.export.names import pid_of, tid_of
 from .levels import level_runs, level_widths, nesting
 
 ESCAPE = 0xFFFFFFFF
+GPU_KINDS = frozenset(GPU_TABLES)  # rows of a GPU lane, keyed by device and lane rather than by thread
 COMPRESSION = 1  # zlib's fastest: the page's size barely changes at 6, the report's time doubles
 ONE_PAGE_BYTES = 24 * 2**20  # a timeline past this (base64) goes to a page of its own beside the report
 
@@ -87,13 +90,17 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
         header_rows.append({"group": row.group, "kind": row.kind, "count": len(row.starts), "escapes": len(escapes),
                             "levels": levels, "detail": bool(widths), "lanes": nesting(row.starts, row.ends),
                             "detail_escapes": len(detail_escapes) if widths else 0})
+    processes, process_of = _processes(rows, renderer)
+    for meta, row in zip(header_rows, rows):
+        meta["process"] = process_of[row.group]
     links = flows(rows)
     if len(links):
         no_escapes: list[float] = []  # places and stretches are below 2**32: a capture never has that many events
         gpu_steps = np.diff(links.gpu, prepend=0)  # the GPU event mostly follows the previous link's: small steps
         detail += [_u32(np.diff(links.first, prepend=0), no_escapes), _u32(links.last - links.first, no_escapes),
                    _u32((gpu_steps << 1) ^ (gpu_steps >> 63), no_escapes)]  # zigzag: -1 -> 1, 1 -> 2
-    header = {"origin": origin, "span": span, "rows": header_rows, "names": events.names, "links": len(links),
+    header = {"origin": origin, "span": span, "rows": header_rows, "processes": processes, "names": events.names,
+              "links": len(links),
               "stacks": len(stacks.parents), "renderer": renderer, "unit": unit,
               "frames": [[int(s) - origin, int(e) - int(s)] for s, e in frames],
               "findings": [{**f, "start_ns": int(f["start_ns"]) - origin, "end_ns": int(f["end_ns"]) - origin}
@@ -108,6 +115,24 @@ def timeline_data(events: RunEvents, frames: list[tuple[int, int]], findings: li
     overview_text, detail_text = (base64.b64encode(part).decode("ascii") for part in packed)
     return TimelineData(overview_text, detail_text, sum(len(row.starts) for row in rows), len(header_rows),
                         len(first) + len(second), sum(map(len, packed)), tuple(dict.fromkeys(row.kind for row in rows)))
+
+
+def _processes(rows: list[EventRow], renderer: str | None) -> tuple[list[str], dict[str, int]]:
+    """The processes the rows belong to, as the page heads them ("es2gears_x11 (pid 7160)", "GPU 0"), in order of
+    their first row, and each row group's process among them."""
+    main_threads = {pid_of(row.key): row.group.rsplit(" (", 1)[0] for row in rows
+                    if row.kind not in GPU_KINDS and row.key >= 0 and tid_of(row.key) == pid_of(row.key)}
+    labels: dict[str, int] = {}
+    process_of: dict[str, int] = {}
+    for row in rows:
+        if row.kind in GPU_KINDS:
+            device = row.key >> LANE_SHIFT
+            label = f"{renderer} (on the CPU)" if renderer and row.kind == "opengl_gpu" else f"GPU {device}"
+        else:
+            pid = pid_of(row.key)
+            label = f"{main_threads[pid]} (pid {pid})" if pid in main_threads else f"process {pid}"
+        process_of[row.group] = labels.setdefault(label, len(labels))
+    return list(labels), process_of
 
 
 def _events(row: EventRow, origin: int, escapes: list[float]) -> list[bytes]:

@@ -2,7 +2,7 @@
 (templates/timeline_stats.js's rangeStats), computed once in Python for `analyze --window` and the MCP server.
 
 Per (kind, name), the events of the chosen rows that overlap [a, b) as SQL has it (end > a and start < b; a CPU
-sample: a <= start < b): count, total, self (less the time of the events directly inside each, on its row), mean,
+sample: a <= start < b): count, total, self (less the time of the events directly inside each on its thread), mean,
 min and max, whole events' durations (not cut at the span's edges). Heaviest total first, then the most events.
 Pure: rows in, figures out.
 """
@@ -42,8 +42,9 @@ class SpanStat:
 
 
 def self_times(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Each event's time less that of the events directly inside it (starts ascending, of equal starts the longest
-    first): an event's parent is the latest event before it still open at its start, as the page's script has it."""
+    """Each event's time less that of the events directly inside it, clipped to it where they cross its end (starts
+    ascending, of equal starts the longest first): an event's parent is the latest event before it still open at its
+    start, as the page's script has it."""
     own = (ends - starts).astype(np.int64)
     if len(starts) < 2 or not (starts[1:] < np.maximum.accumulate(ends)[:-1]).any():
         return own  # nothing nests
@@ -59,14 +60,28 @@ def self_times(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return own
 
 
+def thread_self_times(rows: Sequence[EventRow]) -> list[np.ndarray]:
+    """The self times of one thread's rows of calls and ranges, each less the events directly inside it on that
+    thread whatever row holds them (an OS call inside eglSwapBuffers is on the OS runtime row): the rows merged by
+    start, of equal starts the longest first, as the page's script merges them."""
+    starts = np.concatenate([row.starts for row in rows])
+    ends = np.concatenate([row.ends for row in rows])
+    order = np.lexsort((-ends, starts))  # by start, then the longest first; ties after that keep the rows' order
+    own = np.empty(len(starts), dtype=np.int64)
+    own[order] = self_times(starts[order], ends[order])
+    return np.split(own, np.cumsum([len(row.starts) for row in rows])[:-1])
+
+
 @dataclass
 class SelfCache:
-    """Rows' self times, computed once per row (a server asks of the same rows again and again)."""
+    """Each thread's self times, computed once (a server asks of the same rows again and again)."""
     found: dict[int, np.ndarray] = field(default_factory=dict)
 
-    def of(self, index: int, row: EventRow) -> np.ndarray:
+    def of(self, events: RunEvents, index: int) -> np.ndarray:
         if index not in self.found:
-            self.found[index] = self_times(row.starts, row.ends)
+            group = events.rows[index].group
+            mine = [i for i, row in enumerate(events.rows) if row.group == group and row.kind in NESTING_KINDS]
+            self.found.update(zip(mine, thread_self_times([events.rows[i] for i in mine])))
         return self.found[index]
 
 
@@ -109,7 +124,7 @@ def span_stats(events: RunEvents, span: tuple[int, int], rows: Sequence[int], na
         if not len(where):
             continue
         durations = (row.ends[where] - row.starts[where]).astype(np.int64)
-        own = cache.of(index, row)[where] if row.kind in NESTING_KINDS else None
+        own = cache.of(events, index)[where] if row.kind in NESTING_KINDS else None
         names = row.names[where]
         for key in np.unique(names).tolist():
             mine = names == key
