@@ -25,3 +25,7 @@ PYTHONWARNINGS=ignore .venv/bin/ansible-galaxy collection install --force -p "$(
 if command -v npm >/dev/null && [ ! -f .venv/speedscope/node_modules/speedscope/dist/release/index.html ]; then
     npm install --prefix .venv/speedscope --no-audit --no-fund --silent speedscope@1.25.0 >/dev/null
 fi
+# the Web Worker shim the documentation site's search needs when read from files (mkdocs.yml's hook copies it)
+if command -v npm >/dev/null && [ ! -f .venv/iframe-worker/node_modules/iframe-worker/shim/index.js ]; then
+    npm install --prefix .venv/iframe-worker --no-audit --no-fund --silent iframe-worker@1.0.4 >/dev/null
+fi

@@ -35,6 +35,9 @@
   var overview = orchestrateTimelineOverview.attach(overviewCanvas, {
     data: function () { return tl.data; }, view: function () { return [tl.t0, tl.t1]; }, labelWidth: tl.LABEL_W,
     setView: function (a, b) { setView(a, b); }}, api);
+  var flame = orchestrateTimelineFlame.attach($("flame"), {  // the selected span's samples, else the view's
+    data: function () { return tl.data; }, origin: function () { return tl.origin; },
+    span: function () { return tl.selection ? [tl.selection.t0, tl.selection.t1] : [tl.t0, tl.t1]; }}, api);
   var dirty = false, laidFor = null;
 
   function plotWidth() { return canvas.clientWidth - tl.LABEL_W; }
@@ -92,6 +95,7 @@
     rangeText.textContent = clock(tl.t0) + " s to " + clock(tl.t1) + " s (" + tools.duration(tl.t1 - tl.t0) + ")";
     windowText.textContent = windowOf(tl.t0, tl.t1);
     overview.paint();
+    flame.update();
     showTip();
     address.write(linkNow());
     api.paints += 1;

@@ -138,7 +138,7 @@ var orchestrateTimelinePanel = (function () {
     var list = element("ol");
     stacks.forEach(function (stack) {
       var item = element("li");
-      item.appendChild(element("span", stack.count.toLocaleString("en") + " samples (" +
+      item.appendChild(element("span", stack.count.toLocaleString("en") + (stack.count === 1 ? " sample (" : " samples (") +
                                        (100 * stack.share).toFixed(1) + " %): ", "tl-stack-count"));
       item.appendChild(element("code", stack.frames.join(" \u2190 ")));
       list.appendChild(item);

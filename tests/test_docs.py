@@ -108,3 +108,40 @@ def test_the_examples_that_need_no_board_run_here(tmp_path):
             assert done.returncode == 0, f"{page.name}: '{command}': {done.stderr}"
             ran.append(command)
     assert len(ran) == 7, ran  # analyze twice, report twice, compare, trace twice
+
+
+FENCED = re.compile(r"^(\s*)```.*?^\1```", re.S | re.M)
+HEADING = re.compile(r"^#{1,6} \S", re.M)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_long_page_has_a_heading_per_400_words_to_link_to(page):
+    """A page over 800 words of prose (outside its code blocks) has at least a heading per 400 of them, so that
+    each part of it can be linked to (mkdocs gives each heading an anchor) and found in the table of contents."""
+    prose = FENCED.sub("", page.read_text())
+    words, headings = len(prose.split()), len(HEADING.findall(prose))
+    if words > 800:
+        assert headings >= words / 400, f"{page.name}: {words} words under {headings} headings"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()[:24]
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", path
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_the_screenshots_are_of_the_templates_as_they_are():
+    """The pictures of the page in the README and the docs were made (scripts/screenshots.py) from the templates
+    as they are now: a change of a template without new pictures fails here."""
+    import json
+
+    from orchestrator.report.render import templates_fingerprint
+    manifest = json.loads((REPO / "docs/images/screenshots.json").read_text())
+    assert manifest["templates"] == templates_fingerprint(), (
+        "the page's templates changed since the screenshots were made: run python scripts/screenshots.py")
+    shown = (REPO / "README.md").read_text() + (REPO / "docs/reports.md").read_text()
+    for name in manifest["images"]:
+        width, height = png_size(REPO / "docs/images" / name)
+        assert width >= 1000 and height >= 300, name
+        assert f"images/{name}" in shown, name
+    assert "](docs/images/whole-run-timeline.png)" in (REPO / "README.md").read_text()

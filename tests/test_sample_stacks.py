@@ -95,3 +95,51 @@ def test_a_samples_tooltip_and_details_give_its_stack(gears, browser):
     assert details[0].startswith(f"selected: {stack[0]} ({thread}")
     assert [line.strip() for line in details[2:]] == stack[1:]
     assert_clean(opened, page_path)
+
+
+def test_the_flame_graph_of_a_thread_follows_the_selected_span_and_zooms_on_a_click(gears, browser):
+    """The flame graph under the timeline: the thread with the most samples, over the selected span; each outermost
+    function as many samples as SQL gives it there, each callee of the one clicked as many as SQL gives that path;
+    a click on a function zooms to it (full width), a click on "all" zooms back out."""
+    source, page_path = gears
+    thread, samples = main_thread_samples(source)
+    opened = opened_at(browser, page_path)
+    page = opened.page
+    lo, hi = samples[len(samples) // 5][0], samples[4 * len(samples) // 5][0]
+    page.evaluate(f"([a, b]) => {TL}.select(a, b)", [lo, hi])
+    page.wait_for_function(f"([a, b]) => {TL}.flame && {TL}.flame.window[0] === a && {TL}.flame.window[1] === b",
+                           arg=[lo, hi])
+    flame = page.evaluate(f"{TL}.flame")
+    inside = [stack for start, stack in samples if lo <= start < hi]
+    assert flame["thread"] == thread and flame["total"] == len(inside) and flame["focus"] is None
+    roots = Counter(stack[-1] for stack in inside)
+    drawn = {bar["name"]: bar["count"] for bar in flame["bars"] if bar["depth"] == 1}
+    assert drawn and all(roots[name] == count for name, count in drawn.items())
+    assert sum(drawn.values()) >= 0.99 * len(inside)  # all but bars under half a pixel
+    assert sum(bar["w"] for bar in flame["bars"] if bar["depth"] == 1) <= flame["width"] + 1e-6
+
+    child = max((bar for bar in flame["bars"] if bar["depth"] == 2), key=lambda bar: bar["count"])
+    caller = next(bar["name"] for bar in flame["bars"]
+                  if bar["depth"] == 1 and bar["x"] <= child["x"] < bar["x"] + bar["w"])
+    canvas = page.locator("[data-tl-flame] canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    canvas.click(position={"x": child["x"] + child["w"] / 2, "y": 2 * 16 + 8})
+    page.wait_for_function(f"() => {TL}.flame.focus === {child['name']!r}")
+    zoomed = page.evaluate(f"{TL}.flame")
+    path = [b for b in zoomed["bars"] if b["depth"] <= 2]
+    assert [b["name"] for b in path] == ["all", caller, child["name"]]  # its callers above it, full width
+    assert all(b["w"] == zoomed["width"] for b in path)
+    under = Counter(stack[-3] for stack in inside if len(stack) >= 3 and stack[-1] == caller
+                    and stack[-2] == child["name"])
+    below = {b["name"]: b["count"] for b in zoomed["bars"] if b["depth"] == 3}
+    assert below and all(under[name] == count for name, count in below.items())
+    assert box["width"] == pytest.approx(zoomed["width"], abs=1)
+    canvas.click(position={"x": 5, "y": 8})  # "all": zoomed back out
+    page.wait_for_function(f"() => {TL}.flame.focus === null")
+    # another thread picked: its samples, over the same span
+    options = page.evaluate("Array.from(document.querySelectorAll('[data-tl-flame-thread] option')).map(o => o.value)")
+    assert len(options) > 1
+    page.locator("[data-tl-flame-thread]").select_option(options[-1])
+    page.wait_for_function(f"(t) => {TL}.flame.thread !== t", arg=thread)
+    assert_clean(opened, page_path)

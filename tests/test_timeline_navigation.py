@@ -286,3 +286,15 @@ def test_dark_mode_follows_the_readers_system_and_names_keep_one_colour_in_pytho
         return c; })""",
                                 [name_colour(name) for name, _ in frame_bars])
     assert [fill for _, fill in frame_bars] == probe  # the frame's chart colours a call by its name, as its legend says
+
+
+def test_a_jump_to_a_section_lands_its_heading_below_the_sticky_bar(es2gears, browser):
+    source, page = es2gears
+    opened = opened_timeline(browser, page)
+    for section in ("run-timeline-section", "timeline"):
+        opened.page.locator(f"nav a[href='#{section}']").click()
+        opened.page.wait_for_function(f"() => location.hash === '#{section}'")
+        heading = opened.page.locator(f"#{section} h2").bounding_box()
+        bar = opened.page.locator("nav").bounding_box()
+        assert heading["y"] >= bar["y"] + bar["height"], (section, heading, bar)
+    assert_clean(opened, page)

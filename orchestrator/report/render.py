@@ -31,7 +31,7 @@ class Fact:
 # the page's one script, in this order
 SCRIPTS = ("report.js", "timeline_data.js", "timeline_tools.js", "timeline_stats.js", "timeline_levels.js",
            "timeline_rows.js", "timeline_draw.js", "timeline_overview.js", "timeline_panel.js", "timeline_links.js",
-           "timeline_input.js", "timeline.js")
+           "timeline_flame.js", "timeline_input.js", "timeline.js")
 KIND_NAMES = {"nvtx": "NVTX range", "opengl": "OpenGL call", "osrt": "OS runtime call", "cuda_api": "CUDA API call",
               "state": "thread state",
               "cuda_kernel": "CUDA kernel", "memcpy": "CUDA memory operation", "opengl_gpu": "OpenGL GPU work"}
@@ -44,6 +44,15 @@ def templates_dir() -> Path:
         if (candidate / "report.html").is_file():
             return candidate
     raise FileNotFoundError("the page templates are missing from this installation (templates/report.html)")
+
+
+def templates_fingerprint() -> str:
+    """The sha256 of every template file (their names and bytes, in name order): what a page is drawn from. The
+    screenshots of the page in the docs carry the one they were made from (docs/images/screenshots.json)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in templates_dir().iterdir() if p.is_file()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 # "frame 716", "frames 716, 101 and 1620", "frames 12-40", "iteration 46": the numbers a page names frames by
