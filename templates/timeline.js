@@ -20,7 +20,7 @@
   var codec = orchestrateTimelineData, tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw;
   var panels = orchestrateTimelinePanel, links = orchestrateTimelineLinks, stats = orchestrateTimelineStats;
   var rowsOf = orchestrateTimelineRows;
-  var MIN_SPAN = 1000;
+  var MIN_SPAN = tools.MIN_SPAN;
   var KIND_NAMES = {nvtx: "NVTX", opengl: "OpenGL", osrt: "OS runtime", cuda_api: "CUDA API", state: "thread state",
                     sample: "CPU samples", cuda_kernel: "kernels", memcpy: "memory", opengl_gpu: "OpenGL GPU"};
   /** @type {TimelineState} */
@@ -131,6 +131,7 @@
     Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(detail)); }).then(function (buffer) {
       codec.parseDetail(buffer, tl.data);
       codec.threadSelves(tl.data);  // the threads whose rows were waiting for their events
+      laidFor = null;  // rows with nothing in view, told from their events now rather than their levels
       tl.data.rows.forEach(function (row) { if (row.detail) { stats.summarize(row, tl.data.header.names.length); } });
       api.detailLoaded = true;
       if (tl.search) { var current = tl.search.current; find(tl.search.query); tl.search.current = current; }
@@ -155,7 +156,7 @@
     });
     api.rowState = tl.rowState;
     section.querySelectorAll("[data-tl-kind]").forEach(function (button) {
-      button.setAttribute("aria-pressed", String(tl.rowState.foldKinds.indexOf(button.getAttribute("data-tl-kind")) < 0));
+      button.setAttribute("aria-pressed", String(tl.rowState.hiddenKinds.indexOf(button.getAttribute("data-tl-kind")) < 0));
     });
     emptyBox.checked = tl.rowState.hideEmpty;
   }
@@ -172,24 +173,29 @@
     var whole = tl.t0 <= 0 && tl.t1 >= tl.data.header.span, state = tl.rowState;
     return {window: whole || tl.linkFrame !== null ? null : [tl.origin + tl.t0, tl.origin + tl.t1],
             selection: tl.selection ? [tl.origin + tl.selection.t0, tl.origin + tl.selection.t1] : null,
-            frame: tl.linkFrame, search: tl.search ? tl.search.query : (api.search && api.search.frame !== undefined ?
-              api.search.query : null), pins: state.pins, folds: state.folds, foldKinds: state.foldKinds,
-            hideEmpty: state.hideEmpty};
+            frame: tl.linkFrame, search: tl.search ? tl.search.query : (api.search && api.search.frame !== undefined &&
+              api.search.frame === tl.linkFrame ? api.search.query : null), pins: state.pins, folds: state.folds, hiddenKinds: state.hiddenKinds,
+            hideEmpty: state.hideEmpty, selectionRows: tl.selection && tl.selection.rows.join() !== rowsBetween(0, 0).join() ?
+              tl.selection.rows : null};
   }
 
   // a link's view (#frame=N, #window=...&search=...&pin=...): the view, selection, search and rows it names
   function follow(fragment) {
     var link = tools.linkOf(fragment);
-    if (link.pins || link.folds || link.foldKinds || link.hideEmpty !== null) {
-      setRows({pins: link.pins || [], folds: link.folds || [], foldKinds: link.foldKinds || [],
-               hideEmpty: Boolean(link.hideEmpty)});
+    var rowCount = tl.data.rows.length, processes = rowsOf.processNames(tl.data).length;
+    if (link.pins || link.folds || link.hiddenKinds || link.hideEmpty !== null) {  // what names no row is left out
+      setRows({pins: (link.pins || []).filter(function (r) { return r < rowCount; }),
+               folds: (link.folds || []).filter(function (p) { return p < processes; }),
+               hiddenKinds: link.hiddenKinds || [], hideEmpty: Boolean(link.hideEmpty)});
     }
     if (link.window) { setView(link.window[0] - tl.origin, link.window[1] - tl.origin); }
+    if (tl.rowState.hideEmpty) { relayout(); }  // the rows shown in the link's window
     if (link.frame !== null) { fitFrame(link.frame); }
     if (link.search) { box.value = link.search; find(link.search); }
     if (link.selection) {
-      select(link.selection[0] - tl.origin, link.selection[1] - tl.origin, rowsBetween(0, 0), tl.AXIS_H,
-             canvas.clientHeight);
+      var rows = (link.selectionRows || []).filter(function (r) { return r < rowCount; });
+      select(link.selection[0] - tl.origin, link.selection[1] - tl.origin, rows.length ? rows : rowsBetween(0, 0),
+             tl.AXIS_H, canvas.clientHeight);
     }
     return link.window !== null || link.frame !== null || link.search !== null;
   }
@@ -224,7 +230,7 @@
   function step(direction) {
     if (!tl.search || !tl.search.total) { return; }
     var at = tl.search.current || {start: direction > 0 ? tl.t0 - 1 : tl.t1, row: direction > 0 ? -1 : 1e9, index: -1};
-    var next = tools.stepMatch(tl.data, tl.search.flags, at, direction);
+    var next = tools.stepMatch(tl.data, tl.search.flags, at, direction, function (r) { return tl.placeOfRow[r] !== null; });
     if (!next) { return; }
     tl.search.current = next;
     pick(next.row, next.index);
@@ -328,6 +334,9 @@
     rowsBetween: rowsBetween, toggleHelp: toggleHelp, helpOpen: function () { return !help.hidden; }, find: find,
     step: step, setRows: setRows});
   window.addEventListener("resize", schedule);
+  if (window.matchMedia) {  // the reader's system changed its scheme: the canvas drawn again in its colours
+    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () { schedule(); });
+  }
   $("copy").addEventListener("click", function () { copy(windowText.textContent); });
   $("copy-link").addEventListener("click", function () { copy(address.href(linkNow())); });
   emptyBox.addEventListener("change", function () {
@@ -335,9 +344,9 @@
   });
   section.querySelectorAll("[data-tl-kind]").forEach(function (button) {
     button.addEventListener("click", function () {
-      var kind = button.getAttribute("data-tl-kind"), kinds = tl.rowState.foldKinds.filter(function (k) { return k !== kind; });
-      if (kinds.length === tl.rowState.foldKinds.length) { kinds.push(kind); }
-      setRows(Object.assign({}, tl.rowState, {foldKinds: kinds}));
+      var kind = button.getAttribute("data-tl-kind"), kinds = tl.rowState.hiddenKinds.filter(function (k) { return k !== kind; });
+      if (kinds.length === tl.rowState.hiddenKinds.length) { kinds.push(kind); }
+      setRows(Object.assign({}, tl.rowState, {hiddenKinds: kinds}));
     });
   });
   $("all").addEventListener("click", function () { if (tl.data) { setView(0, tl.data.header.span); } });
@@ -358,6 +367,7 @@
   api.pick = function (r, index) { pick(r, index); };
   api.setRows = function (state) { setRows(Object.assign(rowsOf.emptyState(), state)); };
   api.link = function () { return tools.fragmentOf(linkNow()); };
+  api.addressPending = function () { return address.pending(); };
 
   Promise.resolve().then(function () { return codec.inflate(codec.bytesOf(block.textContent.trim())); }).then(function (buffer) {
     api.inflated = performance.now();

@@ -102,12 +102,13 @@ var orchestrateTimelineFlame = (function () {
 
     function draw(span, key) {
       var data = timeline.data();
-      if (!picked) {  // at first the thread with the most samples in the span
-        var most = -1;
+      if (!picked) {  // at first the thread with the most samples in the span (another one: from its top)
+        var most = -1, was = picker.value;
         rows.forEach(function (row, k) {
           var n = search(row.starts, span[1], false) - search(row.starts, span[0], true);
           if (n > most) { most = n; picker.value = String(k); }
         });
+        if (picker.value !== was) { focus = -1; }
         key = span.join(":") + ":" + picker.value + ":" + focus;
       }
       var row = rowOf(), found = counts(data, row, span[0], span[1], shape), width = canvas.clientWidth;

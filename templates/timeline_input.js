@@ -4,7 +4,7 @@
 var orchestrateTimelineInput = (function () {
   "use strict";
   var tools = orchestrateTimelineTools, draw = orchestrateTimelineDraw, rowsOf = orchestrateTimelineRows;
-  var MIN_SPAN = 1000, DRAG_PX = 3;
+  var MIN_SPAN = tools.MIN_SPAN, DRAG_PX = 3;
 
   /**
    * @param {{tl: TimelineState, canvas: HTMLCanvasElement, box: HTMLInputElement, tip: HTMLElement,

@@ -61,6 +61,8 @@ var orchestrateTimelineLinks = (function () {
         pending = tools.fragmentOf(link);
         if (now) { clearTimeout(timer); put(); } else if (!timer && pending !== written) { timer = setTimeout(put, 150); }
       },
+      /** @returns {boolean} whether a rewrite is waiting for its moment */
+      pending: function () { return timer !== 0; },
       /** @param {ViewLink} link @returns {string} the page's address with the link's fragment */
       href: function (link) { return location.href.split("#")[0] + tools.fragmentOf(link); }
     };

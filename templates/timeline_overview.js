@@ -90,7 +90,7 @@ var orchestrateTimelineOverview = (function () {
       ctx.fillStyle = c.soft;
       ctx.font = "11px system-ui, sans-serif";
       ctx.textBaseline = "middle";
-      ctx.fillText("whole run, " + tools.duration(span), 4, HEIGHT / 2);
+      ctx.fillText("first to last event: " + tools.duration(span), 4, HEIGHT / 2);
       api.overview = {left: box.left, width: box.width, x0: x0, x1: x0 + w, start: data.header.origin,
                       end: data.header.origin + span};
     }

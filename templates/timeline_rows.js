@@ -1,6 +1,6 @@
 // The whole-run timeline's rows as the page lays them out, as Perfetto and Nsight Systems do: the frames, the
 // pinned rows (in the order they were pinned), then each process under a header row that folds it, its threads'
-// rows (those of a folded kind left out, and when asked those with nothing in view), then the board's series.
+// rows (those of a hidden kind left out, and when asked those with nothing in view), then the board's series.
 // Pure: the data, the rows' state and the view in; places (type, y, h, label...) out.
 var orchestrateTimelineRows = (function () {
   "use strict";
@@ -8,7 +8,7 @@ var orchestrateTimelineRows = (function () {
   var ROW_H = 14, LANE_H = 8, FRAME_H = 16, BOARD_H = 30, HEAD_H = 18;
 
   /** @returns {RowState} */
-  function emptyState() { return {pins: [], folds: [], foldKinds: [], hideEmpty: false}; }
+  function emptyState() { return {pins: [], folds: [], hiddenKinds: [], hideEmpty: false}; }
 
   // what the run's frames are: "frame", or "iteration" (a CUDA or TensorRT run's); pages from before say nothing
   function unitOf(parsed) { return parsed.header.unit || "frame"; }
@@ -62,7 +62,7 @@ var orchestrateTimelineRows = (function () {
     order.forEach(function (p) {
       var folded = state.folds.indexOf(p) >= 0, shown = members[p].filter(function (r) {
         var row = parsed.rows[r];
-        return !pinned[r] && state.foldKinds.indexOf(row.kind) < 0 && (!state.hideEmpty || hasEvents(row, t0, t1));
+        return !pinned[r] && state.hiddenKinds.indexOf(row.kind) < 0 && (!state.hideEmpty || hasEvents(row, t0, t1));
       });
       push({type: "process", label: names[p] || "process " + p, process: p, folded: folded, rows: members[p].length,
             shown: shown.length, y: y, h: HEAD_H});
@@ -92,7 +92,7 @@ var orchestrateTimelineRows = (function () {
   // the state after a click on a place's label: a row pinned or unpinned, a process folded or unfolded
   /** @param {RowState} state @param {any} place @returns {?RowState} */
   function clicked(state, place) {
-    var next = {pins: state.pins.slice(), folds: state.folds.slice(), foldKinds: state.foldKinds.slice(),
+    var next = {pins: state.pins.slice(), folds: state.folds.slice(), hiddenKinds: state.hiddenKinds.slice(),
                 hideEmpty: state.hideEmpty};
     if (place.type === "row") {
       var at = next.pins.indexOf(place.index);

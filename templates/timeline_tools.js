@@ -43,13 +43,13 @@
  * @typedef {Object} RowState
  * @property {Array<number>} pins the pinned rows' indexes, in the order they were pinned
  * @property {Array<number>} folds the folded processes' indexes
- * @property {Array<string>} foldKinds the folded kinds
+ * @property {Array<string>} hiddenKinds the kinds whose rows are hidden
  * @property {boolean} hideEmpty rows with nothing in view left out
  */
 
 /**
  * A view of the run as a link's fragment says it:
- * "#window=Ss:Es&select=Ss:Es&frame=N&search=TEXT&pin=R.R&fold=P.P&foldkind=K.K&empty=hide" (each part optional; times in seconds on the report's clock, as the page prints them and --window takes them). Frame links and shared
+ * "#window=Ss:Es&select=Ss:Es&frame=N&search=TEXT&pin=R.R&fold=P.P&hide=K.K&empty=hide&rows=R.R" (each part optional; times in seconds on the report's clock, as the page prints them and --window takes them). Frame links and shared
  * views both use this one format.
  * @typedef {Object} ViewLink
  * @property {?Array<number>} window [start, end] in ns on the report's clock
@@ -58,7 +58,8 @@
  * @property {?string} search the search box's text
  * @property {?Array<number>} [pins] the pinned rows (indexes in the page's data), in the order they are pinned
  * @property {?Array<number>} [folds] the folded processes (indexes in the page's list of them)
- * @property {?Array<string>} [foldKinds] the folded kinds of rows ("osrt", "sample"...)
+ * @property {?Array<string>} [hiddenKinds] the kinds whose rows are hidden ("osrt", "sample"...)
+ * @property {?Array<number>} [selectionRows] the rows the selection is over, when not every row shown
  * @property {?boolean} [hideEmpty] rows with nothing in view hidden
  */
 
@@ -68,6 +69,7 @@ var orchestrateTimelineTools = (function () {
   var API_KINDS = {opengl: true, cuda_api: true};
   var BINS = 82;  // durations' bins: half an octave each ([4, 6), [6, 8) ns...) from 1 ns to 2^40 ns (18 minutes)
   var MAX_FLOWS = 256;
+  var MIN_SPAN = 1000;  // the narrowest view, in ns
 
   function duration(ns) {
     var a = Math.abs(ns);
@@ -100,16 +102,17 @@ var orchestrateTimelineTools = (function () {
     if (link.search) { parts.push("search=" + encodeURIComponent(link.search)); }
     if (link.pins && link.pins.length) { parts.push("pin=" + link.pins.join(".")); }
     if (link.folds && link.folds.length) { parts.push("fold=" + link.folds.join(".")); }
-    if (link.foldKinds && link.foldKinds.length) { parts.push("foldkind=" + link.foldKinds.join(".")); }
+    if (link.hiddenKinds && link.hiddenKinds.length) { parts.push("hide=" + link.hiddenKinds.join(".")); }
     if (link.hideEmpty) { parts.push("empty=hide"); }
+    if (link.selection && link.selectionRows && link.selectionRows.length) { parts.push("rows=" + link.selectionRows.join(".")); }
     return parts.length ? "#" + parts.join("&") : "";
   }
 
   /** @param {string} fragment a link's fragment, with or without "#" @returns {ViewLink} what it says (null: not said) */
   function linkOf(fragment) {
     /** @type {ViewLink} */
-    var link = {window: null, selection: null, frame: null, search: null, pins: null, folds: null, foldKinds: null,
-                hideEmpty: null};
+    var link = {window: null, selection: null, frame: null, search: null, pins: null, folds: null, hiddenKinds: null,
+                hideEmpty: null, selectionRows: null};
     /** @param {string} value @returns {Array<number>} */
     var numbers = function (value) {
       return value.split(".").filter(function (v) { return /^\d+$/.test(v); }).map(Number);
@@ -122,8 +125,9 @@ var orchestrateTimelineTools = (function () {
       else if (key === "frame" && /^\d+$/.test(value)) { link.frame = parseInt(value, 10); }
       else if (key === "pin") { link.pins = numbers(value); }
       else if (key === "fold") { link.folds = numbers(value); }
-      else if (key === "foldkind") { link.foldKinds = value.split(".").filter(function (v) { return /^[a-z_]+$/.test(v); }); }
+      else if (key === "hide") { link.hiddenKinds = value.split(".").filter(function (v) { return /^[a-z_]+$/.test(v); }); }
       else if (key === "empty") { link.hideEmpty = value === "hide"; }
+      else if (key === "rows") { link.selectionRows = numbers(value); }
       else if (key === "search") {
         try { link.search = decodeURIComponent(value); } catch (error) { link.search = null; }
       }
@@ -209,11 +213,12 @@ var orchestrateTimelineTools = (function () {
   }
 
   // the next (direction 1) or previous (-1) flagged event after ``at`` ({start, row, index}; rows in the page's
-  // order break ties of start), over every loaded row; wraps around the run's ends; null when none
-  function stepMatch(data, flags, at, direction) {
+  // order break ties of start), over every loaded row (``shown``: of those it says are drawn); wraps around the
+  // run's ends; null when none
+  function stepMatch(data, flags, at, direction, shown) {
     var best = null;
     data.rows.forEach(function (row, r) {
-      if (!row.loaded || !row.count) { return; }
+      if (!row.loaded || !row.count || (shown && !shown(r))) { return; }
       var starts = row.starts, names = row.names, i;
       if (direction > 0) {
         for (i = search(starts, at.start, true); i < starts.length; i++) {
@@ -236,7 +241,7 @@ var orchestrateTimelineTools = (function () {
     if (best || at.wrapped) { return best; }
     var around = direction > 0 ? {start: -Infinity, row: -1, index: -1} : {start: Infinity, row: 1e9, index: 1e9};
     around.wrapped = true;
-    return stepMatch(data, flags, around, direction);
+    return stepMatch(data, flags, around, direction, shown);
   }
 
   // a duration's bin: the octave from its highest bit, the half of it from the next (no logarithm: a span's
@@ -304,5 +309,5 @@ var orchestrateTimelineTools = (function () {
   return {duration: duration, seconds: seconds, ticks: ticks, colourOf: colourOf, overlaps: overlaps,
           stretch: stretch, matchNames: matchNames, countMatches: countMatches, stepMatch: stepMatch,
           binOf: binOf, binEdges: binEdges, flowsOf: flowsOf, view: view,
-          fragmentOf: fragmentOf, linkOf: linkOf, stackText: stackText, BINS: BINS};
+          fragmentOf: fragmentOf, linkOf: linkOf, stackText: stackText, BINS: BINS, MIN_SPAN: MIN_SPAN};
 }());

@@ -245,15 +245,15 @@ def test_a_view_is_one_link_fragment_written_and_read_back(es2gears_page, browse
     _, page, _ = es2gears_page
     opened = opened_timeline(browser, page)
     link = {"window": [4_201_000_000, 4_208_000_000], "selection": [4_202_500_001, 4_203_000_000], "frame": 4224,
-            "search": "glClear & eglSwapBuffers", "pins": [7, 2], "folds": [1], "foldKinds": ["osrt", "sample"],
-            "hideEmpty": True}
+            "search": "glClear & eglSwapBuffers", "pins": [7, 2], "folds": [1], "hiddenKinds": ["osrt", "sample"],
+            "hideEmpty": True, "selectionRows": [3, 4]}
     fragment = opened.page.evaluate("(link) => orchestrateTimelineTools.fragmentOf(link)", link)
     assert fragment == ("#window=4.201s:4.208s&select=4.202500001s:4.203s&frame=4224"
-                        "&search=glClear%20%26%20eglSwapBuffers&pin=7.2&fold=1&foldkind=osrt.sample&empty=hide")
+                        "&search=glClear%20%26%20eglSwapBuffers&pin=7.2&fold=1&hide=osrt.sample&empty=hide&rows=3.4")
     assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", fragment) == link
     assert opened.page.evaluate("(f) => orchestrateTimelineTools.linkOf(f)", "#window=4.2s:4.1s&frame=-1&select&x=1") \
         == {"window": None, "selection": None, "frame": None, "search": None, "pins": None, "folds": None,
-            "foldKinds": None, "hideEmpty": None}
+            "hiddenKinds": None, "hideEmpty": None, "selectionRows": None}
     assert opened.page.evaluate("() => orchestrateTimelineTools.fragmentOf({window: null, selection: null, "
                                 "frame: null, search: null})") == ""
 

@@ -100,11 +100,13 @@ def test_a_pinned_and_a_folded_row_and_the_view_survive_a_reload_through_the_pag
     folded = next(p for p in opened.page.evaluate(f"{TL}.layout")
                   if p["type"] == "process" and p["group"] == other["group"])
     assert folded["folded"]
+    after_paint(opened, lambda: opened.page.locator("[data-tl-kind=sample]").click())  # every CPU samples row hidden
     origin = opened.page.evaluate(f"{TL}.origin")
     after_paint(opened, lambda: opened.page.evaluate(f"{TL}.setWindow({origin} + 1.2e9, {origin} + 1.25e9)"))
     opened.page.wait_for_function("() => location.hash.includes('window=')")
     link = opened.page.evaluate("location.hash")
-    assert f"pin={target['index']}" in link and f"fold={other['process']}" in link
+    assert f"pin={target['index']}" in link and f"fold={other['process']}" in link and "hide=sample" in link
+    assert not any(p["kind"] == "sample" for p in opened.page.evaluate(f"{TL}.layout"))
     shown, before = view(opened), opened.page.evaluate(f"{TL}.layout")
 
     opened.page.reload()
@@ -122,6 +124,7 @@ def test_a_pinned_and_a_folded_row_and_the_view_survive_a_reload_through_the_pag
                                                          if p["type"] == "process" and p["group"] == other["group"])))
     opened.page.wait_for_function("() => !location.hash.includes('pin=') && !location.hash.includes('fold=')")
     assert not any(p["pinned"] or p["folded"] for p in opened.page.evaluate(f"{TL}.layout"))
+    assert "hide=sample" in opened.page.evaluate("location.hash")
 
 
 def test_a_link_with_a_window_and_a_selection_opens_on_them(es2gears, browser):
@@ -129,9 +132,11 @@ def test_a_link_with_a_window_and_a_selection_opens_on_them(es2gears, browser):
     first = opened_timeline(browser, page)
     origin = first.page.evaluate(f"{TL}.origin")
     low, high = origin + 700_000_000, origin + 712_500_000
+    render = next(p["index"] for p in first.page.evaluate(f"{TL}.layout") if p["kind"] == "opengl")
     fragment = first.page.evaluate("(l) => orchestrateTimelineTools.fragmentOf(l)",
                                    {"window": [low, high], "selection": [low + 1_000_000, low + 3_000_000],
-                                    "frame": None, "search": "glClear"})
+                                    "frame": None, "search": "glClear", "selectionRows": [render]})
+    assert fragment.endswith(f"&rows={render}")
     opened = browser.new_page()
     requests: list[str] = []
     opened.on("request", lambda r: requests.append(r.url))
@@ -139,12 +144,14 @@ def test_a_link_with_a_window_and_a_selection_opens_on_them(es2gears, browser):
     opened.wait_for_function(READY)
     assert opened.evaluate(f"{TL}.view") == pytest.approx([low, high], abs=1)
     selection = opened.evaluate(f"{TL}.selection")
-    assert (selection["start"], selection["end"]) == (low + 1_000_000, low + 3_000_000)
+    assert (selection["start"], selection["end"], selection["rows"]) == (low + 1_000_000, low + 3_000_000, [render])
+    assert {e["kind"] for e in selection["stats"]} == {"opengl"}  # over the render thread's OpenGL calls alone
     clears = sql(source, 'SELECT count(*) FROM OPENGL_API AS t JOIN StringIds AS s ON s.id = t.nameId '
                          'WHERE s.value = ? AND t."end" > ? AND t.start < ?', "glClear", low + 1_000_000,
                  low + 3_000_000)
     assert {(e["kind"], e["name"]): e["count"] for e in selection["stats"]}[("opengl", "glClear")] == clears[0][0]
     assert opened.evaluate(f"{TL}.search.query") == "glClear"
+    opened.wait_for_function(f"() => !{TL}.addressPending()")
     assert opened.evaluate("location.hash") == fragment  # opening a link rewrites nothing
     assert requests == [page.resolve().as_uri()]
 
@@ -162,12 +169,13 @@ def test_keys_work_from_anywhere_on_the_page_outside_text_fields(es2gears, brows
     opened.page.keyboard.press("Escape")
     opened.page.wait_for_function(f"() => !{TL}.helpOpen")
     opened.page.locator("h1").click()
-    before = view(opened)
-    opened.page.keyboard.press("w")  # the rows are not on screen: W is the page's
-    assert view(opened) == before
+    before, inputs = view(opened), opened.page.evaluate(f"{TL}.inputs")
+    opened.page.keyboard.press("w")  # the rows are not on screen: W is the page's (a zoom asks a paint at once)
+    assert opened.page.evaluate(f"{TL}.inputs") == inputs and view(opened) == before
     opened.page.keyboard.press("/")
     assert opened.page.evaluate("document.activeElement.matches('[data-tl-search]')")
-    opened.page.keyboard.type("?w")  # typed into the search box: no help, no zoom
+    opened.page.keyboard.type("?w")  # typed into the search box: a search, no help, no zoom
+    opened.page.wait_for_function(f"() => {TL}.search && {TL}.search.query === '?w' && {TL}.painted === {TL}.inputs")
     assert opened.page.evaluate(f"{TL}.helpOpen") is False and view(opened) == before
     opened.page.locator("[data-tl-search]").fill("")
     opened.page.locator("#run-timeline canvas").scroll_into_view_if_needed()
@@ -216,7 +224,6 @@ def test_the_tooltip_follows_a_zoom_and_names_what_is_under_the_pointer_then(es2
     row = next(p for p in opened.page.evaluate(f"{TL}.layout") if p["type"] == "row" and p["kind"] == "osrt"
                and p["group"].startswith("llvmpipe"))
     x, y = box["x"] + 190 + (box["width"] - 190) * 0.5, box["y"] + row["y"] + 5
-    seen = set()
     after_paint(opened, lambda: opened.page.mouse.move(x, y))
     for _ in range(6):
         tip = opened.page.evaluate(f"{TL}.tip")
@@ -231,7 +238,6 @@ def test_the_tooltip_follows_a_zoom_and_names_what_is_under_the_pointer_then(es2
         slop += (end - begin) * 0.01  # the duration as the tip rounds it
         assert begin - slop <= at <= end + slop, (tip, at)
         assert opened.page.locator("#run-timeline .tl-tip").text_content() == tip
-        seen.add(tip)
         after_paint(opened, lambda: opened.page.keyboard.press("w"))  # zoom in at the pointer: it stays put
     assert_clean(opened, page)
 
@@ -254,7 +260,7 @@ def test_rows_with_nothing_in_view_are_hidden_on_asking_and_kinds_fold_from_the_
     after_paint(opened, lambda: opened.page.locator("[data-tl-kind=osrt]").click())
     assert not any(r["kind"] == "osrt" for r in opened.page.evaluate(f"{TL}.rows"))
     assert opened.page.locator("[data-tl-kind=osrt]").get_attribute("aria-pressed") == "false"
-    opened.page.wait_for_function("() => location.hash.includes('foldkind=osrt')")
+    opened.page.wait_for_function("() => location.hash.includes('hide=osrt')")
     assert_clean(opened, page)
 
 
@@ -271,6 +277,9 @@ def test_dark_mode_follows_the_readers_system_and_names_keep_one_colour_in_pytho
         const r = window.devicePixelRatio || 1, d = c.getContext('2d').getImageData(3 * r, 60 * r, 1, 1).data;
         return [d[0], d[1], d[2]]; }""")
     assert sum(label) < 240, label  # the canvas's labels read the page's colours (light: over 700)
+    for element in ("nav", "#run-timeline .tl-tip"):  # white text on them in both schemes: dark behind it
+        back = dark.evaluate(f"getComputedStyle(document.querySelector('{element}')).backgroundColor")
+        assert sum(map(int, re.findall(r"\d+", back)[:3])) < 120, (element, back)
     names = ["eglSwapBuffers", "glDrawArrays", "poll", "ioctl", "sigsuspend", "frame 12 · µs", "[swrast_dri.so]"]
     assert dark.evaluate("ns => ns.map(n => orchestrateTimelineTools.colourOf(n))", names) == [
         name_colour(n) for n in names]

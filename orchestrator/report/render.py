@@ -47,10 +47,11 @@ def templates_dir() -> Path:
 
 
 def templates_fingerprint() -> str:
-    """The sha256 of every template file (their names and bytes, in name order): what a page is drawn from. The
-    screenshots of the page in the docs carry the one they were made from (docs/images/screenshots.json)."""
+    """The sha256 of the templates a page is drawn from (the HTML, CSS and scripts: their names and bytes, in name
+    order; not the scripts' type-checking files). The screenshots of the page in the docs carry the one they were
+    made from (docs/images/screenshots.json)."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in templates_dir().iterdir() if p.is_file()):
+    for path in sorted(p for p in templates_dir().iterdir() if p.suffix in (".html", ".css", ".js")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
