@@ -55,7 +55,10 @@ var orchestrateTimelineOverview = (function () {
         canvas.height = Math.round(HEIGHT * ratio);
       }
       if (!cached || cached.pixels !== pixels || cached.loaded !== api.detailLoaded) {
-        cached = {pixels: pixels, loaded: api.detailLoaded, found: profile(data, pixels)};
+        var made = profile(data, pixels);
+        cached = {pixels: pixels, loaded: api.detailLoaded, found: made,
+                  slowest: Math.max.apply(null, Array.from(made.frames).concat([1])),
+                  busiest: Math.max.apply(null, Array.from(made.busy).concat([1e-9]))};
       }
       var ctx = canvas.getContext("2d"), c = draw.colours, found = cached.found, view = timeline.view();
       ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
@@ -64,8 +67,7 @@ var orchestrateTimelineOverview = (function () {
       ctx.fillRect(0, 0, box.left, HEIGHT);
       ctx.fillStyle = c.strip;
       ctx.fillRect(box.left, 0, box.width, HEIGHT);
-      var slowest = Math.max.apply(null, Array.from(found.frames).concat([1]));
-      var busiest = Math.max.apply(null, Array.from(found.busy).concat([1e-9]));
+      var slowest = cached.slowest, busiest = cached.busiest;
       ctx.fillStyle = c.soft;
       ctx.globalAlpha = 0.45;
       for (var p = 0; p < pixels; p++) {  // how busy: the bottom half

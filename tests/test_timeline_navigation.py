@@ -10,7 +10,7 @@ import re
 import pytest
 from browser import assert_clean, open_page
 from test_run_timeline_page import READY, after_paint, opened_timeline
-from test_timeline_viewer import self_time_sql, sql
+from test_timeline_viewer import UNIT_NS, self_time_sql, sql, view, zoomed_canvas
 
 from orchestrator.report import write_report
 from orchestrator.report.charts import name_colour
@@ -23,10 +23,6 @@ TL = "window.orchestrateTimeline"
 def es2gears(export, tmp_path_factory):
     source = export("es2gears-opengl")
     return source, write_report(source, tmp_path_factory.mktemp("navigation") / "es2gears.html")
-
-
-def view(opened) -> list[float]:
-    return opened.page.evaluate(f"{TL}.view")
 
 
 def overview_window(opened) -> tuple[float, float, float]:
@@ -210,17 +206,13 @@ def test_self_time_of_egl_swap_buffers_is_its_time_less_the_calls_inside_it_on_i
     one = self_time_sql(source, "OPENGL_API", "eglSwapBuffers", picked["start"], picked["start"] + 1)
     assert "self time (less what nests in it on its thread)" in details
     number, unit = re.search(r"on its thread\): ([0-9.]+) (s|ms|µs|ns)", details).groups()
-    assert float(number) * {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1}[unit] == pytest.approx(one, rel=5e-3)
+    assert float(number) * UNIT_NS[unit] == pytest.approx(one, rel=5e-3)
 
 
 def test_the_tooltip_follows_a_zoom_and_names_what_is_under_the_pointer_then(es2gears, browser):
     source, page = es2gears
     opened = opened_timeline(browser, page)
-    origin = opened.page.evaluate(f"{TL}.origin")
-    after_paint(opened, lambda: opened.page.evaluate(f"{TL}.setWindow({origin} + 1.0e9, {origin} + 1.02e9)"))
-    canvas = opened.page.locator("#run-timeline canvas")
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
+    _, box = zoomed_canvas(opened, 1.0, 1.02)
     row = next(p for p in opened.page.evaluate(f"{TL}.layout") if p["type"] == "row" and p["kind"] == "osrt"
                and p["group"].startswith("llvmpipe"))
     x, y = box["x"] + 190 + (box["width"] - 190) * 0.5, box["y"] + row["y"] + 5
@@ -233,7 +225,7 @@ def test_the_tooltip_follows_a_zoom_and_names_what_is_under_the_pointer_then(es2
         start, length = re.search(r"start ([0-9.]+) s, ([0-9.]+ (?:s|ms|µs|ns))", tip).groups()
         number, unit = length.split()
         begin = float(start) * 1e9
-        end = begin + float(number) * {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1}[unit]
+        end = begin + float(number) * UNIT_NS[unit]
         slop = 3 * (shown[1] - shown[0]) / (box["width"] - 190)  # the nearest within 3 pixels when none covers it
         slop += (end - begin) * 0.01  # the duration as the tip rounds it
         assert begin - slop <= at <= end + slop, (tip, at)

@@ -91,6 +91,17 @@ def view(opened) -> list[int]:
     return opened.page.evaluate(f"{TL}.view")
 
 
+def zoomed_canvas(opened, start_s: float, end_s: float) -> tuple[float, dict]:
+    """The timeline zoomed to [start, end) seconds after its origin, its canvas scrolled into view: the origin,
+    and the canvas's box."""
+    origin = opened.page.evaluate(f"{TL}.origin")
+    after_paint(opened, lambda: opened.page.evaluate(f"{TL}.setWindow({origin} + {start_s * 1e9}, "
+                                                     f"{origin} + {end_s * 1e9})"))
+    canvas = opened.page.locator("#run-timeline canvas")
+    canvas.scroll_into_view_if_needed()
+    return origin, canvas.bounding_box()
+
+
 def test_the_axis_ticks_cover_the_view_at_round_steps_and_read_as_their_times(es2gears, browser):
     source, page = es2gears
     opened = opened_timeline(browser, page)
@@ -262,14 +273,10 @@ def test_each_duration_falls_in_the_histogram_bin_whose_edges_hold_it(es2gears, 
 def test_shift_drag_selects_the_span_and_rows_dragged_across(es2gears, browser):
     source, page = es2gears
     opened = opened_timeline(browser, page)
-    origin = opened.page.evaluate(f"{TL}.origin")
-    after_paint(opened, lambda: opened.page.evaluate(f"{TL}.setWindow({origin} + 1e9, {origin} + 1.01e9)"))
+    origin, box = zoomed_canvas(opened, 1.0, 1.01)
     canvas = opened.page.locator("#run-timeline canvas")
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    rows = opened.page.evaluate(f"{TL}.layout.filter(p => p.type === 'row')")
-    row = next(i for i, p in enumerate(rows) if p["kind"] == "opengl")
-    place = rows[row]
+    place = next(p for p in opened.page.evaluate(f"{TL}.layout") if p["type"] == "row" and p["kind"] == "opengl")
+    row = place["index"]
     start, end = view(opened)
     width = box["width"] - 190
     x0, x1, y = box["x"] + 190 + width * 0.3, box["x"] + 190 + width * 0.6, box["y"] + place["y"] + 4

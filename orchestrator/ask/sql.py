@@ -119,7 +119,7 @@ def self_sql(kind: str, name: str, span: tuple[int, int], keys: tuple[int, ...],
     whatever kind they are (an OS call inside an OpenGL call is its child), clipped to its end; GPU work does not
     nest: its self time is its total. ``nesting``: the kinds of calls and ranges those threads have (fewer tables
     read, a shorter statement)."""
-    if _thread_base(kind, schema, keys) is None:
+    if kind not in THREAD_TABLES:
         return None
     parts = []
     for rank, other in enumerate(NESTING_KINDS):  # of equal start and end, the rows' order: nvtx, opengl, ...

@@ -22,7 +22,7 @@ import numpy as np
 from ..analysis import UNREADABLE
 from ..analysis.analyzers.flows import flows, offsets
 from ..analysis.analyzers.frames import Frames
-from ..analysis.analyzers.run_events import LANE_SHIFT, EventRow, run_events
+from ..analysis.analyzers.run_events import GPU_TABLES, LANE_SHIFT, EventRow, run_events
 from ..analysis.analyzers.timeline import SpanEvent, span_events
 from ..analysis.export.names import pid_of, tid_of
 from ..analysis.export.report_input import open_report, report_of
@@ -79,9 +79,8 @@ def chrome_trace(trace: Trace, options: AnalysisOptions, max_events: int = MAX_E
     conn, schema = trace.conn, trace.schema
     scope = analysis_scope(trace, options)  # the same capture, processes, frames, window and samples as analyze
     pids, frames, window, threads, skip = scope.pids, scope.frames, scope.window, scope.threads, set(scope.skip)
-    spans = [e for e in span_events(conn, schema, window.as_tuple())
+    timed = [(e.start_ns, _span_event(e)) for e in span_events(conn, schema, window.as_tuple())
              if e.global_tid not in skip and (pids is None or e.global_tid is None or pid_of(e.global_tid) in pids)]
-    timed = [(e.start_ns, _span_event(e)) for e in spans]
     timed += _frame_events(frames, window.as_tuple())
     timed += _sample_events(scope.samples)
     timed.sort(key=lambda pair: pair[0])
@@ -110,8 +109,12 @@ def _span_event(event: SpanEvent) -> dict:
 def _track(event: SpanEvent) -> tuple[int, int]:
     if event.global_tid is not None:
         return pid_of(event.global_tid), tid_of(event.global_tid)
-    device, lane = int(event.device or 0), int(event.stream or 0)
-    return GPU_PID + device, (CONTEXT_TID + lane) if event.kind == "opengl_gpu" else lane
+    return _gpu_track(int(event.device or 0), int(event.stream or 0), event.kind)
+
+
+def _gpu_track(device: int, lane: int, kind: str) -> tuple[int, int]:
+    """A GPU lane's track: its GPU's process, its stream (or, apart from them, its OpenGL context)."""
+    return GPU_PID + device, (CONTEXT_TID + lane) if kind == "opengl_gpu" else lane
 
 
 def _flow_events(trace: Trace, kept: set[tuple[int, int, int]]) -> list[dict]:
@@ -134,10 +137,9 @@ def _end(rows: list[EventRow], at: np.ndarray, place: int) -> tuple[int, int, in
     """The track and start of the event at a place among the rows' events, as the trace writes its slice."""
     index = int(np.searchsorted(at, place, side="right")) - 1
     row, start = rows[index], int(rows[index].starts[place - at[index]])
-    if row.kind in ("opengl", "cuda_api", "osrt", "nvtx"):
+    if row.kind not in GPU_TABLES:  # a thread's row, keyed by its globalTid
         return pid_of(row.key), tid_of(row.key), start
-    device, lane = row.key >> LANE_SHIFT, row.key & ((1 << LANE_SHIFT) - 1)
-    return GPU_PID + device, (CONTEXT_TID + lane) if row.kind == "opengl_gpu" else lane, start
+    return *_gpu_track(row.key >> LANE_SHIFT, row.key & ((1 << LANE_SHIFT) - 1), row.kind), start
 
 
 def _frame_events(frames: Frames | None, window: tuple[int, int]) -> list[tuple[int, dict]]:
